@@ -1,0 +1,151 @@
+"""Where a kernel's values come from: which kernel arguments flow into an expression.
+
+Used for two questions: which argument an atomic's target array is (so the launch can allocate records
+of its dtype), and whether a consumed floating-point return depends on anything that may carry a
+gradient (treating the recorded value as a constant is exact only when it does not).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from passes.atomics import AtomicCall, WarpNames
+
+# Casts and tests whose result carries no derivative, whatever their operands.
+_NON_DIFFERENTIABLE_CALLS = frozenset(
+    {"int", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "tid", "len"}
+)
+
+
+def _path_parts(expr: ast.expr) -> list[str] | None:
+    """['w', 'count'] for ``w.count`` or ``w.count[i]``; None for anything not an attribute chain."""
+    while isinstance(expr, ast.Subscript):
+        expr = expr.value
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    return [expr.id, *reversed(parts)]
+
+
+def single_assignments(func: ast.FunctionDef) -> dict[str, ast.expr]:
+    """Locals assigned exactly once, with their value: candidates for aliases of argument arrays."""
+    counts: dict[str, int] = {}
+    values: dict[str, ast.expr] = {}
+    for node in ast.walk(func):
+        targets = []
+        if isinstance(node, ast.Assign):
+            targets = [(t, node.value) for t in node.targets]
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [(node.target, node.value)]
+        elif isinstance(node, ast.For):
+            targets = [(node.target, None)]
+        for target, value in targets:
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name):
+                    counts[name.id] = counts.get(name.id, 0) + 1
+                    values[name.id] = value if isinstance(target, ast.Name) else None
+    return {name: value for name, value in values.items() if counts[name] == 1 and value is not None}
+
+
+def argument_path(expr: ast.expr, params: list[str], aliases: dict[str, ast.expr]) -> str | None:
+    """The kernel argument (``total``) or struct field (``w.count``) that ``expr`` views, or None."""
+    seen = set()
+    parts = _path_parts(expr)
+    while parts is not None and parts[0] not in params and parts[0] in aliases and parts[0] not in seen:
+        seen.add(parts[0])
+        root = _path_parts(aliases[parts[0]])
+        parts = None if root is None else root + parts[1:]
+    if parts is None or parts[0] not in params:
+        return None
+    return ".".join(parts)
+
+
+class _Dependencies:
+    """Fixpoint of 'local name -> argument paths its value may derive from' over the whole kernel."""
+
+    def __init__(self, func: ast.FunctionDef, params: list[str], names: WarpNames):
+        self.params = params
+        self.names = names
+        self.aliases = single_assignments(func)
+        self.locals: dict[str, frozenset[str]] = {}
+        assignments = [n for n in ast.walk(func) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))]
+        changed = True
+        while changed:
+            changed = False
+            for node in assignments:
+                if node.value is None:
+                    continue
+                sources = self.of(node.value)
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Subscript):
+                        continue
+                    for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
+                        merged = self.locals.get(name, frozenset()) | sources
+                        if merged != self.locals.get(name):
+                            self.locals[name] = merged
+                            changed = True
+
+    def of(self, expr: ast.expr) -> frozenset[str]:
+        """Argument paths whose values may flow (differentiably) into ``expr``."""
+        if isinstance(expr, ast.Constant | ast.Compare | ast.BoolOp):
+            return frozenset()
+        if isinstance(expr, ast.Name | ast.Attribute | ast.Subscript):
+            path = argument_path(expr, self.params, {})
+            if path is not None:
+                return frozenset({path})
+            if isinstance(expr, ast.Name):
+                return self.locals.get(expr.id, frozenset())
+            return self.of(expr.value)
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if called in _NON_DIFFERENTIABLE_CALLS:
+                return frozenset()
+            op = self.names.atomic_op(expr)
+            if op is not None:
+                call = AtomicCall(expr, op, consumed=True)
+                target = argument_path(call.target, self.params, self.aliases)
+                return frozenset({target} if target else ()) | self._union(call.value_args)
+            return self._union([*expr.args, *(k.value for k in expr.keywords)])
+        return self._union([c for c in ast.iter_child_nodes(expr) if isinstance(c, ast.expr)])
+
+    def _union(self, exprs: list[ast.expr]) -> frozenset[str]:
+        return frozenset().union(*(self.of(e) for e in exprs))
+
+
+def gradient_sources(
+    func: ast.FunctionDef, params: list[str], names: WarpNames, consumed: list[AtomicCall]
+) -> dict[ast.Call, frozenset[str]]:
+    """For each consumed atomic: the argument paths its returned value may be differentiable in.
+
+    That is its target array (the initial values) plus everything written into the same target by any
+    atomic, augmented assignment or store in the kernel.
+    """
+    deps = _Dependencies(func, params, names)
+    written: dict[str, frozenset[str]] = {}
+
+    def note_write(target: ast.expr, values: list[ast.expr]) -> None:
+        path = argument_path(target, params, deps.aliases)
+        if path is not None:
+            written[path] = written.get(path, frozenset()) | deps._union(values)
+
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call) and (op := names.atomic_op(node)) is not None:
+            call = AtomicCall(node, op, consumed=False)
+            note_write(call.target, call.value_args)
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Subscript):
+                    note_write(target, [node.value])
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Subscript):
+            note_write(node.target, [node.value])
+
+    result = {}
+    for call in consumed:
+        path = argument_path(call.target, params, deps.aliases)
+        result[call.node] = frozenset({path}) | written.get(path, frozenset())
+    return result

@@ -1,0 +1,27 @@
+"""Fresh names for generated parameters, locals and helpers that cannot clash with the user's."""
+
+from __future__ import annotations
+
+import ast
+
+
+class Namer:
+    """Hands out readable names, adding a numeric suffix only when a name is already taken."""
+
+    def __init__(self, taken: set[str]):
+        self.taken = set(taken)
+
+    @classmethod
+    def for_tree(cls, tree: ast.AST, extra: set[str] = frozenset()) -> Namer:
+        used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        used |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
+        used |= {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        return cls(used | set(extra))
+
+    def fresh(self, base: str) -> str:
+        name, suffix = base, 1
+        while name in self.taken:
+            name = f"{base}_{suffix}"
+            suffix += 1
+        self.taken.add(name)
+        return name

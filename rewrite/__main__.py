@@ -1,0 +1,5 @@
+import sys
+
+from rewrite.cli import main
+
+sys.exit(main())

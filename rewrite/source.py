@@ -1,0 +1,126 @@
+"""Loading a kernel's source and namespace, and compiling generated source back into Warp kernels."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import linecache
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+import warp as wp
+from warp._src.codegen import get_closure_vars
+from warp._src.context import Function
+
+from passes.atomics import ATOMIC_OPS, AtomicCall, WarpNames, find_atomic_calls
+
+
+@dataclass
+class FunctionSource:
+    """A kernel's or ``@wp.func``'s parsed definition, with what is needed to point back into its file."""
+
+    name: str
+    tree: ast.FunctionDef
+    namespace: dict[str, Any]
+    filename: str
+    first_line: int  # line in ``filename`` of the source's first line (decorators included)
+    indent: int  # columns that dedenting removed
+
+    @classmethod
+    def of(cls, obj: wp.Kernel | Function) -> FunctionSource:
+        adj = obj.adj
+        module = ast.parse(adj.source)
+        tree = next(node for node in module.body if isinstance(node, ast.FunctionDef))
+        namespace = {**adj.func.__globals__, **get_closure_vars(adj.func)}
+        first_line = max(adj.fun_lineno, 1)
+        original = linecache.getline(adj.filename, first_line)
+        indent = len(original) - len(original.lstrip()) if original.strip() else 0
+        return cls(adj.fun_name, tree, namespace, adj.filename, first_line, indent)
+
+    def location(self, node: ast.AST) -> str:
+        """``file:line:col`` (1-based, as editors and ruff print them) of a node of ``tree``."""
+        return f"{self.filename}:{self.first_line + node.lineno - 1}:{self.indent + node.col_offset + 1}"
+
+    def warp_names(self) -> WarpNames:
+        modules = frozenset(name for name, value in self.namespace.items() if value is wp)
+        bare = tuple(
+            (name, op)
+            for op in ATOMIC_OPS
+            for name, value in self.namespace.items()
+            if value is getattr(wp, f"atomic_{op}") and not name.startswith("__")
+        )
+        return WarpNames(modules or frozenset({"wp"}), bare)
+
+    def warp_alias(self) -> str:
+        return min(self.warp_names().modules)
+
+    def any_alias(self) -> str | None:
+        """The name this namespace binds to ``typing.Any``, if any."""
+        return next((name for name, value in self.namespace.items() if value is typing.Any), None)
+
+    def resolve(self, expr: ast.expr) -> Any:
+        """The object a ``name`` or ``module.attr`` expression denotes in this namespace, or None."""
+        if isinstance(expr, ast.Name):
+            return self.namespace.get(expr.id)
+        if isinstance(expr, ast.Attribute):
+            owner = self.resolve(expr.value)
+            return getattr(owner, expr.attr, None) if owner is not None else None
+        return None
+
+
+def _user_functions(source: FunctionSource) -> list[tuple[ast.Call, Function]]:
+    calls = []
+    for node in ast.walk(source.tree):
+        if isinstance(node, ast.Call):
+            func = source.resolve(node.func)
+            if isinstance(func, Function) and not func.is_builtin() and getattr(func, "adj", None) is not None:
+                calls.append((node, func))
+    return calls
+
+
+def consumed_atomic_in_helpers(source: FunctionSource) -> tuple[ast.Call, str, FunctionSource, AtomicCall] | None:
+    """The first ``@wp.func`` called (at any depth) from ``source`` that consumes an atomic's return.
+
+    Returns (the call in ``source``, the called helper's name, the consuming function's source, its atomic).
+    """
+    seen: set[int] = set()
+
+    def first_hazard(current: FunctionSource) -> tuple[FunctionSource, AtomicCall] | None:
+        consumed = [c for c in find_atomic_calls(current.tree, current.warp_names()) if c.consumed]
+        if consumed:
+            return current, consumed[0]
+        for _, func in _user_functions(current):
+            if id(func) not in seen:
+                seen.add(id(func))
+                found = first_hazard(FunctionSource.of(func))
+                if found:
+                    return found
+        return None
+
+    for call, func in _user_functions(source):
+        if id(func) not in seen:
+            seen.add(id(func))
+            found = first_hazard(FunctionSource.of(func))
+            if found:
+                return call, func.key, *found
+    return None
+
+
+_generated_modules = itertools.count()
+
+
+def compile_generated(text: str, namespace: dict[str, Any], label: str) -> dict[str, Any]:
+    """Execute generated kernel source in a copy of ``namespace`` and return the resulting namespace.
+
+    Warp reads a kernel's source through ``inspect``/``linecache``, so the text is registered in
+    ``linecache`` under a made-up file name first (plain ``exec`` of a string is refused by Warp).
+    The generated kernels get a Warp module of their own, named after ``label``.
+    """
+    number = next(_generated_modules)
+    filename = f"<wp-rewrite {label} #{number}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+    scope = dict(namespace)
+    scope["__name__"] = f"wp_rewrite.{label}_{number}"
+    exec(compile(text, filename, "exec"), scope)
+    return scope
