@@ -192,8 +192,9 @@ def _build(kernel: wp.Kernel) -> RewrittenKernel:
         header.append(f"import warp as {warp_alias}")
     text = "\n".join(header) + "\n\n\n" + "\n\n\n".join(ast.unparse(d) for d in definitions) + "\n"
 
-    scope = compile_generated(text, source.namespace, kernel.key)
-    wp.get_module(scope["__name__"]).options.update(kernel.module.options)
+    module = f"wp_rewrite.{kernel.module.name}"
+    scope = compile_generated(text, source.namespace, kernel.key, module)
+    wp.get_module(module).options.update(kernel.module.options)
     return RewrittenKernel(kernel, scope[record_name], scope[replay_name], text, infos)
 
 

@@ -110,17 +110,18 @@ def consumed_atomic_in_helpers(source: FunctionSource) -> tuple[ast.Call, str, F
 _generated_modules = itertools.count()
 
 
-def compile_generated(text: str, namespace: dict[str, Any], label: str) -> dict[str, Any]:
+def compile_generated(text: str, namespace: dict[str, Any], label: str, module: str) -> dict[str, Any]:
     """Execute generated kernel source in a copy of ``namespace`` and return the resulting namespace.
 
     Warp reads a kernel's source through ``inspect``/``linecache``, so the text is registered in
     ``linecache`` under a made-up file name first (plain ``exec`` of a string is refused by Warp).
-    The generated kernels get a Warp module of their own, named after ``label``.
+    The generated kernels join the Warp module ``module``: the rewritten kernels of one user module
+    share one Warp module, so rewriting them all before the first launch compiles them once.
     """
     number = next(_generated_modules)
     filename = f"<wp-rewrite {label} #{number}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
     scope = dict(namespace)
-    scope["__name__"] = f"wp_rewrite.{label}_{number}"
+    scope["__name__"] = module
     exec(compile(text, filename, "exec"), scope)
     return scope

@@ -1,0 +1,130 @@
+"""Ground truth for gradient tests: central finite differences of the ORIGINAL kernel's forward.
+
+Warp runs CPU kernels thread by thread in order, so the original kernel's forward is deterministic and
+correct on the CPU; its float64 finite differences are the exact gradient the rewrite must reproduce.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import warp as wp
+
+from rewrite import launch, wp_rewrite
+
+EPSILON = 1e-6
+RTOL = 1e-5
+ATOL = 1e-7
+
+
+Launcher = Callable[[wp.Kernel, Any, list[Any]], None]
+
+
+def launch_original(kernel: wp.Kernel, dim: Any, inputs: list[Any]) -> None:
+    wp.launch(kernel, dim, inputs=inputs, device="cpu")
+
+
+def launch_rewritten(kernel: wp.Kernel, dim: Any, inputs: list[Any]) -> None:
+    launch(wp_rewrite(kernel), dim, inputs=inputs, device="cpu")
+
+
+@dataclass
+class Case:
+    """A program to check: ``make_args`` builds fresh arguments on the CPU each call.
+
+    By default the program is one launch of ``kernel`` over all arguments; ``program`` replaces that with
+    any sequence of launches made through the launcher it is given (original or rewritten).
+    """
+
+    kernel: wp.Kernel | None
+    dim: int | tuple[int, ...]
+    make_args: Callable[[], list[Any]]
+    loss_outputs: Sequence[int]  # argument indices whose weighted sum is the loss
+    wrt: Sequence[int]  # argument indices to differentiate with respect to
+    program: Callable[[list[Any], Launcher], None] | None = None
+    weights: dict[int, np.ndarray] = field(default_factory=dict)
+
+    def run(self, args: list[Any], launcher: Launcher) -> None:
+        if self.program is None:
+            launcher(self.kernel, self.dim, args)
+        else:
+            self.program(args, launcher)
+
+    def weight(self, index: int, array: wp.array) -> np.ndarray:
+        if index not in self.weights:
+            rng = np.random.default_rng(1234 + index)
+            self.weights[index] = rng.uniform(0.5, 1.5, size=array.numpy().shape)
+        return self.weights[index]
+
+    def loss(self, args: list[Any]) -> float:
+        return sum(float(np.sum(self.weight(i, args[i]) * args[i].numpy())) for i in self.loss_outputs)
+
+
+def run_original(case: Case) -> list[Any]:
+    args = case.make_args()
+    case.run(args, launch_original)
+    return args
+
+
+def run_rewritten(case: Case) -> tuple[list[Any], wp.Tape]:
+    args = case.make_args()
+    tape = wp.Tape()
+    with tape:
+        case.run(args, launch_rewritten)
+    return args, tape
+
+
+def arrays_of(args: list[Any]) -> dict[int, np.ndarray]:
+    return {i: a.numpy().copy() for i, a in enumerate(args) if isinstance(a, wp.array)}
+
+
+def assert_same_forward(case: Case) -> list[Any]:
+    """Every array (outputs and atomic targets) after the rewritten forward equals the original's exactly."""
+    expected = arrays_of(run_original(case))
+    args, _ = run_rewritten(case)
+    actual = arrays_of(args)
+    for i, value in expected.items():
+        np.testing.assert_array_equal(actual[i], value, err_msg=f"argument {i} differs after forward")
+    return args
+
+
+def tape_gradients(case: Case) -> dict[int, np.ndarray]:
+    args, tape = run_rewritten(case)
+    grads = {args[i]: wp.array(case.weight(i, args[i]), dtype=args[i].dtype, device="cpu") for i in case.loss_outputs}
+    tape.backward(grads=grads)
+    return {i: args[i].grad.numpy().copy() for i in case.wrt}
+
+
+def finite_difference_gradients(case: Case) -> dict[int, np.ndarray]:
+    shapes = {i: case.make_args()[i].numpy().shape for i in case.wrt}
+    result = {}
+    for i in case.wrt:
+        grad = np.zeros(shapes[i]).reshape(-1)
+        for j in range(grad.size):
+            losses = []
+            for sign in (1.0, -1.0):
+                args = case.make_args()
+                args[i].numpy().reshape(-1)[j] += sign * EPSILON  # CPU arrays: numpy() is a writable view
+                case.run(args, launch_original)
+                losses.append(case.loss(args))
+            grad[j] = (losses[0] - losses[1]) / (2 * EPSILON)
+        result[i] = grad.reshape(shapes[i])
+    return result
+
+
+def assert_gradients_match(case: Case) -> dict[int, np.ndarray]:
+    actual = tape_gradients(case)
+    expected = finite_difference_gradients(case)
+    assert any(np.any(g != 0) for g in expected.values()), "vacuous case: every finite-difference gradient is zero"
+    for i in case.wrt:
+        np.testing.assert_allclose(actual[i], expected[i], rtol=RTOL, atol=ATOL, err_msg=f"gradient of argument {i}")
+    return actual
+
+
+def check(case: Case) -> None:
+    """Forward equality plus tape gradients against finite differences."""
+    assert_same_forward(case)
+    assert_gradients_match(case)
