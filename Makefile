@@ -1,0 +1,26 @@
+# Each target creates the virtual environment first if it is missing (needs only Python 3.10+ and make).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+INSTALLED := $(VENV)/.installed
+
+.PHONY: demo test lint bench fuzz
+
+$(INSTALLED): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(INSTALLED)
+
+demo: $(INSTALLED)
+	$(PY) -m examples.demo
+
+lint: $(INSTALLED)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+test: lint
+	$(PY) -m pytest
+
+bench: $(INSTALLED)
+	$(PY) -m bench.run

@@ -1,0 +1,19 @@
+"""Example kernels that use the values atomics return: plain Warp gets their gradients wrong."""
+
+import warp as wp
+
+
+@wp.kernel
+def scale_by_previous(x: wp.array[float], total: wp.array[float], y: wp.array[float]):
+    """The reported bug: y=[30] is right, but plain Warp gives x.grad=[nan] instead of [10]."""
+    previous = wp.atomic_add(total, 0, 1.0)
+    y[0] = previous * x[0]
+
+
+@wp.kernel
+def compact_positive(x: wp.array[float], count: wp.array[int], out: wp.array[float]):
+    """Stream compaction: each positive x lands in the next free slot of out."""
+    tid = wp.tid()
+    if x[tid] > 0.0:
+        slot = wp.atomic_add(count, 0, 1)
+        out[slot] = x[tid] * x[tid]
