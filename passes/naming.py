@@ -25,3 +25,12 @@ class Namer:
             suffix += 1
         self.taken.add(name)
         return name
+
+    def fresh_base(self, base: str, suffixes: tuple[str, ...] = ("_record", "_replay")) -> str:
+        """A base name such that ``base + suffix`` is fresh for every suffix (reserving them all)."""
+        candidate, number = base, 1
+        while any(candidate + suffix in self.taken for suffix in suffixes):
+            candidate = f"{base}_{number}"
+            number += 1
+        self.taken.update(candidate + suffix for suffix in suffixes)
+        return candidate

@@ -18,8 +18,13 @@ if TYPE_CHECKING:
 
 
 def record_returned(value: Any, records: wp.array(dtype=Any), index: int):
-    """Store an atomic's returned value for the replay kernel and pass it on unchanged."""
-    records[index] = value
+    """Store an atomic's returned value for the replay kernel and pass it on unchanged.
+
+    An index past the end means a loop ran more often than the records have room for: the launch
+    checks the trip counts afterwards and raises, so the store is only skipped, never out of bounds.
+    """
+    if index < records.shape[0]:
+        records[index] = value
     return value
 
 
@@ -30,6 +35,13 @@ def replay_returned(value: Any, records: wp.array(dtype=Any), index: int):
     never runs: the replay kernel is only launched in backward, where Warp skips every atomic.
     """
     return records[index]
+
+
+def range_length(start: int, stop: int, step: int):
+    """How many iterations ``range(start, stop, step)`` makes: the capacity a loop's records need."""
+    if step > 0:
+        return wp.max((stop - start + step - 1) // step, 0)
+    return wp.max((start - stop - step - 1) // (-step), 0)
 
 
 def linear_thread_index(launch_shape, thread, c0, c1, c2, c3):

@@ -9,7 +9,9 @@ call stays in place as the argument of ``replay_returned``, so Warp still genera
 Warp skips atomics when it replays the forward code.
 
 Both wrap the atomic call where it stands, so argument evaluation order, short-circuit ``and``/``or`` and
-``x if c else y`` keep the original semantics.
+``x if c else y`` keep the original semantics. Loops around an atomic get a coordinate (see ``passes.plan``);
+a while loop becomes, in the replay kernel, a for loop over its recorded trip count, since Warp's backward
+re-evaluates a while loop's condition on the final state rather than replaying its iterations.
 """
 
 from __future__ import annotations
@@ -19,15 +21,12 @@ import copy
 from dataclasses import dataclass
 
 from passes import templates
+from passes.plan import FunctionPlan, KernelPlan, Loop, Site
 
-
-@dataclass(frozen=True)
-class Site:
-    """A consumed atomic and the record array generated for it."""
-
-    call: ast.Call
-    records: str  # name of the record array parameter
-    record_dtype: str  # source text of the records' dtype, e.g. "float" or "wp.int32"
+RECORD, REPLAY = "record", "replay"
+# A cloned helper's replay variant with no atomic at all: what backward's forward replay runs instead of it
+# (registered with @wp.func_replay), since Warp re-runs a helper's atomics when it replays a call.
+REPLAY_FORWARD = "replay_forward"
 
 
 @dataclass(frozen=True)
@@ -38,8 +37,12 @@ class Names:
     any: str
     record_helper: str
     replay_helper: str
+    range_length: str
     launch_shape: str
     thread: str
+    coordinate: str  # the coordinate parameter of cloned helpers
+    trip_capacity: str
+    trips_needed: str
     coords: tuple[str, str, str, str]
 
 
@@ -47,63 +50,302 @@ def _span(node: ast.AST) -> tuple[int, int, int, int]:
     return (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
 
 
-class _WrapConsumedAtomics(ast.NodeTransformer):
-    def __init__(self, sites: list[Site], helper: str, thread: str):
-        self.sites = {_span(s.call): s for s in sites}
-        self.helper = helper
-        self.thread = thread
+def _expr(text: str) -> ast.expr:
+    return ast.parse(text, mode="eval").body
+
+
+def _stmt(text: str) -> ast.stmt:
+    return ast.parse(text).body[0]
+
+
+def _lower_jumps(body: list[ast.stmt], active: str) -> list[ast.stmt]:
+    """Replace this loop's break/continue by clearing ``active`` and guarding what follows.
+
+    Warp's reverse pass replays each iteration before its adjoint, and a replayed break or continue jumps
+    past that adjoint. The replay kernel runs exactly the recorded iterations, so a break can end the
+    iteration like a continue does.
+    """
+    lowered = []
+    for index, stmt in enumerate(body):
+        if isinstance(stmt, ast.Break | ast.Continue):
+            lowered.append(_stmt(f"{active} = False"))
+            return lowered
+        if isinstance(stmt, ast.If) and _has_jump(stmt):
+            stmt.body = _lower_jumps(stmt.body, active) or [ast.Pass()]
+            stmt.orelse = _lower_jumps(stmt.orelse, active)
+            lowered.append(stmt)
+            rest = _lower_jumps(body[index + 1 :], active)
+            if rest:
+                lowered.append(ast.If(_expr(active), rest, []))
+            return lowered
+        lowered.append(stmt)
+    return lowered
+
+
+def _has_jump(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, ast.Break | ast.Continue):
+        return True
+    return isinstance(stmt, ast.If) and any(_has_jump(s) for s in [*stmt.body, *stmt.orelse])
+
+
+class PhaseWriter(ast.NodeTransformer):
+    """Rewrites one function of the plan (kernel or cloned helper) for one phase."""
+
+    def __init__(
+        self,
+        plan: FunctionPlan,
+        phase: str,
+        names: Names,
+        coordinate: str,
+        with_trips: bool,
+        int_paths: frozenset[str],
+        in_helper: bool,
+    ):
+        self.plan = plan
+        self.in_helper = in_helper
+        self.phase = phase
+        self.names = names
+        self.coordinate = coordinate
+        self.int_paths = int_paths
+        self.kept_calls: set[int] = set()  # atomics and clone calls the phase keeps, by id
+        self.unconsumed = {_span(stmt): path for stmt, path in plan.unconsumed.items()}
+        self.sites = {_span(s.call): s for s in plan.sites}
+        self.clones = {_span(call): clone for call, clone in plan.clones.items()}
+        self.loops = {_span(node): loop for node, loop in plan.loops.items()}
+        # Every function of a kernel with loops passes the trip arrays on, so signatures stay uniform.
+        self.trip_args = [names.trip_capacity, names.trips_needed] if with_trips else []
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
-        self.generic_visit(node)  # inner atomics first: an index may come from another atomic
+        self.generic_visit(node)  # inner calls first: an index may come from another atomic
         site = self.sites.get(_span(node))
-        if site is None:
-            return node
-        wrapped = ast.Call(
-            func=ast.Name(self.helper, ast.Load()),
-            args=[node, ast.Name(site.records, ast.Load()), ast.Name(self.thread, ast.Load())],
-            keywords=[],
-        )
-        return ast.copy_location(wrapped, node)
+        if site is not None:
+            return ast.copy_location(self._site(node, site), node)
+        clone = self.clones.get(_span(node))
+        if clone is not None:
+            extra = [*clone.plan.record_params(), *self.trip_args, self.coordinate]
+            node.func = ast.copy_location(_expr(clone_name(clone.plan, self.phase, self.int_paths)), node.func)
+            node.args = [*node.args, *(_expr(name) for name in extra)]
+            self.kept_calls.add(id(node))
+        return node
+
+    def _site(self, call: ast.Call, site: Site) -> ast.expr:
+        records = f"{site.records}[{self.coordinate}]"
+        if self.phase == RECORD:
+            self.kept_calls.add(id(call))
+            return ast.Call(_expr(self.names.record_helper), [call, _expr(site.records), _expr(self.coordinate)], [])
+        keeps_inner = any(id(n) in self.kept_calls for arg in call.args for n in ast.walk(arg))
+        if self.phase == REPLAY_FORWARD or (site.target in self.int_paths and not keeps_inner):
+            return _expr(records)  # an int target has no adjoint to keep: just the recorded value
+        # The atomic stays, in the kernel body, as the stand-in's argument: Warp skips it when replaying
+        # but still generates its adjoint.
+        self.kept_calls.add(id(call))
+        helper = self.names.replay_helper
+        return ast.Call(_expr(helper), [call, _expr(site.records), _expr(self.coordinate)], [])
+
+    def _drops(self, stmt: ast.stmt) -> bool:
+        """Does this phase leave out an atomic whose value is discarded?"""
+        key = _span(stmt)
+        if key not in self.unconsumed:
+            return False
+        if self.phase == REPLAY_FORWARD:
+            return True
+        # In a helper's replay an int atomic would run again in backward and has no adjoint to keep.
+        return self.phase == REPLAY and self.in_helper and self.unconsumed[key] in self.int_paths
+
+    def visit_Expr(self, node: ast.Expr) -> ast.stmt:
+        return ast.Pass() if self._drops(node) else self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt:
+        return ast.Pass() if self._drops(node) else self.generic_visit(node)
+
+    def _iteration_start(self, loop: Loop, iteration: str) -> list[ast.stmt]:
+        """The iteration's coordinate, then its loop-carried ints recorded (or, replaying, restored)."""
+        coordinate = f"{self.coordinate} * {self.names.trip_capacity}[{loop.id}] + {iteration}"
+        statements = [_stmt(f"{loop.coordinate} = {coordinate}")]
+        for name, records, _ in loop.carried_in:
+            if self.phase == RECORD:
+                statements.append(_stmt(f"{self.names.record_helper}({name}, {records}, {loop.coordinate})"))
+            else:
+                statements.append(_stmt(f"{name} = {records}[{loop.coordinate}]"))
+        return statements
+
+    def _visit_body(self, loop: Loop, body: list[ast.stmt]) -> list[ast.stmt]:
+        outer, self.coordinate = self.coordinate, loop.coordinate
+        visited = [self.visit(stmt) for stmt in body]
+        self.coordinate = outer
+        body = [s for item in visited for s in (item if isinstance(item, list) else [item])]
+        if self.phase == REPLAY and loop.jumps:
+            body = [_stmt(f"{loop.active} = True"), *_lower_jumps(body, loop.active)]
+        return body
+
+    def _after(self, loop: Loop) -> list[ast.stmt]:
+        """Record (or, replaying, restore) the trip count and the locals the loop hands on."""
+        if self.phase == RECORD:
+            kept = [(loop.counter, loop.trips_records)] if loop.trips_records else []
+            kept += [(name, records) for name, records, _ in loop.carried]
+            return [
+                _stmt(f"{self.names.record_helper}({name}, {records}, {self.coordinate})") for name, records in kept
+            ]
+        return [_stmt(f"{name} = {records}[{self.coordinate}]") for name, records, _ in loop.carried]
+
+    def visit_For(self, node: ast.For) -> ast.AST | list[ast.stmt]:
+        loop = self.loops.get(_span(node))
+        if loop is None:
+            return self.generic_visit(node)
+        variable = node.target.id
+        node.iter = self.visit(node.iter)
+        before = []
+        args = node.iter.args
+        if loop.static_trips is None:
+            start, stop, step = loop.bounds
+            values = [_expr("0"), *args, _expr("1")] if len(args) == 1 else [*args, _expr("1")][:3]
+            before += [ast.Assign([_expr(name)], value) for name, value in zip(loop.bounds, values, strict=True)]
+            node.iter = _expr(f"range({start}, {stop}, {step})")
+            if self.phase == RECORD:
+                length = f"{self.names.range_length}({start}, {stop}, {step})"
+                before.append(_stmt(f"{self.names.warp}.atomic_max({self.names.trips_needed}, {loop.id}, {length})"))
+        else:
+            constants = [a.value for a in args]
+            start, step = (0, 1) if len(constants) == 1 else (constants[0], constants[2] if len(constants) == 3 else 1)
+        body = self._visit_body(loop, node.body)
+        if not loop.trips_records:
+            iteration = variable if (start, step) == (0, 1) else f"({variable} - {start}) // {step}"
+            node.body = [*self._iteration_start(loop, iteration), *body]
+            return [*before, node, *self._after(loop)]
+        counter = loop.counter
+        if self.phase == RECORD:
+            # A loop that breaks: count the iterations it entered, for the replay to run exactly those.
+            node.body = [*self._iteration_start(loop, counter), _stmt(f"{counter} = {counter} + 1"), *body]
+            return [*before, _stmt(f"{counter} = int(0)"), node, *self._after(loop)]
+        replay = _stmt(f"for {counter} in range({loop.trips_records}[{self.coordinate}]):\n    pass")
+        position = _stmt(f"{variable} = {start} + {counter} * {step}")
+        replay.body = [position, *self._iteration_start(loop, counter), *body]
+        return [*before, ast.copy_location(replay, node), *self._after(loop)]
+
+    def visit_While(self, node: ast.While) -> ast.AST | list[ast.stmt]:
+        loop = self.loops.get(_span(node))
+        if loop is None:
+            return self.generic_visit(node)
+        counter, trips = loop.counter, loop.trips_records
+        body = self._visit_body(loop, node.body)
+        if self.phase == RECORD:
+            node.body = [*self._iteration_start(loop, counter), _stmt(f"{counter} = {counter} + 1"), *body]
+            return [
+                _stmt(f"{counter} = int(0)"),
+                node,
+                _stmt(f"{self.names.warp}.atomic_max({self.names.trips_needed}, {loop.id}, {counter})"),
+                *self._after(loop),
+            ]
+        # Replay: exactly the recorded iterations, as a for loop Warp can run backward.
+        replay = _stmt(f"for {counter} in range({trips}[{self.coordinate}]):\n    pass")
+        replay.body = [*self._iteration_start(loop, counter), *body]
+        return [ast.copy_location(replay, node), *self._after(loop)]
 
 
-def _decorator(warp: str, options: dict) -> ast.expr:
+def _decorator(warp: str, kind: str, options: dict) -> ast.expr:
     keywords = ", ".join(f"{key}={value!r}" for key, value in options.items())
-    return ast.parse(f"{warp}.kernel({keywords})" if keywords else f"{warp}.kernel", mode="eval").body
+    return _expr(f"{warp}.{kind}({keywords})" if keywords else f"{warp}.{kind}")
 
 
-def phase_kernel(
-    kernel: ast.FunctionDef, sites: list[Site], names: Names, *, name: str, helper: str, options: dict
+def _add_params(function: ast.FunctionDef, params: list[tuple[str, str]]) -> None:
+    function.args.args += [ast.arg(name, _expr(annotation)) for name, annotation in params]
+
+
+def needs_forward_twin(plan: FunctionPlan, int_paths: frozenset[str]) -> bool:
+    """Does a cloned helper's replay variant still contain an atomic (one with an adjoint to keep)?"""
+    if any(site.target not in int_paths for site in plan.sites):
+        return True
+    if any(path not in int_paths for path in plan.unconsumed.values()):
+        return True
+    return any(needs_forward_twin(clone.plan, int_paths) for clone in plan.clones.values())
+
+
+def clone_name(plan: FunctionPlan, phase: str, int_paths: frozenset[str]) -> str:
+    if phase == REPLAY_FORWARD and not needs_forward_twin(plan, int_paths):
+        phase = REPLAY  # its replay variant has no atomic: it is its own forward twin
+    return f"{plan.name}_{phase}"
+
+
+def phase_function(
+    plan: FunctionPlan,
+    phase: str,
+    names: Names,
+    dtypes: dict[str, str],
+    int_paths: frozenset[str],
+    *,
+    with_trips: bool,
+    options: dict | None = None,
 ) -> ast.FunctionDef:
-    """``kernel`` with every site wrapped in ``helper``, plus the record parameters and thread index."""
-    phase = _WrapConsumedAtomics(sites, helper, names.thread).visit(copy.deepcopy(kernel))
-    phase.name = name
-    phase.decorator_list = [_decorator(names.warp, options)]
-    for site in sites:
-        annotation = ast.parse(f"{names.warp}.array(dtype={site.record_dtype})", mode="eval").body
-        phase.args.args.append(ast.arg(site.records, annotation))
-    phase.args.args.append(ast.arg(names.launch_shape, ast.parse(f"{names.warp}.vec4i", mode="eval").body))
-    c0, c1, c2, c3 = names.coords
-    prologue = templates.instantiate_body(
-        templates.linear_thread_index,
-        wp=names.warp,
-        launch_shape=names.launch_shape,
-        thread=names.thread,
-        c0=c0,
-        c1=c1,
-        c2=c2,
-        c3=c3,
-    )
-    at = 0 if ast.get_docstring(phase) is None else 1
-    phase.body[at:at] = prologue
-    return ast.fix_missing_locations(phase)
+    """One function of the plan rewritten for ``phase``: the kernel when ``options`` is given, else a helper."""
+    is_kernel = options is not None
+    coordinate = names.thread if is_kernel else names.coordinate
+    writer = PhaseWriter(plan, phase, names, coordinate, with_trips, int_paths, in_helper=not is_kernel)
+    function = writer.visit(copy.deepcopy(plan.unit.tree))
+    function.name = f"{plan.name}_{phase}"
+    w = names.warp
+    records = [(name, f"{w}.array(dtype={dtypes[name]})") for name in plan.record_params()]
+    trips = [(name, f"{w}.array(dtype={w}.int32)") for name in writer.trip_args]
+    if is_kernel:
+        function.decorator_list = [_decorator(w, "kernel", options)]
+        _add_params(function, [*records, *trips, (names.launch_shape, f"{w}.vec4i")])
+        c0, c1, c2, c3 = names.coords
+        prologue = templates.instantiate_body(
+            templates.linear_thread_index,
+            wp=w,
+            launch_shape=names.launch_shape,
+            thread=names.thread,
+            c0=c0,
+            c1=c1,
+            c2=c2,
+            c3=c3,
+        )
+        at = 0 if ast.get_docstring(function) is None else 1
+        function.body[at:at] = prologue
+    else:
+        function.decorator_list = [_decorator(w, "func", {})]
+        _add_params(function, [*records, *trips, (names.coordinate, "int")])
+    return ast.fix_missing_locations(function)
 
 
-def helper_functions(names: Names) -> list[ast.FunctionDef]:
-    """The two small ``@wp.func`` helpers both phases call."""
-    helpers = []
-    pairs = ((templates.record_returned, names.record_helper), (templates.replay_returned, names.replay_helper))
-    for template, name in pairs:
-        helper = templates.instantiate(template, wp=names.warp, Any=names.any, **{template.__name__: name})
-        helper.decorator_list = [ast.parse(f"{names.warp}.func", mode="eval").body]
-        helpers.append(ast.fix_missing_locations(helper))
-    return helpers
+def _replay_registration(twin: ast.FunctionDef, replay_name: str, warp: str) -> ast.FunctionDef:
+    """``@wp.func_replay(f_replay) def ...: return f_replay_forward(...)``.
+
+    Its own function, rather than the twin itself, because Warp does not let code call a function registered
+    as a replay; and without a return annotation, which Warp 1.19's ``func_replay`` cannot match.
+    """
+    params = [a.arg for a in twin.args.args]
+    returns = any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(twin))
+    call = f"{twin.name}({', '.join(params)})"
+    registration = _stmt(f"def {replay_name}_replayed():\n    {'return ' if returns else ''}{call}")
+    registration.args.args = copy.deepcopy(twin.args.args)
+    registration.decorator_list = [_expr(f"{warp}.func_replay({replay_name})")]
+    return ast.fix_missing_locations(registration)
+
+
+def phase_functions(
+    plan: KernelPlan, phase: str, names: Names, dtypes: dict[str, str], int_paths: frozenset[str], options: dict
+) -> list[ast.FunctionDef]:
+    """The kernel for ``phase`` preceded by its cloned helpers, callees first."""
+    with_trips = bool(plan.loops)
+    functions = []
+    for clone in reversed([p for p in plan.root.walk() if p is not plan.root]):
+        functions.append(phase_function(clone, phase, names, dtypes, int_paths, with_trips=with_trips))
+        if phase == REPLAY and needs_forward_twin(clone, int_paths):
+            twin = phase_function(clone, REPLAY_FORWARD, names, dtypes, int_paths, with_trips=with_trips)
+            functions += [twin, _replay_registration(twin, functions[-1].name, names.warp)]
+    kernel = phase_function(plan.root, phase, names, dtypes, int_paths, with_trips=with_trips, options=options)
+    return [*functions, kernel]
+
+
+def helper_functions(names: Names, with_range_length: bool) -> list[ast.FunctionDef]:
+    """The small ``@wp.func`` helpers the phases call."""
+    w = names.warp
+    helpers = [
+        templates.instantiate(templates.record_returned, wp=w, Any=names.any, record_returned=names.record_helper),
+        templates.instantiate(templates.replay_returned, wp=w, Any=names.any, replay_returned=names.replay_helper),
+    ]
+    if with_range_length:
+        helpers.append(templates.instantiate(templates.range_length, wp=w, range_length=names.range_length))
+    for helper in helpers:
+        helper.decorator_list = [_expr(f"{w}.func")]
+    return [ast.fix_missing_locations(h) for h in helpers]

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import warp as wp
+from warp._src.codegen import StructInstance
+
+from rewrite.errors import RewriteError
 
 if TYPE_CHECKING:
     from rewrite.api import RewrittenKernel
@@ -31,17 +35,93 @@ def is_float_dtype(dtype: Any) -> bool:
     return wp._src.types.type_scalar_type(dtype) in wp._src.types.float_types
 
 
-def _check_arguments(kernel: wp.Kernel, args: Sequence[Any], device: wp.context.Device) -> None:
+def _arrays(kernel: wp.Kernel, args: Sequence[Any]) -> Iterator[tuple[str, Any]]:
+    """Every array among the arguments, struct fields included, with its path."""
+
+    def walk(path: str, value: Any) -> Iterator[tuple[str, Any]]:
+        if isinstance(value, wp.array):
+            yield path, value
+        elif isinstance(value, StructInstance):
+            for field in value._cls.vars:
+                yield from walk(f"{path}.{field}", getattr(value, field))
+
+    for param, value in zip(kernel.adj.args, args, strict=True):
+        yield from walk(param.label, value)
+
+
+def check_arguments(kernel: wp.Kernel, args: Sequence[Any], device: wp.context.Device) -> None:
     """Refuse a bad launch before anything runs, so counters and outputs stay untouched."""
     expected = len(kernel.adj.args)
     if len(args) != expected:
         raise TypeError(f"kernel '{kernel.key}' takes {expected} arguments (inputs + outputs), got {len(args)}")
-    for param, value in zip(kernel.adj.args, args, strict=True):
-        if isinstance(value, wp.array) and value.device != device:
+    for path, array in _arrays(kernel, args):
+        if array.device != device:
             raise ValueError(
-                f"kernel '{kernel.key}': argument '{param.label}' is on device '{value.device}' "
-                f"but the launch is on '{device}'"
+                f"kernel '{kernel.key}': argument '{path}' is on device '{array.device}' but the launch is on '{device}'"
             )
+
+
+def check_float_returns(rewritten: RewrittenKernel, args: Sequence[Any]) -> None:
+    """Refuse a launch whose floating-point returns would need gradients the replay cannot give.
+
+    A recorded float return is treated as a constant. That is exact only when nothing it is made of (the
+    target's initial values, the values written into it) carries a gradient in this launch.
+    """
+    kernel = rewritten.kernel
+    for site in rewritten.sites:
+        if not is_float_dtype(resolve_path(kernel, args, site.target).dtype):
+            continue
+        if site.gradient_sources is None:
+            candidates = [(path, array) for path, array in _arrays(kernel, args)]
+        else:
+            candidates = [(path, resolve_path(kernel, args, path)) for path in sorted(site.gradient_sources)]
+        for path, value in candidates:
+            if isinstance(value, wp.array) and value.requires_grad and is_float_dtype(value.dtype):
+                raise RewriteError(
+                    kernel.key,
+                    site.location,
+                    f"the value returned by wp.atomic_{site.op}() on '{site.target}' is a float that depends on "
+                    f"'{path}', which requires grad; its exact gradient through the returned value is not supported",
+                    f"Launch with '{path}' not requiring grad, or compute the value without using the atomic's return",
+                )
+
+
+def _scratch_copy(value: Any) -> Any:
+    """A copy a dry run may write into: arrays cloned, struct fields copied, plain values as they are."""
+    if isinstance(value, wp.array):
+        return wp.clone(value, requires_grad=False)
+    if isinstance(value, StructInstance):
+        copy = type(value)()
+        for field in value._cls.vars:
+            setattr(copy, field, _scratch_copy(getattr(value, field)))
+        return copy
+    return value
+
+
+class _Phases:
+    """The record arrays and trip arrays of one launch of the record kernel."""
+
+    def __init__(self, rewritten: RewrittenKernel, args: Sequence[Any], shape: tuple[int, ...], capacities, device):
+        kernel = rewritten.kernel
+        threads = math.prod(shape)
+        self.capacities = capacities
+        self.records = [
+            wp.zeros(
+                threads * math.prod(capacities[i] for i in record.loops),
+                dtype=resolve_path(kernel, args, record.target).dtype if record.target else getattr(wp, record.dtype),
+                device=device,
+            )
+            for record in rewritten.records
+        ]
+        self.extra = list(self.records)
+        if rewritten.loops:
+            self.trip_capacity = wp.array(np.array(capacities, dtype=np.int32), dtype=wp.int32, device=device)
+            self.trips_needed = wp.zeros(len(capacities), dtype=wp.int32, device=device)
+            self.extra += [self.trip_capacity, self.trips_needed]
+        self.extra.append(wp.vec4i(*shape, *(1,) * (4 - len(shape))))
+
+    def trips_needed_now(self) -> np.ndarray:
+        return self.trips_needed.numpy()
 
 
 def launch_two_phase(
@@ -58,24 +138,49 @@ def launch_two_phase(
     kernel = rewritten.kernel
     device = wp.get_device(device)
     args = [*inputs, *outputs]
-    _check_arguments(kernel, args, device)
+    check_arguments(kernel, args, device)
     tape = active_tape() if record_tape else None
-    if tape is None or not rewritten.sites:
+    options = {"device": device, "stream": stream, "block_dim": block_dim, "max_blocks": max_blocks}
+    if tape is None or rewritten.record_kernel is None:
         # Without a tape nothing will run backward: the original kernel is the exact forward.
-        wp.launch(kernel, dim, inputs, outputs, device=device, stream=stream, record_tape=record_tape,
-                  block_dim=block_dim, max_blocks=max_blocks)  # fmt: skip
+        wp.launch(kernel, dim, inputs, outputs, record_tape=record_tape, **options)
         return
-    rewritten.check_float_returns(args)
-
+    check_float_returns(rewritten, args)
     shape = (dim,) if isinstance(dim, int) else tuple(dim)
-    records = [
-        wp.zeros(math.prod(shape), dtype=resolve_path(kernel, args, site.target).dtype, device=device)
-        for site in rewritten.sites
+
+    capacities = [
+        loop.static_trips if loop.static_trips is not None else rewritten.max_records for loop in rewritten.loops
     ]
-    launch_shape = wp.vec4i(*shape, *(1,) * (4 - len(shape)))
-    phase_outputs = [*outputs, *records, launch_shape]
-    wp.launch(rewritten.record_kernel, dim, inputs, phase_outputs, device=device, stream=stream,
-              record_tape=False, block_dim=block_dim, max_blocks=max_blocks)  # fmt: skip
-    tape.record_launch(rewritten.replay_kernel, dim, max_blocks, list(inputs), phase_outputs, device, block_dim or 0)
+    if None in capacities:
+        capacities = _count_trips(rewritten, args, shape, capacities, options)
+    phases = _Phases(rewritten, args, shape, capacities, device)
+    wp.launch(rewritten.record_kernel, dim, inputs, [*outputs, *phases.extra], record_tape=False, **options)
+    if any(loop.static_trips is None for loop in rewritten.loops):
+        _check_capacity(rewritten, phases)
+    tape.record_launch(rewritten.replay_kernel, dim, max_blocks, list(inputs), [*outputs, *phases.extra], device,
+                       block_dim or 0)  # fmt: skip
     if wp.config.verify_autograd_array_access:
-        tape._check_kernel_array_access(rewritten.replay_kernel, [*inputs, *phase_outputs])
+        tape._check_kernel_array_access(rewritten.replay_kernel, [*args, *phases.extra])
+
+
+def _count_trips(rewritten: RewrittenKernel, args, shape, capacities, options) -> list[int]:
+    """A dry run of the record kernel on scratch copies, with no room for records, to count loop trips."""
+    scratch = [_scratch_copy(a) for a in args]
+    dry = _Phases(rewritten, scratch, shape, [c or 0 for c in capacities], options["device"])
+    wp.launch(rewritten.record_kernel, shape, scratch, dry.extra, record_tape=False, **options)
+    needed = dry.trips_needed_now()
+    return [c if c is not None else int(needed[i]) for i, c in enumerate(capacities)]
+
+
+def _check_capacity(rewritten: RewrittenKernel, phases: _Phases) -> None:
+    """Right after the launch: did every loop fit its records? Never leave a gradient built on lost records."""
+    needed = phases.trips_needed_now()
+    for loop in rewritten.loops:
+        if loop.static_trips is None and needed[loop.id] > phases.capacities[loop.id]:
+            raise RewriteError(
+                rewritten.kernel.key,
+                loop.location,
+                f"this loop ran {needed[loop.id]} times in one execution but its records had room for "
+                f"{phases.capacities[loop.id]}; the launch's gradients would be wrong",
+                f"Rewrite with wp_rewrite({rewritten.kernel.key}, max_records={needed[loop.id]}) or more",
+            )

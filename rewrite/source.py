@@ -13,7 +13,7 @@ import warp as wp
 from warp._src.codegen import get_closure_vars
 from warp._src.context import Function
 
-from passes.atomics import ATOMIC_OPS, AtomicCall, WarpNames, find_atomic_calls
+from passes.atomics import ATOMIC_OPS, WarpNames
 
 
 @dataclass
@@ -67,44 +67,6 @@ class FunctionSource:
             owner = self.resolve(expr.value)
             return getattr(owner, expr.attr, None) if owner is not None else None
         return None
-
-
-def _user_functions(source: FunctionSource) -> list[tuple[ast.Call, Function]]:
-    calls = []
-    for node in ast.walk(source.tree):
-        if isinstance(node, ast.Call):
-            func = source.resolve(node.func)
-            if isinstance(func, Function) and not func.is_builtin() and getattr(func, "adj", None) is not None:
-                calls.append((node, func))
-    return calls
-
-
-def consumed_atomic_in_helpers(source: FunctionSource) -> tuple[ast.Call, str, FunctionSource, AtomicCall] | None:
-    """The first ``@wp.func`` called (at any depth) from ``source`` that consumes an atomic's return.
-
-    Returns (the call in ``source``, the called helper's name, the consuming function's source, its atomic).
-    """
-    seen: set[int] = set()
-
-    def first_hazard(current: FunctionSource) -> tuple[FunctionSource, AtomicCall] | None:
-        consumed = [c for c in find_atomic_calls(current.tree, current.warp_names()) if c.consumed]
-        if consumed:
-            return current, consumed[0]
-        for _, func in _user_functions(current):
-            if id(func) not in seen:
-                seen.add(id(func))
-                found = first_hazard(FunctionSource.of(func))
-                if found:
-                    return found
-        return None
-
-    for call, func in _user_functions(source):
-        if id(func) not in seen:
-            seen.add(id(func))
-            found = first_hazard(FunctionSource.of(func))
-            if found:
-                return call, func.key, *found
-    return None
 
 
 _generated_modules = itertools.count()

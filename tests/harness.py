@@ -92,9 +92,13 @@ def assert_same_forward(case: Case) -> list[Any]:
 
 
 def tape_gradients(case: Case) -> dict[int, np.ndarray]:
+    """Tape gradients of the rewritten program; its backward must leave every forward result as it was."""
     args, tape = run_rewritten(case)
+    after_forward = arrays_of(args)
     grads = {args[i]: wp.array(case.weight(i, args[i]), dtype=args[i].dtype, device="cpu") for i in case.loss_outputs}
     tape.backward(grads=grads)
+    for i, value in arrays_of(args).items():
+        np.testing.assert_array_equal(value, after_forward[i], err_msg=f"backward changed argument {i}")
     return {i: args[i].grad.numpy().copy() for i in case.wrt}
 
 

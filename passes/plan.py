@@ -1,0 +1,366 @@
+"""Plan the rewrite of one kernel: which atomics get records, in which loops and helper calls, under which names.
+
+Records are laid out by *coordinates*: a consumed atomic's record index is built from the thread index and the
+iteration number of every loop around it (across helper calls), ``((thread * cap1 + t1) * cap2 + t2)...``.
+Coordinates, unlike a per-thread counter, survive Warp's backward: its reverse pass replays each iteration of
+a dynamic loop with the loop variable restored but every loop-carried local at its final value.
+
+A helper (``@wp.func``) that consumes an atomic's return, directly or deeper, is cloned for each call path,
+so every call site gets records of its own.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from passes.atomics import AtomicCall, WarpNames, find_atomic_calls, find_augmented_writes, parent_map
+from passes.dataflow import argument_path, single_assignments
+from passes.int_types import IntLocals
+from passes.naming import Namer
+
+
+class Unit(Protocol):
+    """A kernel's or helper's parsed source (``rewrite.source.FunctionSource`` in practice)."""
+
+    name: str
+    tree: ast.FunctionDef
+
+    def location(self, node: ast.AST) -> str: ...
+
+
+class Refusal(Exception):
+    """A construct the rewrite cannot handle; the caller turns it into a ``RewriteError``."""
+
+    def __init__(self, unit: Unit, node: ast.AST, problem: str, advice: str):
+        super().__init__(problem)
+        self.unit, self.node, self.problem, self.advice = unit, node, problem, advice
+
+
+@dataclass
+class Loop:
+    """A loop with a consumed atomic somewhere inside (possibly in a called helper)."""
+
+    node: ast.For | ast.While
+    id: int  # index into the launch's trip arrays
+    static_trips: int | None  # trip count when it is a constant range(), else None
+    location: str
+    coordinate: str  # local holding this loop's coordinate
+    counter: str = ""  # while loops: the trip counter of the record kernel / iteration of the replay
+    bounds: tuple[str, str, str] = ("", "", "")  # dynamic for loops: hoisted start, stop, step
+    trips_records: str = ""  # while loops and loops that break: records of each execution's trip count
+    outer_loops: tuple[int, ...] = ()  # ids of the loops around this one
+    jumps: bool = False  # the body has its own break or continue
+    active: str = ""  # replay: flag lowering break/continue, which Warp's reverse pass mishandles
+    # Ints a loop changes, as (local, records, dtype): read by later iterations (kept at each iteration's
+    # start) or after the loop (kept at its exit). Warp's backward replays loop bodies with loop-carried
+    # locals at their final values, so the replay kernel restores them from these records.
+    carried_in: list[tuple[str, str, str]] = field(default_factory=list)
+    carried: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+@dataclass
+class Site:
+    """A consumed atomic and the records kept for it."""
+
+    call: ast.Call
+    op: str
+    records: str
+    target: str  # kernel argument path of the target array, e.g. "count" or "w.count"
+    loops: tuple[int, ...]  # ids of the loops around it, outermost first, across helper calls
+    location: str
+    in_helper: bool
+    indices: int  # number of index arguments (1 to 4)
+
+
+@dataclass
+class Clone:
+    """A helper specialized for one call path."""
+
+    call: ast.Call
+    plan: FunctionPlan
+
+
+@dataclass
+class FunctionPlan:
+    unit: Unit
+    name: str  # generated base name (the phase is appended)
+    sites: list[Site] = field(default_factory=list)
+    loops: dict[ast.AST, Loop] = field(default_factory=dict)
+    clones: dict[ast.Call, Clone] = field(default_factory=dict)
+    # atomics whose value is discarded (bare calls, ``arr[i] += v``): statement -> target's argument path
+    unconsumed: dict[ast.stmt, str | None] = field(default_factory=dict)
+
+    def walk(self) -> Iterator[FunctionPlan]:
+        yield self
+        for clone in self.clones.values():
+            yield from clone.plan.walk()
+
+    def record_params(self) -> list[str]:
+        """Record arrays this function and its clones use, in a stable order."""
+        names = []
+        for plan in self.walk():
+            names += [s.records for s in plan.sites]
+            for loop in plan.loops.values():
+                names += [loop.trips_records] if loop.trips_records else []
+                names += [records for _, records, _ in loop.carried_in + loop.carried]
+        return names
+
+    def is_empty(self) -> bool:
+        return not self.sites and not self.clones
+
+
+@dataclass
+class KernelPlan:
+    root: FunctionPlan
+    loops: list[Loop]
+    sites: list[Site]
+
+
+HelperResolver = Callable[[Unit, ast.Call], "Unit | None"]
+
+
+def _static_trips(loop: ast.For) -> int | None:
+    args = loop.iter.args
+    if all(isinstance(a, ast.Constant) and isinstance(a.value, int) for a in args):
+        return len(range(*(a.value for a in args)))
+    return None
+
+
+def _own_jumps(body: list[ast.stmt]) -> Iterator[ast.Break | ast.Continue]:
+    """The break/continue statements of this loop, not of loops nested in it."""
+    for stmt in body:
+        if isinstance(stmt, ast.Break | ast.Continue):
+            yield stmt
+        elif isinstance(stmt, ast.If):
+            yield from _own_jumps(stmt.body)
+            yield from _own_jumps(stmt.orelse)
+
+
+def _carried(unit: Unit, loop: ast.For | ast.While) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Locals the loop changes that later iterations read, and those code after the loop reads: (name, dtype)."""
+    inside = {id(n) for n in ast.walk(loop)}
+    names_in = [n for n in ast.walk(loop) if isinstance(n, ast.Name)]
+    names_out = [n for n in ast.walk(unit.tree) if isinstance(n, ast.Name) and id(n) not in inside]
+    changed = {
+        n.id for stmt in loop.body for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name):
+        changed.discard(loop.target.id)
+    defined_before = {n.id for n in names_out if isinstance(n.ctx, ast.Store)} | {a.arg for a in unit.tree.args.args}
+    read_in = {n.id for n in names_in if isinstance(n.ctx, ast.Load)}
+    read_out = {n.id for n in names_out if isinstance(n.ctx, ast.Load)}
+    kinds = IntLocals(unit.tree).locals
+    carried = (sorted(changed & defined_before & read_in), sorted(changed & read_out))
+    for name in {*carried[0], *carried[1]} - kinds.keys():
+        raise Refusal(
+            unit,
+            loop,
+            f"'{name}' is changed in a loop around a consumed atomic and read by later iterations or after the loop, "
+            "and is not an int",
+            "Warp's backward replays such loops with loop-carried values it does not keep: keep such state in an int, "
+            "or move the float computation out of the loop",
+        )
+    return [(n, kinds[n]) for n in carried[0]], [(n, kinds[n]) for n in carried[1]]
+
+
+def _enclosing(node: ast.AST, parents: dict[ast.AST, ast.AST], root: ast.AST) -> list[ast.AST]:
+    """Loops around ``node`` inside ``root``, outermost first."""
+    loops = []
+    current = parents.get(node)
+    while current is not None and current is not root:
+        if isinstance(current, ast.For | ast.While):
+            loops.append(current)
+        current = parents.get(current)
+    return loops[::-1]
+
+
+def _check_loop(unit: Unit, loop: ast.AST, names: WarpNames) -> None:
+    if loop.orelse:
+        raise Refusal(
+            unit, loop, "a loop with an 'else' clause around a consumed atomic", "Rewrite the loop without 'else'"
+        )
+    if isinstance(loop, ast.While):
+        if find_atomic_calls(loop.test, names):
+            raise Refusal(
+                unit,
+                loop.test,
+                "an atomic in a while loop's condition",
+                "Call the atomic in the loop body and leave the loop with 'break'",
+            )
+        return
+    iterates_range = (
+        isinstance(loop.iter, ast.Call)
+        and isinstance(loop.iter.func, ast.Name)
+        and loop.iter.func.id == "range"
+        and not loop.iter.keywords
+        and 1 <= len(loop.iter.args) <= 3
+    )
+    if not iterates_range or not isinstance(loop.target, ast.Name):
+        raise Refusal(
+            unit,
+            loop,
+            "a for loop over something other than range() around a consumed atomic",
+            "Loop over range(...) with a single loop variable",
+        )
+    assigned = {
+        n.id for stmt in loop.body for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    if loop.target.id in assigned:
+        raise Refusal(
+            unit, loop, f"the loop variable '{loop.target.id}' is reassigned in the loop", "Use another local"
+        )
+
+
+class Planner:
+    """Builds the plan of one kernel; ``resolve_helper`` finds the ``@wp.func`` a call refers to."""
+
+    def __init__(self, kernel: Unit, params: list[str], resolve_helper: HelperResolver):
+        self.kernel = kernel
+        self.params = params
+        self.resolve_helper = resolve_helper
+        self.loop_ids = itertools.count()
+        self.loops: list[Loop] = []
+        self.sites: list[Site] = []
+        self.namer: Namer | None = None
+
+    def plan(self, namer: Namer, unit_names: Callable[[Unit], WarpNames]) -> KernelPlan:
+        self.namer = namer
+        self.unit_names = unit_names
+        identity = {p: p for p in self.params}
+        root = self._plan(self.kernel, identity, (), namer.fresh_base(self.kernel.name))
+        return KernelPlan(root, self.loops, self.sites)
+
+    def _plan(self, unit: Unit, paths: dict[str, str | None], outer: tuple[int, ...], name: str) -> FunctionPlan:
+        names = self.unit_names(unit)
+        plan = FunctionPlan(unit, name)
+        parents = parent_map(unit.tree)
+        aliases = single_assignments(unit.tree)
+        unit_params = [a.arg for a in unit.tree.args.args]
+        atomics = find_atomic_calls(unit.tree, names)
+        consumed = [c for c in atomics if c.consumed]
+        for call in atomics:
+            if not call.consumed:
+                local = argument_path(call.target, unit_params, aliases)
+                plan.unconsumed[parents[call.node]] = self._kernel_path(local, paths)
+        for write in find_augmented_writes(unit.tree):
+            plan.unconsumed[write] = self._kernel_path(argument_path(write.target, unit_params, aliases), paths)
+        helper_calls = self._helper_calls(unit, consumed)
+
+        relevant: list[ast.AST] = [c.node for c in consumed] + [call for call, _ in helper_calls]
+        for node in sorted(relevant, key=lambda n: (n.lineno, n.col_offset)):
+            for loop in _enclosing(node, parents, unit.tree):
+                if loop not in plan.loops:
+                    _check_loop(unit, loop, names)
+                    plan.loops[loop] = self._new_loop(unit, loop, outer + self._ids(plan, loop, parents, unit))
+
+        for call in consumed:
+            self._check_call(unit, call)
+            local = argument_path(call.target, unit_params, aliases)
+            target = self._kernel_path(local, paths)
+            if target is None:
+                raise Refusal(
+                    unit,
+                    call.target,
+                    f"the target of wp.atomic_{call.op}() is not a kernel argument or a struct field of one",
+                    "Pass the target array to the kernel as an argument and apply the atomic to it directly",
+                )
+            loops = outer + tuple(plan.loops[loop].id for loop in _enclosing(call.node, parents, unit.tree))
+            records = self.namer.fresh(_records_base(call, parents))
+            location, in_helper = unit.location(call.node), unit is not self.kernel
+            site = Site(call.node, call.op, records, target, loops, location, in_helper, len(call.index_args))
+            plan.sites.append(site)
+            self.sites.append(site)
+
+        for call, helper in helper_calls:
+            helper_paths = self._helper_paths(unit, call, helper, unit_params, aliases, paths)
+            loops = outer + tuple(plan.loops[loop].id for loop in _enclosing(call, parents, unit.tree))
+            clone = self._plan(helper, helper_paths, loops, self.namer.fresh_base(helper.name))
+            plan.clones[call] = Clone(call, clone)
+        return plan
+
+    def _ids(self, plan: FunctionPlan, loop: ast.AST, parents: dict, unit: Unit) -> tuple[int, ...]:
+        return tuple(plan.loops[outer].id for outer in _enclosing(loop, parents, unit.tree))
+
+    def _new_loop(self, unit: Unit, node: ast.AST, outer: tuple[int, ...]) -> Loop:
+        loop_id = next(self.loop_ids)
+        fresh = self.namer.fresh
+        loop = Loop(node, loop_id, None, unit.location(node), fresh(f"coordinate{loop_id}"), outer_loops=outer)
+        jumps = list(_own_jumps(node.body))
+        loop.jumps = bool(jumps)
+        if loop.jumps:
+            loop.active = fresh(f"iteration{loop_id}_active")
+        if isinstance(node, ast.For):
+            loop.static_trips = _static_trips(node)
+            if loop.static_trips is None:
+                loop.bounds = (fresh(f"start{loop_id}"), fresh(f"stop{loop_id}"), fresh(f"step{loop_id}"))
+        if isinstance(node, ast.While) or any(isinstance(j, ast.Break) for j in jumps):
+            loop.counter = fresh(f"trips{loop_id}")
+            loop.trips_records = fresh(f"trips{loop_id}_records")
+        carried_in, carried_out = _carried(unit, node)
+        loop.carried_in = [(name, fresh(f"{name}_in_loop{loop_id}"), dtype) for name, dtype in carried_in]
+        loop.carried = [(name, fresh(f"{name}_after_loop{loop_id}"), dtype) for name, dtype in carried_out]
+        self.loops.append(loop)
+        return loop
+
+    def _helper_calls(self, unit: Unit, consumed: list[AtomicCall]) -> list[tuple[ast.Call, Unit]]:
+        """Calls to helpers that consume an atomic return somewhere inside."""
+        atomic_nodes = {c.node for c in consumed}
+        found = []
+        for node in ast.walk(unit.tree):
+            if isinstance(node, ast.Call) and node not in atomic_nodes:
+                helper = self.resolve_helper(unit, node)
+                if helper is not None and self._consumes(helper, set()):
+                    found.append((node, helper))
+        return sorted(found, key=lambda pair: (pair[0].lineno, pair[0].col_offset))
+
+    def _consumes(self, unit: Unit, seen: set[int]) -> bool:
+        if id(unit.tree) in seen:
+            return False
+        seen.add(id(unit.tree))
+        if any(c.consumed for c in find_atomic_calls(unit.tree, self.unit_names(unit))):
+            return True
+        for node in ast.walk(unit.tree):
+            if isinstance(node, ast.Call):
+                helper = self.resolve_helper(unit, node)
+                if helper is not None and self._consumes(helper, seen):
+                    return True
+        return False
+
+    def _check_call(self, unit: Unit, call: AtomicCall) -> None:
+        if call.node.keywords:
+            raise Refusal(
+                unit,
+                call.node,
+                f"wp.atomic_{call.op}() called with keyword arguments",
+                "Pass its arguments by position",
+            )
+
+    @staticmethod
+    def _kernel_path(local: str | None, paths: dict[str, str | None]) -> str | None:
+        if local is None:
+            return None
+        root, _, rest = local.partition(".")
+        mapped = paths.get(root)
+        if mapped is None:
+            return None
+        return f"{mapped}.{rest}" if rest else mapped
+
+    def _helper_paths(self, unit, call, helper, unit_params, aliases, paths) -> dict[str, str | None]:
+        """For each of the helper's parameters, the kernel argument path it views (or None)."""
+        helper_params = [a.arg for a in helper.tree.args.args]
+        bound = dict(zip(helper_params, call.args, strict=False))
+        bound.update({k.arg: k.value for k in call.keywords if k.arg})
+        return {
+            param: self._kernel_path(argument_path(arg, unit_params, aliases), paths) for param, arg in bound.items()
+        }
+
+
+def _records_base(call: AtomicCall, parents: dict[ast.AST, ast.AST]) -> str:
+    parent = parents.get(call.node)
+    if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
+        return f"{parent.targets[0].id}_records"
+    return f"atomic_{call.op}_records"

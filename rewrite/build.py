@@ -1,0 +1,217 @@
+"""Turn a kernel into its generated record/replay source and compile it (the passes do the AST work)."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+import warp as wp
+from warp._src.context import Function
+
+from passes.atomics import find_atomic_calls
+from passes.dataflow import argument_path, gradient_sources, single_assignments
+from passes.naming import Namer
+from passes.plan import KernelPlan, Planner, Refusal, Site
+from passes.two_phase import RECORD, REPLAY, Names, helper_functions, phase_functions
+from rewrite.errors import RewriteError
+from rewrite.source import FunctionSource, compile_generated
+
+
+@dataclass(frozen=True)
+class SiteInfo:
+    """What the launch needs to know about one consumed atomic."""
+
+    op: str
+    location: str
+    target: str  # argument path of the target array, e.g. "count" or "w.count"
+    # argument paths the returned value may be differentiable in; None: any array argument
+    gradient_sources: frozenset[str] | None
+
+
+@dataclass(frozen=True)
+class RecordInfo:
+    """One record parameter of the generated kernels, in order."""
+
+    name: str
+    target: str | None  # records of an atomic have its target's dtype ...
+    dtype: str  # ... others (trip counts, locals kept at a loop's exit) a fixed one: "int32" or "bool"
+    loops: tuple[int, ...]  # loops whose capacities multiply the per-thread record count
+
+
+@dataclass(frozen=True)
+class LoopInfo:
+    id: int
+    static_trips: int | None
+    location: str
+
+
+@dataclass
+class Generated:
+    source: str
+    record_kernel: wp.Kernel
+    replay_kernel: wp.Kernel
+    sites: list[SiteInfo]
+    records: list[RecordInfo]
+    loops: list[LoopInfo]
+
+
+class _Helpers:
+    """Finds the ``@wp.func`` a call refers to, loading each helper's source once."""
+
+    def __init__(self):
+        self.loaded: dict[int, FunctionSource] = {}
+
+    def __call__(self, unit: FunctionSource, call: ast.Call) -> FunctionSource | None:
+        func = unit.resolve(call.func)
+        if not isinstance(func, Function) or func.is_builtin() or getattr(func, "adj", None) is None:
+            return None
+        if id(func) not in self.loaded:
+            self.loaded[id(func)] = FunctionSource.of(func)
+        return self.loaded[id(func)]
+
+
+def _refusal_error(kernel: FunctionSource, refusal: Refusal) -> RewriteError:
+    location = refusal.unit.location(refusal.node)
+    problem = refusal.problem if refusal.unit is kernel else f"{refusal.problem} (in helper '{refusal.unit.name}')"
+    return RewriteError(kernel.name, location, problem, refusal.advice)
+
+
+def _target_type(kernel: wp.Kernel, path: str):
+    """The declared Warp type of the argument (or struct field) at ``path``; None if unknown."""
+    root, *fields = path.split(".")
+    arg_type = kernel.adj.arg_types.get(root)
+    for name in fields:
+        struct_var = getattr(arg_type, "vars", {}).get(name)
+        arg_type = struct_var.type if struct_var is not None else None
+    return arg_type
+
+
+def _is_int_target(kernel: wp.Kernel, path: str) -> bool:
+    """Is the target array's dtype known, before launch, to be an integer type (no adjoint)?"""
+    dtype = getattr(_target_type(kernel, path), "dtype", None)
+    return dtype is not None and dtype in wp._src.types.int_types
+
+
+def _dtype_text(kernel: wp.Kernel, path: str, warp_alias: str, any_alias: str) -> str:
+    """Source text of the target's dtype when it is known before launch; ``Any`` (generic) otherwise."""
+    dtype = getattr(_target_type(kernel, path), "dtype", None)
+    if dtype is not None and getattr(wp, getattr(dtype, "__name__", ""), None) is dtype:
+        return f"{warp_alias}.{dtype.__name__}"
+    return any_alias
+
+
+def _merged_namespace(kernel: FunctionSource, plan: KernelPlan) -> dict:
+    """The kernel's namespace plus what cloned helpers from other modules refer to."""
+    namespace = dict(kernel.namespace)
+    for function in plan.root.walk():
+        unit = function.unit
+        if unit is kernel:
+            continue
+        local = {a.arg for a in unit.tree.args.args} | {
+            n.id for n in ast.walk(unit.tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }
+        for name in {n.id for n in ast.walk(unit.tree) if isinstance(n, ast.Name)} - local:
+            if name not in unit.namespace:
+                continue
+            if name in namespace and namespace[name] is not unit.namespace[name]:
+                raise RewriteError(
+                    kernel.name,
+                    unit.location(unit.tree),
+                    f"helper '{unit.name}' uses '{name}', which means something else in the kernel's module",
+                    f"Import '{name}' in the kernel's module under the same name, or rename one of them",
+                )
+            namespace[name] = unit.namespace[name]
+    return namespace
+
+
+def _site_sources(kernel: FunctionSource, plan: KernelPlan, site: Site, params: list[str], helpers) -> frozenset | None:
+    """Gradient sources of a consumed atomic; None (anything) when helpers may write into its target."""
+    if site.in_helper:
+        return None
+    names = kernel.warp_names()
+    aliases = single_assignments(kernel.tree)
+    for node in ast.walk(kernel.tree):
+        if isinstance(node, ast.Call) and helpers(kernel, node) is not None:
+            if any(argument_path(arg, params, aliases) == site.target for arg in node.args):
+                return None
+    consumed = [c for c in find_atomic_calls(kernel.tree, names) if c.node is site.call]
+    return gradient_sources(kernel.tree, params, names, consumed)[site.call]
+
+
+_defined_in_module: dict[str, set[str]] = {}
+
+
+def generate(kernel: wp.Kernel) -> Generated | None:
+    """The generated record/replay kernels of ``kernel``, or None when it consumes no atomic return."""
+    source = FunctionSource.of(kernel)
+    module = f"wp_rewrite.{kernel.module.name}"
+    helpers = _Helpers()
+    params = [arg.label for arg in kernel.adj.args]
+    planner = Planner(source, params, helpers)
+    # Pass 1 only finds what is to be rewritten; names are chosen once every involved function is known.
+    try:
+        plan = planner.plan(Namer(set()), FunctionSource.warp_names)
+        if not plan.sites:
+            return None
+        units = [f.unit for f in plan.root.walk()]
+        # All rewritten kernels of a module share one Warp module, where functions are found by name.
+        taken = set(source.namespace) | _defined_in_module.setdefault(module, set())
+        namer = Namer.for_tree(ast.Module([u.tree for u in units], []), taken)
+        planner = Planner(source, params, helpers)
+        plan = planner.plan(namer, FunctionSource.warp_names)
+    except Refusal as refusal:
+        raise _refusal_error(source, refusal) from None
+
+    warp_alias = source.warp_alias()
+    any_alias = source.any_alias() or namer.fresh("Any")
+    names = Names(
+        warp=warp_alias,
+        any=any_alias,
+        record_helper=namer.fresh("record_returned"),
+        replay_helper=namer.fresh("replay_returned"),
+        range_length=namer.fresh("range_length"),
+        launch_shape=namer.fresh("launch_shape"),
+        thread=namer.fresh("thread"),
+        coordinate=namer.fresh("coordinate"),
+        trip_capacity=namer.fresh("trip_capacity"),
+        trips_needed=namer.fresh("trips_needed"),
+        coords=tuple(namer.fresh(f"coord{i}") for i in range(4)),
+    )
+    records = {s.records: RecordInfo(s.records, s.target, "", s.loops) for s in plan.sites}
+    for loop in plan.loops:
+        if loop.trips_records:
+            records[loop.trips_records] = RecordInfo(loop.trips_records, None, "int32", loop.outer_loops)
+        for _, name, dtype in loop.carried_in:
+            records[name] = RecordInfo(name, None, dtype, (*loop.outer_loops, loop.id))
+        for _, name, dtype in loop.carried:
+            records[name] = RecordInfo(name, None, dtype, loop.outer_loops)
+    dtypes = {
+        name: _dtype_text(kernel, info.target, warp_alias, any_alias) if info.target else f"{warp_alias}.{info.dtype}"
+        for name, info in records.items()
+    }
+    paths = {s.target for s in plan.sites} | {p for f in plan.root.walk() for p in f.unconsumed.values() if p}
+    int_paths = frozenset(p for p in paths if _is_int_target(kernel, p))
+    record_options = {**kernel.options, "enable_backward": False}
+    has_dynamic_for = any(isinstance(loop.node, ast.For) and loop.static_trips is None for loop in plan.loops)
+    definitions = [
+        *helper_functions(names, with_range_length=has_dynamic_for),
+        *phase_functions(plan, RECORD, names, dtypes, int_paths, record_options),
+        *phase_functions(plan, REPLAY, names, dtypes, int_paths, dict(kernel.options)),
+    ]
+    # ast.unparse (not astor): it follows the running Python's grammar, so every construct the kernel's
+    # own Python version parsed prints back, with no third-party dependency to keep in step.
+    header = [f"# Generated by warp-rewrite from kernel '{kernel.key}' ({source.filename}:{source.first_line})"]
+    if source.any_alias() is None:
+        header.append("from typing import Any" if any_alias == "Any" else f"from typing import Any as {any_alias}")
+    if warp_alias not in source.namespace:
+        header.append(f"import warp as {warp_alias}")
+    text = "\n".join(header) + "\n\n\n" + "\n\n\n".join(ast.unparse(d) for d in definitions) + "\n"
+
+    _defined_in_module[module].update(d.name for d in definitions)
+    scope = compile_generated(text, _merged_namespace(source, plan), kernel.key, module)
+    wp.get_module(module).options.update(kernel.module.options)
+    sites = [SiteInfo(s.op, s.location, s.target, _site_sources(source, plan, s, params, helpers)) for s in plan.sites]
+    ordered_records = [records[name] for name in plan.root.record_params()]
+    loops = [LoopInfo(loop.id, loop.static_trips, loop.location) for loop in plan.loops]
+    root = plan.root.name
+    return Generated(text, scope[f"{root}_{RECORD}"], scope[f"{root}_{REPLAY}"], sites, ordered_records, loops)

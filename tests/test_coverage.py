@@ -1,0 +1,310 @@
+"""Coverage: consumed atomics in loops, while/CAS probe loops, helpers, structs, generic kernels, closures and
+module options — each against finite differences of the original kernel's forward."""
+
+from typing import Any
+
+import numpy as np
+import pytest
+import warp as wp
+from harness import Case, check, run_rewritten
+from shared_helpers import GROWTH, append_scaled, claim_slot
+
+from rewrite import RewriteError, launch, wp_rewrite
+
+N = 6
+X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1])
+
+
+def f64(values, grad=False):
+    return wp.array(np.asarray(values, dtype=np.float64), dtype=wp.float64, requires_grad=grad, device="cpu")
+
+
+def i32(values):
+    return wp.array(np.asarray(values, dtype=np.int32), dtype=wp.int32, device="cpu")
+
+
+def zeros(n):
+    return f64(np.zeros(n), True)
+
+
+# --- 1. for loops -------------------------------------------------------------------------------------
+
+
+@wp.kernel
+def emit_particles(
+    counts: wp.array[wp.int32], origin: wp.array[wp.float64], next_free: wp.array[wp.int32], positions: wp.array[wp.float64]
+):
+    """Particle emission: each emitter writes counts[tid] particles into the next free slots."""
+    tid = wp.tid()
+    for k in range(counts[tid]):
+        slot = wp.atomic_add(next_free, 0, 1)
+        positions[slot] = origin[tid] * origin[tid] + wp.float64(k) * wp.float64(0.5) * origin[tid]
+
+
+COUNTS = [2, 0, 3, 1, 2, 1]
+
+
+def test_loop_with_per_thread_bound_from_an_array():
+    check(Case(emit_particles, N, lambda: [i32(COUNTS), f64(X, True), i32([0]), zeros(9)], [3], [1]))
+
+
+@wp.kernel
+def contacts_per_pair(x: wp.array[wp.float64], count: wp.array[wp.int32], contacts: wp.array[wp.float64]):
+    tid = wp.tid()
+    for corner in range(3):
+        slot = wp.atomic_add(count, 0, 1)
+        contacts[slot] = x[tid] * wp.float64(corner + 1) + wp.sin(x[tid])
+
+
+def test_loop_with_constant_bound():
+    check(Case(contacts_per_pair, N, lambda: [f64(X, True), i32([0]), zeros(3 * N)], [2], [0]))
+
+
+@wp.kernel
+def sample_rows(x: wp.array[wp.float64], rows: int, count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    for r in range(1, rows + 1):
+        for c in range(tid % 3):
+            slot = wp.atomic_add(count, 0, 1)
+            out[slot] = x[tid] * wp.float64(r) + wp.float64(c) * x[tid] * x[tid]
+
+
+def test_nested_loops_with_bounds_from_arguments():
+    # sum over threads of rows * (tid % 3) = 2 * (0+1+2+0+1+2)
+    check(Case(sample_rows, N, lambda: [f64(X, True), 2, i32([0]), zeros(12)], [3], [0]))
+
+
+@wp.kernel
+def emit_until_negative(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    for k in range(7, 0, -2):
+        if k == 5:
+            continue
+        slot = wp.atomic_add(count, 0, 1)
+        out[slot] = x[tid] * wp.float64(k)
+        if x[tid] * wp.float64(k) < wp.float64(-3.0):
+            break
+
+
+def test_loop_with_break_continue_and_negative_step():
+    check(Case(emit_until_negative, N, lambda: [f64(X, True), i32([0]), zeros(3 * N)], [2], [0]))
+
+
+# --- 2. while loops: a CAS probe loop (hash-table insert) ---------------------------------------------
+
+
+@wp.kernel
+def insert_keys(keys: wp.array[wp.int32], weights: wp.array[wp.float64], table: wp.array[wp.int32], n: int, values: wp.array[wp.float64]):
+    tid = wp.tid()
+    key = keys[tid]
+    slot = (key * 7) % n
+    done = int(0)
+    while done == 0:
+        prev = wp.atomic_cas(table, slot, -1, key)
+        if prev == -1 or prev == key:
+            done = 1
+        else:
+            slot = (slot + 1) % n
+    values[slot] = weights[tid] * weights[tid] + wp.float64(key)
+
+
+KEYS = [3, 10, 17, 5, 24, 12]  # 3, 10, 17, 24 all hash to slot 0 of 7: long probe chains
+
+
+def test_cas_probe_loop():
+    check(Case(insert_keys, N, lambda: [i32(KEYS), f64(X, True), i32([-1] * 7), 7, zeros(7)], [4], [1]))
+
+
+@wp.kernel
+def insert_keys_with_break(keys: wp.array[wp.int32], weights: wp.array[wp.float64], table: wp.array[wp.int32], n: int, values: wp.array[wp.float64]):
+    tid = wp.tid()
+    key = keys[tid]
+    slot = (key * 7) % n
+    while True:
+        prev = wp.atomic_cas(table, slot, -1, key)
+        if prev == -1:
+            values[slot] = weights[tid] * wp.float64(slot + 1)
+            break
+        slot = (slot + 1) % n
+
+
+def test_while_true_probe_loop_with_break():
+    check(Case(insert_keys_with_break, N, lambda: [i32(KEYS), f64(X, True), i32([-1] * 7), 7, zeros(7)], [4], [1]))
+
+
+# --- 3. record capacity ---------------------------------------------------------------------------------
+
+
+def test_explicit_max_records_skips_the_dry_run_and_matches():
+    rewritten = wp_rewrite(emit_particles, max_records=3)
+    assert rewritten is wp_rewrite(emit_particles, max_records=3)
+    args = [i32(COUNTS), f64(X, True), i32([0]), zeros(9)]
+    tape = wp.Tape()
+    with tape:
+        launch(rewritten, N, inputs=args, device="cpu")
+    tape.backward(grads={args[3]: f64(np.ones(9))})
+    reference, reference_tape = run_rewritten(Case(emit_particles, N, lambda: [i32(COUNTS), f64(X, True), i32([0]), zeros(9)], [3], [1]))
+    reference_tape.backward(grads={reference[3]: f64(np.ones(9))})
+    np.testing.assert_array_equal(args[1].grad.numpy(), reference[1].grad.numpy())
+
+
+def test_too_small_max_records_raises_right_after_the_launch():
+    args = [i32(COUNTS), f64(X, True), i32([0]), zeros(9)]
+    with pytest.raises(RewriteError, match=r"this loop ran 3 times in one execution but its records had room for 2.*max_records=3"), wp.Tape():
+        launch(wp_rewrite(emit_particles, max_records=2), N, inputs=args, device="cpu")
+
+
+# --- 4. helpers ----------------------------------------------------------------------------------------
+
+
+@wp.func
+def write_contact(count: wp.array[wp.int32], capacity: int, contacts: wp.array[wp.float64], value: wp.float64) -> wp.int32:
+    """A contact writer with a capacity guard that returns early when the buffer is full."""
+    slot = wp.atomic_add(count, 0, 1)
+    if slot >= capacity:
+        return -1
+    contacts[slot] = value
+    return slot
+
+
+@wp.kernel
+def generate_contacts(x: wp.array[wp.float64], count: wp.array[wp.int32], capacity: int, contacts: wp.array[wp.float64], owner: wp.array[wp.float64]):
+    tid = wp.tid()
+    first = write_contact(count, capacity, contacts, x[tid] * x[tid])
+    if first >= 0:
+        owner[first] = x[tid] * wp.float64(3.0)
+    if x[tid] > wp.float64(0.0):
+        second = write_contact(count, capacity, contacts, wp.sin(x[tid]))
+        if second >= 0:
+            owner[second] = x[tid] * wp.float64(second)
+
+
+def test_helper_with_early_return_called_from_two_sites():
+    check(Case(generate_contacts, N, lambda: [f64(X, True), i32([0]), 7, zeros(7), zeros(7)], [3, 4], [0]))
+
+
+@wp.kernel
+def contacts_in_a_loop(x: wp.array[wp.float64], count: wp.array[wp.int32], capacity: int, contacts: wp.array[wp.float64]):
+    tid = wp.tid()
+    for k in range(tid % 3):
+        write_contact(count, capacity, contacts, x[tid] * wp.float64(k + 1))
+
+
+def test_helper_in_a_loop_and_from_a_second_kernel():
+    check(Case(contacts_in_a_loop, N, lambda: [f64(X, True), i32([0]), 5, zeros(5)], [3], [0]))
+
+
+@wp.kernel
+def append_imported(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    append_scaled(count, out, x[tid] * x[tid])
+    tag = claim_slot(count)
+    out[tag] = x[tid] * GROWTH
+
+
+def test_imported_helpers_two_calls_deep():
+    check(Case(append_imported, N, lambda: [f64(X, True), i32([0]), zeros(2 * N)], [2], [0]))
+
+
+# --- 5. structs ----------------------------------------------------------------------------------------
+
+
+@wp.struct
+class PairWriter:
+    count: wp.array(dtype=wp.int32)
+    value: wp.array(dtype=wp.float64)
+
+
+@wp.kernel
+def write_pairs(x: wp.array[wp.float64], writer: PairWriter):
+    tid = wp.tid()
+    if x[tid] > wp.float64(-1.0):
+        idx = wp.atomic_add(writer.count, 0, 1)
+        writer.value[idx] = x[tid] * wp.exp(x[tid])
+
+
+def pairs_program(args, launcher):
+    writer = PairWriter()
+    writer.count, writer.value = args[1], args[2]
+    launcher(write_pairs, N, [args[0], writer])
+
+
+def test_struct_fields_as_target_and_output():
+    check(Case(None, N, lambda: [f64(X, True), i32([0]), zeros(N)], [2], [0], program=pairs_program))
+
+
+# --- 6. generic kernels and overloads ------------------------------------------------------------------
+
+
+@wp.kernel
+def compact_generic(x: wp.array(dtype=Any), count: wp.array[wp.int32], out: wp.array(dtype=Any)):
+    tid = wp.tid()
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = x[tid] + x[tid]
+
+
+def test_generic_kernel_with_several_dtypes():
+    check(Case(compact_generic, N, lambda: [f64(X, True), i32([0]), zeros(N)], [2], [0]))
+    v = X.repeat(2).reshape(N, 2)
+    vec2d = lambda values, grad=False: wp.array(values, dtype=wp.vec2d, requires_grad=grad, device="cpu")  # noqa: E731
+    check(Case(compact_generic, N, lambda: [vec2d(v, True), i32([0]), vec2d(np.zeros((N, 2)), True)], [2], [0]))
+
+
+@wp.kernel
+def compact_overloaded(x: wp.array(dtype=Any), count: wp.array[wp.int32], out: wp.array(dtype=Any)):
+    tid = wp.tid()
+    out[wp.atomic_add(count, 0, 1)] = x[tid] * x[tid]
+
+
+wp.overload(compact_overloaded, {"x": wp.array(dtype=wp.float64), "out": wp.array(dtype=wp.float64)})
+
+
+def test_explicit_overload():
+    check(Case(compact_overloaded, N, lambda: [f64(X, True), i32([0]), zeros(N)], [2], [0]))
+
+
+# --- 7. factories, closures and constants --------------------------------------------------------------
+
+OFFSET = wp.constant(wp.float64(0.25))
+
+
+def make_scaled_compaction(scale: float):
+    scale64 = wp.float64(scale)
+
+    @wp.kernel
+    def scaled_compaction(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+        tid = wp.tid()
+        slot = wp.atomic_add(count, 0, 1)
+        out[slot] = x[tid] * x[tid] * scale64 + OFFSET
+
+    return scaled_compaction
+
+
+SCALED_BY_2, SCALED_BY_5 = make_scaled_compaction(2.0), make_scaled_compaction(5.0)
+
+
+def test_factory_kernels_with_the_same_name_keep_their_captured_values():
+    for kernel in (SCALED_BY_2, SCALED_BY_5):
+        check(Case(kernel, N, lambda: [f64(X, True), i32([0]), zeros(N)], [2], [0]))
+    assert wp_rewrite(SCALED_BY_2).record_kernel is not wp_rewrite(SCALED_BY_5).record_kernel
+
+
+# --- 8. module options: deterministic mode -------------------------------------------------------------
+
+
+@wp.kernel(module="unique", module_options={"deterministic": wp.DeterministicMode.RUN_TO_RUN})
+def compact_deterministic(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = x[tid] * wp.cos(x[tid])
+
+
+def test_deterministic_module_rewrites_and_differentiates():
+    rewritten = wp_rewrite(compact_deterministic)
+    assert rewritten.record_kernel.module.options["deterministic"] == wp.DeterministicMode.RUN_TO_RUN
+    check(Case(compact_deterministic, N, lambda: [f64(X, True), i32([0]), zeros(N)], [2], [0]))
+
+
+# Rewrite every kernel of this file up front: their generated module then compiles once.
+for _kernel in [v for v in list(globals().values()) if isinstance(v, wp.Kernel)]:
+    wp_rewrite(_kernel)
