@@ -131,9 +131,9 @@ def _site_sources(kernel: FunctionSource, plan: KernelPlan, site: Site, params: 
     names = kernel.warp_names()
     aliases = single_assignments(kernel.tree)
     for node in ast.walk(kernel.tree):
-        if isinstance(node, ast.Call) and helpers(kernel, node) is not None:
-            if any(argument_path(arg, params, aliases) == site.target for arg in node.args):
-                return None
+        is_helper_call = isinstance(node, ast.Call) and helpers(kernel, node) is not None
+        if is_helper_call and any(argument_path(arg, params, aliases) == site.target for arg in node.args):
+            return None
     consumed = [c for c in find_atomic_calls(kernel.tree, names) if c.node is site.call]
     return gradient_sources(kernel.tree, params, names, consumed)[site.call]
 

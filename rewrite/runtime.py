@@ -57,7 +57,8 @@ def check_arguments(kernel: wp.Kernel, args: Sequence[Any], device: wp.context.D
     for path, array in _arrays(kernel, args):
         if array.device != device:
             raise ValueError(
-                f"kernel '{kernel.key}': argument '{path}' is on device '{array.device}' but the launch is on '{device}'"
+                f"kernel '{kernel.key}': argument '{path}' is on device '{array.device}', "
+                f"but the launch is on '{device}'"
             )
 
 

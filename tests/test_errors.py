@@ -17,20 +17,25 @@ def where(marker: str, token: str = "wp.atomic") -> str:
     raise AssertionError(marker)
 
 
-@wp.func
-def take_slot(count: wp.array[int]) -> int:
-    return wp.atomic_add(count, 0, 1)  # helper-atomic
-
-
-@wp.func
-def write_next(count: wp.array[int], out: wp.array[float], value: float):
-    out[take_slot(count)] = value
+@wp.kernel
+def loops_over_an_array(count: wp.array[int], items: wp.vec3, out: wp.array[float]):
+    for item in items:  # non-range
+        out[wp.atomic_add(count, 0, 1)] = item
 
 
 @wp.kernel
-def calls_consuming_helper(count: wp.array[int], out: wp.array[float]):
-    tid = wp.tid()
-    write_next(count, out, float(tid))  # helper-call
+def probes_in_the_condition(table: wp.array[int], key: int, n: int):
+    slot = key % n
+    while wp.atomic_cas(table, slot, -1, key) != -1:  # in-condition
+        slot = (slot + 1) % n
+
+
+@wp.kernel
+def carries_a_float(count: wp.array[int], x: wp.array[float], out: wp.array[float]):
+    total = float(0.0)
+    for _step in range(4):  # float-carried
+        total = total + x[wp.atomic_add(count, 0, 1)]
+    out[0] = total
 
 
 @wp.kernel
@@ -54,12 +59,26 @@ def refusal(kernel: wp.Kernel) -> str:
     return str(error.value)
 
 
-def test_helper_that_consumes_an_atomic_names_both_places():
-    message = refusal(calls_consuming_helper)
-    assert message == (
-        f"{where('helper-call', 'write_next')}: kernel 'calls_consuming_helper': helper 'write_next' uses the value "
-        f"returned by wp.atomic_add() (at {where('helper-atomic')}); helpers that consume atomic returns are not "
-        "supported yet. Inline the helper into the kernel"
+def test_loop_over_something_other_than_range():
+    assert refusal(loops_over_an_array) == (
+        f"{where('non-range', 'for')}: kernel 'loops_over_an_array': a for loop over something other than range() "
+        "around a consumed atomic. Loop over range(...) with a single loop variable"
+    )
+
+
+def test_atomic_in_a_while_condition():
+    assert refusal(probes_in_the_condition) == (
+        f"{where('in-condition')}: kernel 'probes_in_the_condition': an atomic in a while loop's condition. "
+        "Call the atomic in the loop body and leave the loop with 'break'"
+    )
+
+
+def test_float_carried_through_a_loop():
+    assert refusal(carries_a_float) == (
+        f"{where('float-carried', 'for')}: kernel 'carries_a_float': 'total' is changed in a loop around a consumed "
+        "atomic and read by later iterations or after the loop, and is not an int. Warp's backward replays such "
+        "loops with loop-carried values it does not keep: keep such state in an int, or move the float computation "
+        "out of the loop"
     )
 
 

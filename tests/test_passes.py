@@ -3,39 +3,79 @@
 import ast
 import textwrap
 
+import pytest
+
 from passes.atomics import WarpNames, find_atomic_calls
 from passes.dataflow import argument_path, gradient_sources, single_assignments
+from passes.int_types import IntLocals
 from passes.naming import Namer
-from passes.two_phase import Names, Site, helper_functions, phase_kernel
+from passes.plan import KernelPlan, Planner, Refusal
+from passes.two_phase import RECORD, REPLAY, Names, helper_functions, phase_functions
 
 WARP = WarpNames(frozenset({"wp"}), (("atomic_add", "add"),))
+NAMES = Names(
+    warp="wp",
+    any="Any",
+    record_helper="record_returned",
+    replay_helper="replay_returned",
+    range_length="range_length",
+    launch_shape="launch_shape",
+    thread="thread",
+    coordinate="coordinate",
+    trip_capacity="trip_capacity",
+    trips_needed="trips_needed",
+    coords=("c0", "c1", "c2", "c3"),
+)
+PROLOGUE = [
+    "c0, c1, c2, c3 = wp.tid()",
+    "thread = ((c0 * launch_shape[1] + c1) * launch_shape[2] + c2) * launch_shape[3] + c3",
+]
+COMPACTION = """
+    @wp.kernel
+    def compact(x: wp.array[float], count: wp.array[int], out: wp.array[float]):
+        tid = wp.tid()
+        slot = wp.atomic_add(count, 0, 1)
+        out[slot] = x[tid]
+"""
 
 
 def parse(source: str) -> ast.FunctionDef:
     return ast.parse(textwrap.dedent(source)).body[0]
 
 
-def same_code(actual: ast.AST, expected: str) -> None:
-    assert ast.unparse(actual) == ast.unparse(ast.parse(textwrap.dedent(expected)))
+class Unit:
+    """A kernel's or helper's source as the planner sees it, without Warp."""
+
+    def __init__(self, source: str):
+        self.tree = parse(source)
+        self.name = self.tree.name
+
+    def location(self, node: ast.AST) -> str:
+        return f"test.py:{node.lineno}:{node.col_offset + 1}"
 
 
-COMPACTION = """
-@wp.kernel
-def compact(x: wp.array[float], count: wp.array[int], out: wp.array[float]):
-    tid = wp.tid()
-    slot = wp.atomic_add(count, 0, 1)
-    out[slot] = x[tid]
-"""
+def plan_of(source: str, helpers: dict[str, Unit] | None = None) -> KernelPlan:
+    unit = Unit(source)
+    helpers = helpers or {}
+    params = [a.arg for a in unit.tree.args.args]
+    everything = ast.Module([unit.tree, *(h.tree for h in helpers.values())], [])
+    namer = Namer.for_tree(everything, {"wp"})
+    planner = Planner(unit, params, lambda _, call: helpers.get(getattr(call.func, "id", None)))
+    return planner.plan(namer, lambda _: WARP)
 
-NAMES = Names(
-    warp="wp",
-    any="Any",
-    record_helper="record_returned",
-    replay_helper="replay_returned",
-    launch_shape="launch_shape",
-    thread="thread",
-    coords=("c0", "c1", "c2", "c3"),
-)
+
+def generated(plan: KernelPlan, phase: str, int_paths: frozenset[str] = frozenset({"count"})) -> str:
+    dtypes = dict.fromkeys(plan.root.record_params(), "wp.int32")
+    return "\n\n".join(ast.unparse(f) for f in phase_functions(plan, phase, NAMES, dtypes, int_paths, {}))
+
+
+def same_code(actual: str, expected: str) -> None:
+    """Compare as code; a line saying PROLOGUE in ``expected`` stands for the thread-index prologue."""
+    lines = []
+    for line in textwrap.dedent(expected).splitlines():
+        indent = line[: len(line) - len(line.lstrip())]
+        lines += [indent + p for p in PROLOGUE] if line.strip() == "PROLOGUE" else [line]
+    assert actual == ast.unparse(ast.parse("\n".join(lines)))
 
 
 def test_consumed_and_unconsumed_atomics():
@@ -62,24 +102,13 @@ def test_consumed_and_unconsumed_atomics():
 
 
 def test_record_kernel_before_after():
-    kernel = parse(COMPACTION)
-    call = find_atomic_calls(kernel, WARP)[0].node
-    record = phase_kernel(
-        kernel,
-        [Site(call, "slot_records", "wp.int32")],
-        NAMES,
-        name="compact_record",
-        helper="record_returned",
-        options={"enable_backward": False},
-    )
     same_code(
-        record,
+        generated(plan_of(COMPACTION), RECORD),
         """
-        @wp.kernel(enable_backward=False)
+        @wp.kernel
         def compact_record(x: wp.array[float], count: wp.array[int], out: wp.array[float],
                            slot_records: wp.array(dtype=wp.int32), launch_shape: wp.vec4i):
-            c0, c1, c2, c3 = wp.tid()
-            thread = ((c0 * launch_shape[1] + c1) * launch_shape[2] + c2) * launch_shape[3] + c3
+            PROLOGUE
             tid = wp.tid()
             slot = record_returned(wp.atomic_add(count, 0, 1), slot_records, thread)
             out[slot] = x[tid]
@@ -87,49 +116,182 @@ def test_record_kernel_before_after():
     )
 
 
-def test_replay_kernel_wraps_nested_atomics_inner_first():
-    kernel = parse("""
-        @wp.kernel
-        def nested(c: wp.array[int], d: wp.array[int], out: wp.array[float]):
-            '''Docstring stays first.'''
-            out[wp.atomic_add(d, wp.atomic_add(c, 0, 1), 1)] = 1.0
-    """)
-    inner, outer = sorted(find_atomic_calls(kernel, WARP), key=lambda c: c.node.col_offset, reverse=True)
-    replay = phase_kernel(
-        kernel,
-        [Site(outer.node, "d_records", "Any"), Site(inner.node, "c_records", "Any")],
-        NAMES,
-        name="nested_replay",
-        helper="replay_returned",
-        options={},
-    )
+def test_replay_kernel_reads_an_int_return_back():
     same_code(
-        replay,
+        generated(plan_of(COMPACTION), REPLAY),
         """
         @wp.kernel
-        def nested_replay(c: wp.array[int], d: wp.array[int], out: wp.array[float],
-                          d_records: wp.array(dtype=Any), c_records: wp.array(dtype=Any), launch_shape: wp.vec4i):
-            '''Docstring stays first.'''
-            c0, c1, c2, c3 = wp.tid()
-            thread = ((c0 * launch_shape[1] + c1) * launch_shape[2] + c2) * launch_shape[3] + c3
-            out[replay_returned(wp.atomic_add(d, replay_returned(wp.atomic_add(c, 0, 1), c_records, thread), 1),
-                                d_records, thread)] = 1.0
+        def compact_replay(x: wp.array[float], count: wp.array[int], out: wp.array[float],
+                           slot_records: wp.array(dtype=wp.int32), launch_shape: wp.vec4i):
+            PROLOGUE
+            tid = wp.tid()
+            slot = slot_records[thread]
+            out[slot] = x[tid]
         """,
     )
 
 
-def test_helpers_take_the_modules_names():
-    names = Names("warp", "AnyT", "rec", "rep", "shape", "t", ("a", "b", "c", "d"))
-    record, replay = helper_functions(names)
+def test_replay_keeps_a_float_atomic_for_its_adjoint_and_nested_atomics_in_order():
+    plan = plan_of('''
+        @wp.kernel
+        def nested(c: wp.array[int], acc: wp.array[float], out: wp.array[float]):
+            """Docstring stays first."""
+            out[0] = wp.atomic_add(acc, wp.atomic_add(c, 0, 1), 2.0)
+    ''')
     same_code(
-        record,
+        generated(plan, REPLAY, frozenset({"c"})),
         '''
-        @warp.func
-        def rec(value: AnyT, records: warp.array(dtype=AnyT), index: int):
-            """Store an atomic's returned value for the replay kernel and pass it on unchanged."""
-            records[index] = value
-            return value
+        @wp.kernel
+        def nested_replay(c: wp.array[int], acc: wp.array[float], out: wp.array[float],
+                          atomic_add_records: wp.array(dtype=wp.int32), atomic_add_records_1: wp.array(dtype=wp.int32),
+                          launch_shape: wp.vec4i):
+            """Docstring stays first."""
+            PROLOGUE
+            out[0] = replay_returned(wp.atomic_add(acc, atomic_add_records_1[thread], 2.0), atomic_add_records, thread)
         ''',
+    )
+
+
+def test_dynamic_loop_gets_a_coordinate_and_counts_its_trips():
+    plan = plan_of("""
+        @wp.kernel
+        def emit(n: wp.array[int], count: wp.array[int], out: wp.array[float]):
+            tid = wp.tid()
+            for k in range(n[tid]):
+                out[wp.atomic_add(count, 0, 1)] = 1.0
+    """)
+    same_code(
+        generated(plan, RECORD),
+        """
+        @wp.kernel
+        def emit_record(n: wp.array[int], count: wp.array[int], out: wp.array[float],
+                        atomic_add_records: wp.array(dtype=wp.int32), trip_capacity: wp.array(dtype=wp.int32),
+                        trips_needed: wp.array(dtype=wp.int32), launch_shape: wp.vec4i):
+            PROLOGUE
+            tid = wp.tid()
+            start0 = 0
+            stop0 = n[tid]
+            step0 = 1
+            wp.atomic_max(trips_needed, 0, range_length(start0, stop0, step0))
+            for k in range(start0, stop0, step0):
+                coordinate0 = thread * trip_capacity[0] + (k - start0) // step0
+                out[record_returned(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)] = 1.0
+        """,
+    )
+
+
+def test_probe_loop_with_break_replays_recorded_trips_lowers_jumps_and_restores_ints():
+    plan = plan_of("""
+        @wp.kernel
+        def probe(table: wp.array[int], key: int, n: int, out: wp.array[float]):
+            slot = key % n
+            while True:
+                if wp.atomic_cas(table, slot, -1, key) == -1:
+                    break
+                slot = (slot + 1) % n
+            out[slot] = 1.0
+    """)
+    same_code(
+        generated(plan, REPLAY, frozenset({"table"})),
+        """
+        @wp.kernel
+        def probe_replay(table: wp.array[int], key: int, n: int, out: wp.array[float],
+                         atomic_cas_records: wp.array(dtype=wp.int32), trips0_records: wp.array(dtype=wp.int32),
+                         slot_in_loop0: wp.array(dtype=wp.int32), slot_after_loop0: wp.array(dtype=wp.int32),
+                         trip_capacity: wp.array(dtype=wp.int32), trips_needed: wp.array(dtype=wp.int32),
+                         launch_shape: wp.vec4i):
+            PROLOGUE
+            slot = key % n
+            for trips0 in range(trips0_records[thread]):
+                coordinate0 = thread * trip_capacity[0] + trips0
+                slot = slot_in_loop0[coordinate0]
+                iteration0_active = True
+                if atomic_cas_records[coordinate0] == -1:
+                    iteration0_active = False
+                if iteration0_active:
+                    slot = (slot + 1) % n
+            slot = slot_after_loop0[thread]
+            out[slot] = 1.0
+        """,
+    )
+
+
+def test_helper_is_cloned_for_each_call_site():
+    helper = Unit("""
+        @wp.func
+        def take(count: wp.array[int]) -> int:
+            return wp.atomic_add(count, 0, 1)
+    """)
+    plan = plan_of(
+        """
+        @wp.kernel
+        def uses(count: wp.array[int], out: wp.array[float]):
+            out[take(count)] = 1.0
+            out[take(count)] = 2.0
+        """,
+        {"take": helper},
+    )
+    same_code(
+        generated(plan, REPLAY),
+        """
+        @wp.func
+        def take_1_replay(count: wp.array[int], atomic_add_records_1: wp.array(dtype=wp.int32), coordinate: int) -> int:
+            return atomic_add_records_1[coordinate]
+
+        @wp.func
+        def take_replay(count: wp.array[int], atomic_add_records: wp.array(dtype=wp.int32), coordinate: int) -> int:
+            return atomic_add_records[coordinate]
+
+        @wp.kernel
+        def uses_replay(count: wp.array[int], out: wp.array[float], atomic_add_records: wp.array(dtype=wp.int32),
+                        atomic_add_records_1: wp.array(dtype=wp.int32), launch_shape: wp.vec4i):
+            PROLOGUE
+            out[take_replay(count, atomic_add_records, thread)] = 1.0
+            out[take_1_replay(count, atomic_add_records_1, thread)] = 2.0
+        """,
+    )
+
+
+def test_refusals_name_the_construct():
+    with pytest.raises(Refusal, match="atomic in a while loop's condition"):
+        plan_of("""
+            @wp.kernel
+            def probe(table: wp.array[int], key: int, n: int):
+                slot = key % n
+                while wp.atomic_cas(table, slot, -1, key) != -1:
+                    slot = (slot + 1) % n
+        """)
+    with pytest.raises(Refusal, match=r"'total' is changed in a loop .* and is not an int"):
+        plan_of("""
+            @wp.kernel
+            def accumulate(count: wp.array[int], x: wp.array[float], out: wp.array[float]):
+                total = float(0.0)
+                for i in range(4):
+                    total = total + x[wp.atomic_add(count, 0, 1)]
+                out[0] = total
+        """)
+
+
+def test_int_locals_settle_on_loop_carried_updates():
+    kernel = parse("""
+        def k(keys: wp.array[wp.int32], n: int, x: wp.array[float]):
+            slot = keys[0] % n
+            done = int(0)
+            v = x[0]
+            while done == 0:
+                slot = (slot + 1) % n
+                done = 1
+                v = v * 2.0
+    """)
+    kinds = IntLocals(kernel).locals
+    assert kinds["slot"] == "int32" and kinds["done"] == "int32" and "v" not in kinds
+
+
+def test_helpers_take_the_modules_names():
+    names = Names("warp", "AnyT", "rec", "rep", "length", "shape", "t", "c", "cap", "need", ("a", "b", "c", "d"))
+    record, replay = helper_functions(names, with_range_length=False)
+    assert ast.unparse(record).startswith(
+        "@warp.func\ndef rec(value: AnyT, records: warp.array(dtype=AnyT), index: int):"
     )
     assert replay.name == "rep" and ast.unparse(replay.body[-1]) == "return records[index]"
 
@@ -143,7 +305,10 @@ def test_argument_paths_follow_struct_fields_views_and_aliases():
     """)
     aliases = single_assignments(kernel)
     params = ["w", "grid"]
-    path = lambda text: argument_path(ast.parse(text, mode="eval").body, params, aliases)  # noqa: E731
+
+    def path(text: str) -> str | None:
+        return argument_path(ast.parse(text, mode="eval").body, params, aliases)
+
     assert path("counter") == "w.count"
     assert path("w.pairs.first") == "w.pairs.first"
     assert path("row") == "grid"
@@ -174,3 +339,4 @@ def test_namer_never_reuses_a_taken_name():
     assert namer.fresh("records") == "records_2"
     assert namer.fresh("Any") == "Any_1"
     assert namer.fresh("fresh") == "fresh"
+    assert namer.fresh_base("compact") == "compact" and namer.fresh_base("compact") == "compact_1"
