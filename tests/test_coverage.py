@@ -32,7 +32,10 @@ def zeros(n):
 
 @wp.kernel
 def emit_particles(
-    counts: wp.array[wp.int32], origin: wp.array[wp.float64], next_free: wp.array[wp.int32], positions: wp.array[wp.float64]
+    counts: wp.array[wp.int32],
+    origin: wp.array[wp.float64],
+    next_free: wp.array[wp.int32],
+    positions: wp.array[wp.float64],
 ):
     """Particle emission: each emitter writes counts[tid] particles into the next free slots."""
     tid = wp.tid()
@@ -94,7 +97,13 @@ def test_loop_with_break_continue_and_negative_step():
 
 
 @wp.kernel
-def insert_keys(keys: wp.array[wp.int32], weights: wp.array[wp.float64], table: wp.array[wp.int32], n: int, values: wp.array[wp.float64]):
+def insert_keys(
+    keys: wp.array[wp.int32],
+    weights: wp.array[wp.float64],
+    table: wp.array[wp.int32],
+    n: int,
+    values: wp.array[wp.float64],
+):
     tid = wp.tid()
     key = keys[tid]
     slot = (key * 7) % n
@@ -116,7 +125,13 @@ def test_cas_probe_loop():
 
 
 @wp.kernel
-def insert_keys_with_break(keys: wp.array[wp.int32], weights: wp.array[wp.float64], table: wp.array[wp.int32], n: int, values: wp.array[wp.float64]):
+def insert_keys_with_break(
+    keys: wp.array[wp.int32],
+    weights: wp.array[wp.float64],
+    table: wp.array[wp.int32],
+    n: int,
+    values: wp.array[wp.float64],
+):
     tid = wp.tid()
     key = keys[tid]
     slot = (key * 7) % n
@@ -143,14 +158,21 @@ def test_explicit_max_records_skips_the_dry_run_and_matches():
     with tape:
         launch(rewritten, N, inputs=args, device="cpu")
     tape.backward(grads={args[3]: f64(np.ones(9))})
-    reference, reference_tape = run_rewritten(Case(emit_particles, N, lambda: [i32(COUNTS), f64(X, True), i32([0]), zeros(9)], [3], [1]))
+    reference, reference_tape = run_rewritten(
+        Case(emit_particles, N, lambda: [i32(COUNTS), f64(X, True), i32([0]), zeros(9)], [3], [1])
+    )
     reference_tape.backward(grads={reference[3]: f64(np.ones(9))})
     np.testing.assert_array_equal(args[1].grad.numpy(), reference[1].grad.numpy())
 
 
 def test_too_small_max_records_raises_right_after_the_launch():
     args = [i32(COUNTS), f64(X, True), i32([0]), zeros(9)]
-    with pytest.raises(RewriteError, match=r"this loop ran 3 times in one execution but its records had room for 2.*max_records=3"), wp.Tape():
+    with (
+        pytest.raises(
+            RewriteError, match=r"this loop ran 3 times in one execution but its records had room for 2.*max_records=3"
+        ),
+        wp.Tape(),
+    ):
         launch(wp_rewrite(emit_particles, max_records=2), N, inputs=args, device="cpu")
 
 
@@ -158,7 +180,9 @@ def test_too_small_max_records_raises_right_after_the_launch():
 
 
 @wp.func
-def write_contact(count: wp.array[wp.int32], capacity: int, contacts: wp.array[wp.float64], value: wp.float64) -> wp.int32:
+def write_contact(
+    count: wp.array[wp.int32], capacity: int, contacts: wp.array[wp.float64], value: wp.float64
+) -> wp.int32:
     """A contact writer with a capacity guard that returns early when the buffer is full."""
     slot = wp.atomic_add(count, 0, 1)
     if slot >= capacity:
@@ -168,7 +192,13 @@ def write_contact(count: wp.array[wp.int32], capacity: int, contacts: wp.array[w
 
 
 @wp.kernel
-def generate_contacts(x: wp.array[wp.float64], count: wp.array[wp.int32], capacity: int, contacts: wp.array[wp.float64], owner: wp.array[wp.float64]):
+def generate_contacts(
+    x: wp.array[wp.float64],
+    count: wp.array[wp.int32],
+    capacity: int,
+    contacts: wp.array[wp.float64],
+    owner: wp.array[wp.float64],
+):
     tid = wp.tid()
     first = write_contact(count, capacity, contacts, x[tid] * x[tid])
     if first >= 0:
@@ -184,7 +214,9 @@ def test_helper_with_early_return_called_from_two_sites():
 
 
 @wp.kernel
-def contacts_in_a_loop(x: wp.array[wp.float64], count: wp.array[wp.int32], capacity: int, contacts: wp.array[wp.float64]):
+def contacts_in_a_loop(
+    x: wp.array[wp.float64], count: wp.array[wp.int32], capacity: int, contacts: wp.array[wp.float64]
+):
     tid = wp.tid()
     for k in range(tid % 3):
         write_contact(count, capacity, contacts, x[tid] * wp.float64(k + 1))
@@ -204,6 +236,27 @@ def append_imported(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.
 
 def test_imported_helpers_two_calls_deep():
     check(Case(append_imported, N, lambda: [f64(X, True), i32([0]), zeros(2 * N)], [2], [0]))
+
+
+@wp.func
+def deposit(count: wp.array[wp.int32], mass: wp.array[wp.float64], out: wp.array[wp.float64], value: wp.float64):
+    """A slot plus a float accumulation: the replay keeps the accumulation's adjoint but must never re-run it."""
+    slot = wp.atomic_add(count, 0, 1)
+    wp.atomic_add(mass, slot % 2, value * value)
+    out[slot] = value
+
+
+@wp.kernel
+def deposit_all(
+    x: wp.array[wp.float64], count: wp.array[wp.int32], mass: wp.array[wp.float64], out: wp.array[wp.float64]
+):
+    tid = wp.tid()
+    deposit(count, mass, out, x[tid] * wp.float64(2.0))
+
+
+def test_helper_with_a_float_accumulation_keeps_its_adjoint_without_rerunning_it():
+    check(Case(deposit_all, N, lambda: [f64(X, True), i32([0]), f64([0.5, 0.0], True), zeros(N)], [2, 3], [0]))
+    assert "@wp.func_replay(deposit_replay)" in wp_rewrite(deposit_all).source
 
 
 # --- 5. structs ----------------------------------------------------------------------------------------
