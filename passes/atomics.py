@@ -40,6 +40,7 @@ class AtomicCall:
     node: ast.Call
     op: str
     consumed: bool
+    statement: ast.AugAssign | None = None  # set when the call stands for ``arr[i] += v``
 
     @property
     def target(self) -> ast.expr:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 kernel = record_kernel = replay_kernel = None
 PARAMETERS: tuple[str, ...] = ()  # the kernel's parameter names, in order
 SITES: tuple = ()  # per consumed atomic: (target path, op, "file:line:col", gradient source paths or None: any)
-RECORDS: tuple = ()  # per record parameter, in order: (target path or None for trip counts, ids of loops around)
+RECORDS: tuple = ()  # per record parameter, in order: (target path or None, else a fixed dtype, ids of loops around)
 LOOPS: tuple = ()  # per loop around a consumed atomic: (id, constant trip count or None, "file:line:col")
 MAX_RECORDS = None  # records per execution of a loop whose trip count is not a constant; None: counted by a dry run
 
@@ -93,11 +93,11 @@ def phase_arguments(parameters, records, loops, args, shape, capacities, device)
     for extent in shape:
         threads *= extent
     extra = []
-    for target, around in records:
+    for target, fixed_dtype, around in records:
         size = threads
         for loop in around:
             size *= capacities[loop]
-        dtype = argument_at(parameters, args, target).dtype if target else wp.int32
+        dtype = argument_at(parameters, args, target).dtype if target else getattr(wp, fixed_dtype)
         extra.append(wp.zeros(size, dtype=dtype, device=device))
     if loops:
         trip_capacity = wp.array(capacities, dtype=wp.int32, device=device)

@@ -64,16 +64,32 @@ class Loop:
 
 @dataclass
 class Site:
-    """A consumed atomic and the records kept for it."""
+    """A recorded atomic: one whose value is consumed, or any atomic on a target with exact float returns."""
 
-    call: ast.Call
+    call: ast.Call  # for ``arr[i] += v``, an equivalent ``wp.atomic_add(arr, i, v)`` at the statement's place
     op: str
-    records: str
+    records: str  # the returned values
     target: str  # kernel argument path of the target array, e.g. "count" or "w.count"
     loops: tuple[int, ...]  # ids of the loops around it, outermost first, across helper calls
     location: str
     in_helper: bool
     indices: int  # number of index arguments (1 to 4)
+    consumed: bool = True
+    statement: ast.AugAssign | None = None  # the augmented assignment this site stands for
+    # Exact float returns (see rewrite.exact): the operands, each operation's place in the order of
+    # operations on its address, the flat address, and (cas) the compare operands.
+    values: str = ""
+    order: str = ""
+    addresses: str = ""
+    compares: str = ""
+    tickets: str = ""  # the target's ticket counters, shared by every exact site on the target
+
+    @property
+    def exact(self) -> bool:
+        return bool(self.values)
+
+    def record_names(self) -> list[str]:
+        return [n for n in (self.records, self.values, self.order, self.addresses, self.compares) if n]
 
 
 @dataclass
@@ -102,12 +118,16 @@ class FunctionPlan:
     def record_params(self) -> list[str]:
         """Record arrays this function and its clones use, in a stable order."""
         names = []
+        tickets = []
         for plan in self.walk():
-            names += [s.records for s in plan.sites]
+            for site in plan.sites:
+                names += site.record_names()
+                if site.tickets and site.tickets not in tickets:
+                    tickets.append(site.tickets)
             for loop in plan.loops.values():
                 names += [loop.trips_records] if loop.trips_records else []
                 names += [records for _, records, _ in loop.carried_in + loop.carried]
-        return names
+        return names + tickets
 
     def is_empty(self) -> bool:
         return not self.sites and not self.clones
@@ -218,9 +238,17 @@ def _check_loop(unit: Unit, loop: ast.AST, names: WarpNames) -> None:
 class Planner:
     """Builds the plan of one kernel; ``resolve_helper`` finds the ``@wp.func`` a call refers to."""
 
-    def __init__(self, kernel: Unit, params: list[str], resolve_helper: HelperResolver):
+    def __init__(
+        self,
+        kernel: Unit,
+        params: list[str],
+        resolve_helper: HelperResolver,
+        exact_targets: frozenset[str] = frozenset(),
+    ):
         self.kernel = kernel
         self.params = params
+        self.exact_targets = exact_targets
+        self.tickets: dict[str, str] = {}
         self.resolve_helper = resolve_helper
         self.loop_ids = itertools.count()
         self.loops: list[Loop] = []
@@ -232,6 +260,19 @@ class Planner:
         self.unit_names = unit_names
         identity = {p: p for p in self.params}
         root = self._plan(self.kernel, identity, (), namer.fresh_base(self.kernel.name))
+        ops: dict[str, set[str]] = {}
+        for site in self.sites:
+            if site.exact:
+                ops.setdefault(site.target, set()).add(site.op)
+        for target, kinds in ops.items():
+            if not any(kinds <= family for family in EXACT_FAMILIES):
+                raise Refusal(
+                    self.kernel,
+                    self.kernel.tree,
+                    f"atomics of different kinds ({', '.join(sorted(kinds))}) on '{target}', whose float returns "
+                    "need exact gradients",
+                    "Use one kind of atomic per target array, or rewrite with detach_returns=True",
+                )
         return KernelPlan(root, self.loops, self.sites)
 
     def _plan(self, unit: Unit, paths: dict[str, str | None], outer: tuple[int, ...], name: str) -> FunctionPlan:
@@ -240,27 +281,37 @@ class Planner:
         parents = parent_map(unit.tree)
         aliases = single_assignments(unit.tree)
         unit_params = [a.arg for a in unit.tree.args.args]
-        atomics = find_atomic_calls(unit.tree, names)
-        consumed = [c for c in atomics if c.consumed]
-        for call in atomics:
-            if not call.consumed:
-                local = argument_path(call.target, unit_params, aliases)
-                plan.unconsumed[parents[call.node]] = self._kernel_path(local, paths)
-        for write in find_augmented_writes(unit.tree):
-            plan.unconsumed[write] = self._kernel_path(argument_path(write.target, unit_params, aliases), paths)
-        helper_calls = self._helper_calls(unit, consumed)
 
-        relevant: list[ast.AST] = [c.node for c in consumed] + [call for call, _ in helper_calls]
+        def kernel_path(target: ast.expr) -> str | None:
+            return self._kernel_path(argument_path(target, unit_params, aliases), paths)
+
+        atomics = find_atomic_calls(unit.tree, names)
+        exact = [c for c in atomics if kernel_path(c.target) in self.exact_targets]
+        exact += [
+            _as_atomic_call(w, names)
+            for w in find_augmented_writes(unit.tree)
+            if kernel_path(w.target) in self.exact_targets
+        ]
+        recorded = [c for c in atomics if c.consumed and c not in exact] + exact
+        for call in atomics:
+            if not call.consumed and call not in exact:
+                plan.unconsumed[parents[call.node]] = kernel_path(call.target)
+        for write in find_augmented_writes(unit.tree):
+            if kernel_path(write.target) not in self.exact_targets:
+                plan.unconsumed[write] = kernel_path(write.target)
+        self._check_exact_writes(unit, paths, unit_params, aliases)
+        helper_calls = self._helper_calls(unit, [c for c in atomics if c.consumed])
+
+        relevant: list[ast.AST] = [_statement_or_call(c) for c in recorded] + [call for call, _ in helper_calls]
         for node in sorted(relevant, key=lambda n: (n.lineno, n.col_offset)):
             for loop in _enclosing(node, parents, unit.tree):
                 if loop not in plan.loops:
                     _check_loop(unit, loop, names)
                     plan.loops[loop] = self._new_loop(unit, loop, outer + self._ids(plan, loop, parents, unit))
 
-        for call in consumed:
+        for call in sorted(recorded, key=lambda c: (c.node.lineno, c.node.col_offset)):
             self._check_call(unit, call)
-            local = argument_path(call.target, unit_params, aliases)
-            target = self._kernel_path(local, paths)
+            target = kernel_path(call.target)
             if target is None:
                 raise Refusal(
                     unit,
@@ -268,10 +319,15 @@ class Planner:
                     f"the target of wp.atomic_{call.op}() is not a kernel argument or a struct field of one",
                     "Pass the target array to the kernel as an argument and apply the atomic to it directly",
                 )
-            loops = outer + tuple(plan.loops[loop].id for loop in _enclosing(call.node, parents, unit.tree))
+            node = _statement_or_call(call)
+            loops = outer + tuple(plan.loops[loop].id for loop in _enclosing(node, parents, unit.tree))
             records = self.namer.fresh(_records_base(call, parents))
-            location, in_helper = unit.location(call.node), unit is not self.kernel
+            location, in_helper = unit.location(node), unit is not self.kernel
             site = Site(call.node, call.op, records, target, loops, location, in_helper, len(call.index_args))
+            site.consumed = call.consumed
+            site.statement = node if isinstance(node, ast.AugAssign) else None
+            if target in self.exact_targets:
+                self._make_exact(unit, call, site)
             plan.sites.append(site)
             self.sites.append(site)
 
@@ -281,6 +337,60 @@ class Planner:
             clone = self._plan(helper, helper_paths, loops, self.namer.fresh_base(helper.name))
             plan.clones[call] = Clone(call, clone)
         return plan
+
+    def _make_exact(self, unit: Unit, call: AtomicCall, site: Site) -> None:
+        if isinstance(call.target, ast.Subscript):
+            raise Refusal(
+                unit,
+                call.target,
+                f"wp.atomic_{call.op}() on a view of '{site.target}' next to a consumed float return on it",
+                "Index the whole array in the atomic: wp.atomic_add(arr, i, j, v), not wp.atomic_add(arr[i], j, v)",
+            )
+        if call.op not in EXACT_OPS:
+            raise Refusal(unit, call.node, f"wp.atomic_{call.op}() on a float target", "Use an int target")
+        fresh = self.namer.fresh
+        base = site.records.removesuffix("_records")
+        site.values, site.order, site.addresses = (
+            fresh(f"{base}_values"),
+            fresh(f"{base}_order"),
+            fresh(f"{base}_addresses"),
+        )
+        if call.op == "cas":
+            site.compares = fresh(f"{base}_compares")
+        if site.target not in self.tickets:
+            self.tickets[site.target] = fresh(site.target.replace(".", "_") + "_tickets")
+        site.tickets = self.tickets[site.target]
+
+    def _check_exact_writes(self, unit: Unit, paths: dict, unit_params: list[str], aliases: dict) -> None:
+        """Exact float returns need every write into their target to be an atomic the rewrite records."""
+        for node in ast.walk(unit.tree):
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AugAssign)
+                else []
+            )
+            for target in targets:
+                path = self._kernel_path(argument_path(target, unit_params, aliases), paths)
+                is_atomic = isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add | ast.Sub)
+                if isinstance(target, ast.Subscript) and path in self.exact_targets and not is_atomic:
+                    raise Refusal(
+                        unit,
+                        node,
+                        f"a plain write into '{path}', whose float atomic returns need exact gradients",
+                        "Write into it only with atomics in this kernel, or rewrite with detach_returns=True",
+                    )
+            if isinstance(node, ast.Call) and node.args:
+                helper = self.resolve_helper(unit, node)
+                written = [self._kernel_path(argument_path(a, unit_params, aliases), paths) for a in node.args]
+                if helper is not None and not self._consumes(helper, set()) and set(written) & self.exact_targets:
+                    raise Refusal(
+                        unit,
+                        node,
+                        f"helper '{helper.name}' receives an array whose float atomic returns need exact gradients",
+                        "Inline the helper, or rewrite with detach_returns=True",
+                    )
 
     def _ids(self, plan: FunctionPlan, loop: ast.AST, parents: dict, unit: Unit) -> tuple[int, ...]:
         return tuple(plan.loops[outer].id for outer in _enclosing(loop, parents, unit.tree))
@@ -357,6 +467,26 @@ class Planner:
         return {
             param: self._kernel_path(argument_path(arg, unit_params, aliases), paths) for param, arg in bound.items()
         }
+
+
+EXACT_OPS = ("add", "sub", "min", "max", "exch", "cas")
+# Ops that may share a target with exact returns: a returned value is a running sum, the previous operand,
+# or the operand of the last op that stored one.
+EXACT_FAMILIES = ({"add", "sub"}, {"exch"}, {"max", "min", "cas"})
+
+
+def _as_atomic_call(write: ast.AugAssign, names: WarpNames) -> AtomicCall:
+    """``arr[i, j] += v`` as the ``wp.atomic_add(arr, i, j, v)`` Warp lowers it to, placed at the statement."""
+    index = write.target.slice
+    indices = index.elts if isinstance(index, ast.Tuple) else [index]
+    op = "add" if isinstance(write.op, ast.Add) else "sub"
+    func = ast.Attribute(ast.Name(min(names.modules), ast.Load()), f"atomic_{op}", ast.Load())
+    call = ast.Call(func, [write.target.value, *indices, write.value], [])
+    return AtomicCall(ast.copy_location(call, write), op, consumed=False, statement=write)
+
+
+def _statement_or_call(call: AtomicCall) -> ast.AST:
+    return call.statement if call.statement is not None else call.node
 
 
 def _records_base(call: AtomicCall, parents: dict[ast.AST, ast.AST]) -> str:

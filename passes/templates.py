@@ -37,6 +37,70 @@ def replay_returned(value: Any, records: wp.array(dtype=Any), index: int):
     return records[index]
 
 
+def record_exact(
+    target: Any,
+    index: int,
+    value: Any,
+    tickets: Any,
+    returned: wp.array(dtype=Any),
+    values: wp.array(dtype=Any),
+    order: wp.array(dtype=wp.int32),
+    addresses: wp.array(dtype=wp.int32),
+    record_index: int,
+):
+    """Run a float atomic and record what its exact backward needs.
+
+    That is its returned value, its operand, its place among the operations on its address (a ticket from a
+    counter beside the target) and the address. ``wp.atomic_add`` stands for the atomic being recorded.
+    """
+    operand = target.dtype(value)
+    returned_value = wp.atomic_add(target, index, operand)
+    ticket = wp.atomic_add(tickets, index, 1)
+    if record_index < returned.shape[0]:
+        returned[record_index] = returned_value
+        values[record_index] = operand
+        order[record_index] = ticket
+        addresses[record_index] = index
+    return returned_value
+
+
+def record_exact_cas(
+    target: Any,
+    index: int,
+    compare: Any,
+    value: Any,
+    tickets: Any,
+    returned: wp.array(dtype=Any),
+    values: wp.array(dtype=Any),
+    order: wp.array(dtype=wp.int32),
+    addresses: wp.array(dtype=wp.int32),
+    compares: wp.array(dtype=Any),
+    record_index: int,
+):
+    """``record_exact`` for ``atomic_cas``: also records the compare operand, which decides the swap."""
+    operand = target.dtype(value)
+    expected = target.dtype(compare)
+    returned_value = wp.atomic_cas(target, index, expected, operand)
+    ticket = wp.atomic_add(tickets, index, 1)
+    if record_index < returned.shape[0]:
+        returned[record_index] = returned_value
+        values[record_index] = operand
+        order[record_index] = ticket
+        addresses[record_index] = index
+        compares[record_index] = expected
+    return returned_value
+
+
+def exact_returned(value: Any, values: wp.array(dtype=Any), returned: wp.array(dtype=Any), record_index: int):
+    """Stand in for a float atomic in the replay kernel: its recorded returned value.
+
+    Storing the operand gives it an adjoint entry point: backward seeds ``values``' adjoint with the gradient
+    that reaches this operand through later operations' returned values (see ``rewrite.exact``).
+    """
+    values[record_index] = values.dtype(value)
+    return returned[record_index]
+
+
 def range_length(start: int, stop: int, step: int):
     """How many iterations ``range(start, stop, step)`` makes: the capacity a loop's records need."""
     if step > 0:
@@ -73,6 +137,27 @@ def instantiate(template: Callable, **names: str) -> ast.FunctionDef:
     """The template's definition with each placeholder ``name`` renamed to ``names[name]``."""
     definition = ast.parse(textwrap.dedent(inspect.getsource(template))).body[0]
     return _Rename(names).visit(definition)
+
+
+def instantiate_record_exact(op: str, indices: int, name: str, wp: str, any: str) -> ast.FunctionDef:
+    """``record_exact`` for ``wp.atomic_<op>`` with ``indices`` index arguments (1 to 4)."""
+    template = record_exact_cas if op == "cas" else record_exact
+    definition = instantiate(template, wp=wp, Any=any, **{template.__name__: name})
+    index_names = ["index"] if indices == 1 else [f"index{i}" for i in range(indices)]
+    params = definition.args.args
+    at = next(i for i, a in enumerate(params) if a.arg == "index")
+    params[at : at + 1] = [ast.arg(n, ast.Name("int", ast.Load())) for n in index_names]
+    flat = index_names[0]
+    for axis, index_name in enumerate(index_names[1:], start=1):
+        flat = f"({flat}) * tickets.shape[{axis}] + {index_name}"
+    for node in ast.walk(definition):
+        if isinstance(node, ast.Call) and node.args and getattr(node.args[0], "id", None) in ("target", "tickets"):
+            if getattr(node.func, "attr", "") == "atomic_add" and node.args[0].id == "target":
+                node.func.attr = f"atomic_{op}"
+            node.args[1:2] = [ast.Name(n, ast.Load()) for n in index_names]
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "addresses[record_index]":
+            node.value = ast.parse(flat, mode="eval").body
+    return ast.fix_missing_locations(definition)
 
 
 def instantiate_body(template: Callable, **names: str) -> list[ast.stmt]:

@@ -37,6 +37,8 @@ class Names:
     any: str
     record_helper: str
     replay_helper: str
+    exact_returned: str
+    record_exact: dict[tuple[str, int], str]  # (op, number of indices) -> recording helper of exact sites
     range_length: str
     launch_shape: str
     thread: str
@@ -130,6 +132,8 @@ class PhaseWriter(ast.NodeTransformer):
 
     def _site(self, call: ast.Call, site: Site) -> ast.expr:
         records = f"{site.records}[{self.coordinate}]"
+        if site.exact:
+            return self._exact_site(call, site)
         if self.phase == RECORD:
             self.kept_calls.add(id(call))
             return ast.Call(_expr(self.names.record_helper), [call, _expr(site.records), _expr(self.coordinate)], [])
@@ -142,6 +146,22 @@ class PhaseWriter(ast.NodeTransformer):
         helper = self.names.replay_helper
         return ast.Call(_expr(helper), [call, _expr(site.records), _expr(self.coordinate)], [])
 
+    def _exact_site(self, call: ast.Call, site: Site) -> ast.expr:
+        """A float atomic whose returned values get exact gradients (see ``rewrite.exact``)."""
+        coordinate = _expr(self.coordinate)
+        if self.phase == RECORD:
+            self.kept_calls.add(id(call))
+            names = [site.tickets, site.records, site.values, site.order, site.addresses]
+            names += [site.compares] if site.compares else []
+            helper = self.names.record_exact[site.op, site.indices]
+            return ast.Call(_expr(helper), [*call.args, *(_expr(n) for n in names), coordinate], [])
+        if self.phase == REPLAY_FORWARD:
+            return _expr(f"{site.records}[{self.coordinate}]")
+        value = call.args[-1]
+        return ast.Call(
+            _expr(self.names.exact_returned), [value, _expr(site.values), _expr(site.records), coordinate], []
+        )
+
     def _drops(self, stmt: ast.stmt) -> bool:
         """Does this phase leave out an atomic whose value is discarded?"""
         key = _span(stmt)
@@ -153,9 +173,20 @@ class PhaseWriter(ast.NodeTransformer):
         return self.phase == REPLAY and self.in_helper and self.unconsumed[key] in self.int_paths
 
     def visit_Expr(self, node: ast.Expr) -> ast.stmt:
-        return ast.Pass() if self._drops(node) else self.generic_visit(node)
+        site = self.sites.get(_span(node.value))
+        if self._drops(node) or (site is not None and self.phase == REPLAY_FORWARD):
+            return ast.Pass()
+        return self.generic_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt:
+        site = self.sites.get(_span(node))  # ``arr[i] += v`` on a target with exact float returns
+        if site is not None:
+            if self.phase == REPLAY_FORWARD:
+                return ast.Pass()
+            index = node.target.slice
+            indices = index.elts if isinstance(index, ast.Tuple) else [index]
+            call = ast.Call(_expr(f"{self.names.warp}.atomic_{site.op}"), [node.target.value, *indices, node.value], [])
+            return ast.copy_location(ast.Expr(self.visit(ast.copy_location(call, node))), node)
         return ast.Pass() if self._drops(node) else self.generic_visit(node)
 
     def _iteration_start(self, loop: Loop, iteration: str) -> list[ast.stmt]:
@@ -253,7 +284,7 @@ def _add_params(function: ast.FunctionDef, params: list[tuple[str, str]]) -> Non
 
 def needs_forward_twin(plan: FunctionPlan, int_paths: frozenset[str]) -> bool:
     """Does a cloned helper's replay variant still contain an atomic (one with an adjoint to keep)?"""
-    if any(site.target not in int_paths for site in plan.sites):
+    if any(site.target not in int_paths and not site.exact for site in plan.sites):
         return True
     if any(path not in int_paths for path in plan.unconsumed.values()):
         return True
@@ -270,7 +301,7 @@ def phase_function(
     plan: FunctionPlan,
     phase: str,
     names: Names,
-    dtypes: dict[str, str],
+    annotations: dict[str, str],
     int_paths: frozenset[str],
     *,
     with_trips: bool,
@@ -283,7 +314,7 @@ def phase_function(
     function = writer.visit(copy.deepcopy(plan.unit.tree))
     function.name = f"{plan.name}_{phase}"
     w = names.warp
-    records = [(name, f"{w}.array(dtype={dtypes[name]})") for name in plan.record_params()]
+    records = [(name, annotations[name]) for name in plan.record_params()]
     trips = [(name, f"{w}.array(dtype={w}.int32)") for name in writer.trip_args]
     if is_kernel:
         function.decorator_list = [_decorator(w, "kernel", options)]
@@ -323,17 +354,22 @@ def _replay_registration(twin: ast.FunctionDef, replay_name: str, warp: str) -> 
 
 
 def phase_functions(
-    plan: KernelPlan, phase: str, names: Names, dtypes: dict[str, str], int_paths: frozenset[str], options: dict
+    plan: KernelPlan,
+    phase: str,
+    names: Names,
+    annotations: dict[str, str],
+    int_paths: frozenset[str],
+    options: dict,
 ) -> list[ast.FunctionDef]:
     """The kernel for ``phase`` preceded by its cloned helpers, callees first."""
     with_trips = bool(plan.loops)
     functions = []
     for clone in reversed([p for p in plan.root.walk() if p is not plan.root]):
-        functions.append(phase_function(clone, phase, names, dtypes, int_paths, with_trips=with_trips))
+        functions.append(phase_function(clone, phase, names, annotations, int_paths, with_trips=with_trips))
         if phase == REPLAY and needs_forward_twin(clone, int_paths):
-            twin = phase_function(clone, REPLAY_FORWARD, names, dtypes, int_paths, with_trips=with_trips)
+            twin = phase_function(clone, REPLAY_FORWARD, names, annotations, int_paths, with_trips=with_trips)
             functions += [twin, _replay_registration(twin, functions[-1].name, names.warp)]
-    kernel = phase_function(plan.root, phase, names, dtypes, int_paths, with_trips=with_trips, options=options)
+    kernel = phase_function(plan.root, phase, names, annotations, int_paths, with_trips=with_trips, options=options)
     return [*functions, kernel]
 
 
@@ -344,6 +380,13 @@ def helper_functions(names: Names, with_range_length: bool) -> list[ast.Function
         templates.instantiate(templates.record_returned, wp=w, Any=names.any, record_returned=names.record_helper),
         templates.instantiate(templates.replay_returned, wp=w, Any=names.any, replay_returned=names.replay_helper),
     ]
+    if names.record_exact:
+        exact = templates.instantiate(
+            templates.exact_returned, wp=w, Any=names.any, exact_returned=names.exact_returned
+        )
+        helpers.append(exact)
+    for (op, indices), name in sorted(names.record_exact.items()):
+        helpers.append(templates.instantiate_record_exact(op, indices, name, w, names.any))
     if with_range_length:
         helpers.append(templates.instantiate(templates.range_length, wp=w, range_length=names.range_length))
     for helper in helpers:

@@ -48,12 +48,16 @@ class RewrittenKernel:
         launch_two_phase(self, dim, inputs, outputs, device, stream, record_tape, block_dim, max_blocks)
 
 
-_generated: weakref.WeakKeyDictionary[wp.Kernel, Generated | None] = weakref.WeakKeyDictionary()
-_rewritten: weakref.WeakKeyDictionary[wp.Kernel, dict[int | None, RewrittenKernel]] = weakref.WeakKeyDictionary()
+_generated: weakref.WeakKeyDictionary[wp.Kernel, dict[bool, Generated | None]] = weakref.WeakKeyDictionary()
+_rewritten: weakref.WeakKeyDictionary[wp.Kernel, dict[tuple, RewrittenKernel]] = weakref.WeakKeyDictionary()
 
 
-def wp_rewrite(kernel: wp.Kernel, *, max_records: int | None = None) -> RewrittenKernel:
+def wp_rewrite(kernel: wp.Kernel, *, max_records: int | None = None, detach_returns: bool = False) -> RewrittenKernel:
     """Rewrite a kernel whose code uses atomics' returned values into a record and a replay kernel.
+
+    Floating-point returns get exact gradients (through the target's initial values and every earlier
+    operand on the same address). ``detach_returns=True`` records them as constants instead, which is
+    exact only when nothing they are made of requires grad: launches refuse otherwise.
 
     ``max_records`` bounds how many times any loop around a consumed atomic runs in one execution, for
     loops whose trip count is not a constant; without it each launch counts the trips in a dry run of the
@@ -68,15 +72,17 @@ def wp_rewrite(kernel: wp.Kernel, *, max_records: int | None = None) -> Rewritte
     if max_records is not None and (not isinstance(max_records, int) or max_records < 0):
         raise ValueError(f"max_records must be a non-negative int, got {max_records!r}")
     by_option = _rewritten.setdefault(kernel, {})
-    if max_records not in by_option:
-        if kernel not in _generated:
-            _generated[kernel] = generate(kernel)
-        generated = _generated[kernel]
+    key = (max_records, bool(detach_returns))
+    if key not in by_option:
+        generated_by_mode = _generated.setdefault(kernel, {})
+        if bool(detach_returns) not in generated_by_mode:
+            generated_by_mode[bool(detach_returns)] = generate(kernel, bool(detach_returns))
+        generated = generated_by_mode[bool(detach_returns)]
         if generated is None:
             source = f"# kernel '{kernel.key}' uses no atomic's return: launched unchanged\n"
-            by_option[max_records] = RewrittenKernel(kernel, source=source, max_records=max_records)
+            by_option[key] = RewrittenKernel(kernel, source=source, max_records=max_records)
         else:
-            by_option[max_records] = RewrittenKernel(
+            by_option[key] = RewrittenKernel(
                 kernel,
                 generated.record_kernel,
                 generated.replay_kernel,
@@ -86,7 +92,7 @@ def wp_rewrite(kernel: wp.Kernel, *, max_records: int | None = None) -> Rewritte
                 generated.loops,
                 max_records,
             )
-    return by_option[max_records]
+    return by_option[key]
 
 
 def launch(

@@ -19,23 +19,33 @@ from rewrite.source import FunctionSource, compile_generated
 
 @dataclass(frozen=True)
 class SiteInfo:
-    """What the launch needs to know about one consumed atomic."""
+    """What the launch needs to know about one recorded atomic."""
 
     op: str
     location: str
     target: str  # argument path of the target array, e.g. "count" or "w.count"
     # argument paths the returned value may be differentiable in; None: any array argument
     gradient_sources: frozenset[str] | None
+    consumed: bool
+    # exact float returns: the record parameters (returned, values, order, addresses, compares or "")
+    exact_records: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class RecordInfo:
-    """One record parameter of the generated kernels, in order."""
+    """One record parameter of the generated kernels, in order.
+
+    ``kind`` says how the launch allocates it: "returned", "values" and "compares" hold the target's
+    dtype; "order" (tickets, -1 for ops that never ran) and "addresses" int32; "tickets" are counters
+    shaped like the target; "trips" and "carried" (ints kept at a loop's iterations or exit) ``dtype``.
+    """
 
     name: str
-    target: str | None  # records of an atomic have its target's dtype ...
-    dtype: str  # ... others (trip counts, locals kept at a loop's exit) a fixed one: "int32" or "bool"
+    kind: str
+    target: str | None
+    dtype: str
     loops: tuple[int, ...]  # loops whose capacities multiply the per-thread record count
+    requires_grad: bool = False
 
 
 @dataclass(frozen=True)
@@ -141,34 +151,76 @@ def _site_sources(kernel: FunctionSource, plan: KernelPlan, site: Site, params: 
 _defined_in_module: dict[str, set[str]] = {}
 
 
-def generate(kernel: wp.Kernel) -> Generated | None:
-    """The generated record/replay kernels of ``kernel``, or None when it consumes no atomic return."""
+def _exact_targets(kernel: wp.Kernel, plan: KernelPlan) -> frozenset[str]:
+    """Targets of consumed returns that may be floats: their returns get exact gradients."""
+    return frozenset(s.target for s in plan.sites if not _is_int_target(kernel, s.target))
+
+
+def _annotation(kernel: wp.Kernel, info: RecordInfo, warp_alias: str, any_alias: str) -> str:
+    if info.kind == "tickets":
+        ndim = getattr(_target_type(kernel, info.target), "ndim", None)
+        return f"{warp_alias}.array(dtype={warp_alias}.int32, ndim={ndim})" if ndim else any_alias
+    if info.kind in ("returned", "values", "compares"):
+        return f"{warp_alias}.array(dtype={_dtype_text(kernel, info.target, warp_alias, any_alias)})"
+    return f"{warp_alias}.array(dtype={warp_alias}.{info.dtype})"
+
+
+def _records(plan: KernelPlan) -> dict[str, RecordInfo]:
+    records = {}
+    for s in plan.sites:
+        records[s.records] = RecordInfo(s.records, "returned", s.target, "", s.loops, requires_grad=s.exact)
+        if s.exact:
+            records[s.values] = RecordInfo(s.values, "values", s.target, "", s.loops)
+            records[s.order] = RecordInfo(s.order, "order", s.target, "int32", s.loops)
+            records[s.addresses] = RecordInfo(s.addresses, "addresses", s.target, "int32", s.loops)
+            records[s.tickets] = RecordInfo(s.tickets, "tickets", s.target, "int32", ())
+            if s.compares:
+                records[s.compares] = RecordInfo(s.compares, "compares", s.target, "", s.loops)
+    for loop in plan.loops:
+        if loop.trips_records:
+            records[loop.trips_records] = RecordInfo(loop.trips_records, "trips", None, "int32", loop.outer_loops)
+        for _, name, dtype in loop.carried_in:
+            records[name] = RecordInfo(name, "carried", None, dtype, (*loop.outer_loops, loop.id))
+        for _, name, dtype in loop.carried:
+            records[name] = RecordInfo(name, "carried", None, dtype, loop.outer_loops)
+    return records
+
+
+def generate(kernel: wp.Kernel, detach_returns: bool = False) -> Generated | None:
+    """The generated record/replay kernels of ``kernel``, or None when it consumes no atomic return.
+
+    Float returns get exact gradients unless ``detach_returns``, which records them as constants.
+    """
     source = FunctionSource.of(kernel)
     module = f"wp_rewrite.{kernel.module.name}"
     helpers = _Helpers()
     params = [arg.label for arg in kernel.adj.args]
-    planner = Planner(source, params, helpers)
     # Pass 1 only finds what is to be rewritten; names are chosen once every involved function is known.
     try:
-        plan = planner.plan(Namer(set()), FunctionSource.warp_names)
+        plan = Planner(source, params, helpers).plan(Namer(set()), FunctionSource.warp_names)
         if not plan.sites:
             return None
+        exact_targets = frozenset() if detach_returns else _exact_targets(kernel, plan)
         units = [f.unit for f in plan.root.walk()]
         # All rewritten kernels of a module share one Warp module, where functions are found by name.
         taken = set(source.namespace) | _defined_in_module.setdefault(module, set())
         namer = Namer.for_tree(ast.Module([u.tree for u in units], []), taken)
-        planner = Planner(source, params, helpers)
-        plan = planner.plan(namer, FunctionSource.warp_names)
+        plan = Planner(source, params, helpers, exact_targets).plan(namer, FunctionSource.warp_names)
     except Refusal as refusal:
         raise _refusal_error(source, refusal) from None
 
     warp_alias = source.warp_alias()
     any_alias = source.any_alias() or namer.fresh("Any")
+    exact_kinds = sorted({(s.op, s.indices) for s in plan.sites if s.exact})
     names = Names(
         warp=warp_alias,
         any=any_alias,
         record_helper=namer.fresh("record_returned"),
         replay_helper=namer.fresh("replay_returned"),
+        exact_returned=namer.fresh("exact_returned"),
+        record_exact={
+            (op, n): namer.fresh(f"record_exact_{op}" + (f"_{n}d" if n > 1 else "")) for op, n in exact_kinds
+        },
         range_length=namer.fresh("range_length"),
         launch_shape=namer.fresh("launch_shape"),
         thread=namer.fresh("thread"),
@@ -177,26 +229,16 @@ def generate(kernel: wp.Kernel) -> Generated | None:
         trips_needed=namer.fresh("trips_needed"),
         coords=tuple(namer.fresh(f"coord{i}") for i in range(4)),
     )
-    records = {s.records: RecordInfo(s.records, s.target, "", s.loops) for s in plan.sites}
-    for loop in plan.loops:
-        if loop.trips_records:
-            records[loop.trips_records] = RecordInfo(loop.trips_records, None, "int32", loop.outer_loops)
-        for _, name, dtype in loop.carried_in:
-            records[name] = RecordInfo(name, None, dtype, (*loop.outer_loops, loop.id))
-        for _, name, dtype in loop.carried:
-            records[name] = RecordInfo(name, None, dtype, loop.outer_loops)
-    dtypes = {
-        name: _dtype_text(kernel, info.target, warp_alias, any_alias) if info.target else f"{warp_alias}.{info.dtype}"
-        for name, info in records.items()
-    }
+    records = _records(plan)
+    annotations = {name: _annotation(kernel, info, warp_alias, any_alias) for name, info in records.items()}
     paths = {s.target for s in plan.sites} | {p for f in plan.root.walk() for p in f.unconsumed.values() if p}
     int_paths = frozenset(p for p in paths if _is_int_target(kernel, p))
     record_options = {**kernel.options, "enable_backward": False}
     has_dynamic_for = any(isinstance(loop.node, ast.For) and loop.static_trips is None for loop in plan.loops)
     definitions = [
         *helper_functions(names, with_range_length=has_dynamic_for),
-        *phase_functions(plan, RECORD, names, dtypes, int_paths, record_options),
-        *phase_functions(plan, REPLAY, names, dtypes, int_paths, dict(kernel.options)),
+        *phase_functions(plan, RECORD, names, annotations, int_paths, record_options),
+        *phase_functions(plan, REPLAY, names, annotations, int_paths, dict(kernel.options)),
     ]
     # ast.unparse (not astor): it follows the running Python's grammar, so every construct the kernel's
     # own Python version parsed prints back, with no third-party dependency to keep in step.
@@ -210,7 +252,17 @@ def generate(kernel: wp.Kernel) -> Generated | None:
     _defined_in_module[module].update(d.name for d in definitions)
     scope = compile_generated(text, _merged_namespace(source, plan), kernel.key, module)
     wp.get_module(module).options.update(kernel.module.options)
-    sites = [SiteInfo(s.op, s.location, s.target, _site_sources(source, plan, s, params, helpers)) for s in plan.sites]
+    sites = [
+        SiteInfo(
+            s.op,
+            s.location,
+            s.target,
+            None if s.exact else _site_sources(source, plan, s, params, helpers),
+            s.consumed,
+            (s.records, s.values, s.order, s.addresses, s.compares) if s.exact else (),
+        )
+        for s in plan.sites
+    ]
     ordered_records = [records[name] for name in plan.root.record_params()]
     loops = [LoopInfo(loop.id, loop.static_trips, loop.location) for loop in plan.loops]
     root = plan.root.name

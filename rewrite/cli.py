@@ -59,7 +59,8 @@ def _read(path: Path, display: str) -> str:
     if path.is_dir():
         raise UserError(f"{display}: is a directory (only --check takes directories)")
     try:
-        return path.read_text(encoding="utf-8")
+        with path.open(encoding="utf-8", newline="") as file:  # newline="": keep the file's line endings as they are
+            return file.read()
     except (OSError, UnicodeDecodeError) as error:
         raise UserError(f"{display}: cannot read: {error}") from None
 
@@ -127,7 +128,8 @@ def run_rewrite(args: argparse.Namespace) -> int:
         sys.stdout.write(emitted.text)
     else:
         try:
-            output.write_text(emitted.text, encoding="utf-8")
+            with output.open("w", encoding="utf-8", newline="") as file:
+                file.write(emitted.text)
         except OSError as error:
             raise UserError(f"{output}: cannot write: {error}") from None
     if not emitted.rewritten and output is not None:

@@ -129,9 +129,19 @@ class Region:
     last: int
 
 
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings, split where Python's tokenizer splits them (not at form feeds, unlike
+    ``str.splitlines``), so that index ``n - 1`` is the AST's line ``n``."""
+    return _LINE.findall(text)
+
+
 def generated_regions(text: str) -> list[Region]:
+    """The blocks earlier runs generated, found by their begin and end marker comments."""
     regions, open_at = [], None
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(split_lines(text), start=1):
         if (begin := _BEGIN_RE.match(line)) and open_at is None:
             open_at = (begin.group(1), number)
         elif (end := _END_RE.match(line)) and open_at is not None and end.group(1) == open_at[0]:
@@ -386,7 +396,7 @@ def record_dtype_text(module: StaticModule, kernel: ast.FunctionDef, path: str) 
 
 
 class _Verbatim(str):
-    """A decorator argument that is not a literal: ``phase_kernel`` prints its ``repr``, the source text."""
+    """A decorator argument that is not a literal: ``phase_functions`` prints its ``repr``, the source text."""
 
     def __repr__(self) -> str:
         return str(self)
@@ -400,7 +410,7 @@ def kernel_options(module: StaticModule, kernel: ast.FunctionDef) -> dict[str, o
             for keyword in decorator.keywords:
                 try:
                     options[keyword.arg] = ast.literal_eval(keyword.value)
-                except ValueError:
+                except (ValueError, TypeError, SyntaxError, RecursionError):
                     options[keyword.arg] = _Verbatim(ast.unparse(keyword.value))
             return options
     return {}
@@ -582,26 +592,50 @@ class Layout:
     """What ``launch_<kernel>`` needs to know: the constants of ``passes.launch_template.launch_kernel``."""
 
     sites: tuple  # (target, op, where, gradient sources or None)
-    records: tuple  # (target or None, loop ids), in parameter order
+    records: tuple  # (target or None, fixed dtype or "", loop ids), in parameter order
     loops: tuple  # (id, constant trips or None, where)
     dtypes: dict[str, str]  # record parameter -> dtype source text
+    int_paths: frozenset[str]  # atomic targets known to hold integers (no adjoint)
 
 
 def layout(module: StaticModule, kernel: ast.FunctionDef, plan: KernelPlan, source: StaticUnit, helpers, warp: str,
            any_name: str) -> Layout:  # fmt: skip
+    """The record parameters and launch constants of a plan, as ``rewrite.build.generate`` derives them."""
     params = [a.arg for a in kernel.args.args]
     sites = []
     for site in plan.sites:
         sources = _site_sources(source, plan, site, params, helpers)
         sites.append((site.target, site.op, site.location, None if sources is None else tuple(sorted(sources))))
-    records = {s.records: (s.target, s.loops) for s in plan.sites}
-    records |= {loop.trips_records: (None, loop.outer_loops) for loop in plan.loops if loop.trips_records}
+    records = {s.records: (s.target, "", s.loops) for s in plan.sites}
+    for loop in plan.loops:
+        if loop.trips_records:
+            records[loop.trips_records] = (None, "int32", loop.outer_loops)
+        for _, name, dtype in loop.carried_in:
+            records[name] = (None, dtype, (*loop.outer_loops, loop.id))
+        for _, name, dtype in loop.carried:
+            records[name] = (None, dtype, loop.outer_loops)
     dtypes = {
-        name: (record_dtype_text(module, kernel, target) or any_name) if target else f"{warp}.int32"
-        for name, (target, _) in records.items()
+        name: (record_dtype_text(module, kernel, target) or any_name) if target else f"{warp}.{dtype}"
+        for name, (target, dtype, _) in records.items()
     }
+    paths = {s.target for s in plan.sites} | {p for f in plan.root.walk() for p in f.unconsumed.values() if p}
+    int_paths = frozenset(p for p in paths if _is_int_dtype(module, record_dtype_text(module, kernel, p)))
     loops = tuple((loop.id, loop.static_trips, loop.location) for loop in plan.loops)
-    return Layout(tuple(sites), tuple(records[name] for name in plan.root.record_params()), loops, dtypes)
+    ordered = tuple(records[name] for name in plan.root.record_params())
+    return Layout(tuple(sites), ordered, loops, dtypes, int_paths)
+
+
+_INT_DTYPES = frozenset({"int", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"})
+
+
+def _is_int_dtype(module: StaticModule, text: str | None) -> bool:
+    """Is a dtype's source text (``int``, ``wp.int32``, a bare ``int64`` from warp) an integer type?"""
+    if text is None:
+        return False
+    expr = ast.parse(text, mode="eval").body
+    if isinstance(expr, ast.Name):
+        return expr.id == "int" or module.warp.members.get(expr.id) in _INT_DTYPES
+    return any(module.warp.is_warp(expr, name) for name in _INT_DTYPES)
 
 
 def _launch_docstring(kernel: str, record: str, replay: str, display: str, line: int) -> str:
@@ -638,8 +672,9 @@ def kernel_block(
     launch = namer.fresh(f"launch_{kernel.name}")
     shape = layout(module, kernel, plan, source, helpers, shared.warp, shared.any)
     options = kernel_options(module, kernel)
-    record_phase = phase_functions(plan, RECORD, names, shape.dtypes, {**options, "enable_backward": False})
-    replay_phase = phase_functions(plan, REPLAY, names, shape.dtypes, options)
+    record_options = {**options, "enable_backward": False}
+    record_phase = phase_functions(plan, RECORD, names, shape.dtypes, shape.int_paths, record_options)
+    replay_phase = phase_functions(plan, REPLAY, names, shape.dtypes, shape.int_paths, options)
     record, replay = record_phase[-1].name, replay_phase[-1].name
     launcher = launch_template.render(
         launch_template.launch_kernel,
@@ -707,15 +742,16 @@ def emit_module(
         return Emitted(text, [], warnings)
     taken = _bound_names(module.tree)
     shared = _shared_names(module, Namer(taken))
-    lines = text.splitlines(keepends=True)
-    if lines and not lines[-1].endswith("\n"):
-        lines[-1] += "\n"
+    newline = "\r\n" if "\r\n" in text else "\n"  # the file's own line endings, for the inserted lines too
+    lines = split_lines(text)
+    if lines and not lines[-1].endswith(("\n", "\r")):
+        lines[-1] += newline
     blocks = []
     for index, kernel in enumerate(kernels):
         preamble = shared.preamble if index == 0 else ""
         blocks.append((kernel.end_lineno, kernel_block(module, project, kernel, taken, shared, preamble, max_records)))
     for end_line, block in reversed(blocks):
-        lines[end_line:end_line] = ["\n\n", block]
+        lines[end_line:end_line] = [("\n\n" + block).replace("\n", newline)]
     return Emitted("".join(lines), [k.name for k in kernels], warnings)
 
 

@@ -11,9 +11,11 @@ import warp as wp
 from warp._src.codegen import StructInstance
 
 from rewrite.errors import RewriteError
+from rewrite.exact import ExactBackward, ExactSite
 
 if TYPE_CHECKING:
     from rewrite.api import RewrittenKernel
+    from rewrite.build import RecordInfo
 
 
 def active_tape() -> wp.Tape | None:
@@ -70,7 +72,7 @@ def check_float_returns(rewritten: RewrittenKernel, args: Sequence[Any]) -> None
     """
     kernel = rewritten.kernel
     for site in rewritten.sites:
-        if not is_float_dtype(resolve_path(kernel, args, site.target).dtype):
+        if site.exact_records or not is_float_dtype(resolve_path(kernel, args, site.target).dtype):
             continue
         if site.gradient_sources is None:
             candidates = [(path, array) for path, array in _arrays(kernel, args)]
@@ -99,6 +101,15 @@ def _scratch_copy(value: Any) -> Any:
     return value
 
 
+def _allocate(record: RecordInfo, target: wp.array | None, size: int, device: wp.context.Device) -> wp.array:
+    if record.kind == "tickets":
+        return wp.zeros(target.shape, dtype=wp.int32, device=device)
+    if record.kind == "order":
+        return wp.full(size, -1, dtype=wp.int32, device=device)
+    dtype = target.dtype if record.kind in ("returned", "values", "compares") else getattr(wp, record.dtype)
+    return wp.zeros(size, dtype=dtype, device=device, requires_grad=record.requires_grad)
+
+
 class _Phases:
     """The record arrays and trip arrays of one launch of the record kernel."""
 
@@ -106,15 +117,16 @@ class _Phases:
         kernel = rewritten.kernel
         threads = math.prod(shape)
         self.capacities = capacities
-        self.records = [
-            wp.zeros(
+        self.records = {
+            record.name: _allocate(
+                record,
+                resolve_path(kernel, args, record.target) if record.target else None,
                 threads * math.prod(capacities[i] for i in record.loops),
-                dtype=resolve_path(kernel, args, record.target).dtype if record.target else getattr(wp, record.dtype),
-                device=device,
+                device,
             )
             for record in rewritten.records
-        ]
-        self.extra = list(self.records)
+        }
+        self.extra = list(self.records.values())
         if rewritten.loops:
             self.trip_capacity = wp.array(np.array(capacities, dtype=np.int32), dtype=wp.int32, device=device)
             self.trips_needed = wp.zeros(len(capacities), dtype=wp.int32, device=device)
@@ -158,10 +170,29 @@ def launch_two_phase(
     wp.launch(rewritten.record_kernel, dim, inputs, [*outputs, *phases.extra], record_tape=False, **options)
     if any(loop.static_trips is None for loop in rewritten.loops):
         _check_capacity(rewritten, phases)
+    exact = _exact_targets(rewritten, args, phases)
+    if exact:
+        # Recorded before the replay launch, so that backward runs it right after the replay's adjoint.
+        step = ExactBackward(kernel.key, rewritten.replay_kernel, dim, list(inputs), [*outputs, *phases.extra], device,
+                             block_dim, max_blocks, exact)  # fmt: skip
+        tape.record_func(backward=step, arrays=[site.returned for *_, sites in exact for site in sites])
     tape.record_launch(rewritten.replay_kernel, dim, max_blocks, list(inputs), [*outputs, *phases.extra], device,
                        block_dim or 0)  # fmt: skip
     if wp.config.verify_autograd_array_access:
         tape._check_kernel_array_access(rewritten.replay_kernel, [*args, *phases.extra])
+
+
+def _exact_targets(rewritten: RewrittenKernel, args, phases: _Phases) -> list:
+    """The exact sites of this launch grouped by target: (location, path, target array, sites)."""
+    groups: dict[str, tuple] = {}
+    for site in rewritten.sites:
+        target = resolve_path(rewritten.kernel, args, site.target)
+        if not site.exact_records or not is_float_dtype(target.dtype):
+            continue
+        returned, values, order, addresses, compares = (phases.records.get(name) for name in site.exact_records)
+        group = groups.setdefault(site.target, (site.location, site.target, target, []))
+        group[3].append(ExactSite(site.op, returned, values, order, addresses, compares))
+    return list(groups.values())
 
 
 def _count_trips(rewritten: RewrittenKernel, args, shape, capacities, options) -> list[int]:

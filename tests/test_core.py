@@ -231,7 +231,7 @@ def test_float_return_of_values_without_grad_is_exact():
     check(Case(accumulate_input, N, lambda: [f64(X), f64(X * 2.0, True), f64([1.0]), f64(np.zeros(N), True)], [3], [1]))
 
 
-def test_float_return_of_values_that_require_grad_is_refused_before_launch():
+def test_detached_float_return_of_values_that_require_grad_is_refused_before_launch():
     x, z, acc, out = f64(X, True), f64(X, True), f64([1.0]), f64(np.zeros(N), True)
     with (
         pytest.raises(
@@ -239,14 +239,19 @@ def test_float_return_of_values_that_require_grad_is_refused_before_launch():
         ),
         wp.Tape(),
     ):
-        launch(wp_rewrite(accumulate_input), N, inputs=[x, z, acc, out], device="cpu")
+        launch(wp_rewrite(accumulate_input, detach_returns=True), N, inputs=[x, z, acc, out], device="cpu")
     assert acc.numpy().tolist() == [1.0]
 
 
-def test_float_return_of_target_that_requires_grad_is_refused():
+def test_detached_float_return_of_target_that_requires_grad_is_refused():
     x, acc = f64(X), f64([1.0], True)
     with pytest.raises(RewriteError, match="depends on 'acc', which requires grad"), wp.Tape():
-        launch(wp_rewrite(accumulate_input), N, inputs=[x, f64(X), acc, f64(np.zeros(N))], device="cpu")
+        launch(
+            wp_rewrite(accumulate_input, detach_returns=True),
+            N,
+            inputs=[x, f64(X), acc, f64(np.zeros(N))],
+            device="cpu",
+        )
     assert acc.numpy().tolist() == [1.0]
 
 

@@ -18,6 +18,8 @@ NAMES = Names(
     any="Any",
     record_helper="record_returned",
     replay_helper="replay_returned",
+    exact_returned="exact_returned",
+    record_exact={},
     range_length="range_length",
     launch_shape="launch_shape",
     thread="thread",
@@ -65,8 +67,8 @@ def plan_of(source: str, helpers: dict[str, Unit] | None = None) -> KernelPlan:
 
 
 def generated(plan: KernelPlan, phase: str, int_paths: frozenset[str] = frozenset({"count"})) -> str:
-    dtypes = dict.fromkeys(plan.root.record_params(), "wp.int32")
-    return "\n\n".join(ast.unparse(f) for f in phase_functions(plan, phase, NAMES, dtypes, int_paths, {}))
+    annotations = dict.fromkeys(plan.root.record_params(), "wp.array(dtype=wp.int32)")
+    return "\n\n".join(ast.unparse(f) for f in phase_functions(plan, phase, NAMES, annotations, int_paths, {}))
 
 
 def same_code(actual: str, expected: str) -> None:
@@ -288,7 +290,9 @@ def test_int_locals_settle_on_loop_carried_updates():
 
 
 def test_helpers_take_the_modules_names():
-    names = Names("warp", "AnyT", "rec", "rep", "length", "shape", "t", "c", "cap", "need", ("a", "b", "c", "d"))
+    names = Names(
+        "warp", "AnyT", "rec", "rep", "exact", {}, "length", "shape", "t", "c", "cap", "need", ("a", "b", "c", "d")
+    )
     record, replay = helper_functions(names, with_range_length=False)
     assert ast.unparse(record).startswith(
         "@warp.func\ndef rec(value: AnyT, records: warp.array(dtype=AnyT), index: int):"

@@ -1,0 +1,180 @@
+"""Exact gradients through consumed floating-point atomic returns, against finite differences of the original."""
+
+import numpy as np
+import pytest
+import warp as wp
+from harness import Case, check
+
+from rewrite import RewriteError, launch, wp_rewrite
+
+N = 8
+X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1, 2.3, -2.1])
+
+
+def f64(values, grad=False):
+    return wp.array(np.asarray(values, dtype=np.float64), dtype=wp.float64, requires_grad=grad, device="cpu")
+
+
+def vec3d(values, grad=False):
+    return wp.array(np.asarray(values, dtype=np.float64), dtype=wp.vec3d, requires_grad=grad, device="cpu")
+
+
+def zeros(n):
+    return f64(np.zeros(n), True)
+
+
+@wp.kernel
+def running_sum(x: wp.array[wp.float64], acc: wp.array[wp.float64], out: wp.array[wp.float64]):
+    """Every thread adds into one address and uses what was there before it."""
+    tid = wp.tid()
+    before = wp.atomic_add(acc, 0, x[tid] * x[tid])
+    out[tid] = before * wp.sin(x[tid])
+
+
+def test_several_threads_on_one_address_and_the_initial_value():
+    check(Case(running_sum, N, lambda: [f64(X, True), f64([0.3], True), zeros(N)], [1, 2], [0, 1]))
+
+
+@wp.kernel
+def per_bucket_sum(x: wp.array[wp.float64], acc: wp.array2d(dtype=wp.float64), out: wp.array[wp.float64]):
+    tid = wp.tid()
+    before = wp.atomic_add(acc, tid % 3, tid % 2, x[tid] * wp.float64(2.0))
+    acc[tid % 3, 1 - tid % 2] += x[tid]  # an unconsumed add on the same target: later returns depend on it
+    out[tid] = before * before + x[tid]
+
+
+def test_several_addresses_with_unconsumed_adds_between():
+    init = np.arange(6.0).reshape(3, 2) * 0.1
+    make = lambda: [f64(X, True), wp.array(init, dtype=wp.float64, requires_grad=True, device="cpu"), zeros(N)]  # noqa: E731
+    check(Case(per_bucket_sum, N, make, [1, 2], [0, 1]))
+
+
+@wp.kernel
+def drain(x: wp.array[wp.float64], tank: wp.array[wp.float64], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    level = wp.atomic_sub(tank, 0, wp.exp(x[tid] * wp.float64(0.3)))
+    out[tid] = level * x[tid]
+
+
+def test_sub():
+    check(Case(drain, N, lambda: [f64(X, True), f64([20.0], True), zeros(N)], [1, 2], [0, 1]))
+
+
+@wp.kernel
+def hand_over(x: wp.array[wp.float64], slot: wp.array[wp.float64], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    previous = wp.atomic_exch(slot, tid % 2, x[tid] * x[tid] + wp.float64(0.5))
+    out[tid] = previous * wp.cos(x[tid])
+
+
+def test_exch():
+    check(Case(hand_over, N, lambda: [f64(X, True), f64([0.25, -0.75], True), zeros(N)], [1, 2], [0, 1]))
+
+
+@wp.kernel
+def record_high(x: wp.array[wp.float64], peak: wp.array[wp.float64], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    highest = wp.atomic_max(peak, 0, x[tid] * wp.float64(3.0))
+    lowest = wp.atomic_min(peak, 1, x[tid] * x[tid] - wp.float64(1.0))
+    out[tid] = highest * x[tid] + lowest * wp.float64(2.0)
+
+
+def test_max_and_min():
+    # initial peak[0]=1.0 is the max until thread 2 (5.7); initial peak[1]=0.1 the min until thread 0 (-0.51)
+    check(Case(record_high, N, lambda: [f64(X, True), f64([1.0, 0.1], True), zeros(N)], [1, 2], [0, 1]))
+
+
+@wp.kernel
+def project_running_sum(v: wp.array[wp.vec3d], acc: wp.array[wp.vec3d], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    before = wp.atomic_add(acc, tid % 2, v[tid] * wp.float64(0.5))
+    out[tid] = wp.dot(before, v[tid]) + wp.length(before)
+
+
+def test_vec3_values():
+    v = np.linspace(-1.0, 1.2, 3 * N).reshape(N, 3)
+    make = lambda: [vec3d(v, True), vec3d([[0.5, 0.1, -0.5], [1.0, 2.0, 0.3]], True), zeros(N)]  # noqa: E731
+    check(Case(project_running_sum, N, make, [1, 2], [0, 1]))
+
+
+@wp.kernel
+def chained(
+    x: wp.array[wp.float64], first: wp.array[wp.float64], second: wp.array[wp.float64], out: wp.array[wp.float64]
+):
+    """One float return feeds the next atomic's value: gradients flow back through both orders."""
+    tid = wp.tid()
+    a = wp.atomic_add(first, 0, x[tid])
+    b = wp.atomic_add(second, 0, a * x[tid])
+    out[tid] = b * wp.float64(0.5) + a
+
+
+def test_chain_of_float_returns():
+    check(Case(chained, N, lambda: [f64(X, True), f64([0.2], True), f64([-0.4], True), zeros(N)], [1, 2, 3], [0, 1, 2]))
+
+
+@wp.kernel
+def in_a_loop(x: wp.array[wp.float64], acc: wp.array[wp.float64], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    for k in range(3):
+        before = wp.atomic_add(acc, k % 2, x[tid] * wp.float64(k + 1))
+        out[tid * 3 + k] = before * x[tid]
+
+
+def test_float_returns_in_a_loop():
+    check(Case(in_a_loop, N, lambda: [f64(X, True), f64([0.1, 0.2], True), zeros(3 * N)], [1, 2], [0, 1]))
+
+
+@wp.kernel
+def running_sum_f32(x: wp.array[float], acc: wp.array[float], out: wp.array[float]):
+    tid = wp.tid()
+    out[tid] = wp.atomic_add(acc, 0, x[tid]) * x[tid]
+
+
+def test_float32_by_hand():
+    # out_k = (acc0 + sum_{j<k} x_j) x_k;  d/dx_j sum_k out_k = prefix_j + sum_{k>j} x_k;  d/dacc0 = sum_k x_k
+    x = np.array([1.0, 2.0, 3.0], dtype=np.float32)
+    xs, acc = wp.array(x, dtype=float, requires_grad=True), wp.array([0.5], dtype=float, requires_grad=True)
+    out = wp.zeros(3, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        launch(wp_rewrite(running_sum_f32), 3, inputs=[xs, acc, out], device="cpu")
+    tape.backward(grads={out: wp.ones(3, dtype=float)})
+    prefix = 0.5 + np.concatenate([[0.0], np.cumsum(x)[:-1]])
+    after = np.concatenate([np.cumsum(x[::-1])[::-1][1:], [0.0]])
+    np.testing.assert_allclose(xs.grad.numpy(), prefix + after)
+    np.testing.assert_allclose(acc.grad.numpy(), [x.sum()])
+
+
+def test_detach_returns_keeps_the_constant_treatment():
+    rewritten = wp_rewrite(running_sum, detach_returns=True)
+    assert "exact_returned" not in rewritten.source and "exact_returned" in wp_rewrite(running_sum).source
+    with pytest.raises(RewriteError, match="depends on 'x', which requires grad"), wp.Tape():
+        launch(rewritten, N, inputs=[f64(X, True), f64([0.3]), zeros(N)], device="cpu")
+
+
+@wp.kernel
+def mixed_kinds(x: wp.array[wp.float64], acc: wp.array[wp.float64], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    out[tid] = wp.atomic_add(acc, 0, x[tid])
+    wp.atomic_max(acc, 1, x[tid])
+
+
+@wp.kernel
+def stores_into_target(x: wp.array[wp.float64], acc: wp.array[wp.float64], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    out[tid] = wp.atomic_add(acc, 0, x[tid])
+    acc[1] = x[tid]
+
+
+def test_what_cannot_be_made_exact_is_refused():
+    with pytest.raises(RewriteError, match=r"atomics of different kinds \(add, max\) on 'acc'"):
+        wp_rewrite(mixed_kinds)
+    with pytest.raises(RewriteError, match="a plain write into 'acc', whose float atomic returns need exact gradients"):
+        wp_rewrite(stores_into_target)
+
+
+# Rewrite every kernel of this file up front (the refused ones excepted): their module compiles once.
+for _kernel in [running_sum, per_bucket_sum, drain, hand_over, record_high, project_running_sum, chained, in_a_loop,
+                running_sum_f32]:  # fmt: skip
+    wp_rewrite(_kernel)
+wp_rewrite(running_sum, detach_returns=True)
