@@ -1,0 +1,474 @@
+"""Benchmark: original vs hand-written record/replay vs rewritten kernels, forward and backward.
+
+Usage: ``python -m bench.run [--smoke] [--sizes 1e4 1e5 ...] [--repeats N] [--device cpu|cuda]
+[--out bench/results.json] [--plot bench/bench.png]``.
+
+The three variants of a pattern run side by side in one process, interleaved repeat by repeat, so that a
+slower stretch of a shared machine hits all three alike; medians of the repeats give the ratios. A warm-up
+launch of each variant comes first, so compilation is never timed. Compile time and rewrite time are
+measured in a separate process with an empty kernel cache (see ``compile_probe``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import warp as wp
+
+from rewrite import RewriteError, launch, wp_rewrite
+
+VARIANTS = ("original", "handwritten", "rewritten")
+CPU_SIZES = (10_000, 100_000, 1_000_000)
+CUDA_SIZES = (10_000, 100_000, 1_000_000, 10_000_000)
+SMOKE_SIZES = (64, 200)
+TARGETS = {
+    "forward vs hand-written": 1.05,
+    "backward vs hand-written": 1.05,
+    "forward vs original": 1.10,
+    "rewrite ms": 5.0,
+    "cached rewrite ms": 0.01,
+    "compile vs original": 1.6,
+    "record bytes vs hand-written": 1.01,  # a few bytes per launch (not per thread) are fine
+}
+
+
+# --- launching the three variants ---------------------------------------------------------------------
+
+
+@dataclass
+class Variant:
+    """How to launch one variant of a case forward (under a tape, which the caller opens)."""
+
+    name: str
+    launch: Callable[[Any, str], None]  # (arguments, device)
+
+
+def variants_of(case: Any) -> tuple[list[Variant], str | None]:
+    """The case's variants; a kernel the rewrite refuses leaves out "rewritten" and says why."""
+    variants = [
+        Variant("original", lambda a, d: wp.launch(case.original, a.dim, inputs=a.values, device=d)),
+        Variant("handwritten", lambda a, d: wp.launch(case.handwritten, a.dim, inputs=a.values + a.records, device=d)),
+    ]
+    try:
+        rewritten = wp_rewrite(case.original, **case.rewrite_options)
+    except RewriteError as error:
+        return variants, f"unsupported (RewriteError: {error})"
+    variants.append(Variant("rewritten", lambda a, d: launch(rewritten, a.dim, inputs=a.values, device=d)))
+    return variants, None
+
+
+def run_once(variant: Variant, arguments: Any, device: str) -> tuple[float, float, Any]:
+    """One timed forward under a tape and one timed backward; returns (forward s, backward s, tape)."""
+    arguments.reset()
+    wp.synchronize_device(device)
+    tape = wp.Tape()
+    start = time.perf_counter()
+    with tape:
+        variant.launch(arguments, device)
+    wp.synchronize_device(device)
+    forward = time.perf_counter() - start
+    arguments.seed()
+    wp.synchronize_device(device)
+    start = time.perf_counter()
+    tape.backward()
+    wp.synchronize_device(device)
+    return forward, time.perf_counter() - start, tape
+
+
+def record_bytes(tape: Any, arguments: Any) -> int:
+    """Bytes of the arrays a launch put on the tape besides the kernel's own arguments (its records)."""
+    own = {id(v) for v in arguments.values}
+    extra = {}
+    for entry in tape.launches:
+        if callable(entry):  # a backward step (exact float returns) holds no arrays of its own
+            continue
+        for value in [*entry[3], *entry[4]]:
+            if isinstance(value, wp.array) and id(value) not in own:
+                extra[id(value)] = value.size * wp.types.type_size_in_bytes(value.dtype)
+    return sum(extra.values())
+
+
+def time_case(case: Any, size: int, device: str, repeats: int) -> dict[str, Any]:
+    """Median forward/backward seconds of every variant at one size, plus record bytes per thread."""
+    variants, unsupported = variants_of(case)
+    arguments = case.make_arguments(size, device)
+    times: dict[str, dict[str, list[float]]] = {v.name: {"forward": [], "backward": []} for v in variants}
+    result: dict[str, Any] = {"record_bytes_per_thread": {}}
+    for variant in variants:  # warm-up: compiles, and measures what each variant keeps for backward
+        _, _, tape = run_once(variant, arguments, device)
+        if variant.name == "handwritten":
+            result["record_bytes_per_thread"][variant.name] = sum(r.capacity for r in arguments.records) / size
+        elif variant.name == "rewritten":
+            result["record_bytes_per_thread"][variant.name] = record_bytes(tape, arguments) / size
+        tape.reset()
+    for repeat in range(repeats):
+        shift = repeat % len(variants)  # rotate the order so no variant always runs first
+        for variant in variants[shift:] + variants[:shift]:
+            forward, backward, tape = run_once(variant, arguments, device)
+            tape.reset()
+            times[variant.name]["forward"].append(forward)
+            times[variant.name]["backward"].append(backward)
+    for name, phases in times.items():
+        result[name] = {phase: statistics.median(values) for phase, values in phases.items()}
+    if unsupported is None:
+        result["ratios"] = ratios(result)
+    return result
+
+
+def ratios(result: dict[str, Any]) -> dict[str, float]:
+    rewritten, handwritten, original = result["rewritten"], result["handwritten"], result["original"]
+    return {
+        "forward vs hand-written": rewritten["forward"] / handwritten["forward"],
+        "backward vs hand-written": rewritten["backward"] / handwritten["backward"],
+        "forward vs original": rewritten["forward"] / original["forward"],
+        "hand-written forward vs original": handwritten["forward"] / original["forward"],
+    }
+
+
+# --- correctness: the smoke test's check, and the benchmark's own ------------------------------------
+
+
+@dataclass
+class Comparison:
+    """Every array after the forward of each variant, and each variant's gradients of the ``wrt`` inputs,
+    all from identical arguments. ``forward["rewritten"]`` is absent when the rewrite refuses the kernel,
+    and ``unsupported`` says why."""
+
+    forward: dict[str, list[np.ndarray]]
+    gradients: dict[str, list[np.ndarray]]
+    unsupported: str | None
+
+    def forward_equal(self, variant: str = "rewritten") -> bool:
+        """The variant leaves every array exactly as the original does (CPU: threads run in order)."""
+        pairs = zip(self.forward["original"], self.forward[variant], strict=True)
+        return all(np.array_equal(a, b) for a, b in pairs)
+
+    def gradients_equal(self) -> bool:
+        """The rewritten variant's gradients are the hand-written record/replay kernel's."""
+        pairs = zip(self.gradients["handwritten"], self.gradients["rewritten"], strict=True)
+        return all(np.allclose(a, b, rtol=1e-5, atol=1e-6) for a, b in pairs)
+
+
+def compare_variants(case: Any, size: int, device: str) -> Comparison:
+    """Run every variant from the same arguments and keep what each leaves behind.
+
+    The forward comparison is exact, so it is only meaningful where thread order is deterministic (CPU).
+    """
+    variants, unsupported = variants_of(case)
+    arguments = case.make_arguments(size, device)
+    forward: dict[str, list[np.ndarray]] = {}
+    gradients: dict[str, list[np.ndarray]] = {}
+    for variant in variants:
+        _, _, tape = run_once(variant, arguments, device)
+        forward[variant.name] = [v.numpy().copy() for v in arguments.values if isinstance(v, wp.array)]
+        gradients[variant.name] = [w.grad.numpy().copy() for w in arguments.wrt]
+        tape.reset()
+    return Comparison(forward, gradients, unsupported)
+
+
+# --- compile and rewrite time, in a fresh process -----------------------------------------------------
+
+
+def compile_probe(case_names: Sequence[str], device: str) -> dict[str, Any]:
+    """Runs in a child process: compile times with an empty kernel cache, and rewrite times.
+
+    A trivial module is compiled first so that one-time compiler start-up is charged to no kernel. The
+    rewrite is timed last, uncached, by dropping the kernel from wp_rewrite's cache: each extra rewrite
+    adds kernels to the rewritten module, which must not happen before that module's compile is timed.
+    """
+    wp.config.kernel_cache_dir = tempfile.mkdtemp(prefix="wp-rewrite-bench-cache-")
+    quiet_warp()
+    from bench.kernels import BENCH_CASES, warm_up_compiler  # after the cache directory is set
+
+    warm_up_compiler(device)
+    results: dict[str, Any] = {}
+    for case in (c for c in BENCH_CASES if c.name in case_names):
+        entry: dict[str, Any] = {"original_s": _load_seconds(case.original, device)}
+        entry["handwritten_s"] = _load_seconds(case.handwritten, device)
+        start = time.perf_counter()
+        try:
+            rewritten = wp_rewrite(case.original, **case.rewrite_options)
+        except RewriteError as error:
+            entry["unsupported"] = f"unsupported (RewriteError: {error})"
+            entry["first_rewrite_ms"] = (time.perf_counter() - start) * 1e3
+            results[case.name] = entry
+            continue
+        entry["first_rewrite_ms"] = (time.perf_counter() - start) * 1e3
+        entry["cached_rewrite_ms"] = _median_ms(lambda c=case: wp_rewrite(c.original, **c.rewrite_options), 200)
+        entry["rewritten_s"] = sum(_load_seconds(k, device) for k in _generated_kernels(rewritten))
+        entry["rewrite_ms"] = _uncached_rewrite_ms(case, entry["first_rewrite_ms"])
+        results[case.name] = entry
+    return results
+
+
+def quiet_warp() -> None:
+    """Initialize Warp without its greeting and per-module load messages (they would bury the table)."""
+    wp.config.log_level = wp.LOG_WARNING
+    wp.init()
+
+
+def _generated_kernels(rewritten: Any) -> list[Any]:
+    """One generated kernel per Warp module the rewrite created (whatever attributes hold them)."""
+    kernels = [v for v in vars(rewritten).values() if isinstance(v, wp.Kernel) and v is not rewritten.kernel]
+    return list({id(k.module): k for k in kernels}.values())
+
+
+def _load_seconds(kernel: Any, device: str) -> float:
+    start = time.perf_counter()
+    kernel.module.load(wp.get_device(device))
+    return time.perf_counter() - start
+
+
+def _median_ms(action: Callable[[], Any], repeats: int) -> float:
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        action()
+        samples.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(samples)
+
+
+def _uncached_rewrite_ms(case: Any, first_ms: float) -> float:
+    """Median time of a rewrite that misses wp_rewrite's caches.
+
+    The caches are private: the kernel is dropped from every weak-keyed dictionary of ``rewrite.api``,
+    whatever they are called. Were there none, the first call's time is all there is.
+    """
+    from rewrite import api as rewrite_api
+
+    caches = [v for v in vars(rewrite_api).values() if isinstance(v, weakref.WeakKeyDictionary)]
+    if not caches:
+        return first_ms
+
+    def rewrite_uncached() -> None:
+        for cache in caches:
+            cache.pop(case.original, None)
+        wp_rewrite(case.original, **case.rewrite_options)
+
+    return _median_ms(rewrite_uncached, 15)
+
+
+def measure_compile(case_names: Sequence[str], device: str) -> dict[str, Any]:
+    """Run ``compile_probe`` in a child process (a fresh Warp with its own empty kernel cache)."""
+    root = Path(__file__).resolve().parent.parent
+    command = [sys.executable, "-m", "bench.run", "--compile-probe", ",".join(case_names), "--device", device]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=900, check=False)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        return {"error": f"compile probe failed ({done.returncode}): {done.stderr.strip()[-2000:]}"}
+    results = json.loads(lines[-1])
+    for entry in results.values():
+        if "rewritten_s" in entry:
+            entry["ratio"] = entry["rewritten_s"] / entry["original_s"]
+    return results
+
+
+# --- reporting ----------------------------------------------------------------------------------------
+
+
+def machine() -> dict[str, str]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        names = [line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                 if line.startswith("model name")]  # fmt: skip
+        cpu = names[0] if names else cpu
+    except OSError:
+        pass
+    return {
+        "cpu": f"{cpu}, {os.cpu_count()} logical cores",
+        "gpu": ", ".join(d.name for d in wp.get_cuda_devices()) or "none",
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "warp": wp.__version__,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+
+
+def _measured_values(case: dict[str, Any]) -> list[tuple[str, float]]:
+    """(target name, measured value) for every measurement of one case that a target is about."""
+    values = []
+    for timing in case["sizes"].values():
+        values += [(name, value) for name, value in timing.get("ratios", {}).items() if name in TARGETS]
+        record = timing["record_bytes_per_thread"]
+        if "rewritten" in record:
+            values.append(("record bytes vs hand-written", record["rewritten"] / max(record["handwritten"], 1e-9)))
+    keys = {"rewrite ms": "rewrite_ms", "cached rewrite ms": "cached_rewrite_ms", "compile vs original": "ratio"}
+    values += [(name, case["compile"][key]) for name, key in keys.items() if key in case.get("compile", {})]
+    return values
+
+
+def check_targets(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Worst value of each target over every supported case (and size), and whether it is met."""
+    worst: dict[str, float] = {}
+    for case in results["cases"].values():
+        for name, value in _measured_values(case):
+            worst[name] = max(worst.get(name, value), value)
+    return {name: {"worst": worst[name], "target": t, "met": worst[name] <= t} for name, t in TARGETS.items()
+            if name in worst}  # fmt: skip
+
+
+def _row(name: str, size: str, timing: dict[str, Any]) -> str:
+    """One table row: medians in ms, the ratios the targets are about, and record bytes per thread."""
+    cells = [f"{name:14s} {size:>8s}"]
+    for phase in ("forward", "backward"):
+        cells.append(" ".join(f"{timing[v][phase] * 1e3:9.3f}" if v in timing else f"{'n/a':>9s}" for v in VARIANTS))
+    r = timing.get("ratios")
+    if r:
+        cells.append(f"{r['forward vs hand-written']:11.3f} {r['backward vs hand-written']:5.3f}")
+        cells.append(f"{r['forward vs original']:12.3f}")
+    else:
+        cells += [f"{'n/a':>17s}", f"{'n/a':>12s}"]
+    b = timing["record_bytes_per_thread"]
+    cells.append(
+        f"{b.get('handwritten', 0):9.1f} {b['rewritten']:5.1f}"
+        if "rewritten" in b
+        else f"{b['handwritten']:9.1f}   n/a"
+    )
+    return " | ".join(cells)
+
+
+def _compile_line(c: dict[str, Any]) -> str:
+    return (
+        f"compile: original {c['original_s']:.2f} s, hand-written {c['handwritten_s']:.2f} s, rewritten "
+        f"{c['rewritten_s']:.2f} s ({c['ratio']:.2f}x); rewrite {c['rewrite_ms']:.2f} ms (first "
+        f"{c['first_rewrite_ms']:.2f} ms, cached {c['cached_rewrite_ms'] * 1e3:.2f} us)"
+    )
+
+
+def print_table(results: dict[str, Any]) -> None:
+    print(f"\n{results['machine']['cpu']} | device {results['device']} | Warp {results['machine']['warp']}")
+    print(f"{'case':14s} {'threads':>8s} | {'fwd ms: original, hand-written, rewritten':>29s} | "
+          f"{'bwd ms: (same order)':>29s} | rew/hand fwd bwd | rew/orig fwd | record B/thread hand rew")  # fmt: skip
+    for name, case in results["cases"].items():
+        for size, timing in case["sizes"].items():
+            print(_row(name, size, timing))
+        if "unsupported" in case:
+            print(f"{'':14s} rewritten: {case['unsupported']}")
+        if "rewritten_s" in case.get("compile", {}):
+            print(f"{'':14s} {_compile_line(case['compile'])}")
+        elif "error" in case.get("compile", {}):
+            print(f"{'':14s} {case['compile']['error']}")
+    print("\ntargets (worst over cases and sizes):")
+    for name, t in results["targets"].items():
+        print(f"  {name:30s} {t['worst']:8.3f}  target <= {t['target']:<6}  {'met' if t['met'] else 'MISSED'}")
+
+
+def plot(results: dict[str, Any], path: Path) -> str:
+    """Time against size for the three variants (forward and backward per case); needs matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib is not installed: plot skipped (pip install matplotlib)"
+    cases = results["cases"]
+    figure, axes = plt.subplots(2, len(cases), figsize=(4.2 * len(cases), 7.5), squeeze=False)
+    for column, (name, case) in enumerate(cases.items()):
+        sizes = [int(s) for s in case["sizes"]]
+        for row, phase in enumerate(("forward", "backward")):
+            axis = axes[row][column]
+            for variant, style in zip(VARIANTS, ("o-", "s--", "^-"), strict=True):
+                points = [(n, t[variant][phase] * 1e3) for n, t in zip(sizes, case["sizes"].values(), strict=True)
+                          if variant in t]  # fmt: skip
+                if points:
+                    axis.plot(*zip(*points, strict=True), style, label=variant)
+            axis.set_xscale("log")
+            axis.set_yscale("log")
+            axis.set_title(f"{name}: {phase}" + (" (rewrite unsupported)" if "unsupported" in case else ""),
+                           fontsize=9)  # fmt: skip
+            axis.set_xlabel("threads")
+            axis.set_ylabel("ms (median)")
+            axis.grid(True, which="both", alpha=0.3)
+            axis.legend(fontsize=8)
+    m = results["machine"]
+    hardware = m["cpu"] if results["device"] == "cpu" else m["gpu"]
+    figure.suptitle(f"warp-rewrite benchmark on {results['device']} ({hardware}), Warp {m['warp']}, {m['date']}")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return f"plot written to {path}"
+
+
+# --- entry point --------------------------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, one repeat: checks that it all runs")
+    parser.add_argument("--sizes", nargs="+", type=lambda s: int(float(s)), help="threads per launch (1e4 ok)")
+    parser.add_argument("--repeats", type=int, default=None, help="timed repeats per size (median), default 9")
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present, else cpu)")
+    parser.add_argument("--cases", nargs="+", help="only these cases (contacts, emission, running_total, ...)")
+    parser.add_argument("--no-compile", action="store_true", help="skip the compile/rewrite-time probe")
+    parser.add_argument("--out", type=Path, help="JSON results (default bench/results.json; smoke: a temp dir)")
+    parser.add_argument("--plot", type=Path, help="PNG plot (default bench/bench.png; smoke: a temp dir)")
+    parser.add_argument("--compile-probe", help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def output_paths(options: argparse.Namespace) -> tuple[Path, Path]:
+    """Where the JSON and the plot go. A smoke run never overwrites the checked-in results."""
+    folder = Path(tempfile.mkdtemp(prefix="wp-rewrite-bench-smoke-")) if options.smoke else Path("bench")
+    return options.out or folder / "results.json", options.plot or folder / "bench.png"
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Run the benchmark, print the table, write JSON and the plot; returns the results."""
+    options = parse_args(argv)
+    if options.compile_probe:
+        print(json.dumps(compile_probe(options.compile_probe.split(","), options.device or "cpu")))
+        return {}
+    quiet_warp()
+    from bench.kernels import BENCH_CASES  # defines kernels: after Warp is initialized
+
+    device = options.device or ("cuda" if wp.is_cuda_available() else "cpu")
+    sizes = options.sizes or (SMOKE_SIZES if options.smoke else CUDA_SIZES if device.startswith("cuda") else CPU_SIZES)
+    repeats = options.repeats or (1 if options.smoke else 9)
+    cases = [c for c in BENCH_CASES if not options.cases or c.name in options.cases]
+    results: dict[str, Any] = {"machine": machine(), "device": device, "repeats": repeats, "cases": {}}
+    compile_results = {} if options.no_compile else measure_compile([c.name for c in cases], device)
+    for case in cases:
+        entry: dict[str, Any] = {"description": case.description, "sizes": {}}
+        _, unsupported = variants_of(case)
+        if unsupported:
+            entry["unsupported"] = unsupported
+        entry["compile"] = compile_results.get(case.name) or {k: v for k, v in compile_results.items() if k == "error"}
+        for size in sizes:
+            entry["sizes"][str(size)] = time_case(case, size, device, repeats)
+            print(f"  {case.name} {size}: done", file=sys.stderr, flush=True)
+        if device == "cpu" and not unsupported:
+            comparison = compare_variants(case, min(sizes), device)
+            entry["check"] = {
+                "forward_equal": comparison.forward_equal(),
+                "gradients_equal": comparison.gradients_equal(),
+            }
+        results["cases"][case.name] = entry
+    results["targets"] = check_targets(results)
+    print_table(results)
+    out, png = output_paths(options)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"results written to {out}")
+    print(plot(results, png))
+    return results
+
+
+if __name__ == "__main__":
+    main()
