@@ -108,12 +108,6 @@ def range_length(start: int, stop: int, step: int):
     return wp.max((start - stop - step - 1) // (-step), 0)
 
 
-def linear_thread_index(launch_shape, thread, c0, c1, c2, c3):
-    """Prologue of both phases: this thread's row in the record arrays, for launches of 1 to 4 dims."""
-    c0, c1, c2, c3 = wp.tid()
-    thread = ((c0 * launch_shape[1] + c1) * launch_shape[2] + c2) * launch_shape[3] + c3  # noqa: F841 (read by the generated kernel)
-
-
 class _Rename(ast.NodeTransformer):
     def __init__(self, names: dict[str, str]):
         self.names = names

@@ -45,7 +45,7 @@ class Names:
     coordinate: str  # the coordinate parameter of cloned helpers
     trip_capacity: str
     trips_needed: str
-    coords: tuple[str, str, str, str]
+    coords: tuple[str, ...]  # one per launch dimension the kernel's own wp.tid() unpacks (1 to 4)
 
 
 def _span(node: ast.AST) -> tuple[int, int, int, int]:
@@ -273,6 +273,30 @@ class PhaseWriter(ast.NodeTransformer):
         return [ast.copy_location(replay, node), *self._after(loop)]
 
 
+def launch_arity(kernel: ast.FunctionDef) -> int:
+    """How many launch dimensions the kernel's ``wp.tid()`` unpacks: the rewritten kernels index by as many."""
+    arity = 1
+    for node in ast.walk(kernel):
+        is_tid = isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _called(node.value) == "tid"
+        if is_tid and isinstance(node.targets[0], ast.Tuple):
+            arity = max(arity, len(node.targets[0].elts))
+    return arity
+
+
+def _called(call: ast.Call) -> str | None:
+    return call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
+
+
+def thread_index_prologue(names: Names) -> list[ast.stmt]:
+    """This thread's row in the record arrays: ``wp.tid()`` itself on 1-D launches (no divisions)."""
+    if len(names.coords) == 1:
+        return [_stmt(f"{names.thread} = {names.warp}.tid()")]
+    linear = names.coords[0]
+    for axis, coord in enumerate(names.coords[1:], start=1):
+        linear = f"({linear}) * {names.launch_shape}[{axis}] + {coord}"
+    return [_stmt(f"{', '.join(names.coords)} = {names.warp}.tid()"), _stmt(f"{names.thread} = {linear}")]
+
+
 def _decorator(warp: str, kind: str, options: dict) -> ast.expr:
     keywords = ", ".join(f"{key}={value!r}" for key, value in options.items())
     return _expr(f"{warp}.{kind}({keywords})" if keywords else f"{warp}.{kind}")
@@ -319,17 +343,7 @@ def phase_function(
     if is_kernel:
         function.decorator_list = [_decorator(w, "kernel", options)]
         _add_params(function, [*records, *trips, (names.launch_shape, f"{w}.vec4i")])
-        c0, c1, c2, c3 = names.coords
-        prologue = templates.instantiate_body(
-            templates.linear_thread_index,
-            wp=w,
-            launch_shape=names.launch_shape,
-            thread=names.thread,
-            c0=c0,
-            c1=c1,
-            c2=c2,
-            c3=c3,
-        )
+        prologue = thread_index_prologue(names)
         at = 0 if ast.get_docstring(function) is None else 1
         function.body[at:at] = prologue
     else:

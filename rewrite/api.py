@@ -29,6 +29,7 @@ class RewrittenKernel:
     records: list[RecordInfo] = field(default_factory=list)
     loops: list[LoopInfo] = field(default_factory=list)
     max_records: int | None = None
+    launch_arity: int = 4
 
     @property
     def key(self) -> str:
@@ -91,6 +92,7 @@ def wp_rewrite(kernel: wp.Kernel, *, max_records: int | None = None, detach_retu
                 generated.records,
                 generated.loops,
                 max_records,
+                generated.launch_arity,
             )
     return by_option[key]
 

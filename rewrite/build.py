@@ -12,7 +12,7 @@ from passes.atomics import find_atomic_calls
 from passes.dataflow import argument_path, gradient_sources, single_assignments
 from passes.naming import Namer
 from passes.plan import KernelPlan, Planner, Refusal, Site
-from passes.two_phase import RECORD, REPLAY, Names, helper_functions, phase_functions
+from passes.two_phase import RECORD, REPLAY, Names, helper_functions, launch_arity, phase_functions
 from rewrite.errors import RewriteError
 from rewrite.source import FunctionSource, compile_generated
 
@@ -63,6 +63,7 @@ class Generated:
     sites: list[SiteInfo]
     records: list[RecordInfo]
     loops: list[LoopInfo]
+    launch_arity: int  # launches may have at most this many dimensions (see passes.two_phase.launch_arity)
 
 
 class _Helpers:
@@ -227,7 +228,7 @@ def generate(kernel: wp.Kernel, detach_returns: bool = False) -> Generated | Non
         coordinate=namer.fresh("coordinate"),
         trip_capacity=namer.fresh("trip_capacity"),
         trips_needed=namer.fresh("trips_needed"),
-        coords=tuple(namer.fresh(f"coord{i}") for i in range(4)),
+        coords=tuple(namer.fresh(f"coord{i}") for i in range(launch_arity(source.tree))),
     )
     records = _records(plan)
     annotations = {name: _annotation(kernel, info, warp_alias, any_alias) for name, info in records.items()}
@@ -266,4 +267,5 @@ def generate(kernel: wp.Kernel, detach_returns: bool = False) -> Generated | Non
     ordered_records = [records[name] for name in plan.root.record_params()]
     loops = [LoopInfo(loop.id, loop.static_trips, loop.location) for loop in plan.loops]
     root = plan.root.name
-    return Generated(text, scope[f"{root}_{RECORD}"], scope[f"{root}_{REPLAY}"], sites, ordered_records, loops)
+    kernels = scope[f"{root}_{RECORD}"], scope[f"{root}_{REPLAY}"]
+    return Generated(text, *kernels, sites, ordered_records, loops, len(names.coords))

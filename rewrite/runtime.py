@@ -107,7 +107,8 @@ def _allocate(record: RecordInfo, target: wp.array | None, size: int, device: wp
     if record.kind == "order":
         return wp.full(size, -1, dtype=wp.int32, device=device)
     dtype = target.dtype if record.kind in ("returned", "values", "compares") else getattr(wp, record.dtype)
-    return wp.zeros(size, dtype=dtype, device=device, requires_grad=record.requires_grad)
+    # The replay reads only records the record kernel wrote, so they need no zero fill.
+    return wp.empty(size, dtype=dtype, device=device, requires_grad=record.requires_grad)
 
 
 class _Phases:
@@ -160,6 +161,12 @@ def launch_two_phase(
         return
     check_float_returns(rewritten, args)
     shape = (dim,) if isinstance(dim, int) else tuple(dim)
+    if len(shape) > rewritten.launch_arity:
+        raise ValueError(
+            f"kernel '{kernel.key}' unpacks wp.tid() into {rewritten.launch_arity} index(es) but is launched with "
+            f"{len(shape)} dimensions: its records are kept per thread by those indices. Unpack all "
+            f"{len(shape)} (e.g. i, j = wp.tid()) or launch with fewer dimensions"
+        )
 
     capacities = [
         loop.static_trips if loop.static_trips is not None else rewritten.max_records for loop in rewritten.loops

@@ -10,7 +10,15 @@ from passes.dataflow import argument_path, gradient_sources, single_assignments
 from passes.int_types import IntLocals
 from passes.naming import Namer
 from passes.plan import KernelPlan, Planner, Refusal
-from passes.two_phase import RECORD, REPLAY, Names, helper_functions, phase_functions
+from passes.two_phase import (
+    RECORD,
+    REPLAY,
+    Names,
+    helper_functions,
+    launch_arity,
+    phase_functions,
+    thread_index_prologue,
+)
 
 WARP = WarpNames(frozenset({"wp"}), (("atomic_add", "add"),))
 NAMES = Names(
@@ -26,12 +34,9 @@ NAMES = Names(
     coordinate="coordinate",
     trip_capacity="trip_capacity",
     trips_needed="trips_needed",
-    coords=("c0", "c1", "c2", "c3"),
+    coords=("c0",),
 )
-PROLOGUE = [
-    "c0, c1, c2, c3 = wp.tid()",
-    "thread = ((c0 * launch_shape[1] + c1) * launch_shape[2] + c2) * launch_shape[3] + c3",
-]
+PROLOGUE = ["thread = wp.tid()"]
 COMPACTION = """
     @wp.kernel
     def compact(x: wp.array[float], count: wp.array[int], out: wp.array[float]):
@@ -272,6 +277,19 @@ def test_refusals_name_the_construct():
                     total = total + x[wp.atomic_add(count, 0, 1)]
                 out[0] = total
         """)
+
+
+def test_thread_index_follows_the_kernels_own_tid():
+    two_d = Names(**{**NAMES.__dict__, "coords": ("c0", "c1")})
+    same_code(
+        "\n".join(ast.unparse(s) for s in thread_index_prologue(two_d)),
+        """
+        c0, c1 = wp.tid()
+        thread = c0 * launch_shape[1] + c1
+        """,
+    )
+    assert launch_arity(parse("def k():\n    i, j, k = wp.tid()\n")) == 3
+    assert launch_arity(parse("def k():\n    i = wp.tid()\n")) == 1
 
 
 def test_int_locals_settle_on_loop_carried_updates():
