@@ -8,7 +8,8 @@ file's layout and comments: it reads like code written by hand.
 ``launch_kernel`` becomes each kernel's ``launch_<kernel>``: placeholders ``kernel``, ``record_kernel``,
 ``replay_kernel``, ``launch_kernel`` (generated names) and the upper-case constants, read from the kernel's
 source. The functions of ``SUPPORT`` are emitted once per module (their names are placeholders too, renamed to
-names fresh in the module); ``wp`` becomes the module's name for warp. ``launch_recorded`` is a port of
+names fresh in the module); ``wp`` becomes the module's name for warp, ``RewriteError`` the module's copy of
+``rewrite.errors.RewriteError``. ``launch_recorded`` is a port of
 ``rewrite.runtime.launch_two_phase`` and must be kept in step with it.
 """
 
@@ -16,20 +17,26 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import textwrap
 from collections.abc import Callable
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import warp as wp
 
 # Placeholders (see the module docstring). They exist so that the templates below are valid, lint-clean Python.
-kernel = record_kernel = replay_kernel = None
+kernel = record_kernel = replay_kernel = RewriteError = None
 PARAMETERS: tuple[str, ...] = ()  # the kernel's parameter names, in order
-SITES: tuple = ()  # per consumed atomic: (target path, op, "file:line:col", gradient source paths or None: any)
-RECORDS: tuple = ()  # per record parameter, in order: (target path or None, else a fixed dtype, ids of loops around)
+# per recorded atomic: (target path, op, "file:line:col", gradient source paths or None: any, exact records)
+SITES: tuple = ()
+# per record parameter, in order: (name, kind, target path or None, fixed dtype or "", ids of loops around, grad)
+RECORDS: tuple = ()
 LOOPS: tuple = ()  # per loop around a consumed atomic: (id, constant trip count or None, "file:line:col")
 MAX_RECORDS = None  # records per execution of a loop whose trip count is not a constant; None: counted by a dry run
+EXACT_RUNTIME = None  # (ExactSite, ExactBackward) of the module's copy of rewrite.exact, for exact float returns
+LAUNCH_ARITY = 1  # how many indices the kernel unpacks wp.tid() into: the most launch dimensions it can take
 
 
 def launch_kernel(
@@ -44,6 +51,8 @@ def launch_kernel(
         sites=SITES,
         records=RECORDS,
         loops=LOOPS,
+        exact_runtime=EXACT_RUNTIME,
+        launch_arity=LAUNCH_ARITY,
     )  # fmt: skip
 
 
@@ -93,12 +102,19 @@ def phase_arguments(parameters, records, loops, args, shape, capacities, device)
     for extent in shape:
         threads *= extent
     extra = []
-    for target, fixed_dtype, around in records:
+    for _, kind, target, fixed_dtype, around, requires_grad in records:
         size = threads
         for loop in around:
             size *= capacities[loop]
-        dtype = argument_at(parameters, args, target).dtype if target else getattr(wp, fixed_dtype)
-        extra.append(wp.zeros(size, dtype=dtype, device=device))
+        array = argument_at(parameters, args, target) if target else None
+        if kind == "tickets":  # counters beside the target, one per address
+            extra.append(wp.zeros(array.shape, dtype=wp.int32, device=device))
+        elif kind == "order":  # -1: the operation never ran
+            extra.append(wp.full(size, -1, dtype=wp.int32, device=device))
+        else:
+            dtype = array.dtype if kind in ("returned", "values", "compares") else getattr(wp, fixed_dtype)
+            # The replay reads only records the record kernel wrote, so they need no zero fill.
+            extra.append(wp.empty(size, dtype=dtype, device=device, requires_grad=requires_grad))
     if loops:
         trip_capacity = wp.array(capacities, dtype=wp.int32, device=device)
         trips_needed = wp.zeros(len(capacities), dtype=wp.int32, device=device)
@@ -109,7 +125,7 @@ def phase_arguments(parameters, records, loops, args, shape, capacities, device)
 
 def launch_recorded(
     kernel, record_kernel, replay_kernel, dim, inputs, outputs, device, stream, record_tape, block_dim, max_blocks,
-    max_records, parameters, sites, records, loops,
+    max_records, parameters, sites, records, loops, exact_runtime, launch_arity,
 ):  # fmt: skip
     """Launch ``kernel`` like ``wp.launch``; on an active tape, as its record and replay kernels."""
     device = wp.get_device(device)
@@ -131,8 +147,8 @@ def launch_recorded(
         return
 
     # A recorded float return is replayed as a constant: exact only if nothing it is made of needs a gradient.
-    for target, op, where, sources in sites:
-        if not is_float_dtype(argument_at(parameters, args, target).dtype):
+    for target, op, where, sources, exact_records in sites:
+        if exact_records or not is_float_dtype(argument_at(parameters, args, target).dtype):
             continue
         if sources is None:
             candidates = list(argument_arrays(parameters, args))
@@ -140,14 +156,21 @@ def launch_recorded(
             candidates = [(path, argument_at(parameters, args, path)) for path in sources]
         for path, value in candidates:
             if isinstance(value, wp.array) and value.requires_grad and is_float_dtype(value.dtype):
-                raise ValueError(
-                    f"{where}: kernel '{kernel.key}': the value returned by wp.atomic_{op}() on '{target}' is a float "
-                    f"that depends on '{path}', which requires grad; its exact gradient through the returned value "
-                    f"is not supported. Launch with '{path}' not requiring grad, or compute the value without using "
-                    "the atomic's return"
+                raise RewriteError(
+                    kernel.key,
+                    where,
+                    f"the value returned by wp.atomic_{op}() on '{target}' is a float that depends on '{path}', "
+                    "which requires grad; its exact gradient through the returned value is not supported",
+                    f"Launch with '{path}' not requiring grad, or compute the value without using the atomic's return",
                 )
 
     shape = (dim,) if isinstance(dim, int) else tuple(dim)
+    if len(shape) > launch_arity:
+        raise ValueError(
+            f"kernel '{kernel.key}' unpacks wp.tid() into {launch_arity} index(es) but is launched with "
+            f"{len(shape)} dimensions: its records are kept per thread by those indices. Unpack all "
+            f"{len(shape)} (e.g. i, j = wp.tid()) or launch with fewer dimensions"
+        )
     capacities = [trips if trips is not None else max_records for _, trips, _ in loops]
     if None in capacities:
         # A dry run on scratch copies, with no room for records, counts the trips of loops of unknown length.
@@ -163,12 +186,29 @@ def launch_recorded(
         needed = extra[-2].numpy()
         for loop, trips, where in loops:
             if trips is None and needed[loop] > capacities[loop]:
-                raise ValueError(
-                    f"{where}: kernel '{kernel.key}': this loop ran {needed[loop]} times in one execution but its "
-                    f"records had room for {capacities[loop]}; the launch's gradients would be wrong. Pass "
-                    f"max_records={needed[loop]} or more"
+                raise RewriteError(
+                    kernel.key,
+                    where,
+                    f"this loop ran {needed[loop]} times in one execution but its records had room for "
+                    f"{capacities[loop]}; the launch's gradients would be wrong",
+                    f"Launch with max_records={needed[loop]} or more",
                 )
-    # Backward: only the replay kernel's adjoint runs, reading the recorded values back.
+    # Exact float returns: a backward step that routes the returned values' adjoints, recorded before the replay
+    # launch so that backward runs it right after the replay's adjoint.
+    groups = {}
+    by_name = dict(zip([record[0] for record in records], extra, strict=False))
+    for target, op, where, _, exact_records in sites:
+        array = argument_at(parameters, args, target)
+        if exact_records and is_float_dtype(array.dtype):
+            returned, values, order, addresses, compares = (by_name.get(name) for name in exact_records)
+            group = groups.setdefault(target, (where, target, array, []))
+            group[3].append(exact_runtime[0](op, returned, values, order, addresses, compares))
+    if groups:
+        exact = list(groups.values())
+        step = exact_runtime[1](kernel.key, replay_kernel, dim, list(inputs), [*outputs, *extra], device, block_dim,
+                                max_blocks, exact)  # fmt: skip
+        tape.record_func(backward=step, arrays=[site.returned for *_, exact_sites in exact for site in exact_sites])
+    # Backward: the replay kernel's adjoint runs, reading the recorded values back.
     tape.record_launch(replay_kernel, dim, max_blocks, list(inputs), [*outputs, *extra], device, block_dim or 0)
     if wp.config.verify_autograd_array_access:
         tape._check_kernel_array_access(replay_kernel, [*args, *extra])
@@ -195,10 +235,11 @@ def _literal(value: Any, indent: str) -> str:
     return f"(\n{items}{indent})"
 
 
-def _defined_name_span(node: ast.FunctionDef, starts: list[int], text: str) -> tuple[int, int]:
-    start = starts[node.lineno] + node.col_offset
-    at = text.index(node.name, text.index("def", start))
-    return at, at + len(node.name)
+def _defined_name_span(node: ast.FunctionDef | ast.ClassDef, starts: list[int], text: str) -> tuple[int, int]:
+    """Where the name of a ``def`` or ``class`` statement is in ``text``."""
+    keyword = "class" if isinstance(node, ast.ClassDef) else "def"
+    found = re.compile(rf"\b{keyword}\s+({re.escape(node.name)})\b").search(text, starts[node.lineno] + node.col_offset)
+    return found.span(1)
 
 
 def render(
@@ -242,3 +283,83 @@ def _docstring_edit(definition: ast.FunctionDef, starts: list[int], docstring: s
     closing = f"\n{indent}" if len(lines) > 1 else ""
     quoted = '"""' + "\n".join(lines).lstrip() + closing + '"""'
     return starts[doc.lineno] + doc.col_offset, starts[doc.end_lineno] + doc.end_col_offset, quoted
+
+
+class _Spans(ast.NodeVisitor):
+    """Source spans to rewrite when a module's code is copied into another module (see ``copy_module_code``)."""
+
+    def __init__(self, text: str, renames: dict[str, str], kernel_decorator: str | None):
+        self.starts = _offsets(text)
+        self.text = text
+        self.renames = renames
+        self.kernel_decorator = kernel_decorator
+        self.shadowed: list[set[str]] = [set()]
+        self.edits: list[tuple[int, int, str]] = []
+
+    def span(self, node: ast.AST) -> tuple[int, int]:
+        return (
+            self.starts[node.lineno] + node.col_offset,
+            self.starts[node.end_lineno] + node.end_col_offset,
+        )
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id in self.renames and node.id not in self.shadowed[-1]:
+            self.edits.append((*self.span(node), self.renames[node.id]))
+
+    def _visit_definition(self, node: ast.FunctionDef | ast.ClassDef, scope: set[str]) -> None:
+        if len(self.shadowed) == 1 and node.name in self.renames:
+            self.edits.append((*_defined_name_span(node, self.starts, self.text), self.renames[node.name]))
+        for decorator in node.decorator_list:
+            if self.kernel_decorator and ast.unparse(decorator) == "wp.kernel":
+                self.edits.append((*self.span(decorator), self.kernel_decorator))
+            else:
+                self.visit(decorator)
+        outer = [n for n in ast.iter_child_nodes(node) if n not in node.decorator_list and n not in node.body]
+        for child in outer:  # arguments, annotations, defaults, bases: evaluated in the enclosing scope
+            self.visit(child)
+        self.shadowed.append(self.shadowed[-1] | scope)
+        for statement in node.body:
+            self.visit(statement)
+        self.shadowed.pop()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        stored = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        arguments = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+        self._visit_definition(node, stored | arguments)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self._visit_definition(node, set())
+
+
+def copy_module_code(module: ModuleType, renames: dict[str, str], kernel_decorator: str | None = None) -> str:
+    """A module's code to paste into another module: without its docstring and imports, names renamed.
+
+    ``renames`` maps the module's global names (and the names it imports, such as ``wp``) to the names they get
+    in the receiving module; a function's own locals of the same name are left alone. ``kernel_decorator``
+    replaces each bare ``@wp.kernel`` (e.g. to give the copied kernels Warp modules of their own).
+    """
+    text = inspect.getsource(module)
+    tree = ast.parse(text)
+    spans = _Spans(text, renames, kernel_decorator)
+    starts = spans.starts
+    for statement in tree.body:
+        is_docstring = isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
+        if is_docstring or isinstance(statement, ast.Import | ast.ImportFrom):
+            spans.edits.append((starts[statement.lineno], starts[statement.end_lineno + 1], ""))
+        else:
+            spans.visit(statement)
+    for start, end, new in sorted(spans.edits, reverse=True):
+        text = text[:start] + new + text[end:]
+    return text.strip("\n") + "\n"
+
+
+def module_globals(module: ModuleType) -> list[str]:
+    """The names a module's code defines at top level (functions, classes, assigned names), in order."""
+    names = []
+    for statement in ast.parse(inspect.getsource(module)).body:
+        if isinstance(statement, ast.FunctionDef | ast.ClassDef):
+            names.append(statement.name)
+        elif isinstance(statement, ast.Assign | ast.AnnAssign):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            names += [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    return names

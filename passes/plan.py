@@ -54,6 +54,7 @@ class Loop:
     trips_records: str = ""  # while loops and loops that break: records of each execution's trip count
     outer_loops: tuple[int, ...] = ()  # ids of the loops around this one
     jumps: bool = False  # the body has its own break or continue
+    opaque: bool = False  # nothing differentiable inside: the replay skips it (see Planner._opaque_loops)
     active: str = ""  # replay: flag lowering break/continue, which Warp's reverse pass mishandles
     # Ints a loop changes, as (local, records, dtype): read by later iterations (kept at each iteration's
     # start) or after the loop (kept at its exit). Warp's backward replays loop bodies with loop-carried
@@ -244,10 +245,12 @@ class Planner:
         params: list[str],
         resolve_helper: HelperResolver,
         exact_targets: frozenset[str] = frozenset(),
+        is_int_path: Callable[[str], bool] = lambda path: False,
     ):
         self.kernel = kernel
         self.params = params
         self.exact_targets = exact_targets
+        self.is_int_path = is_int_path
         self.tickets: dict[str, str] = {}
         self.resolve_helper = resolve_helper
         self.loop_ids = itertools.count()
@@ -302,12 +305,21 @@ class Planner:
         self._check_exact_writes(unit, paths, unit_params, aliases)
         helper_calls = self._helper_calls(unit, [c for c in atomics if c.consumed])
 
+        # A loop with nothing differentiable inside needs no replay: keep only what it hands on.
+        opaque = self._opaque_loops(unit, atomics, kernel_path)
+        for loop in opaque:
+            plan.loops[loop] = self._new_opaque_loop(unit, loop)
+        hidden = lambda node: any(loop in opaque for loop in _enclosing(node, parents, unit.tree))  # noqa: E731
+        recorded = [c for c in recorded if not hidden(_statement_or_call(c))]
         relevant: list[ast.AST] = [_statement_or_call(c) for c in recorded] + [call for call, _ in helper_calls]
+        relevant += list(opaque)
         for node in sorted(relevant, key=lambda n: (n.lineno, n.col_offset)):
             for loop in _enclosing(node, parents, unit.tree):
                 if loop not in plan.loops:
                     _check_loop(unit, loop, names)
                     plan.loops[loop] = self._new_loop(unit, loop, outer + self._ids(plan, loop, parents, unit))
+        for loop in opaque:
+            plan.loops[loop].outer_loops = outer + self._ids(plan, loop, parents, unit)
 
         for call in sorted(recorded, key=lambda c: (c.node.lineno, c.node.col_offset)):
             self._check_call(unit, call)
@@ -391,6 +403,61 @@ class Planner:
                         f"helper '{helper.name}' receives an array whose float atomic returns need exact gradients",
                         "Inline the helper, or rewrite with detach_returns=True",
                     )
+
+    def _opaque_loops(self, unit: Unit, atomics: list[AtomicCall], kernel_path: Callable) -> set[ast.AST]:
+        """Outermost loops around a consumed atomic with no differentiable work inside (e.g. a CAS probe).
+
+        Inside: only atomics and stores on int targets, no helper calls, no return; everything read after
+        the loop is an int. The replay then skips such a loop and restores those ints from records.
+        """
+        kinds = IntLocals(unit.tree).locals
+        loops = set()
+        for call in atomics:
+            if not call.consumed:
+                continue
+            for loop in _enclosing(call.node, parent_map(unit.tree), unit.tree):
+                if self._is_opaque(unit, loop, kernel_path, kinds):
+                    loops.add(loop)
+                    break
+        return loops
+
+    def _is_opaque(self, unit: Unit, loop: ast.AST, kernel_path: Callable, kinds: dict[str, str]) -> bool:
+        names = self.unit_names(unit)
+        for node in ast.walk(loop):
+            if isinstance(node, ast.Return):
+                return False
+            if isinstance(node, ast.Call):
+                op = names.atomic_op(node)
+                if op is None and self.resolve_helper(unit, node) is not None:
+                    return False
+                if op is not None and not self._int_path(kernel_path(node.args[0])):
+                    return False
+            written = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AugAssign)
+                else []
+            )
+            if any(isinstance(t, ast.Subscript) and not self._int_path(kernel_path(t)) for t in written):
+                return False
+        try:
+            _, carried_out = _carried(unit, loop)
+        except Refusal:
+            return False
+        return all(name in kinds for name, _ in carried_out)
+
+    def _int_path(self, path: str | None) -> bool:
+        return path is not None and path not in self.exact_targets and self.is_int_path(path)
+
+    def _new_opaque_loop(self, unit: Unit, node: ast.AST) -> Loop:
+        loop_id = next(self.loop_ids)
+        loop = Loop(node, loop_id, None, unit.location(node), "", opaque=True)
+        fresh = self.namer.fresh
+        _, carried_out = _carried(unit, node)
+        loop.carried = [(name, fresh(f"{name}_after_loop{loop_id}"), dtype) for name, dtype in carried_out]
+        self.loops.append(loop)
+        return loop
 
     def _ids(self, plan: FunctionPlan, loop: ast.AST, parents: dict, unit: Unit) -> tuple[int, ...]:
         return tuple(plan.loops[outer].id for outer in _enclosing(loop, parents, unit.tree))

@@ -219,10 +219,18 @@ class PhaseWriter(ast.NodeTransformer):
             ]
         return [_stmt(f"{name} = {records}[{self.coordinate}]") for name, records, _ in loop.carried]
 
+    def _opaque(self, node: ast.For | ast.While, loop: Loop) -> list[ast.stmt]:
+        """Record: the loop as it is, then the ints it hands on. Replay: just those ints, restored."""
+        if self.phase == RECORD:
+            return [node, *self._after(loop)]
+        return self._after(loop) or [ast.Pass()]
+
     def visit_For(self, node: ast.For) -> ast.AST | list[ast.stmt]:
         loop = self.loops.get(_span(node))
         if loop is None:
             return self.generic_visit(node)
+        if loop.opaque:
+            return self._opaque(node, loop)
         variable = node.target.id
         node.iter = self.visit(node.iter)
         before = []
@@ -257,6 +265,8 @@ class PhaseWriter(ast.NodeTransformer):
         loop = self.loops.get(_span(node))
         if loop is None:
             return self.generic_visit(node)
+        if loop.opaque:
+            return self._opaque(node, loop)
         counter, trips = loop.counter, loop.trips_records
         body = self._visit_body(loop, node.body)
         if self.phase == RECORD:
@@ -376,7 +386,7 @@ def phase_functions(
     options: dict,
 ) -> list[ast.FunctionDef]:
     """The kernel for ``phase`` preceded by its cloned helpers, callees first."""
-    with_trips = bool(plan.loops)
+    with_trips = any(not loop.opaque for loop in plan.loops)
     functions = []
     for clone in reversed([p for p in plan.root.walk() if p is not plan.root]):
         functions.append(phase_function(clone, phase, names, annotations, int_paths, with_trips=with_trips))

@@ -53,6 +53,11 @@ class LoopInfo:
     id: int
     static_trips: int | None
     location: str
+    opaque: bool  # skipped by the replay: needs no trip capacity
+
+    @property
+    def needs_capacity(self) -> bool:
+        return self.static_trips is None and not self.opaque
 
 
 @dataclass
@@ -198,15 +203,16 @@ def generate(kernel: wp.Kernel, detach_returns: bool = False) -> Generated | Non
     params = [arg.label for arg in kernel.adj.args]
     # Pass 1 only finds what is to be rewritten; names are chosen once every involved function is known.
     try:
-        plan = Planner(source, params, helpers).plan(Namer(set()), FunctionSource.warp_names)
-        if not plan.sites:
+        is_int_path = lambda path: _is_int_target(kernel, path)  # noqa: E731
+        plan = Planner(source, params, helpers, is_int_path=is_int_path).plan(Namer(set()), FunctionSource.warp_names)
+        if not plan.sites and not plan.loops:  # a probe loop's consumed atomics may leave only a loop to record
             return None
         exact_targets = frozenset() if detach_returns else _exact_targets(kernel, plan)
         units = [f.unit for f in plan.root.walk()]
         # All rewritten kernels of a module share one Warp module, where functions are found by name.
         taken = set(source.namespace) | _defined_in_module.setdefault(module, set())
         namer = Namer.for_tree(ast.Module([u.tree for u in units], []), taken)
-        plan = Planner(source, params, helpers, exact_targets).plan(namer, FunctionSource.warp_names)
+        plan = Planner(source, params, helpers, exact_targets, is_int_path).plan(namer, FunctionSource.warp_names)
     except Refusal as refusal:
         raise _refusal_error(source, refusal) from None
 
@@ -265,7 +271,7 @@ def generate(kernel: wp.Kernel, detach_returns: bool = False) -> Generated | Non
         for s in plan.sites
     ]
     ordered_records = [records[name] for name in plan.root.record_params()]
-    loops = [LoopInfo(loop.id, loop.static_trips, loop.location) for loop in plan.loops]
+    loops = [LoopInfo(loop.id, loop.static_trips, loop.location, loop.opaque) for loop in plan.loops]
     root = plan.root.name
     kernels = scope[f"{root}_{RECORD}"], scope[f"{root}_{REPLAY}"]
     return Generated(text, *kernels, sites, ordered_records, loops, len(names.coords))

@@ -128,7 +128,7 @@ class _Phases:
             for record in rewritten.records
         }
         self.extra = list(self.records.values())
-        if rewritten.loops:
+        if any(not loop.opaque for loop in rewritten.loops):
             self.trip_capacity = wp.array(np.array(capacities, dtype=np.int32), dtype=wp.int32, device=device)
             self.trips_needed = wp.zeros(len(capacities), dtype=wp.int32, device=device)
             self.extra += [self.trip_capacity, self.trips_needed]
@@ -169,13 +169,13 @@ def launch_two_phase(
         )
 
     capacities = [
-        loop.static_trips if loop.static_trips is not None else rewritten.max_records for loop in rewritten.loops
+        rewritten.max_records if loop.needs_capacity else (loop.static_trips or 1) for loop in rewritten.loops
     ]
     if None in capacities:
         capacities = _count_trips(rewritten, args, shape, capacities, options)
     phases = _Phases(rewritten, args, shape, capacities, device)
     wp.launch(rewritten.record_kernel, dim, inputs, [*outputs, *phases.extra], record_tape=False, **options)
-    if any(loop.static_trips is None for loop in rewritten.loops):
+    if any(loop.needs_capacity for loop in rewritten.loops):
         _check_capacity(rewritten, phases)
     exact = _exact_targets(rewritten, args, phases)
     if exact:
@@ -215,7 +215,7 @@ def _check_capacity(rewritten: RewrittenKernel, phases: _Phases) -> None:
     """Right after the launch: did every loop fit its records? Never leave a gradient built on lost records."""
     needed = phases.trips_needed_now()
     for loop in rewritten.loops:
-        if loop.static_trips is None and needed[loop.id] > phases.capacities[loop.id]:
+        if loop.needs_capacity and needed[loop.id] > phases.capacities[loop.id]:
             raise RewriteError(
                 rewritten.kernel.key,
                 loop.location,

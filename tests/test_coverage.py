@@ -147,6 +147,37 @@ def test_while_true_probe_loop_with_break():
     check(Case(insert_keys_with_break, N, lambda: [i32(KEYS), f64(X, True), i32([-1] * 7), 7, zeros(7)], [4], [1]))
 
 
+@wp.kernel
+def insert_probing_in_the_condition(
+    keys: wp.array[wp.int32],
+    weights: wp.array[wp.float64],
+    table: wp.array[wp.int32],
+    n: int,
+    values: wp.array[wp.float64],
+):
+    tid = wp.tid()
+    key = keys[tid]
+    slot = (key * 7) % n
+    while wp.atomic_cas(table, slot, -1, key) != -1:
+        slot = (slot + 1) % n
+    values[slot] = weights[tid] * wp.float64(3.0) + wp.float64(key)
+
+
+def test_probe_loop_with_the_atomic_in_its_condition():
+    check(
+        Case(
+            insert_probing_in_the_condition, N, lambda: [i32(KEYS), f64(X, True), i32([-1] * 7), 7, zeros(7)], [4], [1]
+        )
+    )
+
+
+def test_probe_loop_keeps_only_the_final_slot():
+    """Nothing differentiable happens in the probe: the replay skips it and restores the slot it found."""
+    rewritten = wp_rewrite(insert_keys)
+    assert [record.kind for record in rewritten.records] == ["carried"]
+    assert not any(loop.needs_capacity for loop in rewritten.loops)  # so no dry run either
+
+
 # --- 3. record capacity ---------------------------------------------------------------------------------
 
 

@@ -24,9 +24,10 @@ def loops_over_an_array(count: wp.array[int], items: wp.vec3, out: wp.array[floa
 
 
 @wp.kernel
-def probes_in_the_condition(table: wp.array[int], key: int, n: int):
+def probes_in_the_condition(table: wp.array[int], key: int, n: int, weights: wp.array[float]):
     slot = key % n
     while wp.atomic_cas(table, slot, -1, key) != -1:  # in-condition
+        weights[slot] = weights[slot] * 0.5  # differentiable work: the loop must be replayed
         slot = (slot + 1) % n
 
 
