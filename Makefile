@@ -23,4 +23,5 @@ test: lint
 	$(PY) -m pytest
 
 bench: $(INSTALLED)
+	$(PY) -m pip install --quiet -e ".[bench]"
 	$(PY) -m bench.run
