@@ -51,16 +51,20 @@ def record_exact(
     """Run a float atomic and record what its exact backward needs.
 
     That is its returned value, its operand, its place among the operations on its address (a ticket from a
-    counter beside the target) and the address. ``wp.atomic_add`` stands for the atomic being recorded.
+    counter beside the target) and the address. ``wp.atomic_add`` stands for the atomic being recorded. A
+    launch in which nothing the returns are made of requires grad passes empty arrays for all but the
+    returned values: then the returns are exact as constants, and cost what a hand-written record costs.
     """
     operand = target.dtype(value)
     returned_value = wp.atomic_add(target, index, operand)
-    ticket = wp.atomic_add(tickets, index, 1)
+    if order.shape[0] > 0:  # empty when this launch needs no gradient through the returns
+        ticket = wp.atomic_add(tickets, index, 1)
+        if record_index < order.shape[0]:
+            values[record_index] = operand
+            order[record_index] = ticket
+            addresses[record_index] = index
     if record_index < returned.shape[0]:
         returned[record_index] = returned_value
-        values[record_index] = operand
-        order[record_index] = ticket
-        addresses[record_index] = index
     return returned_value
 
 
@@ -81,13 +85,15 @@ def record_exact_cas(
     operand = target.dtype(value)
     expected = target.dtype(compare)
     returned_value = wp.atomic_cas(target, index, expected, operand)
-    ticket = wp.atomic_add(tickets, index, 1)
+    if order.shape[0] > 0:
+        ticket = wp.atomic_add(tickets, index, 1)
+        if record_index < order.shape[0]:
+            values[record_index] = operand
+            order[record_index] = ticket
+            addresses[record_index] = index
+            compares[record_index] = expected
     if record_index < returned.shape[0]:
         returned[record_index] = returned_value
-        values[record_index] = operand
-        order[record_index] = ticket
-        addresses[record_index] = index
-        compares[record_index] = expected
     return returned_value
 
 
@@ -97,7 +103,8 @@ def exact_returned(value: Any, values: wp.array(dtype=Any), returned: wp.array(d
     Storing the operand gives it an adjoint entry point: backward seeds ``values``' adjoint with the gradient
     that reaches this operand through later operations' returned values (see ``rewrite.exact``).
     """
-    values[record_index] = values.dtype(value)
+    if record_index < values.shape[0]:
+        values[record_index] = values.dtype(value)
     return returned[record_index]
 
 

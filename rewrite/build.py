@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import warp as wp
 from warp._src.context import Function
 
-from passes.atomics import find_atomic_calls
+from passes.atomics import AtomicCall
 from passes.dataflow import argument_path, gradient_sources, single_assignments
 from passes.naming import Namer
 from passes.plan import KernelPlan, Planner, Refusal, Site
@@ -150,8 +150,8 @@ def _site_sources(kernel: FunctionSource, plan: KernelPlan, site: Site, params: 
         is_helper_call = isinstance(node, ast.Call) and helpers(kernel, node) is not None
         if is_helper_call and any(argument_path(arg, params, aliases) == site.target for arg in node.args):
             return None
-    consumed = [c for c in find_atomic_calls(kernel.tree, names) if c.node is site.call]
-    return gradient_sources(kernel.tree, params, names, consumed)[site.call]
+    call = AtomicCall(site.call, site.op, consumed=True)
+    return gradient_sources(kernel.tree, params, names, [call])[site.call]
 
 
 _defined_in_module: dict[str, set[str]] = {}
@@ -264,7 +264,7 @@ def generate(kernel: wp.Kernel, detach_returns: bool = False) -> Generated | Non
             s.op,
             s.location,
             s.target,
-            None if s.exact else _site_sources(source, plan, s, params, helpers),
+            _site_sources(source, plan, s, params, helpers),
             s.consumed,
             (s.records, s.values, s.order, s.addresses, s.compares) if s.exact else (),
         )

@@ -1,13 +1,18 @@
 """The ``wp-rewrite`` command line (also ``python -m rewrite``).
 
-    wp-rewrite FILE.py [-o OUT.py | --in-place | --diff]
+    wp-rewrite FILE.py [-o OUT.py | --in-place | --diff] [--max-records N] [--detach-returns]
     wp-rewrite --check PATH...
 
 Rewrite mode writes a standalone module: FILE.py unchanged, plus, right after each kernel ``k`` that uses a
-value an atomic returns, the kernels ``k_record`` and ``k_replay`` and ``launch_k(dim, inputs, outputs,
-device, ...)``, which launches them with ``wp.launch``'s meaning. The output needs only what FILE.py imports
-plus warp (and ``typing.Any`` when FILE.py does not import it). Without ``-o`` it goes to stdout; ``--diff``
-prints a unified diff instead. Running it on its own output changes nothing.
+value an atomic returns, the kernels ``k_record`` and ``k_replay`` (and clones of the helpers they call) and
+``launch_k(dim, inputs=(), outputs=(), device=None, stream=None, record_tape=True, block_dim=None,
+max_blocks=0, max_records=None)``, which launches them with ``wp.launch``'s meaning and the API's tape
+behaviour. The first block also holds what every ``launch_k`` shares: the launch glue, a copy of
+``RewriteError`` (raised as the API raises it) and, when some float return gets exact gradients, a copy of
+``rewrite/exact.py``. The output never imports this project: only what FILE.py imports, warp, numpy and the
+standard library's ``typing.Any`` and ``dataclasses.dataclass`` when FILE.py lacks them. Without ``-o`` it goes
+to stdout; ``--diff`` prints a unified diff instead. Running it on its own output changes nothing: generated
+blocks are fenced by marker comments and kernels that have one are skipped.
 
 Check mode reports, without importing or running anything, every use of an atomic's returned value:
 
@@ -18,7 +23,8 @@ Check mode reports, without importing or running anything, every use of an atomi
 Kernels that already have generated code from an earlier run are not reported.
 
 Exit status: 0 success / no finding; 1 findings (``--check``) or a kernel the rewrite cannot handle (nothing is
-written); 2 usage errors, missing or unreadable paths and files that do not parse.
+written; the message is the API's ``RewriteError``); 2 usage errors, missing or unreadable paths and files that
+do not parse.
 """
 
 from __future__ import annotations
@@ -50,6 +56,14 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--diff", action="store_true", help="print a unified diff instead of the rewritten file")
     parser.add_argument("-o", "--output", metavar="OUT.py", help="write the rewritten module here (default: stdout)")
     parser.add_argument("--in-place", action="store_true", help="rewrite FILE.py itself")
+    parser.add_argument(
+        "--max-records", type=int, metavar="N", help="records per execution of a loop of unknown length (default: "
+        "counted by a dry run at each launch); launch_<kernel>(max_records=...) overrides it",
+    )  # fmt: skip
+    parser.add_argument(
+        "--detach-returns", action="store_true",
+        help="record float returns as constants instead of giving them exact gradients (as wp_rewrite's option)",
+    )  # fmt: skip
     return parser
 
 
@@ -113,7 +127,7 @@ def run_rewrite(args: argparse.Namespace) -> int:
         raise UserError(f"{args.output}: this is the input file; pass --in-place to overwrite it")
     text = _read(source, display)
     try:
-        emitted = emit_module(source, display, text)
+        emitted = emit_module(source, display, text, max_records=args.max_records, detach_returns=args.detach_returns)
     except RewriteError as error:
         print(error, file=sys.stderr)
         return FINDINGS

@@ -23,9 +23,10 @@ from pathlib import Path
 from passes import launch_template
 from passes.atomics import ATOMIC_OPS, AtomicCall, WarpNames, find_atomic_calls
 from passes.naming import Namer
-from passes.plan import FunctionPlan, KernelPlan, Planner, Refusal
-from passes.two_phase import RECORD, REPLAY, Names, helper_functions, phase_functions
-from rewrite.build import _refusal_error, _site_sources
+from passes.plan import FunctionPlan, KernelPlan, Planner, Refusal, Site
+from passes.two_phase import RECORD, REPLAY, Names, helper_functions, launch_arity, phase_functions
+from rewrite import errors, exact
+from rewrite.build import _records, _refusal_error, _site_sources
 from rewrite.errors import RewriteError
 
 BEGIN = (
@@ -416,62 +417,101 @@ def kernel_options(module: StaticModule, kernel: ast.FunctionDef) -> dict[str, o
     return {}
 
 
-_SUPPORT = ("record_returned", "replay_returned", "range_length", *(f.__name__ for f in launch_template.SUPPORT))
-
-
 @dataclass
-class SharedNames:
-    """Module-level names the generated blocks share, and the text the first block must add to define them."""
+class ModuleNames:
+    """Module-level names the generated blocks share: chosen once per run, fresh in the module.
+
+    ``imports`` are the lines the module lacks; ``emitted`` the shared definitions already written into an
+    earlier block of this run (each block adds the helpers its kernel needs that are not there yet).
+    """
 
     warp: str
     any: str
-    support: dict[str, str]  # template name -> name in the module: record_returned, launch_recorded, ...
-    preamble: str  # imports and shared functions, for the first new block; empty when an earlier run made them
+    numpy: str
+    dataclass: str
+    support: dict[str, str]  # template name -> module name: record_returned, launch_recorded, RewriteError, ...
+    record_exact: dict[tuple[str, int], str] = field(default_factory=dict)  # (op, indices) -> helper
+    imports: list[str] = field(default_factory=list)
+    emitted: set[str] = field(default_factory=set)
 
 
-def _shared_names(module: StaticModule, namer: Namer) -> SharedNames:
-    """Reuse the shared functions an earlier run generated into the file, or name and write new ones."""
-    generated = [
-        node.name for node in _module_level(module.tree) if isinstance(node, ast.FunctionDef) and module.generated(node)
-    ]
-    existing = {base: next((n for n in generated if re.fullmatch(rf"{base}(_\d+)?", n)), None) for base in _SUPPORT}
+_HELPERS = ("record_returned", "replay_returned", "exact_returned", "range_length")
+
+
+def module_names(module: StaticModule, taken: set[str]) -> ModuleNames:
+    """Name the shared helpers and launch support, and the imports the generated code needs."""
+    namer = Namer(taken)
     imports = []
     warp = min(module.warp.modules) if module.warp.modules else None
     if warp is None:
         warp = namer.fresh("wp")
         imports.append(f"import warp as {warp}")
     any_name = module.warp.any_name
-    if all(existing.values()):
-        return SharedNames(warp, any_name or "Any", existing, "\n".join(imports))
     if any_name is None:
         any_name = namer.fresh("Any")
         imports.append("from typing import Any" + (f" as {any_name}" if any_name != "Any" else ""))
-    support = {base: namer.fresh(base) for base in _SUPPORT}
-    shared = SharedNames(warp, any_name, support, "")
-    functions = [unparse_wrapped(h) for h in helper_functions(_names(shared, Namer(set())), with_range_length=True)]
-    renames = {"wp": warp, **support}
-    functions += [launch_template.render(f, renames).rstrip("\n") for f in launch_template.SUPPORT]
-    if imports:
-        shared.preamble = "\n".join(imports) + "\n\n\n" + "\n\n\n".join(functions)
-    else:
-        shared.preamble = "\n\n\n".join(functions)
-    return shared
+    numpy = next((local for local, source in module.imported.items() if source == Imported(0, "numpy", None)), None)
+    dataclass_ = next(
+        (local for local, source in module.imported.items() if source == Imported(0, "dataclasses", "dataclass")), None
+    )
+    templates = [*_HELPERS, *(f.__name__ for f in launch_template.SUPPORT), "RewriteError"]
+    support = {name: namer.fresh(name) for name in templates}
+    return ModuleNames(warp, any_name, numpy or "", dataclass_ or "", support, imports=imports)
 
 
-def _names(shared: SharedNames, namer: Namer) -> Names:
+def _exact_runtime_names(shared: ModuleNames, namer: Namer) -> dict[str, str]:
+    """Names for the module's copy of ``rewrite.exact`` (and the imports it needs), chosen on first use."""
+    if not shared.numpy:
+        shared.numpy = namer.fresh("np")
+        shared.imports.append("import numpy" + (f" as {shared.numpy}" if shared.numpy != "numpy" else ""))
+    if not shared.dataclass:
+        shared.dataclass = namer.fresh("dataclass")
+        line = "from dataclasses import dataclass"
+        shared.imports.append(line + (f" as {shared.dataclass}" if shared.dataclass != "dataclass" else ""))
+    for name in launch_template.module_globals(exact):
+        if name not in shared.support:
+            shared.support[name] = namer.fresh(name)
+    return {
+        **{name: shared.support[name] for name in launch_template.module_globals(exact)},
+        "wp": shared.warp, "np": shared.numpy, "Any": shared.any, "dataclass": shared.dataclass,
+        "RewriteError": shared.support["RewriteError"],
+    }  # fmt: skip
+
+
+def shared_code(shared: ModuleNames, with_exact: bool) -> str:
+    """The imports, launch support and (when float returns are exact) the copy of ``rewrite.exact`` that every
+    ``launch_<kernel>`` of the module uses: emitted once, in the first block."""
+    renames = {"wp": shared.warp, **shared.support}
+    error = launch_template.copy_module_code(errors, {"RewriteError": shared.support["RewriteError"]}).rstrip("\n")
+    parts = [f"# Shared by every launch_<kernel> of this module: its error and the launch glue.\n{error}"]
+    parts += [launch_template.render(f, renames).rstrip("\n") for f in launch_template.SUPPORT]
+    if with_exact:
+        kernels = f'{shared.warp}.kernel(module="unique")'  # own Warp modules: generic overloads compile alone
+        copied = launch_template.copy_module_code(exact, _exact_runtime_names(shared, Namer(set())), kernels)
+        parts.append(f"# Exact gradients through float atomic returns: a copy of rewrite/exact.py.\n{copied.rstrip()}")
+    return "\n\n\n".join([*(["\n".join(shared.imports)] if shared.imports else []), *parts])
+
+
+def _names(shared: ModuleNames, namer: Namer, exact_kinds: list[tuple[str, int]], arity: int) -> Names:
     """The names ``passes.two_phase`` needs: the shared ones, and kernel-local ones fresh in ``namer``."""
+    for op, indices in exact_kinds:
+        if (op, indices) not in shared.record_exact:
+            base = f"record_exact_{op}" + (f"_{indices}d" if indices > 1 else "")
+            shared.record_exact[op, indices] = namer.fresh(base)
     return Names(
         warp=shared.warp,
         any=shared.any,
         record_helper=shared.support["record_returned"],
         replay_helper=shared.support["replay_returned"],
+        exact_returned=shared.support["exact_returned"],
+        record_exact={kind: shared.record_exact[kind] for kind in exact_kinds},
         range_length=shared.support["range_length"],
         launch_shape=namer.fresh("launch_shape"),
         thread=namer.fresh("thread"),
         coordinate=namer.fresh("coordinate"),
         trip_capacity=namer.fresh("trip_capacity"),
         trips_needed=namer.fresh("trips_needed"),
-        coords=tuple(namer.fresh(f"coord{i}") for i in range(4)),
+        coords=tuple(namer.fresh(f"coord{i}") for i in range(arity)),
     )
 
 
@@ -522,11 +562,12 @@ class _StaticHelpers:
 
 
 def plan_kernel(
-    module: StaticModule, project: Project, kernel: ast.FunctionDef, taken: set[str]
+    module: StaticModule, project: Project, kernel: ast.FunctionDef, taken: set[str], detach_returns: bool
 ) -> tuple[KernelPlan, StaticUnit, _StaticHelpers, Namer]:
     """The core rewrite's plan of ``kernel`` (as ``rewrite.build.generate`` makes it), names fresh in ``taken``.
 
-    Raises ``RewriteError`` with the API's message for a pattern the rewrite does not support.
+    Float returns get exact gradients unless ``detach_returns``. Raises ``RewriteError`` with the API's message
+    for a pattern the rewrite does not support.
     """
     helpers = _StaticHelpers(project)
     source = helpers.unit(module, kernel)
@@ -534,13 +575,20 @@ def plan_kernel(
     try:
         # Pass 1 only finds the functions involved; names are chosen once all of them are known.
         plan = Planner(source, params, helpers).plan(Namer(set()), StaticUnit.warp_names)
+        exact_targets = frozenset(
+            s.target for s in plan.sites if not detach_returns and not _is_int_dtype(module, _dtype(module, kernel, s))
+        )
         namer = Namer.for_tree(ast.Module([f.unit.tree for f in plan.root.walk()], []), taken)
-        plan = Planner(source, params, helpers).plan(namer, StaticUnit.warp_names)
+        plan = Planner(source, params, helpers, exact_targets).plan(namer, StaticUnit.warp_names)
     except Refusal as refusal:
         raise _refusal_error(source, refusal) from None
     for function in plan.root.walk():
         _check_portable(module, project, kernel, function)
     return plan, source, helpers, namer
+
+
+def _dtype(module: StaticModule, kernel: ast.FunctionDef, site: Site) -> str | None:
+    return record_dtype_text(module, kernel, site.target)
 
 
 def _check_portable(module: StaticModule, project: Project, kernel: ast.FunctionDef, function: FunctionPlan) -> None:
@@ -591,11 +639,27 @@ _BUILTINS = frozenset(dir(builtins))
 class Layout:
     """What ``launch_<kernel>`` needs to know: the constants of ``passes.launch_template.launch_kernel``."""
 
-    sites: tuple  # (target, op, where, gradient sources or None)
-    records: tuple  # (target or None, fixed dtype or "", loop ids), in parameter order
+    sites: tuple  # (target, op, where, gradient sources or None, exact records)
+    records: tuple  # (name, kind, target or None, fixed dtype or "", loop ids, requires grad), in parameter order
     loops: tuple  # (id, constant trips or None, where)
-    dtypes: dict[str, str]  # record parameter -> dtype source text
+    annotations: dict[str, str]  # record parameter -> its annotation's source text
     int_paths: frozenset[str]  # atomic targets known to hold integers (no adjoint)
+
+
+def _ndim(module: StaticModule, kernel: ast.FunctionDef, path: str) -> int | None:
+    """The number of dimensions of the array at ``path``, from its annotation; None if unknown."""
+    root, *fields = path.split(".")
+    annotation = next((_annotation(a.annotation) for a in kernel.args.args if a.arg == root), None)
+    for name in fields:
+        annotation = _struct_field(module, annotation, name)
+    kind = annotation.value if isinstance(annotation, ast.Subscript) else getattr(annotation, "func", None)
+    for ndim, name in enumerate(("array1d", "array2d", "array3d", "array4d"), start=1):
+        if kind is not None and module.warp.is_warp(kind, name):
+            return ndim
+    if kind is not None and any(module.warp.is_warp(kind, name) for name in _ARRAY_TYPES):
+        ndim = next((k.value for k in getattr(annotation, "keywords", []) if k.arg == "ndim"), None)
+        return ndim.value if isinstance(ndim, ast.Constant) and isinstance(ndim.value, int) else 1
+    return None
 
 
 def layout(module: StaticModule, kernel: ast.FunctionDef, plan: KernelPlan, source: StaticUnit, helpers, warp: str,
@@ -604,25 +668,28 @@ def layout(module: StaticModule, kernel: ast.FunctionDef, plan: KernelPlan, sour
     params = [a.arg for a in kernel.args.args]
     sites = []
     for site in plan.sites:
-        sources = _site_sources(source, plan, site, params, helpers)
-        sites.append((site.target, site.op, site.location, None if sources is None else tuple(sorted(sources))))
-    records = {s.records: (s.target, "", s.loops) for s in plan.sites}
-    for loop in plan.loops:
-        if loop.trips_records:
-            records[loop.trips_records] = (None, "int32", loop.outer_loops)
-        for _, name, dtype in loop.carried_in:
-            records[name] = (None, dtype, (*loop.outer_loops, loop.id))
-        for _, name, dtype in loop.carried:
-            records[name] = (None, dtype, loop.outer_loops)
-    dtypes = {
-        name: (record_dtype_text(module, kernel, target) or any_name) if target else f"{warp}.{dtype}"
-        for name, (target, dtype, _) in records.items()
-    }
+        sources = None if site.exact else _site_sources(source, plan, site, params, helpers)
+        exact_records = (site.records, site.values, site.order, site.addresses, site.compares) if site.exact else ()
+        sources = None if sources is None else tuple(sorted(sources))
+        sites.append((site.target, site.op, site.location, sources, exact_records))
+    records = _records(plan)
+    annotations = {}
+    for name, info in records.items():
+        if info.kind == "tickets":
+            ndim = _ndim(module, kernel, info.target)
+            annotations[name] = f"{warp}.array(dtype={warp}.int32, ndim={ndim})" if ndim else any_name
+        elif info.kind in ("returned", "values", "compares"):
+            annotations[name] = f"{warp}.array(dtype={record_dtype_text(module, kernel, info.target) or any_name})"
+        else:
+            annotations[name] = f"{warp}.array(dtype={warp}.{info.dtype})"
     paths = {s.target for s in plan.sites} | {p for f in plan.root.walk() for p in f.unconsumed.values() if p}
     int_paths = frozenset(p for p in paths if _is_int_dtype(module, record_dtype_text(module, kernel, p)))
     loops = tuple((loop.id, loop.static_trips, loop.location) for loop in plan.loops)
-    ordered = tuple(records[name] for name in plan.root.record_params())
-    return Layout(tuple(sites), ordered, loops, dtypes, int_paths)
+    ordered = tuple(
+        (name, info.kind, info.target, info.dtype, info.loops, info.requires_grad)
+        for name, info in ((name, records[name]) for name in plan.root.record_params())
+    )
+    return Layout(tuple(sites), ordered, loops, annotations, int_paths)
 
 
 _INT_DTYPES = frozenset({"int", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"})
@@ -662,36 +729,64 @@ def unparse_wrapped(function: ast.FunctionDef) -> str:
     return "\n".join(lines)
 
 
-def kernel_block(
-    module: StaticModule, project: Project, kernel: ast.FunctionDef, taken: set[str], shared: SharedNames,
-    preamble: str, max_records: int | None,
-) -> str:  # fmt: skip
-    """The generated block for one kernel, fenced by its begin and end markers. Adds its names to ``taken``."""
-    plan, source, helpers, namer = plan_kernel(module, project, kernel, taken)
-    names = _names(shared, namer)
+@dataclass
+class KernelCode:
+    """One kernel's generated definitions, before they are laid out in its block."""
+
+    kernel: ast.FunctionDef
+    helpers: list[ast.FunctionDef]  # the @wp.func helpers its phases call
+    phases: list[ast.FunctionDef]  # cloned helpers and the record kernel, then the same for the replay
+    launcher: str
+    exact: bool
+
+
+def kernel_code(
+    module: StaticModule, project: Project, kernel: ast.FunctionDef, taken: set[str], shared: ModuleNames,
+    max_records: int | None, detach_returns: bool,
+) -> KernelCode:  # fmt: skip
+    """The record and replay kernels and ``launch_<kernel>`` of one kernel. Adds its module-level names to
+    ``taken``."""
+    plan, source, helpers, namer = plan_kernel(module, project, kernel, taken, detach_returns)
+    exact_kinds = sorted({(s.op, s.indices) for s in plan.sites if s.exact})
+    names = _names(shared, namer, exact_kinds, launch_arity(kernel))
     launch = namer.fresh(f"launch_{kernel.name}")
     shape = layout(module, kernel, plan, source, helpers, shared.warp, shared.any)
     options = kernel_options(module, kernel)
     record_options = {**options, "enable_backward": False}
-    record_phase = phase_functions(plan, RECORD, names, shape.dtypes, shape.int_paths, record_options)
-    replay_phase = phase_functions(plan, REPLAY, names, shape.dtypes, shape.int_paths, options)
+    record_phase = phase_functions(plan, RECORD, names, shape.annotations, shape.int_paths, record_options)
+    replay_phase = phase_functions(plan, REPLAY, names, shape.annotations, shape.int_paths, options)
     record, replay = record_phase[-1].name, replay_phase[-1].name
+    exact_runtime = "None"
+    if exact_kinds:
+        _exact_runtime_names(shared, namer)
+        exact_runtime = f"({shared.support['ExactSite']}, {shared.support['ExactBackward']})"
     launcher = launch_template.render(
         launch_template.launch_kernel,
         {"kernel": kernel.name, "record_kernel": record, "replay_kernel": replay, "launch_kernel": launch,
-         "launch_recorded": shared.support["launch_recorded"]},
+         "launch_recorded": shared.support["launch_recorded"], "EXACT_RUNTIME": exact_runtime},
         constants={"PARAMETERS": tuple(a.arg for a in kernel.args.args), "SITES": shape.sites,
-                   "RECORDS": shape.records, "LOOPS": shape.loops, "MAX_RECORDS": max_records},
+                   "RECORDS": shape.records, "LOOPS": shape.loops, "MAX_RECORDS": max_records,
+                   "LAUNCH_ARITY": len(names.coords)},
         docstring=_launch_docstring(kernel.name, record, replay, module.display, kernel.lineno),
     )  # fmt: skip
-    taken |= {f.name for f in [*record_phase, *replay_phase]} | {launch}
+    has_dynamic_for = any(isinstance(loop.node, ast.For) and loop.static_trips is None for loop in plan.loops)
+    taken |= namer.taken | {launch}
+    code_helpers = helper_functions(names, with_range_length=has_dynamic_for)
+    return KernelCode(kernel, code_helpers, [*record_phase, *replay_phase], launcher, bool(exact_kinds))
+
+
+def kernel_block(code: KernelCode, module: StaticModule, shared: ModuleNames, preamble: str) -> str:
+    """One kernel's block, fenced by its begin and end markers: ``preamble`` (shared code, first block only),
+    the helpers no earlier block defined, the phases and ``launch_<kernel>``."""
+    helpers = [h for h in code.helpers if h.name not in shared.emitted]
+    shared.emitted |= {h.name for h in helpers}
     parts = [
         *([preamble] if preamble else []),
-        *(unparse_wrapped(function) for function in [*record_phase, *replay_phase]),
-        launcher.rstrip("\n"),
+        *(unparse_wrapped(function) for function in [*helpers, *code.phases]),
+        code.launcher.rstrip("\n"),
     ]
-    begin = BEGIN.format(kernel=kernel.name, where=f"{module.display}:{kernel.lineno}")
-    return begin + "\n\n\n".join(parts) + "\n\n\n" + END.format(kernel=kernel.name)
+    begin = BEGIN.format(kernel=code.kernel.name, where=f"{module.display}:{code.kernel.lineno}")
+    return begin + "\n\n\n".join(parts) + "\n\n\n" + END.format(kernel=code.kernel.name)
 
 
 @dataclass
@@ -731,25 +826,36 @@ def kernels_to_rewrite(module: StaticModule, project: Project) -> tuple[list[ast
 
 
 def emit_module(
-    path: Path, display: str, text: str, project: Project | None = None, max_records: int | None = None
+    path: Path,
+    display: str,
+    text: str,
+    project: Project | None = None,
+    max_records: int | None = None,
+    detach_returns: bool = False,
 ) -> Emitted:
-    """``text`` with each kernel's generated block inserted after it; raises ``ParseError``/``RewriteError``."""
+    """``text`` with each kernel's generated block inserted after it; raises ``ParseError``/``RewriteError``.
+
+    ``max_records`` and ``detach_returns`` have the meaning of ``wp_rewrite``'s options.
+    """
     project = project or Project()
     module = StaticModule.parse(path, display, text)
     project.modules.setdefault(path.resolve(), module)
-    kernels, warnings = kernels_to_rewrite(module, project)
+    kernels, warnings = kernels_to_rewrite(module, project)  # also loads the files their helpers come from
     if not kernels:
         return Emitted(text, [], warnings)
-    taken = _bound_names(module.tree)
-    shared = _shared_names(module, Namer(taken))
+    taken = set().union(*(_bound_names(m.tree) for m in project.modules.values() if m is not None))
+    shared = module_names(module, taken)
+    taken |= set(shared.support.values())
+    codes = [kernel_code(module, project, k, taken, shared, max_records, detach_returns) for k in kernels]
+    preamble = shared_code(shared, with_exact=any(code.exact for code in codes))
     newline = "\r\n" if "\r\n" in text else "\n"  # the file's own line endings, for the inserted lines too
     lines = split_lines(text)
     if lines and not lines[-1].endswith(("\n", "\r")):
         lines[-1] += newline
-    blocks = []
-    for index, kernel in enumerate(kernels):
-        preamble = shared.preamble if index == 0 else ""
-        blocks.append((kernel.end_lineno, kernel_block(module, project, kernel, taken, shared, preamble, max_records)))
+    blocks = [
+        (code.kernel.end_lineno, kernel_block(code, module, shared, preamble if i == 0 else ""))
+        for i, code in enumerate(codes)
+    ]
     for end_line, block in reversed(blocks):
         lines[end_line:end_line] = [("\n\n" + block).replace("\n", newline)]
     return Emitted("".join(lines), [k.name for k in kernels], warnings)

@@ -15,7 +15,7 @@ from rewrite.exact import ExactBackward, ExactSite
 
 if TYPE_CHECKING:
     from rewrite.api import RewrittenKernel
-    from rewrite.build import RecordInfo
+    from rewrite.build import RecordInfo, SiteInfo
 
 
 def active_tape() -> wp.Tape | None:
@@ -72,21 +72,15 @@ def check_float_returns(rewritten: RewrittenKernel, args: Sequence[Any]) -> None
     """
     kernel = rewritten.kernel
     for site in rewritten.sites:
-        if site.exact_records or not is_float_dtype(resolve_path(kernel, args, site.target).dtype):
-            continue
-        if site.gradient_sources is None:
-            candidates = [(path, array) for path, array in _arrays(kernel, args)]
-        else:
-            candidates = [(path, resolve_path(kernel, args, path)) for path in sorted(site.gradient_sources)]
-        for path, value in candidates:
-            if isinstance(value, wp.array) and value.requires_grad and is_float_dtype(value.dtype):
-                raise RewriteError(
-                    kernel.key,
-                    site.location,
-                    f"the value returned by wp.atomic_{site.op}() on '{site.target}' is a float that depends on "
-                    f"'{path}', which requires grad; its exact gradient through the returned value is not supported",
-                    f"Launch with '{path}' not requiring grad, or compute the value without using the atomic's return",
-                )
+        path = None if site.exact_records else _requires_grad(kernel, args, site)
+        if path is not None:
+            raise RewriteError(
+                kernel.key,
+                site.location,
+                f"the value returned by wp.atomic_{site.op}() on '{site.target}' is a float that depends on "
+                f"'{path}', which requires grad; its exact gradient through the returned value is not supported",
+                f"Launch with '{path}' not requiring grad, or compute the value without using the atomic's return",
+            )
 
 
 def _scratch_copy(value: Any) -> Any:
@@ -101,20 +95,56 @@ def _scratch_copy(value: Any) -> Any:
     return value
 
 
-def _allocate(record: RecordInfo, target: wp.array | None, size: int, device: wp.context.Device) -> wp.array:
+def _allocate(record: RecordInfo, target: wp.array | None, size: int, exact: bool, device) -> wp.array:
+    """One record array. Exact-return records are empty when this launch needs no gradient through them."""
+    if record.kind in ("values", "order", "addresses", "compares", "tickets") and not exact:
+        shape = (0,) * target.ndim if record.kind == "tickets" else 0
+        dtype = target.dtype if record.kind in ("values", "compares") else wp.int32
+        return wp.empty(shape, dtype=dtype, device=device)
     if record.kind == "tickets":
         return wp.zeros(target.shape, dtype=wp.int32, device=device)
     if record.kind == "order":
         return wp.full(size, -1, dtype=wp.int32, device=device)
     dtype = target.dtype if record.kind in ("returned", "values", "compares") else getattr(wp, record.dtype)
     # The replay reads only records the record kernel wrote, so they need no zero fill.
-    return wp.empty(size, dtype=dtype, device=device, requires_grad=record.requires_grad)
+    return wp.empty(size, dtype=dtype, device=device, requires_grad=record.requires_grad and exact)
+
+
+def exact_targets_needed(rewritten: RewrittenKernel, args: Sequence[Any]) -> set[str]:
+    """Targets whose float returns need exact gradients in this launch: something they are made of requires grad."""
+    needed = set()
+    for site in rewritten.sites:
+        if site.exact_records and _requires_grad(rewritten.kernel, args, site) is not None:
+            needed.add(site.target)
+    return needed
+
+
+def _requires_grad(kernel: wp.Kernel, args: Sequence[Any], site: SiteInfo) -> str | None:
+    """The path of an array this float return may be differentiable in that requires grad, if any."""
+    if not is_float_dtype(resolve_path(kernel, args, site.target).dtype):
+        return None
+    if site.gradient_sources is None:
+        candidates = list(_arrays(kernel, args))
+    else:
+        candidates = [(path, resolve_path(kernel, args, path)) for path in sorted(site.gradient_sources)]
+    for path, value in candidates:
+        if isinstance(value, wp.array) and value.requires_grad and is_float_dtype(value.dtype):
+            return path
+    return None
 
 
 class _Phases:
     """The record arrays and trip arrays of one launch of the record kernel."""
 
-    def __init__(self, rewritten: RewrittenKernel, args: Sequence[Any], shape: tuple[int, ...], capacities, device):
+    def __init__(
+        self,
+        rewritten: RewrittenKernel,
+        args: Sequence[Any],
+        shape: tuple[int, ...],
+        capacities: list[int],
+        device: wp.context.Device,
+        exact: set[str] = frozenset(),
+    ):
         kernel = rewritten.kernel
         threads = math.prod(shape)
         self.capacities = capacities
@@ -123,6 +153,7 @@ class _Phases:
                 record,
                 resolve_path(kernel, args, record.target) if record.target else None,
                 threads * math.prod(capacities[i] for i in record.loops),
+                record.target in exact,
                 device,
             )
             for record in rewritten.records
@@ -173,11 +204,12 @@ def launch_two_phase(
     ]
     if None in capacities:
         capacities = _count_trips(rewritten, args, shape, capacities, options)
-    phases = _Phases(rewritten, args, shape, capacities, device)
+    exact_needed = exact_targets_needed(rewritten, args)
+    phases = _Phases(rewritten, args, shape, capacities, device, exact_needed)
     wp.launch(rewritten.record_kernel, dim, inputs, [*outputs, *phases.extra], record_tape=False, **options)
     if any(loop.needs_capacity for loop in rewritten.loops):
         _check_capacity(rewritten, phases)
-    exact = _exact_targets(rewritten, args, phases)
+    exact = _exact_targets(rewritten, args, phases, exact_needed)
     if exact:
         # Recorded before the replay launch, so that backward runs it right after the replay's adjoint.
         step = ExactBackward(kernel.key, rewritten.replay_kernel, dim, list(inputs), [*outputs, *phases.extra], device,
@@ -189,13 +221,13 @@ def launch_two_phase(
         tape._check_kernel_array_access(rewritten.replay_kernel, [*args, *phases.extra])
 
 
-def _exact_targets(rewritten: RewrittenKernel, args, phases: _Phases) -> list:
+def _exact_targets(rewritten: RewrittenKernel, args, phases: _Phases, needed: set[str]) -> list:
     """The exact sites of this launch grouped by target: (location, path, target array, sites)."""
     groups: dict[str, tuple] = {}
     for site in rewritten.sites:
-        target = resolve_path(rewritten.kernel, args, site.target)
-        if not site.exact_records or not is_float_dtype(target.dtype):
+        if site.target not in needed:
             continue
+        target = resolve_path(rewritten.kernel, args, site.target)
         returned, values, order, addresses, compares = (phases.records.get(name) for name in site.exact_records)
         group = groups.setdefault(site.target, (site.location, site.target, target, []))
         group[3].append(ExactSite(site.op, returned, values, order, addresses, compares))
