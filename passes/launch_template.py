@@ -33,7 +33,8 @@ PARAMETERS: tuple[str, ...] = ()  # the kernel's parameter names, in order
 SITES: tuple = ()
 # per record parameter, in order: (name, kind, target path or None, fixed dtype or "", ids of loops around, grad)
 RECORDS: tuple = ()
-LOOPS: tuple = ()  # per loop around a consumed atomic: (id, constant trip count or None, "file:line:col")
+# per loop around a recorded atomic: (id, constant trip count or None, "file:line:col", opaque: the replay skips it)
+LOOPS: tuple = ()
 MAX_RECORDS = None  # records per execution of a loop whose trip count is not a constant; None: counted by a dry run
 EXACT_RUNTIME = None  # (ExactSite, ExactBackward) of the module's copy of rewrite.exact, for exact float returns
 LAUNCH_ARITY = 1  # how many indices the kernel unpacks wp.tid() into: the most launch dimensions it can take
@@ -96,8 +97,27 @@ def scratch_copy(value):
     return value
 
 
-def phase_arguments(parameters, records, loops, args, shape, capacities, device):
-    """The arguments both phases take after the kernel's own: records, trip arrays, launch shape."""
+def requires_grad_path(parameters, args, site):
+    """The path of an array requiring grad that a float return may be differentiable in, if any."""
+    target, _, _, sources, _ = site
+    if not is_float_dtype(argument_at(parameters, args, target).dtype):
+        return None
+    if sources is None:
+        candidates = list(argument_arrays(parameters, args))
+    else:
+        candidates = [(path, argument_at(parameters, args, path)) for path in sources]
+    for path, value in candidates:
+        if isinstance(value, wp.array) and value.requires_grad and is_float_dtype(value.dtype):
+            return path
+    return None
+
+
+def phase_arguments(parameters, records, loops, args, shape, capacities, device, exact=frozenset()):
+    """The arguments both phases take after the kernel's own: records, trip arrays, launch shape.
+
+    ``exact``: targets whose float returns need exact gradients in this launch; the other targets' exact-return
+    records are empty (their returns are exact as constants).
+    """
     threads = 1
     for extent in shape:
         threads *= extent
@@ -107,15 +127,20 @@ def phase_arguments(parameters, records, loops, args, shape, capacities, device)
         for loop in around:
             size *= capacities[loop]
         array = argument_at(parameters, args, target) if target else None
-        if kind == "tickets":  # counters beside the target, one per address
+        if kind in ("values", "order", "addresses", "compares", "tickets") and target not in exact:
+            empty = (0,) * array.ndim if kind == "tickets" else 0
+            dtype = array.dtype if kind in ("values", "compares") else wp.int32
+            extra.append(wp.empty(empty, dtype=dtype, device=device))
+        elif kind == "tickets":  # counters beside the target, one per address
             extra.append(wp.zeros(array.shape, dtype=wp.int32, device=device))
         elif kind == "order":  # -1: the operation never ran
             extra.append(wp.full(size, -1, dtype=wp.int32, device=device))
         else:
             dtype = array.dtype if kind in ("returned", "values", "compares") else getattr(wp, fixed_dtype)
             # The replay reads only records the record kernel wrote, so they need no zero fill.
-            extra.append(wp.empty(size, dtype=dtype, device=device, requires_grad=requires_grad))
-    if loops:
+            grad = requires_grad and target in exact
+            extra.append(wp.empty(size, dtype=dtype, device=device, requires_grad=grad))
+    if any(not opaque for *_, opaque in loops):
         trip_capacity = wp.array(capacities, dtype=wp.int32, device=device)
         trips_needed = wp.zeros(len(capacities), dtype=wp.int32, device=device)
         extra += [trip_capacity, trips_needed]
@@ -146,23 +171,18 @@ def launch_recorded(
         wp.launch(kernel, dim, inputs, outputs, record_tape=record_tape, **options)
         return
 
-    # A recorded float return is replayed as a constant: exact only if nothing it is made of needs a gradient.
-    for target, op, where, sources, exact_records in sites:
-        if exact_records or not is_float_dtype(argument_at(parameters, args, target).dtype):
-            continue
-        if sources is None:
-            candidates = list(argument_arrays(parameters, args))
-        else:
-            candidates = [(path, argument_at(parameters, args, path)) for path in sources]
-        for path, value in candidates:
-            if isinstance(value, wp.array) and value.requires_grad and is_float_dtype(value.dtype):
-                raise RewriteError(
-                    kernel.key,
-                    where,
-                    f"the value returned by wp.atomic_{op}() on '{target}' is a float that depends on '{path}', "
-                    "which requires grad; its exact gradient through the returned value is not supported",
-                    f"Launch with '{path}' not requiring grad, or compute the value without using the atomic's return",
-                )
+    # A detached float return is replayed as a constant: exact only if nothing it is made of needs a gradient.
+    for site in sites:
+        target, op, where, _, exact_records = site
+        path = None if exact_records else requires_grad_path(parameters, args, site)
+        if path is not None:
+            raise RewriteError(
+                kernel.key,
+                where,
+                f"the value returned by wp.atomic_{op}() on '{target}' is a float that depends on '{path}', "
+                "which requires grad; its exact gradient through the returned value is not supported",
+                f"Launch with '{path}' not requiring grad, or compute the value without using the atomic's return",
+            )
 
     shape = (dim,) if isinstance(dim, int) else tuple(dim)
     if len(shape) > launch_arity:
@@ -171,7 +191,11 @@ def launch_recorded(
             f"{len(shape)} dimensions: its records are kept per thread by those indices. Unpack all "
             f"{len(shape)} (e.g. i, j = wp.tid()) or launch with fewer dimensions"
         )
-    capacities = [trips if trips is not None else max_records for _, trips, _ in loops]
+    # Loops of unknown length not skipped by the replay need room for max_records executions.
+    needs_room = [trips is None and not opaque for _, trips, _, opaque in loops]
+    capacities = [
+        max_records if room else (trips or 1) for room, (_, trips, _, _) in zip(needs_room, loops, strict=True)
+    ]
     if None in capacities:
         # A dry run on scratch copies, with no room for records, counts the trips of loops of unknown length.
         scratch = [scratch_copy(value) for value in args]
@@ -179,13 +203,15 @@ def launch_recorded(
         wp.launch(record_kernel, shape, scratch, dry, record_tape=False, **options)
         needed = dry[-2].numpy()
         capacities = [c if c is not None else int(needed[i]) for i, c in enumerate(capacities)]
+    # Exact float returns cost nothing extra where no gradient can flow through them.
+    exact = {site[0] for site in sites if site[4] and requires_grad_path(parameters, args, site) is not None}
     # Forward: the record kernel runs the original code and stores every consumed atomic's returned value.
-    extra = phase_arguments(parameters, records, loops, args, shape, capacities, device)
+    extra = phase_arguments(parameters, records, loops, args, shape, capacities, device, exact)
     wp.launch(record_kernel, dim, inputs, [*outputs, *extra], record_tape=False, **options)
-    if loops:
+    if any(needs_room):
         needed = extra[-2].numpy()
-        for loop, trips, where in loops:
-            if trips is None and needed[loop] > capacities[loop]:
+        for (loop, _, where, _), room in zip(loops, needs_room, strict=True):
+            if room and needed[loop] > capacities[loop]:
                 raise RewriteError(
                     kernel.key,
                     where,
@@ -198,23 +224,24 @@ def launch_recorded(
     groups = {}
     by_name = dict(zip([record[0] for record in records], extra, strict=False))
     for target, op, where, _, exact_records in sites:
-        array = argument_at(parameters, args, target)
-        if exact_records and is_float_dtype(array.dtype):
+        if target in exact:
             returned, values, order, addresses, compares = (by_name.get(name) for name in exact_records)
-            group = groups.setdefault(target, (where, target, array, []))
+            group = groups.setdefault(target, (where, target, argument_at(parameters, args, target), []))
             group[3].append(exact_runtime[0](op, returned, values, order, addresses, compares))
     if groups:
-        exact = list(groups.values())
+        exact_targets = list(groups.values())
         step = exact_runtime[1](kernel.key, replay_kernel, dim, list(inputs), [*outputs, *extra], device, block_dim,
-                                max_blocks, exact)  # fmt: skip
-        tape.record_func(backward=step, arrays=[site.returned for *_, exact_sites in exact for site in exact_sites])
+                                max_blocks, exact_targets)  # fmt: skip
+        tape.record_func(backward=step, arrays=[s.returned for *_, exact_sites in exact_targets for s in exact_sites])
     # Backward: the replay kernel's adjoint runs, reading the recorded values back.
     tape.record_launch(replay_kernel, dim, max_blocks, list(inputs), [*outputs, *extra], device, block_dim or 0)
     if wp.config.verify_autograd_array_access:
         tape._check_kernel_array_access(replay_kernel, [*args, *extra])
 
 
-SUPPORT = (argument_arrays, argument_at, is_float_dtype, scratch_copy, phase_arguments, launch_recorded)
+SUPPORT = (
+    argument_arrays, argument_at, is_float_dtype, requires_grad_path, scratch_copy, phase_arguments, launch_recorded
+)  # fmt: skip
 
 
 def _offsets(text: str) -> list[int]:

@@ -31,6 +31,21 @@ class Unit(Protocol):
 
     def location(self, node: ast.AST) -> str: ...
 
+    def fresh_tree(self) -> ast.FunctionDef:
+        """A new parse of the same source: node positions equal ``tree``'s (cheaper than a deep copy)."""
+        ...
+
+
+class _Analysis:
+    """What the planner reads off one function's tree, computed once per rewrite."""
+
+    def __init__(self, tree: ast.FunctionDef, names: WarpNames):
+        self.parents = parent_map(tree)
+        self.aliases = single_assignments(tree)
+        self.atomics = find_atomic_calls(tree, names)
+        self.writes = find_augmented_writes(tree)
+        self.kinds = IntLocals(tree).locals
+
 
 class Refusal(Exception):
     """A construct the rewrite cannot handle; the caller turns it into a ``RewriteError``."""
@@ -161,7 +176,9 @@ def _own_jumps(body: list[ast.stmt]) -> Iterator[ast.Break | ast.Continue]:
             yield from _own_jumps(stmt.orelse)
 
 
-def _carried(unit: Unit, loop: ast.For | ast.While) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+def _carried(
+    unit: Unit, loop: ast.For | ast.While, kinds: dict[str, str]
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """Locals the loop changes that later iterations read, and those code after the loop reads: (name, dtype)."""
     inside = {id(n) for n in ast.walk(loop)}
     names_in = [n for n in ast.walk(loop) if isinstance(n, ast.Name)]
@@ -174,7 +191,6 @@ def _carried(unit: Unit, loop: ast.For | ast.While) -> tuple[list[tuple[str, str
     defined_before = {n.id for n in names_out if isinstance(n.ctx, ast.Store)} | {a.arg for a in unit.tree.args.args}
     read_in = {n.id for n in names_in if isinstance(n.ctx, ast.Load)}
     read_out = {n.id for n in names_out if isinstance(n.ctx, ast.Load)}
-    kinds = IntLocals(unit.tree).locals
     carried = (sorted(changed & defined_before & read_in), sorted(changed & read_out))
     for name in {*carried[0], *carried[1]} - kinds.keys():
         raise Refusal(
@@ -246,12 +262,15 @@ class Planner:
         resolve_helper: HelperResolver,
         exact_targets: frozenset[str] = frozenset(),
         is_int_path: Callable[[str], bool] = lambda path: False,
+        analyses: dict[int, _Analysis] | None = None,
     ):
         self.kernel = kernel
         self.params = params
         self.exact_targets = exact_targets
         self.is_int_path = is_int_path
         self.tickets: dict[str, str] = {}
+        self._analyses = {} if analyses is None else analyses  # shareable between plannings of one kernel
+        self._consuming: dict[int, bool] = {}
         self.resolve_helper = resolve_helper
         self.loop_ids = itertools.count()
         self.loops: list[Loop] = []
@@ -278,28 +297,29 @@ class Planner:
                 )
         return KernelPlan(root, self.loops, self.sites)
 
+    def analysis(self, unit: Unit) -> _Analysis:
+        if id(unit.tree) not in self._analyses:
+            self._analyses[id(unit.tree)] = _Analysis(unit.tree, self.unit_names(unit))
+        return self._analyses[id(unit.tree)]
+
     def _plan(self, unit: Unit, paths: dict[str, str | None], outer: tuple[int, ...], name: str) -> FunctionPlan:
         names = self.unit_names(unit)
         plan = FunctionPlan(unit, name)
-        parents = parent_map(unit.tree)
-        aliases = single_assignments(unit.tree)
+        facts = self.analysis(unit)
+        parents, aliases = facts.parents, facts.aliases
         unit_params = [a.arg for a in unit.tree.args.args]
 
         def kernel_path(target: ast.expr) -> str | None:
             return self._kernel_path(argument_path(target, unit_params, aliases), paths)
 
-        atomics = find_atomic_calls(unit.tree, names)
+        atomics = facts.atomics
         exact = [c for c in atomics if kernel_path(c.target) in self.exact_targets]
-        exact += [
-            _as_atomic_call(w, names)
-            for w in find_augmented_writes(unit.tree)
-            if kernel_path(w.target) in self.exact_targets
-        ]
+        exact += [_as_atomic_call(w, names) for w in facts.writes if kernel_path(w.target) in self.exact_targets]
         recorded = [c for c in atomics if c.consumed and c not in exact] + exact
         for call in atomics:
             if not call.consumed and call not in exact:
                 plan.unconsumed[parents[call.node]] = kernel_path(call.target)
-        for write in find_augmented_writes(unit.tree):
+        for write in facts.writes:
             if kernel_path(write.target) not in self.exact_targets:
                 plan.unconsumed[write] = kernel_path(write.target)
         self._check_exact_writes(unit, paths, unit_params, aliases)
@@ -375,6 +395,8 @@ class Planner:
 
     def _check_exact_writes(self, unit: Unit, paths: dict, unit_params: list[str], aliases: dict) -> None:
         """Exact float returns need every write into their target to be an atomic the rewrite records."""
+        if not self.exact_targets:
+            return
         for node in ast.walk(unit.tree):
             targets = (
                 node.targets
@@ -410,13 +432,13 @@ class Planner:
         Inside: only atomics and stores on int targets, no helper calls, no return; everything read after
         the loop is an int. The replay then skips such a loop and restores those ints from records.
         """
-        kinds = IntLocals(unit.tree).locals
+        facts = self.analysis(unit)
         loops = set()
         for call in atomics:
             if not call.consumed:
                 continue
-            for loop in _enclosing(call.node, parent_map(unit.tree), unit.tree):
-                if self._is_opaque(unit, loop, kernel_path, kinds):
+            for loop in _enclosing(call.node, facts.parents, unit.tree):
+                if self._is_opaque(unit, loop, kernel_path, facts.kinds):
                     loops.add(loop)
                     break
         return loops
@@ -442,7 +464,7 @@ class Planner:
             if any(isinstance(t, ast.Subscript) and not self._int_path(kernel_path(t)) for t in written):
                 return False
         try:
-            _, carried_out = _carried(unit, loop)
+            _, carried_out = _carried(unit, loop, kinds)
         except Refusal:
             return False
         return all(name in kinds for name, _ in carried_out)
@@ -454,7 +476,7 @@ class Planner:
         loop_id = next(self.loop_ids)
         loop = Loop(node, loop_id, None, unit.location(node), "", opaque=True)
         fresh = self.namer.fresh
-        _, carried_out = _carried(unit, node)
+        _, carried_out = _carried(unit, node, self.analysis(unit).kinds)
         loop.carried = [(name, fresh(f"{name}_after_loop{loop_id}"), dtype) for name, dtype in carried_out]
         self.loops.append(loop)
         return loop
@@ -477,7 +499,7 @@ class Planner:
         if isinstance(node, ast.While) or any(isinstance(j, ast.Break) for j in jumps):
             loop.counter = fresh(f"trips{loop_id}")
             loop.trips_records = fresh(f"trips{loop_id}_records")
-        carried_in, carried_out = _carried(unit, node)
+        carried_in, carried_out = _carried(unit, node, self.analysis(unit).kinds)
         loop.carried_in = [(name, fresh(f"{name}_in_loop{loop_id}"), dtype) for name, dtype in carried_in]
         loop.carried = [(name, fresh(f"{name}_after_loop{loop_id}"), dtype) for name, dtype in carried_out]
         self.loops.append(loop)
@@ -495,17 +517,19 @@ class Planner:
         return sorted(found, key=lambda pair: (pair[0].lineno, pair[0].col_offset))
 
     def _consumes(self, unit: Unit, seen: set[int]) -> bool:
-        if id(unit.tree) in seen:
+        """Does the function consume an atomic's return, itself or in a helper it calls?"""
+        key = id(unit.tree)
+        if key in self._consuming:
+            return self._consuming[key]
+        if key in seen:
             return False
-        seen.add(id(unit.tree))
-        if any(c.consumed for c in find_atomic_calls(unit.tree, self.unit_names(unit))):
-            return True
-        for node in ast.walk(unit.tree):
-            if isinstance(node, ast.Call):
-                helper = self.resolve_helper(unit, node)
-                if helper is not None and self._consumes(helper, seen):
-                    return True
-        return False
+        seen.add(key)
+        consumes = any(c.consumed for c in self.analysis(unit).atomics) or any(
+            helper is not None and self._consumes(helper, seen)
+            for helper in (self.resolve_helper(unit, n) for n in ast.walk(unit.tree) if isinstance(n, ast.Call))
+        )
+        self._consuming[key] = consumes
+        return consumes
 
     def _check_call(self, unit: Unit, call: AtomicCall) -> None:
         if call.node.keywords:

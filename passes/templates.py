@@ -8,6 +8,7 @@ names the user's module binds to ``warp`` and ``typing.Any``.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import textwrap
 from collections.abc import Callable
@@ -134,9 +135,14 @@ class _Rename(ast.NodeTransformer):
         return node
 
 
+@functools.cache
+def _source_of(template: Callable) -> str:
+    return textwrap.dedent(inspect.getsource(template))
+
+
 def instantiate(template: Callable, **names: str) -> ast.FunctionDef:
     """The template's definition with each placeholder ``name`` renamed to ``names[name]``."""
-    definition = ast.parse(textwrap.dedent(inspect.getsource(template))).body[0]
+    definition = ast.parse(_source_of(template)).body[0]
     return _Rename(names).visit(definition)
 
 

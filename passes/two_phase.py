@@ -345,7 +345,7 @@ def phase_function(
     is_kernel = options is not None
     coordinate = names.thread if is_kernel else names.coordinate
     writer = PhaseWriter(plan, phase, names, coordinate, with_trips, int_paths, in_helper=not is_kernel)
-    function = writer.visit(copy.deepcopy(plan.unit.tree))
+    function = writer.visit(plan.unit.fresh_tree())
     function.name = f"{plan.name}_{phase}"
     w = names.warp
     records = [(name, annotations[name]) for name in plan.record_params()]

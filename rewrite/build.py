@@ -11,7 +11,7 @@ from warp._src.context import Function
 from passes.atomics import AtomicCall
 from passes.dataflow import argument_path, gradient_sources, single_assignments
 from passes.naming import Namer
-from passes.plan import KernelPlan, Planner, Refusal, Site
+from passes.plan import KernelPlan, Planner, Refusal
 from passes.two_phase import RECORD, REPLAY, Names, helper_functions, launch_arity, phase_functions
 from rewrite.errors import RewriteError
 from rewrite.source import FunctionSource, compile_generated
@@ -140,18 +140,30 @@ def _merged_namespace(kernel: FunctionSource, plan: KernelPlan) -> dict:
     return namespace
 
 
-def _site_sources(kernel: FunctionSource, plan: KernelPlan, site: Site, params: list[str], helpers) -> frozenset | None:
-    """Gradient sources of a consumed atomic; None (anything) when helpers may write into its target."""
-    if site.in_helper:
-        return None
-    names = kernel.warp_names()
-    aliases = single_assignments(kernel.tree)
-    for node in ast.walk(kernel.tree):
-        is_helper_call = isinstance(node, ast.Call) and helpers(kernel, node) is not None
-        if is_helper_call and any(argument_path(arg, params, aliases) == site.target for arg in node.args):
-            return None
-    call = AtomicCall(site.call, site.op, consumed=True)
-    return gradient_sources(kernel.tree, params, names, [call])[site.call]
+def _gradient_sources(
+    kernel: FunctionSource, plan: KernelPlan, params: list[str], helpers: _Helpers, int_paths: frozenset[str]
+) -> dict[int, frozenset[str] | None]:
+    """For each float (or not-known-int) site: the argument paths its returned value may be differentiable in.
+
+    None means any array: the site is in a helper, or a helper may write into its target.
+    """
+    names, aliases = kernel.warp_names(), single_assignments(kernel.tree)
+    passed_to_helpers = {
+        argument_path(arg, params, aliases)
+        for node in ast.walk(kernel.tree)
+        if isinstance(node, ast.Call) and helpers(kernel, node) is not None
+        for arg in node.args
+    }
+    local = [s for s in plan.sites if s.target not in int_paths and not s.in_helper]
+    calls = [AtomicCall(s.call, s.op, consumed=True) for s in local]
+    sources = gradient_sources(kernel.tree, params, names, calls) if calls else {}
+    result = {}
+    for site in plan.sites:
+        if site.target in int_paths:
+            continue
+        in_reach_of_helpers = site.in_helper or site.target in passed_to_helpers
+        result[id(site)] = None if in_reach_of_helpers else sources[site.call]
+    return result
 
 
 _defined_in_module: dict[str, set[str]] = {}
@@ -204,7 +216,9 @@ def generate(kernel: wp.Kernel, detach_returns: bool = False) -> Generated | Non
     # Pass 1 only finds what is to be rewritten; names are chosen once every involved function is known.
     try:
         is_int_path = lambda path: _is_int_target(kernel, path)  # noqa: E731
-        plan = Planner(source, params, helpers, is_int_path=is_int_path).plan(Namer(set()), FunctionSource.warp_names)
+        analyses = {}
+        first = Planner(source, params, helpers, is_int_path=is_int_path, analyses=analyses)
+        plan = first.plan(Namer(set()), FunctionSource.warp_names)
         if not plan.sites and not plan.loops:  # a probe loop's consumed atomics may leave only a loop to record
             return None
         exact_targets = frozenset() if detach_returns else _exact_targets(kernel, plan)
@@ -212,7 +226,8 @@ def generate(kernel: wp.Kernel, detach_returns: bool = False) -> Generated | Non
         # All rewritten kernels of a module share one Warp module, where functions are found by name.
         taken = set(source.namespace) | _defined_in_module.setdefault(module, set())
         namer = Namer.for_tree(ast.Module([u.tree for u in units], []), taken)
-        plan = Planner(source, params, helpers, exact_targets, is_int_path).plan(namer, FunctionSource.warp_names)
+        planner = Planner(source, params, helpers, exact_targets, is_int_path, analyses)
+        plan = planner.plan(namer, FunctionSource.warp_names)
     except Refusal as refusal:
         raise _refusal_error(source, refusal) from None
 
@@ -259,12 +274,13 @@ def generate(kernel: wp.Kernel, detach_returns: bool = False) -> Generated | Non
     _defined_in_module[module].update(d.name for d in definitions)
     scope = compile_generated(text, _merged_namespace(source, plan), kernel.key, module)
     wp.get_module(module).options.update(kernel.module.options)
+    sources = _gradient_sources(source, plan, params, helpers, int_paths)
     sites = [
         SiteInfo(
             s.op,
             s.location,
             s.target,
-            _site_sources(source, plan, s, params, helpers),
+            sources.get(id(s), frozenset()),
             s.consumed,
             (s.records, s.values, s.order, s.addresses, s.compares) if s.exact else (),
         )

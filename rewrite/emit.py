@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import re
 import textwrap
 from collections.abc import Iterator
@@ -543,6 +544,10 @@ class StaticUnit:
     def warp_names(self) -> WarpNames:
         return self.owner.warp.names()
 
+    def fresh_tree(self) -> ast.FunctionDef:
+        """A copy of ``tree`` with the same node positions, for passes that rewrite a tree in place."""
+        return copy.deepcopy(self.tree)
+
 
 class _StaticHelpers:
     """``passes.plan``'s helper resolver: follows calls through the files of the project, one unit per helper."""
@@ -641,7 +646,7 @@ class Layout:
 
     sites: tuple  # (target, op, where, gradient sources or None, exact records)
     records: tuple  # (name, kind, target or None, fixed dtype or "", loop ids, requires grad), in parameter order
-    loops: tuple  # (id, constant trips or None, where)
+    loops: tuple  # (id, constant trips or None, where, opaque)
     annotations: dict[str, str]  # record parameter -> its annotation's source text
     int_paths: frozenset[str]  # atomic targets known to hold integers (no adjoint)
 
@@ -668,7 +673,7 @@ def layout(module: StaticModule, kernel: ast.FunctionDef, plan: KernelPlan, sour
     params = [a.arg for a in kernel.args.args]
     sites = []
     for site in plan.sites:
-        sources = None if site.exact else _site_sources(source, plan, site, params, helpers)
+        sources = _site_sources(source, plan, site, params, helpers)
         exact_records = (site.records, site.values, site.order, site.addresses, site.compares) if site.exact else ()
         sources = None if sources is None else tuple(sorted(sources))
         sites.append((site.target, site.op, site.location, sources, exact_records))
@@ -684,7 +689,7 @@ def layout(module: StaticModule, kernel: ast.FunctionDef, plan: KernelPlan, sour
             annotations[name] = f"{warp}.array(dtype={warp}.{info.dtype})"
     paths = {s.target for s in plan.sites} | {p for f in plan.root.walk() for p in f.unconsumed.values() if p}
     int_paths = frozenset(p for p in paths if _is_int_dtype(module, record_dtype_text(module, kernel, p)))
-    loops = tuple((loop.id, loop.static_trips, loop.location) for loop in plan.loops)
+    loops = tuple((loop.id, loop.static_trips, loop.location, loop.opaque) for loop in plan.loops)
     ordered = tuple(
         (name, info.kind, info.target, info.dtype, info.loops, info.requires_grad)
         for name, info in ((name, records[name]) for name in plan.root.record_params())

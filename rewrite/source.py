@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import linecache
 import typing
@@ -21,6 +22,7 @@ class FunctionSource:
     """A kernel's or ``@wp.func``'s parsed definition, with what is needed to point back into its file."""
 
     name: str
+    text: str  # the dedented source, decorators included
     tree: ast.FunctionDef
     namespace: dict[str, Any]
     filename: str
@@ -30,19 +32,24 @@ class FunctionSource:
     @classmethod
     def of(cls, obj: wp.Kernel | Function) -> FunctionSource:
         adj = obj.adj
-        module = ast.parse(adj.source)
-        tree = next(node for node in module.body if isinstance(node, ast.FunctionDef))
         namespace = {**adj.func.__globals__, **get_closure_vars(adj.func)}
         first_line = max(adj.fun_lineno, 1)
         original = linecache.getline(adj.filename, first_line)
         indent = len(original) - len(original.lstrip()) if original.strip() else 0
-        return cls(adj.fun_name, tree, namespace, adj.filename, first_line, indent)
+        source = cls(adj.fun_name, adj.source, None, namespace, adj.filename, first_line, indent)
+        source.tree = source.fresh_tree()
+        return source
+
+    def fresh_tree(self) -> ast.FunctionDef:
+        """A new parse of the source: the same node positions as ``tree``, and cheaper than a deep copy."""
+        return next(node for node in ast.parse(self.text).body if isinstance(node, ast.FunctionDef))
 
     def location(self, node: ast.AST) -> str:
         """``file:line:col`` (1-based, as editors and ruff print them) of a node of ``tree``."""
         return f"{self.filename}:{self.first_line + node.lineno - 1}:{self.indent + node.col_offset + 1}"
 
-    def warp_names(self) -> WarpNames:
+    @functools.cached_property
+    def _warp_names(self) -> WarpNames:
         modules = frozenset(name for name, value in self.namespace.items() if value is wp)
         bare = tuple(
             (name, op)
@@ -51,6 +58,10 @@ class FunctionSource:
             if value is getattr(wp, f"atomic_{op}") and not name.startswith("__")
         )
         return WarpNames(modules or frozenset({"wp"}), bare)
+
+    def warp_names(self) -> WarpNames:
+        """How this namespace spells Warp's module and its atomics."""
+        return self._warp_names
 
     def warp_alias(self) -> str:
         return min(self.warp_names().modules)

@@ -54,8 +54,12 @@ class Unit:
     """A kernel's or helper's source as the planner sees it, without Warp."""
 
     def __init__(self, source: str):
-        self.tree = parse(source)
+        self.text = textwrap.dedent(source)
+        self.tree = self.fresh_tree()
         self.name = self.tree.name
+
+    def fresh_tree(self) -> ast.FunctionDef:
+        return ast.parse(self.text).body[0]
 
     def location(self, node: ast.AST) -> str:
         return f"test.py:{node.lineno}:{node.col_offset + 1}"
