@@ -3,7 +3,7 @@
 import numpy as np
 import warp as wp
 
-from examples.kernels import compact_positive, scale_by_previous
+from examples.kernels import compact_positive, running_sum, scale_by_previous
 from rewrite import launch, wp_rewrite
 
 wp.config.quiet = True
@@ -32,7 +32,7 @@ def show(title: str, kernel: wp.Kernel, dim: int, x: np.ndarray, others, output_
 
 
 def main() -> None:
-    for kernel in (scale_by_previous, compact_positive):
+    for kernel in (scale_by_previous, compact_positive, running_sum):
         wp_rewrite(kernel)  # rewrite all kernels before the first launch: their module then compiles once
     show(
         "previous = wp.atomic_add(total, 0, 1.0); y[0] = previous * x[0]   (x=[3], total=[10], want x.grad=[10])",
@@ -49,6 +49,15 @@ def main() -> None:
         len(x),
         x,
         [lambda: wp.zeros(1, dtype=int), lambda: wp.zeros(len(x), dtype=float, requires_grad=True)],
+        2,
+    )
+    x = np.array([1.0, 2.0, 3.0])
+    show(
+        "before = wp.atomic_add(acc, 0, x[tid]); out[tid] = before * x[tid]   (acc=[0.5]; exact: want [5.5 4.5 3.5])",
+        running_sum,
+        len(x),
+        x,
+        [lambda: wp.array([0.5], dtype=float), lambda: wp.zeros(len(x), dtype=float, requires_grad=True)],
         2,
     )
     print("\nGenerated source of the rewritten compaction kernel:\n")

@@ -17,3 +17,11 @@ def compact_positive(x: wp.array[float], count: wp.array[int], out: wp.array[flo
     if x[tid] > 0.0:
         slot = wp.atomic_add(count, 0, 1)
         out[slot] = x[tid] * x[tid]
+
+
+@wp.kernel
+def running_sum(x: wp.array[float], acc: wp.array[float], out: wp.array[float]):
+    """A float return that depends on earlier threads' values: its exact gradient reaches all of them."""
+    tid = wp.tid()
+    before = wp.atomic_add(acc, 0, x[tid])
+    out[tid] = before * x[tid]
