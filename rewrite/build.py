@@ -82,7 +82,11 @@ class _Helpers:
         if not isinstance(func, Function) or func.is_builtin() or getattr(func, "adj", None) is None:
             return None
         if id(func) not in self.loaded:
-            self.loaded[id(func)] = FunctionSource.of(func)
+            try:
+                self.loaded[id(func)] = FunctionSource.of(func)
+            except (OSError, TypeError, SyntaxError, StopIteration) as error:
+                problem = f"the source of helper '{func.key}' cannot be read ({error})"
+                raise Refusal(unit, call, problem, "Define the helper with @wp.func in a .py file") from None
         return self.loaded[id(func)]
 
 
@@ -209,7 +213,13 @@ def generate(kernel: wp.Kernel, detach_returns: bool = False) -> Generated | Non
 
     Float returns get exact gradients unless ``detach_returns``, which records them as constants.
     """
-    source = FunctionSource.of(kernel)
+    try:
+        source = FunctionSource.of(kernel)
+    except (OSError, TypeError, SyntaxError, StopIteration) as error:
+        where = f"{getattr(kernel.adj, 'filename', '<unknown>')}:{getattr(kernel.adj, 'fun_lineno', 0)}:1"
+        raise RewriteError(
+            kernel.key, where, f"its source cannot be read ({error})", "Define the kernel with @wp.kernel in a .py file"
+        ) from None
     module = f"wp_rewrite.{kernel.module.name}"
     helpers = _Helpers()
     params = [arg.label for arg in kernel.adj.args]
