@@ -24,10 +24,10 @@ from pathlib import Path
 from passes import launch_template
 from passes.atomics import ATOMIC_OPS, AtomicCall, WarpNames, find_atomic_calls
 from passes.naming import Namer
-from passes.plan import FunctionPlan, KernelPlan, Planner, Refusal, Site
+from passes.plan import FunctionPlan, KernelPlan, Planner, Refusal
 from passes.two_phase import RECORD, REPLAY, Names, helper_functions, launch_arity, phase_functions
 from rewrite import errors, exact
-from rewrite.build import _records, _refusal_error, _site_sources
+from rewrite.build import _gradient_sources, _records, _refusal_error
 from rewrite.errors import RewriteError
 
 BEGIN = (
@@ -577,23 +577,21 @@ def plan_kernel(
     helpers = _StaticHelpers(project)
     source = helpers.unit(module, kernel)
     params = [a.arg for a in kernel.args.args]
+    is_int_path = lambda path: _is_int_dtype(module, record_dtype_text(module, kernel, path))  # noqa: E731
     try:
         # Pass 1 only finds the functions involved; names are chosen once all of them are known.
-        plan = Planner(source, params, helpers).plan(Namer(set()), StaticUnit.warp_names)
-        exact_targets = frozenset(
-            s.target for s in plan.sites if not detach_returns and not _is_int_dtype(module, _dtype(module, kernel, s))
-        )
+        analyses = {}
+        first = Planner(source, params, helpers, is_int_path=is_int_path, analyses=analyses)
+        plan = first.plan(Namer(set()), StaticUnit.warp_names)
+        exact_targets = frozenset(s.target for s in plan.sites if not detach_returns and not is_int_path(s.target))
         namer = Namer.for_tree(ast.Module([f.unit.tree for f in plan.root.walk()], []), taken)
-        plan = Planner(source, params, helpers, exact_targets).plan(namer, StaticUnit.warp_names)
+        planner = Planner(source, params, helpers, exact_targets, is_int_path, analyses)
+        plan = planner.plan(namer, StaticUnit.warp_names)
     except Refusal as refusal:
         raise _refusal_error(source, refusal) from None
     for function in plan.root.walk():
         _check_portable(module, project, kernel, function)
     return plan, source, helpers, namer
-
-
-def _dtype(module: StaticModule, kernel: ast.FunctionDef, site: Site) -> str | None:
-    return record_dtype_text(module, kernel, site.target)
 
 
 def _check_portable(module: StaticModule, project: Project, kernel: ast.FunctionDef, function: FunctionPlan) -> None:
@@ -671,9 +669,12 @@ def layout(module: StaticModule, kernel: ast.FunctionDef, plan: KernelPlan, sour
            any_name: str) -> Layout:  # fmt: skip
     """The record parameters and launch constants of a plan, as ``rewrite.build.generate`` derives them."""
     params = [a.arg for a in kernel.args.args]
+    paths = {s.target for s in plan.sites} | {p for f in plan.root.walk() for p in f.unconsumed.values() if p}
+    int_paths = frozenset(p for p in paths if _is_int_dtype(module, record_dtype_text(module, kernel, p)))
+    gradient_sources = _gradient_sources(source, plan, params, helpers, int_paths)
     sites = []
     for site in plan.sites:
-        sources = _site_sources(source, plan, site, params, helpers)
+        sources = gradient_sources.get(id(site), frozenset())
         exact_records = (site.records, site.values, site.order, site.addresses, site.compares) if site.exact else ()
         sources = None if sources is None else tuple(sorted(sources))
         sites.append((site.target, site.op, site.location, sources, exact_records))
@@ -687,8 +688,6 @@ def layout(module: StaticModule, kernel: ast.FunctionDef, plan: KernelPlan, sour
             annotations[name] = f"{warp}.array(dtype={record_dtype_text(module, kernel, info.target) or any_name})"
         else:
             annotations[name] = f"{warp}.array(dtype={warp}.{info.dtype})"
-    paths = {s.target for s in plan.sites} | {p for f in plan.root.walk() for p in f.unconsumed.values() if p}
-    int_paths = frozenset(p for p in paths if _is_int_dtype(module, record_dtype_text(module, kernel, p)))
     loops = tuple((loop.id, loop.static_trips, loop.location, loop.opaque) for loop in plan.loops)
     ordered = tuple(
         (name, info.kind, info.target, info.dtype, info.loops, info.requires_grad)
@@ -748,10 +747,12 @@ class KernelCode:
 def kernel_code(
     module: StaticModule, project: Project, kernel: ast.FunctionDef, taken: set[str], shared: ModuleNames,
     max_records: int | None, detach_returns: bool,
-) -> KernelCode:  # fmt: skip
-    """The record and replay kernels and ``launch_<kernel>`` of one kernel. Adds its module-level names to
-    ``taken``."""
+) -> KernelCode | None:  # fmt: skip
+    """The record and replay kernels and ``launch_<kernel>`` of one kernel (None: nothing to record, as when
+    ``wp_rewrite`` leaves a kernel unchanged). Adds its module-level names to ``taken``."""
     plan, source, helpers, namer = plan_kernel(module, project, kernel, taken, detach_returns)
+    if not plan.sites and not plan.loops:
+        return None
     exact_kinds = sorted({(s.op, s.indices) for s in plan.sites if s.exact})
     names = _names(shared, namer, exact_kinds, launch_arity(kernel))
     launch = namer.fresh(f"launch_{kernel.name}")
@@ -852,6 +853,9 @@ def emit_module(
     shared = module_names(module, taken)
     taken |= set(shared.support.values())
     codes = [kernel_code(module, project, k, taken, shared, max_records, detach_returns) for k in kernels]
+    codes = [code for code in codes if code is not None]
+    if not codes:
+        return Emitted(text, [], warnings)
     preamble = shared_code(shared, with_exact=any(code.exact for code in codes))
     newline = "\r\n" if "\r\n" in text else "\n"  # the file's own line endings, for the inserted lines too
     lines = split_lines(text)
@@ -863,7 +867,7 @@ def emit_module(
     ]
     for end_line, block in reversed(blocks):
         lines[end_line:end_line] = [("\n\n" + block).replace("\n", newline)]
-    return Emitted("".join(lines), [k.name for k in kernels], warnings)
+    return Emitted("".join(lines), [code.kernel.name for code in codes], warnings)
 
 
 # --- static check -----------------------------------------------------------------------------------------

@@ -1,0 +1,340 @@
+"""Every pattern the API rewrites, as one module: ``wp-rewrite`` turns it into a module the tests launch.
+
+Keep the kernels here in step with tests/test_core.py and tests/test_coverage.py. One file, so that the
+emitted module compiles once.
+"""
+
+from typing import Any
+
+import warp as wp
+from sample_helpers import GROWTH, append_scaled, claim_slot
+
+# --- the reported kernel, compaction -----------------------------------------------------------------------
+
+
+@wp.kernel
+def scale_by_previous(x: wp.array[float], total: wp.array[float], y: wp.array[float]):
+    previous = wp.atomic_add(total, 0, 1.0)  # the value before this thread's add
+    y[0] = previous * x[0]
+
+
+@wp.kernel
+def compact_positive(x: wp.array(dtype=wp.float64), count: wp.array(dtype=wp.int32), out: wp.array(dtype=wp.float64)):
+    tid = wp.tid()
+    v = x[tid]
+    if v > wp.float64(0.0):
+        slot = wp.atomic_add(count, 0, 1)
+        out[slot] = v * v + wp.sin(v)
+
+
+@wp.kernel
+def compact_with_capacity(x: wp.array[wp.float64], count: wp.array[wp.int32], capacity: int, out: wp.array[wp.float64]):
+    tid = wp.tid()
+    slot = wp.atomic_add(count, 0, 1)
+    if slot < capacity:
+        out[slot] = x[tid] * x[tid] * x[tid]
+
+
+# --- the other eight atomics ---------------------------------------------------------------------------------
+
+
+@wp.kernel
+def take_from_stack(x: wp.array[wp.float64], remaining: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    left = wp.atomic_sub(remaining, 0, 1)
+    out[left - 1] = wp.cos(x[tid]) * wp.float64(left)
+
+
+@wp.kernel
+def scale_by_running_min(
+    x: wp.array[wp.float64], keys: wp.array[wp.int32], best: wp.array[wp.int32], out: wp.array[wp.float64]
+):
+    tid = wp.tid()
+    smallest_so_far = wp.atomic_min(best, 0, keys[tid])
+    out[tid] = x[tid] * wp.float64(smallest_so_far)
+
+
+@wp.kernel
+def scale_by_running_max(
+    x: wp.array[wp.float64], keys: wp.array[wp.int32], best: wp.array[wp.int32], out: wp.array[wp.float64]
+):
+    tid = wp.tid()
+    largest_so_far = wp.atomic_max(best, 0, keys[tid])
+    out[tid] = x[tid] * wp.float64(largest_so_far + 1)
+
+
+@wp.kernel
+def claim_lock(x: wp.array[wp.float64], locks: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    previous_owner = wp.atomic_cas(locks, tid % 3, 0, tid + 1)
+    if previous_owner == 0:
+        out[tid] = x[tid] * x[tid]
+    else:
+        out[tid] = x[tid] * wp.float64(previous_owner)
+
+
+@wp.kernel
+def chain_of_owners(x: wp.array[wp.float64], last: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    before = wp.atomic_exch(last, 0, tid)
+    out[before + 1] = x[tid] * wp.float64(2.0)
+
+
+@wp.kernel
+def clear_bits(x: wp.array[wp.float64], mask: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    bits = wp.atomic_and(mask, 0, ~(1 << tid))
+    out[tid] = x[tid] * wp.float64(bits % 7 + 1)
+
+
+@wp.kernel
+def set_bits(x: wp.array[wp.float64], mask: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    bits = wp.atomic_or(mask, 0, 1 << tid)
+    out[tid] = x[tid] * wp.float64(bits + 1)
+
+
+@wp.kernel
+def toggle_bits(x: wp.array[wp.float64], mask: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    bits = wp.atomic_xor(mask, 0, 3 << tid)
+    out[tid] = x[tid] * wp.float64(bits % 5 + 1)
+
+
+# --- float and vector returns --------------------------------------------------------------------------------
+
+
+@wp.kernel
+def scale_by_peak(x: wp.array[wp.float64], peak: wp.array[wp.float64], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    highest = wp.atomic_max(peak, 0, wp.float64(tid % 5))
+    lowest = wp.atomic_min(peak, 1, wp.float64(tid % 3))
+    out[tid] = highest * x[tid] + lowest * x[tid] * x[tid]
+
+
+@wp.kernel
+def project_on_running_sum(v: wp.array[wp.vec3d], acc: wp.array[wp.vec3d], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    before = wp.atomic_add(acc, 0, wp.vec3d(wp.float64(1.0), wp.float64(2.0), wp.float64(3.0)))
+    out[tid] = wp.dot(before, v[tid])
+
+
+@wp.kernel
+def accumulate_input(
+    x: wp.array[wp.float64], z: wp.array[wp.float64], acc: wp.array[wp.float64], out: wp.array[wp.float64]
+):
+    tid = wp.tid()
+    before = wp.atomic_add(acc, 0, x[tid])
+    out[tid] = before * z[tid]
+
+
+# --- index arguments, several atomics ------------------------------------------------------------------------
+
+
+@wp.kernel
+def compact_rows(
+    x: wp.array2d(dtype=wp.float64), counts: wp.array2d(dtype=wp.int32), out: wp.array3d(dtype=wp.float64)
+):
+    i, j = wp.tid()
+    v = x[i, j]
+    if v > wp.float64(0.0):
+        slot = wp.atomic_add(counts, i, j % 2, 1)
+        out[i, j % 2, slot] = v * v
+
+
+@wp.kernel
+def count_in_4d(x: wp.array[wp.float64], counts: wp.array4d(dtype=wp.int32), out: wp.array[wp.float64]):
+    tid = wp.tid()
+    seen = wp.atomic_add(counts, 0, tid % 2, 1, 0, 1)
+    out[tid] = x[tid] * wp.float64(seen + 2)
+
+
+@wp.kernel
+def bucket_by_arrival(
+    x: wp.array[wp.float64],
+    count: wp.array[wp.int32],
+    bucket_count: wp.array[wp.int32],
+    out: wp.array2d(dtype=wp.float64),
+):
+    tid = wp.tid()
+    arrival = wp.atomic_add(count, 0, 1)
+    position = wp.atomic_add(bucket_count, arrival % 2, 1)
+    out[arrival % 2, position] = x[tid] * wp.exp(x[tid] * wp.float64(0.1))
+
+
+@wp.kernel
+def reserve_then_take(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    if tid % 3 == 0:
+        wp.atomic_add(count, 0, 1)  # a skipped slot: the slot below depends on it
+    if tid % 2 == 0:
+        count[0] += 1
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = x[tid] + x[tid] * x[tid]
+
+
+@wp.kernel
+def plain_accumulate(x: wp.array[wp.float64], total: wp.array[wp.float64]):
+    tid = wp.tid()
+    wp.atomic_add(total, 0, x[tid] * x[tid])
+
+
+# --- loops ----------------------------------------------------------------------------------------------------
+
+
+@wp.kernel
+def emit_particles(
+    counts: wp.array[wp.int32],
+    origin: wp.array[wp.float64],
+    next_free: wp.array[wp.int32],
+    positions: wp.array[wp.float64],
+):
+    tid = wp.tid()
+    for k in range(counts[tid]):
+        slot = wp.atomic_add(next_free, 0, 1)
+        positions[slot] = origin[tid] * origin[tid] + wp.float64(k) * wp.float64(0.5) * origin[tid]
+
+
+@wp.kernel
+def contacts_per_pair(x: wp.array[wp.float64], count: wp.array[wp.int32], contacts: wp.array[wp.float64]):
+    tid = wp.tid()
+    for corner in range(3):
+        slot = wp.atomic_add(count, 0, 1)
+        contacts[slot] = x[tid] * wp.float64(corner + 1) + wp.sin(x[tid])
+
+
+@wp.kernel
+def insert_keys(
+    keys: wp.array[wp.int32],
+    weights: wp.array[wp.float64],
+    table: wp.array[wp.int32],
+    n: int,
+    values: wp.array[wp.float64],
+):
+    tid = wp.tid()
+    key = keys[tid]
+    slot = (key * 7) % n
+    done = int(0)
+    while done == 0:
+        prev = wp.atomic_cas(table, slot, -1, key)
+        if prev == -1 or prev == key:
+            done = 1
+        else:
+            slot = (slot + 1) % n
+    values[slot] = weights[tid] * weights[tid] + wp.float64(key)
+
+
+# --- helpers: in this file and imported -----------------------------------------------------------------------
+
+
+@wp.func
+def write_contact(
+    count: wp.array[wp.int32], capacity: int, contacts: wp.array[wp.float64], value: wp.float64
+) -> wp.int32:
+    """A contact writer with a capacity guard that returns early when the buffer is full."""
+    slot = wp.atomic_add(count, 0, 1)
+    if slot >= capacity:
+        return -1
+    contacts[slot] = value
+    return slot
+
+
+@wp.kernel
+def generate_contacts(
+    x: wp.array[wp.float64],
+    count: wp.array[wp.int32],
+    capacity: int,
+    contacts: wp.array[wp.float64],
+    owner: wp.array[wp.float64],
+):
+    tid = wp.tid()
+    first = write_contact(count, capacity, contacts, x[tid] * x[tid])
+    if first >= 0:
+        owner[first] = x[tid] * wp.float64(3.0)
+    if x[tid] > wp.float64(0.0):
+        second = write_contact(count, capacity, contacts, wp.sin(x[tid]))
+        if second >= 0:
+            owner[second] = x[tid] * wp.float64(second)
+
+
+@wp.kernel
+def append_imported(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    append_scaled(count, out, x[tid] * x[tid])
+    tag = claim_slot(count)
+    out[tag] = x[tid] * GROWTH
+
+
+# --- structs, generic kernels, kernel options -----------------------------------------------------------------
+
+
+@wp.struct
+class PairWriter:
+    count: wp.array(dtype=wp.int32)
+    value: wp.array(dtype=wp.float64)
+
+
+@wp.kernel
+def write_pairs(x: wp.array[wp.float64], writer: PairWriter):
+    tid = wp.tid()
+    if x[tid] > wp.float64(-1.0):
+        idx = wp.atomic_add(writer.count, 0, 1)
+        writer.value[idx] = x[tid] * wp.exp(x[tid])
+
+
+@wp.kernel(module="unique")  # its own module: a new overload would otherwise rebuild this whole module
+def compact_generic(x: wp.array(dtype=Any), count: wp.array[wp.int32], out: wp.array(dtype=Any)):
+    tid = wp.tid()
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = x[tid] * x[tid] + x[tid]
+
+
+@wp.kernel(module="unique", module_options={"deterministic": wp.DeterministicMode.RUN_TO_RUN})
+def compact_deterministic(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = x[tid] * wp.cos(x[tid])
+
+
+# --- exact gradients through float returns ---------------------------------------------------------------------
+
+
+@wp.kernel
+def per_bucket_sum(x: wp.array[wp.float64], acc: wp.array2d(dtype=wp.float64), out: wp.array[wp.float64]):
+    tid = wp.tid()
+    before = wp.atomic_add(acc, tid % 3, tid % 2, x[tid] * wp.float64(2.0))
+    acc[tid % 3, 1 - tid % 2] += x[tid]  # an unconsumed add on the same target: later returns depend on it
+    out[tid] = before * before + x[tid]
+
+
+@wp.kernel
+def hand_over(x: wp.array[wp.float64], slot: wp.array[wp.float64], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    previous = wp.atomic_exch(slot, tid % 2, x[tid] * x[tid] + wp.float64(0.5))
+    out[tid] = previous * wp.cos(x[tid])
+
+
+@wp.kernel
+def record_high(x: wp.array[wp.float64], peak: wp.array[wp.float64], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    highest = wp.atomic_max(peak, 0, x[tid] * wp.float64(3.0))
+    lowest = wp.atomic_min(peak, 1, x[tid] * x[tid] - wp.float64(1.0))
+    out[tid] = highest * x[tid] + lowest * wp.float64(2.0)
+
+
+@wp.kernel
+def chained(
+    x: wp.array[wp.float64], first: wp.array[wp.float64], second: wp.array[wp.float64], out: wp.array[wp.float64]
+):
+    tid = wp.tid()
+    a = wp.atomic_add(first, 0, x[tid])
+    b = wp.atomic_add(second, 0, a * x[tid])
+    out[tid] = b * wp.float64(0.5) + a
+
+
+@wp.kernel
+def float_returns_in_a_loop(x: wp.array[wp.float64], acc: wp.array[wp.float64], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    for k in range(3):
+        before = wp.atomic_add(acc, k % 2, x[tid] * wp.float64(k + 1))
+        out[tid * 3 + k] = before * x[tid]

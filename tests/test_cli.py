@@ -1,0 +1,578 @@
+"""The ``wp-rewrite`` command line: emitted modules against finite differences, ``--check``, ``--diff``, errors.
+
+The emitted module of tests/cli_samples/patterns.py is written to a temporary folder, imported with importlib
+and launched only through its generated ``launch_<kernel>`` functions: it must not need this project.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+import subprocess
+import sys
+from functools import partial
+from pathlib import Path
+
+import harness
+import numpy as np
+import pytest
+import warp as wp
+from harness import Case, check
+
+from rewrite import launch, wp_rewrite
+from rewrite.cli import main
+
+SAMPLES = Path(__file__).parent / "cli_samples"
+PATTERNS = SAMPLES / "patterns.py"
+N = 8
+X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1, 2.3, -2.1])
+KEYS = np.array([5, 3, 7, 2, 9, 1, 4, 6])
+
+
+def f64(values, grad=False):
+    return wp.array(np.asarray(values, dtype=np.float64), dtype=wp.float64, requires_grad=grad, device="cpu")
+
+
+def i32(values):
+    return wp.array(np.asarray(values, dtype=np.int32), dtype=wp.int32, device="cpu")
+
+
+def zeros(shape, dtype=wp.float64):
+    return wp.zeros(shape, dtype=dtype, requires_grad=dtype is not wp.int32, device="cpu")
+
+
+def vec3d(values, grad=False):
+    return wp.array(np.asarray(values, dtype=np.float64), dtype=wp.vec3d, requires_grad=grad, device="cpu")
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    status = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def import_file(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def emitted(tmp_path_factory):
+    """patterns.py rewritten into a temporary folder and imported from there (its helpers from cli_samples)."""
+    out = tmp_path_factory.mktemp("emitted") / "patterns_rewritten.py"
+    assert main([str(PATTERNS), "-o", str(out)]) == 0
+    sys.path.insert(0, str(SAMPLES))
+    try:
+        yield import_file(out, "patterns_rewritten")
+    finally:
+        sys.path.remove(str(SAMPLES))
+
+
+def through(module, name: str, dim, pack=None):
+    """A harness program: the original kernel for ground truth, the emitted ``launch_<name>`` otherwise."""
+
+    def program(args, launcher):
+        inputs = pack(module, args) if pack else args
+        if launcher is harness.launch_original:
+            wp.launch(getattr(module, name), dim, inputs=inputs, device="cpu")
+        else:
+            getattr(module, f"launch_{name}")(dim, inputs=inputs, device="cpu")
+
+    return program
+
+
+def pair_writer(module, args):
+    writer = module.PairWriter()
+    writer.count, writer.value = args[1], args[2]
+    return [args[0], writer]
+
+
+X2 = np.array([[0.5, -1.0, 1.5, 2.0], [-0.3, 0.8, 1.2, -0.7], [0.9, 1.1, -1.4, 0.6]])
+# kernel -> (dim, arguments, loss outputs, differentiate with respect to[, how to pack the arguments])
+CASES = {
+    "compact_positive": (N, lambda: [f64(X, True), i32([0]), zeros(N)], [2], [0]),
+    "compact_with_capacity": (N, lambda: [f64(X, True), i32([0]), 5, zeros(5)], [3], [0]),
+    "take_from_stack": (N, lambda: [f64(X, True), i32([N]), zeros(N)], [2], [0]),
+    "scale_by_running_min": (N, lambda: [f64(X, True), i32(KEYS), i32([8]), zeros(N)], [3], [0]),
+    "scale_by_running_max": (N, lambda: [f64(X, True), i32(KEYS), i32([0]), zeros(N)], [3], [0]),
+    "claim_lock": (N, lambda: [f64(X, True), i32([0, 0, 0]), zeros(N)], [2], [0]),
+    "chain_of_owners": (N, lambda: [f64(X, True), i32([-1]), zeros(N + 1)], [2], [0]),
+    "clear_bits": (N, lambda: [f64(X, True), i32([255]), zeros(N)], [2], [0]),
+    "set_bits": (N, lambda: [f64(X, True), i32([0]), zeros(N)], [2], [0]),
+    "toggle_bits": (N, lambda: [f64(X, True), i32([6]), zeros(N)], [2], [0]),
+    "scale_by_peak": (N, lambda: [f64(X, True), f64([1.5, 1.5]), zeros(N)], [2], [0]),
+    "project_on_running_sum": (
+        N,
+        lambda: [vec3d(np.linspace(-1, 1, 3 * N).reshape(N, 3), True), vec3d([[0.5, 0.0, -0.5]]), zeros(N)],
+        [2],
+        [0],
+    ),
+    "accumulate_input": (N, lambda: [f64(X, True), f64(X * 2.0, True), f64([1.0], True), zeros(N)], [2, 3], [0, 1, 2]),
+    "compact_rows": (
+        (3, 4),
+        lambda: [f64(X2, True), zeros((3, 2), wp.int32), zeros((3, 2, 4))],
+        [2],
+        [0],
+    ),
+    "count_in_4d": (N, lambda: [f64(X, True), zeros((1, 2, 2, 1), wp.int32), zeros(N)], [2], [0]),
+    "bucket_by_arrival": (N, lambda: [f64(X, True), i32([0]), i32([0, 0]), zeros((2, N))], [3], [0]),
+    "reserve_then_take": (N, lambda: [f64(X, True), i32([0]), zeros(3 * N)], [2], [0]),
+    "emit_particles": (6, lambda: [i32([2, 0, 3, 1, 2, 1]), f64(X[:6], True), i32([0]), zeros(9)], [3], [1]),
+    "contacts_per_pair": (N, lambda: [f64(X, True), i32([0]), zeros(3 * N)], [2], [0]),
+    "insert_keys": (6, lambda: [i32([3, 10, 17, 5, 24, 12]), f64(X[:6], True), i32([-1] * 7), 7, zeros(7)], [4], [1]),
+    "generate_contacts": (N, lambda: [f64(X, True), i32([0]), 7, zeros(7), zeros(7)], [3, 4], [0]),
+    "append_imported": (N, lambda: [f64(X, True), i32([0]), zeros(2 * N)], [2], [0]),
+    "write_pairs": (N, lambda: [f64(X, True), i32([0]), zeros(N)], [2], [0], pair_writer),
+    "compact_generic": (N, lambda: [f64(X, True), i32([0]), zeros(N)], [2], [0]),
+    "compact_deterministic": (N, lambda: [f64(X, True), i32([0]), zeros(N)], [2], [0]),
+    # exact gradients through float returns: through the operands and the target's initial values
+    "per_bucket_sum": (
+        N,
+        lambda: [f64(X, True), f64(np.arange(6.0).reshape(3, 2) * 0.1, True), zeros(N)],
+        [1, 2],
+        [0, 1],
+    ),
+    "hand_over": (N, lambda: [f64(X, True), f64([0.25, -0.75], True), zeros(N)], [1, 2], [0, 1]),
+    "record_high": (N, lambda: [f64(X, True), f64([1.0, 0.1], True), zeros(N)], [1, 2], [0, 1]),
+    "chained": (N, lambda: [f64(X, True), f64([0.2], True), f64([-0.4], True), zeros(N)], [1, 2, 3], [0, 1, 2]),
+    "float_returns_in_a_loop": (N, lambda: [f64(X, True), f64([0.1, 0.2], True), zeros(3 * N)], [1, 2], [0, 1]),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_emitted_module_matches_finite_differences(emitted, name):
+    dim, make, loss, wrt, *pack = CASES[name]
+    check(Case(None, dim, make, loss, wrt, program=through(emitted, name, dim, *pack)))
+
+
+def test_reported_example(emitted):
+    x, total, y = f64([3.0], True), f64([10.0]), f64([0.0], True)
+    x = wp.array([3.0], dtype=float, requires_grad=True)
+    total = wp.array([10.0], dtype=float)
+    y = wp.array([0.0], dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        emitted.launch_scale_by_previous(1, inputs=[x, total, y])
+    tape.backward(grads={y: wp.array([1.0], dtype=float)})
+    assert (y.numpy().tolist(), x.grad.numpy().tolist(), total.numpy().tolist()) == ([30.0], [10.0], [11.0])
+
+
+@pytest.mark.parametrize("name", ["bucket_by_arrival", "chained"])
+def test_same_forward_and_gradients_as_the_api_bit_for_bit(emitted, name):
+    """The emitted launch and the API's launch of the same kernel agree exactly (int slots; exact float returns)."""
+    for kernel in ("bucket_by_arrival", "chained"):  # rewrite both first: the API's module then compiles once
+        wp_rewrite(getattr(emitted, kernel))
+    dim, make, loss, wrt, *_ = CASES[name]
+    results = []
+    for launcher in (getattr(emitted, f"launch_{name}"), partial(launch, wp_rewrite(getattr(emitted, name)))):
+        args = make()
+        tape = wp.Tape()
+        with tape:
+            launcher(dim, inputs=args, device="cpu")
+        tape.backward(grads={args[i]: wp.ones_like(args[i]) for i in loss})
+        results.append([args[i].numpy() for i in loss] + [args[i].grad.numpy() for i in wrt])
+    for emitted_value, api_value in zip(*results, strict=True):
+        np.testing.assert_array_equal(emitted_value, api_value)
+
+
+DETACHED = """import warp as wp
+
+
+@wp.kernel
+def scale_by_running_sum(x: wp.array[float], acc: wp.array[float], out: wp.array[float]):
+    tid = wp.tid()
+    before = wp.atomic_add(acc, 0, x[tid])
+    out[tid] = before * x[tid]
+"""
+
+
+def test_detach_returns_records_float_returns_as_constants(tmp_path, capsys):
+    """As wp_rewrite(detach_returns=True): exact when nothing the return is made of needs a gradient, else the
+    launch is refused before it runs, with the API's message."""
+    source, out = tmp_path / "detached.py", tmp_path / "detached_rewritten.py"
+    source.write_text(DETACHED)
+    assert run_cli(capsys, source, "--detach-returns", "-o", out)[0] == 0
+    assert "ExactBackward" not in out.read_text()
+    module = import_file(out, "detached_rewritten")
+    x, acc, out_ = wp.array(X, dtype=float), wp.array([1.0], dtype=float), wp.zeros(N, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        module.launch_scale_by_running_sum(N, inputs=[x, acc, out_])
+    x.requires_grad = True
+    refusal = r"detached\.py:7:14: kernel 'scale_by_running_sum': .*depends on 'x'"
+    with pytest.raises(module.RewriteError, match=refusal), wp.Tape():
+        module.launch_scale_by_running_sum(N, inputs=[x, acc, out_])
+    assert acc.numpy().tolist() == [1.0 + X.sum().astype(np.float32)]
+
+
+def test_bad_launch_is_refused_before_anything_runs(emitted):
+    count = i32([0])
+    with pytest.raises(TypeError, match="takes 3 arguments"), wp.Tape():
+        emitted.launch_compact_positive(N, inputs=[f64(X), count], device="cpu")
+    assert count.numpy().tolist() == [0]
+
+
+def test_without_a_tape_the_original_kernel_runs(emitted):
+    x, count, out = f64(X), i32([0]), zeros(N)
+    emitted.launch_compact_positive(N, inputs=[x, count, out], device="cpu")
+    reference = [f64(X), i32([0]), zeros(N)]
+    wp.launch(emitted.compact_positive, N, inputs=reference, device="cpu")
+    np.testing.assert_array_equal(out.numpy(), reference[2].numpy())
+    assert count.numpy().tolist() == reference[1].numpy().tolist()
+
+
+def test_explicit_max_records_and_a_too_small_one(emitted):
+    args = [i32([2, 0, 3, 1, 2, 1]), f64(X[:6], True), i32([0]), zeros(9)]
+    with wp.Tape():
+        emitted.launch_emit_particles(6, inputs=args, device="cpu", max_records=3)
+    args = [i32([2, 0, 3, 1, 2, 1]), f64(X[:6], True), i32([0]), zeros(9)]
+    with (
+        pytest.raises(emitted.RewriteError, match=r"ran 3 times in one execution but its records had room for 2"),
+        wp.Tape(),
+    ):
+        emitted.launch_emit_particles(6, inputs=args, device="cpu", max_records=2)
+
+
+def test_module_with_its_own_warp_alias_and_a_bare_atomic(tmp_path, capsys):
+    out = tmp_path / "aliased_rewritten.py"
+    assert run_cli(capsys, SAMPLES / "aliased.py", "-o", out)[0] == 0
+    text = out.read_text()
+    assert "@w.kernel(enable_backward=False)\ndef pop_and_scale_record(" in text
+    assert "top = record_returned(atomic_sub(stack, 0, 1), top_records, thread)" in text
+    assert "\nfrom typing import Any\n" in text  # the generic record helpers need it; the input does not import it
+    module = import_file(out, "aliased_rewritten")
+    make = lambda: [i32([N]), f64(X, True), zeros(N)]  # noqa: E731
+    check(Case(None, N, make, [2], [1], program=through(module, "pop_and_scale", N)))
+
+
+# --- the emitted text -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def rewritten_text(emitted):
+    return Path(emitted.__file__).read_text()
+
+
+GENERATED_BLOCK = re.compile(
+    r"\n\n# ---- wp-rewrite: generated from kernel '(\w+)'.*?"
+    r"# ---- wp-rewrite: end of the code generated from kernel '\1' ----\n",
+    re.DOTALL,
+)
+
+
+def test_original_text_is_kept_byte_for_byte(rewritten_text):
+    """Take out each generated block (with the blank lines before it): what is left is the input, exactly."""
+    assert GENERATED_BLOCK.sub("", rewritten_text) == PATTERNS.read_text()
+    assert set(GENERATED_BLOCK.findall(rewritten_text)) == {*CASES, "scale_by_previous"}  # not plain_accumulate
+
+
+def test_emitted_module_imports_only_what_the_input_imports(rewritten_text):
+    def imported(text):
+        modules = set()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Import):
+                modules |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                modules.add((node.module or "").split(".")[0])
+        return modules
+
+    added = imported(rewritten_text) - imported(PATTERNS.read_text())
+    assert added - {"warp", "numpy"} <= set(sys.stdlib_module_names)  # dataclasses, for the copy of rewrite.exact
+    assert not {"rewrite", "passes"} & imported(rewritten_text)
+
+
+def test_generated_code_points_back_to_the_kernel(rewritten_text):
+    line = (
+        PATTERNS.read_text()
+        .splitlines()
+        .index(next(s for s in PATTERNS.read_text().splitlines() if s.startswith("def compact_positive(")))
+    )
+    assert f"# ---- wp-rewrite: generated from kernel 'compact_positive' above (patterns.py:{line + 1})" in (
+        rewritten_text.replace(str(SAMPLES) + "/", "")
+    )
+    assert "def launch_compact_positive(" in rewritten_text
+    assert "def launch_plain_accumulate(" not in rewritten_text  # nothing to rewrite there
+
+
+def test_running_on_its_own_output_changes_nothing(emitted, tmp_path, capsys):
+    again = tmp_path / "again.py"
+    status, _, _ = run_cli(capsys, emitted.__file__, "-o", again)
+    assert status == 0
+    assert again.read_text() == Path(emitted.__file__).read_text()
+
+
+# --- --check ------------------------------------------------------------------------------------------------
+
+
+CHECKED = """import warp as wp
+from warp import atomic_max as highest
+
+
+@wp.func
+def take(count: wp.array[int]) -> int:
+    return wp.atomic_add(count, 0, 1)
+
+
+@wp.func
+def take_twice(count: wp.array[int]) -> int:
+    return take(count) + take(count)
+
+
+@wp.kernel
+def direct(count: wp.array[int], out: wp.array[float]):
+    out[wp.atomic_add(count, 0, 1)] = 1.0
+    wp.atomic_add(count, 0, 1)
+    count[0] += 1
+
+
+@wp.kernel
+def through_helper(count: wp.array[int], out: wp.array[float]):
+    out[take_twice(count)] = 1.0
+
+
+@wp.kernel
+def bare_import(best: wp.array[int], out: wp.array[float]):
+    out[0] = float(highest(best, 0, 3))
+
+
+@wp.kernel
+def clean(total: wp.array[float]):
+    wp.atomic_add(total, 0, 1.0)
+"""
+
+
+def test_check_reports_every_kind_with_stable_codes(tmp_path, capsys):
+    (tmp_path / "kernels.py").write_text(CHECKED)
+    status, out, err = run_cli(capsys, "--check", tmp_path)
+    path = tmp_path / "kernels.py"
+    assert status == 1 and err == ""
+    assert out.splitlines() == [
+        f"{path}:7:12: WR002 helper 'take' uses the value returned by wp.atomic_add(); "
+        "gradients through it are wrong in plain Warp",
+        f"{path}:17:9: WR001 kernel 'direct' uses the value returned by wp.atomic_add(); "
+        "gradients through it are wrong in plain Warp",
+        f"{path}:24:9: WR003 kernel 'through_helper' calls helper 'take_twice', which uses the value returned by "
+        f"wp.atomic_add() (in helper 'take' at {path}:7:12); gradients through it are wrong in plain Warp",
+        f"{path}:29:20: WR001 kernel 'bare_import' uses the value returned by wp.atomic_max(); "
+        "gradients through it are wrong in plain Warp",
+    ]
+
+
+def test_check_follows_imported_helpers_and_takes_files_and_folders(capsys):
+    status, out, _ = run_cli(capsys, "--check", SAMPLES)
+    assert status == 1
+    assert "WR003 kernel 'append_imported' calls helper 'append_scaled', which uses the value returned by " in out
+    assert "(in helper 'claim_slot' at " in out
+    assert "sample_helpers.py:10:12: WR002 helper 'claim_slot'" in out
+    assert run_cli(capsys, "--check", SAMPLES / "aliased.py", PATTERNS, SAMPLES / "sample_helpers.py")[1] == out
+
+
+def test_check_exit_zero_without_findings(tmp_path, capsys):
+    (tmp_path / "clean.py").write_text(
+        CHECKED[CHECKED.index("@wp.kernel\ndef clean") :].join(["import warp as wp\n\n\n", ""])
+    )
+    assert run_cli(capsys, "--check", tmp_path / "clean.py") == (0, "", "")
+
+
+def test_check_does_not_import_the_files(tmp_path, capsys):
+    (tmp_path / "bomb.py").write_text("raise SystemExit('imported!')\nimport warp as wp\n")
+    assert run_cli(capsys, "--check", tmp_path) == (0, "", "")
+
+
+def test_check_on_rewritten_output_reports_only_the_helper_itself(emitted, capsys):
+    """Rewritten kernels and generated code are not reported; a consuming helper stays a finding (WR002)."""
+    status, out, _ = run_cli(capsys, "--check", emitted.__file__)
+    assert status == 1
+    assert [line.split(": ", 1)[1] for line in out.splitlines()] == [
+        "WR002 helper 'write_contact' uses the value returned by wp.atomic_add(); "
+        "gradients through it are wrong in plain Warp"
+    ]
+
+
+# --- --diff, stdout, --in-place -----------------------------------------------------------------------------
+
+
+SMALL = """import warp as wp
+
+
+@wp.kernel
+def compact(x: wp.array[float], count: wp.array[int], out: wp.array[float]):
+    # a comment that must survive
+    tid = wp.tid()
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = x[tid]
+"""
+
+
+def test_diff_prints_a_unified_diff_and_writes_nothing(tmp_path, capsys):
+    source = tmp_path / "small.py"
+    source.write_text(SMALL)
+    status, out, _ = run_cli(capsys, source, "--diff")
+    assert status == 0
+    assert out.startswith(f"--- {source}\n+++ {source}\n@@ ")
+    assert "+def compact_record(" in out and "+def launch_compact(" in out
+    assert not any(line.startswith("-") and not line.startswith("---") for line in out.splitlines())
+    assert source.read_text() == SMALL
+
+
+def test_stdout_without_output_and_in_place(tmp_path, capsys):
+    source = tmp_path / "small.py"
+    source.write_text(SMALL)
+    status, out, _ = run_cli(capsys, source)
+    assert status == 0 and out.startswith(SMALL) and "def launch_compact(" in out
+    assert run_cli(capsys, source, "--in-place")[0] == 0
+    assert source.read_text() == out
+
+
+@pytest.mark.parametrize(
+    "command", [[sys.executable, "-m", "rewrite"], [str(Path(sys.executable).with_name("wp-rewrite"))]]
+)
+def test_console_script_and_python_dash_m(tmp_path, command):
+    if not Path(command[0]).exists():
+        pytest.skip("wp-rewrite is not installed in this environment")
+    source = tmp_path / "small.py"
+    source.write_text(SMALL)
+    result = subprocess.run([*command, str(source)], capture_output=True, text=True, cwd=Path(__file__).parents[1])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(SMALL) and "def launch_compact(" in result.stdout
+    result = subprocess.run([*command, "--check", str(tmp_path / "missing.py")], capture_output=True, text=True)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+def test_max_records_option_becomes_the_launch_default(tmp_path, capsys):
+    source = tmp_path / "small.py"
+    source.write_text(SMALL)
+    status, out, _ = run_cli(capsys, source, "--max-records", "7")
+    assert status == 0 and "\n    max_records=7,\n):" in out
+
+
+def test_line_endings_and_form_feeds_are_kept(tmp_path, capsys):
+    text = SMALL.replace("import warp as wp\n", "import warp as wp\n\x0c\n").replace("\n", "\r\n")
+    source, out = tmp_path / "crlf.py", tmp_path / "out.py"
+    source.write_bytes(text.encode())
+    assert run_cli(capsys, source, "-o", out)[0] == 0
+    result = out.read_bytes().decode()
+    assert result.startswith(text) and "def launch_compact(" in result
+    assert "\n" not in result.replace("\r\n", "")
+
+
+def test_helper_imported_from_a_file_not_found_is_a_warning(tmp_path, capsys):
+    source = tmp_path / "user.py"
+    source.write_text(
+        SMALL.replace("import warp as wp\n", "import warp as wp\nfrom elsewhere import scale\n").replace(
+            "out[slot] = x[tid]", "out[slot] = scale(x[tid])"
+        )
+    )
+    status, out, err = run_cli(capsys, source)
+    assert status == 0 and "def launch_compact(" in out
+    assert err == (
+        f"{source}:10:17: warning: kernel 'compact' calls 'scale' from 'elsewhere', whose file wp-rewrite could not "
+        "find; if it uses an atomic's returned value, its gradients stay wrong\n"
+    )
+
+
+def test_file_without_kernels_to_rewrite_is_copied(tmp_path, capsys):
+    source, out = tmp_path / "plain.py", tmp_path / "out.py"
+    source.write_text(CHECKED[CHECKED.index("@wp.kernel\ndef clean") :].join(["import warp as wp\n\n\n", ""]))
+    status, _, err = run_cli(capsys, source, "-o", out)
+    assert status == 0 and out.read_text() == source.read_text()
+    assert "no kernel to rewrite" in err
+    assert run_cli(capsys, source, "--diff") == (0, "", "")
+
+
+# --- errors ---------------------------------------------------------------------------------------------------
+
+
+def test_file_that_does_not_parse(tmp_path, capsys):
+    source = tmp_path / "broken.py"
+    source.write_text("import warp as wp\n\ndef f(:\n    pass\n")
+    out = tmp_path / "out.py"
+    status, stdout, err = run_cli(capsys, source, "-o", out)
+    assert status == 2 and stdout == ""
+    assert err.startswith(f"{source}:3: ") and "Traceback" not in err
+    assert not out.exists()
+    assert run_cli(capsys, "--check", source)[0] == 2
+
+
+def test_missing_path(tmp_path, capsys):
+    status, _, err = run_cli(capsys, tmp_path / "nope.py")
+    assert status == 2 and "nope.py: no such file or directory" in err
+    status, _, err = run_cli(capsys, "--check", tmp_path / "nope")
+    assert status == 2 and "no such file or directory" in err
+
+
+def test_output_naming_the_input_is_refused_unless_in_place(tmp_path, capsys):
+    source = tmp_path / "small.py"
+    source.write_text(SMALL)
+    status, _, err = run_cli(capsys, source, "-o", source)
+    assert status == 2 and "pass --in-place" in err
+    assert source.read_text() == SMALL
+    assert run_cli(capsys, source, "-o", source, "--in-place")[0] == 0
+    assert "def launch_compact(" in source.read_text()
+
+
+AMBIGUOUS = """import warp as wp
+
+
+@wp.kernel
+def pick(a: wp.array[int], b: wp.array[int], flag: int, out: wp.array[float]):
+    counter = a
+    if flag > 0:
+        counter = b
+    slot = wp.atomic_add(counter, 0, 1)
+    out[slot] = 1.0
+"""
+
+
+def test_unsupported_pattern_writes_nothing_and_says_why_as_the_api_does(tmp_path, capsys):
+    source = tmp_path / "ambiguous.py"
+    source.write_text(AMBIGUOUS)
+    out = tmp_path / "out.py"
+    status, stdout, err = run_cli(capsys, source, "-o", out)
+    assert (status, stdout) == (1, "")
+    assert err == (
+        f"{source}:9:26: kernel 'pick': the target of wp.atomic_add() is not a kernel argument or a struct field of "
+        "one. Pass the target array to the kernel as an argument and apply the atomic to it directly\n"
+    )
+    assert not out.exists()
+
+
+def test_kernel_inside_a_function_is_refused(tmp_path, capsys):
+    source = tmp_path / "factory.py"
+    source.write_text(
+        "import warp as wp\n\n\ndef make():\n"
+        "    @wp.kernel\n"
+        "    def k(c: wp.array[int], o: wp.array[float]):\n"
+        "        o[wp.atomic_add(c, 0, 1)] = 1.0\n\n"
+        "    return k\n"
+    )
+    status, _, err = run_cli(capsys, source)
+    assert status == 1 and f"{source}:6:5: kernel 'k': only kernels defined directly in the module body" in err
+    assert run_cli(capsys, "--check", source)[0] == 1
+
+
+def test_imported_helper_that_cannot_be_copied_names_helper_and_file(tmp_path, capsys):
+    (tmp_path / "helpers.py").write_text(
+        "import warp as wp\n\nSTEP = 1\n\n\n@wp.func\ndef take(count: wp.array[int]) -> int:\n"
+        "    return wp.atomic_add(count, 0, STEP)\n"
+    )
+    source = tmp_path / "user.py"
+    source.write_text(
+        "import warp as wp\nfrom helpers import take\n\n\n@wp.kernel\ndef k(c: wp.array[int], o: wp.array[float]):\n"
+        "    o[take(c)] = 1.0\n"
+    )
+    status, _, err = run_cli(capsys, source)
+    assert status == 1
+    assert "helper 'take' (in " in err and "helpers.py) must be copied" in err and "uses 'STEP'" in err
+
+
+def test_usage_errors_exit_two_without_traceback(tmp_path, capsys):
+    source = tmp_path / "small.py"
+    source.write_text(SMALL)
+    for argv in ([], ["--bogus", source], [source, source], [source, "--diff", "-o", tmp_path / "x.py"], [tmp_path]):
+        status, _, err = run_cli(capsys, *argv)
+        assert status == 2 and "Traceback" not in err, argv
