@@ -8,10 +8,8 @@ from dataclasses import dataclass
 import warp as wp
 from warp._src.context import Function
 
-from passes.atomics import AtomicCall
-from passes.dataflow import argument_path, gradient_sources, single_assignments
-from passes.naming import Namer
-from passes.plan import KernelPlan, Planner, Refusal
+from passes.layout import RecordInfo, plan_kernel, record_annotations, record_infos, site_gradient_sources
+from passes.plan import KernelPlan, Refusal, Unit
 from passes.two_phase import RECORD, REPLAY, Names, helper_functions, launch_arity, phase_functions
 from rewrite.errors import RewriteError
 from rewrite.source import FunctionSource, compile_generated
@@ -29,23 +27,6 @@ class SiteInfo:
     consumed: bool
     # exact float returns: the record parameters (returned, values, order, addresses, compares or "")
     exact_records: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class RecordInfo:
-    """One record parameter of the generated kernels, in order.
-
-    ``kind`` says how the launch allocates it: "returned", "values" and "compares" hold the target's
-    dtype; "order" (tickets, -1 for ops that never ran) and "addresses" int32; "tickets" are counters
-    shaped like the target; "trips" and "carried" (ints kept at a loop's iterations or exit) ``dtype``.
-    """
-
-    name: str
-    kind: str
-    target: str | None
-    dtype: str
-    loops: tuple[int, ...]  # loops whose capacities multiply the per-thread record count
-    requires_grad: bool = False
 
 
 @dataclass(frozen=True)
@@ -90,7 +71,8 @@ class _Helpers:
         return self.loaded[id(func)]
 
 
-def _refusal_error(kernel: FunctionSource, refusal: Refusal) -> RewriteError:
+def refusal_error(kernel: Unit, refusal: Refusal) -> RewriteError:
+    """The user-facing error for a construct the passes refuse, located where the construct is."""
     location = refusal.unit.location(refusal.node)
     problem = refusal.problem if refusal.unit is kernel else f"{refusal.problem} (in helper '{refusal.unit.name}')"
     return RewriteError(kernel.name, location, problem, refusal.advice)
@@ -144,68 +126,7 @@ def _merged_namespace(kernel: FunctionSource, plan: KernelPlan) -> dict:
     return namespace
 
 
-def _gradient_sources(
-    kernel: FunctionSource, plan: KernelPlan, params: list[str], helpers: _Helpers, int_paths: frozenset[str]
-) -> dict[int, frozenset[str] | None]:
-    """For each float (or not-known-int) site: the argument paths its returned value may be differentiable in.
-
-    None means any array: the site is in a helper, or a helper may write into its target.
-    """
-    names, aliases = kernel.warp_names(), single_assignments(kernel.tree)
-    passed_to_helpers = {
-        argument_path(arg, params, aliases)
-        for node in ast.walk(kernel.tree)
-        if isinstance(node, ast.Call) and helpers(kernel, node) is not None
-        for arg in node.args
-    }
-    local = [s for s in plan.sites if s.target not in int_paths and not s.in_helper]
-    calls = [AtomicCall(s.call, s.op, consumed=True) for s in local]
-    sources = gradient_sources(kernel.tree, params, names, calls) if calls else {}
-    result = {}
-    for site in plan.sites:
-        if site.target in int_paths:
-            continue
-        in_reach_of_helpers = site.in_helper or site.target in passed_to_helpers
-        result[id(site)] = None if in_reach_of_helpers else sources[site.call]
-    return result
-
-
 _defined_in_module: dict[str, set[str]] = {}
-
-
-def _exact_targets(kernel: wp.Kernel, plan: KernelPlan) -> frozenset[str]:
-    """Targets of consumed returns that may be floats: their returns get exact gradients."""
-    return frozenset(s.target for s in plan.sites if not _is_int_target(kernel, s.target))
-
-
-def _annotation(kernel: wp.Kernel, info: RecordInfo, warp_alias: str, any_alias: str) -> str:
-    if info.kind == "tickets":
-        ndim = getattr(_target_type(kernel, info.target), "ndim", None)
-        return f"{warp_alias}.array(dtype={warp_alias}.int32, ndim={ndim})" if ndim else any_alias
-    if info.kind in ("returned", "values", "compares"):
-        return f"{warp_alias}.array(dtype={_dtype_text(kernel, info.target, warp_alias, any_alias)})"
-    return f"{warp_alias}.array(dtype={warp_alias}.{info.dtype})"
-
-
-def _records(plan: KernelPlan) -> dict[str, RecordInfo]:
-    records = {}
-    for s in plan.sites:
-        records[s.records] = RecordInfo(s.records, "returned", s.target, "", s.loops, requires_grad=s.exact)
-        if s.exact:
-            records[s.values] = RecordInfo(s.values, "values", s.target, "", s.loops)
-            records[s.order] = RecordInfo(s.order, "order", s.target, "int32", s.loops)
-            records[s.addresses] = RecordInfo(s.addresses, "addresses", s.target, "int32", s.loops)
-            records[s.tickets] = RecordInfo(s.tickets, "tickets", s.target, "int32", ())
-            if s.compares:
-                records[s.compares] = RecordInfo(s.compares, "compares", s.target, "", s.loops)
-    for loop in plan.loops:
-        if loop.trips_records:
-            records[loop.trips_records] = RecordInfo(loop.trips_records, "trips", None, "int32", loop.outer_loops)
-        for _, name, dtype in loop.carried_in:
-            records[name] = RecordInfo(name, "carried", None, dtype, (*loop.outer_loops, loop.id))
-        for _, name, dtype in loop.carried:
-            records[name] = RecordInfo(name, "carried", None, dtype, loop.outer_loops)
-    return records
 
 
 def generate(kernel: wp.Kernel, detach_returns: bool = False) -> Generated | None:
@@ -223,23 +144,17 @@ def generate(kernel: wp.Kernel, detach_returns: bool = False) -> Generated | Non
     module = f"wp_rewrite.{kernel.module.name}"
     helpers = _Helpers()
     params = [arg.label for arg in kernel.adj.args]
-    # Pass 1 only finds what is to be rewritten; names are chosen once every involved function is known.
+    is_int_path = lambda path: _is_int_target(kernel, path)  # noqa: E731
+    # All rewritten kernels of a module share one Warp module, where functions are found by name.
+    taken = set(source.namespace) | _defined_in_module.setdefault(module, set())
     try:
-        is_int_path = lambda path: _is_int_target(kernel, path)  # noqa: E731
-        analyses = {}
-        first = Planner(source, params, helpers, is_int_path=is_int_path, analyses=analyses)
-        plan = first.plan(Namer(set()), FunctionSource.warp_names)
-        if not plan.sites and not plan.loops:  # a probe loop's consumed atomics may leave only a loop to record
-            return None
-        exact_targets = frozenset() if detach_returns else _exact_targets(kernel, plan)
-        units = [f.unit for f in plan.root.walk()]
-        # All rewritten kernels of a module share one Warp module, where functions are found by name.
-        taken = set(source.namespace) | _defined_in_module.setdefault(module, set())
-        namer = Namer.for_tree(ast.Module([u.tree for u in units], []), taken)
-        planner = Planner(source, params, helpers, exact_targets, is_int_path, analyses)
-        plan = planner.plan(namer, FunctionSource.warp_names)
+        plan, namer = plan_kernel(
+            source, params, helpers, FunctionSource.warp_names, is_int_path, taken, detach_returns
+        )
     except Refusal as refusal:
-        raise _refusal_error(source, refusal) from None
+        raise refusal_error(source, refusal) from None
+    if not plan.sites and not plan.loops:  # a probe loop's consumed atomics may leave only a loop to record
+        return None
 
     warp_alias = source.warp_alias()
     any_alias = source.any_alias() or namer.fresh("Any")
@@ -261,8 +176,14 @@ def generate(kernel: wp.Kernel, detach_returns: bool = False) -> Generated | Non
         trips_needed=namer.fresh("trips_needed"),
         coords=tuple(namer.fresh(f"coord{i}") for i in range(launch_arity(source.tree))),
     )
-    records = _records(plan)
-    annotations = {name: _annotation(kernel, info, warp_alias, any_alias) for name, info in records.items()}
+    records = record_infos(plan)
+    annotations = record_annotations(
+        records,
+        lambda path: _dtype_text(kernel, path, warp_alias, any_alias),
+        lambda path: getattr(_target_type(kernel, path), "ndim", None),
+        warp_alias,
+        any_alias,
+    )
     paths = {s.target for s in plan.sites} | {p for f in plan.root.walk() for p in f.unconsumed.values() if p}
     int_paths = frozenset(p for p in paths if _is_int_target(kernel, p))
     record_options = {**kernel.options, "enable_backward": False}
@@ -284,7 +205,7 @@ def generate(kernel: wp.Kernel, detach_returns: bool = False) -> Generated | Non
     _defined_in_module[module].update(d.name for d in definitions)
     scope = compile_generated(text, _merged_namespace(source, plan), kernel.key, module)
     wp.get_module(module).options.update(kernel.module.options)
-    sources = _gradient_sources(source, plan, params, helpers, int_paths)
+    sources = site_gradient_sources(source, plan, params, source.warp_names(), helpers, int_paths)
     sites = [
         SiteInfo(
             s.op,

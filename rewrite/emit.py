@@ -23,11 +23,13 @@ from pathlib import Path
 
 from passes import launch_template
 from passes.atomics import ATOMIC_OPS, AtomicCall, WarpNames, find_atomic_calls
+from passes.layout import plan_kernel as plan_with_names
+from passes.layout import record_annotations, record_infos, site_gradient_sources
 from passes.naming import Namer
-from passes.plan import FunctionPlan, KernelPlan, Planner, Refusal
+from passes.plan import FunctionPlan, KernelPlan, Refusal
 from passes.two_phase import RECORD, REPLAY, Names, helper_functions, launch_arity, phase_functions
 from rewrite import errors, exact
-from rewrite.build import _gradient_sources, _records, _refusal_error
+from rewrite.build import refusal_error
 from rewrite.errors import RewriteError
 
 BEGIN = (
@@ -579,16 +581,11 @@ def plan_kernel(
     params = [a.arg for a in kernel.args.args]
     is_int_path = lambda path: _is_int_dtype(module, record_dtype_text(module, kernel, path))  # noqa: E731
     try:
-        # Pass 1 only finds the functions involved; names are chosen once all of them are known.
-        analyses = {}
-        first = Planner(source, params, helpers, is_int_path=is_int_path, analyses=analyses)
-        plan = first.plan(Namer(set()), StaticUnit.warp_names)
-        exact_targets = frozenset(s.target for s in plan.sites if not detach_returns and not is_int_path(s.target))
-        namer = Namer.for_tree(ast.Module([f.unit.tree for f in plan.root.walk()], []), taken)
-        planner = Planner(source, params, helpers, exact_targets, is_int_path, analyses)
-        plan = planner.plan(namer, StaticUnit.warp_names)
+        plan, namer = plan_with_names(
+            source, params, helpers, StaticUnit.warp_names, is_int_path, taken, detach_returns
+        )
     except Refusal as refusal:
-        raise _refusal_error(source, refusal) from None
+        raise refusal_error(source, refusal) from None
     for function in plan.root.walk():
         _check_portable(module, project, kernel, function)
     return plan, source, helpers, namer
@@ -671,23 +668,21 @@ def layout(module: StaticModule, kernel: ast.FunctionDef, plan: KernelPlan, sour
     params = [a.arg for a in kernel.args.args]
     paths = {s.target for s in plan.sites} | {p for f in plan.root.walk() for p in f.unconsumed.values() if p}
     int_paths = frozenset(p for p in paths if _is_int_dtype(module, record_dtype_text(module, kernel, p)))
-    gradient_sources = _gradient_sources(source, plan, params, helpers, int_paths)
+    gradient_sources = site_gradient_sources(source, plan, params, source.warp_names(), helpers, int_paths)
     sites = []
     for site in plan.sites:
         sources = gradient_sources.get(id(site), frozenset())
         exact_records = (site.records, site.values, site.order, site.addresses, site.compares) if site.exact else ()
         sources = None if sources is None else tuple(sorted(sources))
         sites.append((site.target, site.op, site.location, sources, exact_records))
-    records = _records(plan)
-    annotations = {}
-    for name, info in records.items():
-        if info.kind == "tickets":
-            ndim = _ndim(module, kernel, info.target)
-            annotations[name] = f"{warp}.array(dtype={warp}.int32, ndim={ndim})" if ndim else any_name
-        elif info.kind in ("returned", "values", "compares"):
-            annotations[name] = f"{warp}.array(dtype={record_dtype_text(module, kernel, info.target) or any_name})"
-        else:
-            annotations[name] = f"{warp}.array(dtype={warp}.{info.dtype})"
+    records = record_infos(plan)
+    annotations = record_annotations(
+        records,
+        lambda path: record_dtype_text(module, kernel, path),
+        lambda path: _ndim(module, kernel, path),
+        warp,
+        any_name,
+    )
     loops = tuple((loop.id, loop.static_trips, loop.location, loop.opaque) for loop in plan.loops)
     ordered = tuple(
         (name, info.kind, info.target, info.dtype, info.loops, info.requires_grad)
