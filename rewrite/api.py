@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -10,7 +11,8 @@ from typing import Any
 import warp as wp
 
 from rewrite.build import Generated, LoopInfo, RecordInfo, SiteInfo, generate
-from rewrite.runtime import launch_two_phase
+from rewrite.exact import ExactBackward, ExactSite
+from rewrite.launching import launch_recorded
 
 
 @dataclass
@@ -46,7 +48,30 @@ class RewrittenKernel:
         block_dim: int | None = None,
         max_blocks: int = 0,
     ) -> None:
-        launch_two_phase(self, dim, inputs, outputs, device, stream, record_tape, block_dim, max_blocks)
+        if self.record_kernel is None:
+            wp.launch(self.kernel, dim, inputs, outputs, device=device, stream=stream, record_tape=record_tape,
+                      block_dim=block_dim, max_blocks=max_blocks)  # fmt: skip
+            return
+        parameters, sites, records, loops = self._launch_tables
+        launch_recorded(
+            self.kernel, self.record_kernel, self.replay_kernel,
+            dim, inputs, outputs, device, stream, record_tape, block_dim, max_blocks, self.max_records,
+            parameters=parameters, sites=sites, records=records, loops=loops,
+            exact_runtime=(ExactSite, ExactBackward), launch_arity=self.launch_arity,
+        )  # fmt: skip
+
+    @functools.cached_property
+    def _launch_tables(self) -> tuple[tuple, tuple, tuple, tuple]:
+        """This kernel's sites, records and loops as the plain tuples ``rewrite.launching`` reads."""
+        parameters = tuple(arg.label for arg in self.kernel.adj.args)
+        sites = tuple(
+            (s.target, s.op, s.location, None if s.gradient_sources is None else tuple(sorted(s.gradient_sources)),
+             s.exact_records)
+            for s in self.sites
+        )  # fmt: skip
+        records = tuple((r.name, r.kind, r.target, r.dtype, r.loops, r.requires_grad) for r in self.records)
+        loops = tuple((loop.id, loop.static_trips, loop.location, loop.opaque) for loop in self.loops)
+        return parameters, sites, records, loops
 
 
 _generated: weakref.WeakKeyDictionary[wp.Kernel, dict[bool, Generated | None]] = weakref.WeakKeyDictionary()

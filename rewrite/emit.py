@@ -21,14 +21,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from passes import launch_template
 from passes.atomics import ATOMIC_OPS, AtomicCall, WarpNames, find_atomic_calls
 from passes.layout import plan_kernel as plan_with_names
 from passes.layout import record_annotations, record_infos, site_gradient_sources
 from passes.naming import Namer
 from passes.plan import FunctionPlan, KernelPlan, Refusal
 from passes.two_phase import RECORD, REPLAY, Names, helper_functions, launch_arity, phase_functions
-from rewrite import errors, exact
+from rewrite import errors, exact, launch_template
 from rewrite.build import refusal_error
 from rewrite.errors import RewriteError
 
@@ -637,7 +636,7 @@ _BUILTINS = frozenset(dir(builtins))
 
 @dataclass(frozen=True)
 class Layout:
-    """What ``launch_<kernel>`` needs to know: the constants of ``passes.launch_template.launch_kernel``."""
+    """What ``launch_<kernel>`` needs to know: the constants of ``rewrite.launch_template.launch_kernel``."""
 
     sites: tuple  # (target, op, where, gradient sources or None, exact records)
     records: tuple  # (name, kind, target or None, fixed dtype or "", loop ids, requires grad), in parameter order

@@ -1,0 +1,195 @@
+"""The launch glue: run the record kernel forward, put the replay kernel's adjoint on the tape.
+
+It works on plain tuples describing the generated kernels (built by ``rewrite.build`` for the API, written
+as constants into the standalone modules of ``wp-rewrite``), so that the CLI can copy this very code into
+the modules it emits (``rewrite.launch_template``): one launch path for both.
+
+- sites, per recorded atomic: (target path, op, "file:line:col", gradient source paths or None: any array,
+  exact records: (returned, values, order, addresses, compares) or ());
+- records, per record parameter in order: (name, kind, target path or None, fixed dtype or "", ids of the
+  loops around it, requires grad); see ``passes.layout.RecordInfo`` for the kinds;
+- loops, per loop around a recorded atomic: (id, constant trip count or None, "file:line:col", opaque).
+"""
+
+import warp as wp
+
+from rewrite.errors import RewriteError
+
+
+def argument_arrays(parameters, args):
+    """Every array among a launch's arguments, struct fields included, with its path ("state.count")."""
+    pending = list(zip(parameters, args, strict=True))
+    while pending:
+        path, value = pending.pop(0)
+        if isinstance(value, wp.array):
+            yield path, value
+        elif isinstance(value, wp._src.codegen.StructInstance):
+            pending += [(f"{path}.{field}", getattr(value, field)) for field in value._cls.vars]
+
+
+def argument_at(parameters, args, path):
+    """The launch argument, or struct field of one, that ``path`` ("count", "state.count") names."""
+    root, *fields = path.split(".")
+    value = args[parameters.index(root)]
+    for field in fields:
+        value = getattr(value, field)
+    return value
+
+
+def is_float_dtype(dtype):
+    """True for float scalars and for vectors, matrices, quaternions and transforms of them."""
+    return wp._src.types.type_scalar_type(dtype) in wp._src.types.float_types
+
+
+def scratch_copy(value):
+    """A copy a dry run may write into: arrays cloned, struct fields copied, plain values as they are."""
+    if isinstance(value, wp.array):
+        return wp.clone(value, requires_grad=False)
+    if isinstance(value, wp._src.codegen.StructInstance):
+        copy = type(value)()
+        for field in value._cls.vars:
+            setattr(copy, field, scratch_copy(getattr(value, field)))
+        return copy
+    return value
+
+
+def requires_grad_path(parameters, args, site):
+    """The path of an array requiring grad that a float return may be differentiable in, if any."""
+    target, _, _, sources, _ = site
+    if not is_float_dtype(argument_at(parameters, args, target).dtype):
+        return None
+    if sources is None:
+        candidates = list(argument_arrays(parameters, args))
+    else:
+        candidates = [(path, argument_at(parameters, args, path)) for path in sources]
+    for path, value in candidates:
+        if isinstance(value, wp.array) and value.requires_grad and is_float_dtype(value.dtype):
+            return path
+    return None
+
+
+def phase_arguments(parameters, records, loops, args, shape, capacities, device, exact=frozenset()):
+    """The arguments both phases take after the kernel's own: records, trip arrays, launch shape.
+
+    ``exact``: targets whose float returns need exact gradients in this launch; the other targets' exact-return
+    records are empty (their returns are exact as constants).
+    """
+    threads = 1
+    for extent in shape:
+        threads *= extent
+    extra = []
+    for _, kind, target, fixed_dtype, around, requires_grad in records:
+        size = threads
+        for loop in around:
+            size *= capacities[loop]
+        array = argument_at(parameters, args, target) if target else None
+        if kind in ("values", "order", "addresses", "compares", "tickets") and target not in exact:
+            empty = (0,) * array.ndim if kind == "tickets" else 0
+            dtype = array.dtype if kind in ("values", "compares") else wp.int32
+            extra.append(wp.empty(empty, dtype=dtype, device=device))
+        elif kind == "tickets":  # counters beside the target, one per address
+            extra.append(wp.zeros(array.shape, dtype=wp.int32, device=device))
+        elif kind == "order":  # -1: the operation never ran
+            extra.append(wp.full(size, -1, dtype=wp.int32, device=device))
+        else:
+            dtype = array.dtype if kind in ("returned", "values", "compares") else getattr(wp, fixed_dtype)
+            # The replay reads only records the record kernel wrote, so they need no zero fill.
+            grad = requires_grad and target in exact
+            extra.append(wp.empty(size, dtype=dtype, device=device, requires_grad=grad))
+    if any(not opaque for *_, opaque in loops):
+        trip_capacity = wp.array(capacities, dtype=wp.int32, device=device)
+        trips_needed = wp.zeros(len(capacities), dtype=wp.int32, device=device)
+        extra += [trip_capacity, trips_needed]
+    extra.append(wp.vec4i(*shape, *(1,) * (4 - len(shape))))
+    return extra
+
+
+def launch_recorded(
+    kernel, record_kernel, replay_kernel, dim, inputs, outputs, device, stream, record_tape, block_dim, max_blocks,
+    max_records, parameters, sites, records, loops, exact_runtime, launch_arity,
+):  # fmt: skip
+    """Launch ``kernel`` like ``wp.launch``; on an active tape, as its record and replay kernels."""
+    device = wp.get_device(device)
+    args = [*inputs, *outputs]
+    # Refuse a bad launch before anything runs, so counters and outputs stay untouched.
+    if len(args) != len(parameters):
+        raise TypeError(f"kernel '{kernel.key}' takes {len(parameters)} arguments (inputs + outputs), got {len(args)}")
+    for path, array in argument_arrays(parameters, args):
+        if array.device != device:
+            raise ValueError(
+                f"kernel '{kernel.key}': argument '{path}' is on device '{array.device}' "
+                f"but the launch is on '{device}'"
+            )
+    tape = wp._src.context.runtime.tape if record_tape else None  # Warp has no public accessor for it
+    options = {"device": device, "stream": stream, "block_dim": block_dim, "max_blocks": max_blocks}
+    if tape is None:
+        # Without a tape nothing will run backward: the original kernel is the exact forward.
+        wp.launch(kernel, dim, inputs, outputs, record_tape=record_tape, **options)
+        return
+
+    # A detached float return is replayed as a constant: exact only if nothing it is made of needs a gradient.
+    for site in sites:
+        target, op, where, _, exact_records = site
+        path = None if exact_records else requires_grad_path(parameters, args, site)
+        if path is not None:
+            raise RewriteError(
+                kernel.key,
+                where,
+                f"the value returned by wp.atomic_{op}() on '{target}' is a float that depends on '{path}', "
+                "which requires grad; its exact gradient through the returned value is not supported",
+                f"Launch with '{path}' not requiring grad, or compute the value without using the atomic's return",
+            )
+
+    shape = (dim,) if isinstance(dim, int) else tuple(dim)
+    if len(shape) > launch_arity:
+        raise ValueError(
+            f"kernel '{kernel.key}' unpacks wp.tid() into {launch_arity} index(es) but is launched with "
+            f"{len(shape)} dimensions: its records are kept per thread by those indices. Unpack all "
+            f"{len(shape)} (e.g. i, j = wp.tid()) or launch with fewer dimensions"
+        )
+    # Loops of unknown length not skipped by the replay need room for max_records executions.
+    needs_room = [trips is None and not opaque for _, trips, _, opaque in loops]
+    capacities = [
+        max_records if room else (trips or 1) for room, (_, trips, _, _) in zip(needs_room, loops, strict=True)
+    ]
+    if None in capacities:
+        # A dry run on scratch copies, with no room for records, counts the trips of loops of unknown length.
+        scratch = [scratch_copy(value) for value in args]
+        dry = phase_arguments(parameters, records, loops, scratch, shape, [c or 0 for c in capacities], device)
+        wp.launch(record_kernel, shape, scratch, dry, record_tape=False, **options)
+        needed = dry[-2].numpy()
+        capacities = [c if c is not None else int(needed[i]) for i, c in enumerate(capacities)]
+    # Exact float returns cost nothing extra where no gradient can flow through them.
+    exact = {site[0] for site in sites if site[4] and requires_grad_path(parameters, args, site) is not None}
+    # Forward: the record kernel runs the original code and stores every consumed atomic's returned value.
+    extra = phase_arguments(parameters, records, loops, args, shape, capacities, device, exact)
+    wp.launch(record_kernel, dim, inputs, [*outputs, *extra], record_tape=False, **options)
+    if any(needs_room):
+        needed = extra[-2].numpy()
+        for (loop, _, where, _), room in zip(loops, needs_room, strict=True):
+            if room and needed[loop] > capacities[loop]:
+                raise RewriteError(
+                    kernel.key,
+                    where,
+                    f"this loop ran {needed[loop]} times in one execution but its records had room for "
+                    f"{capacities[loop]}; the launch's gradients would be wrong",
+                    f"Pass max_records={needed[loop]} or more (to wp_rewrite, or to the generated launch function)",
+                )
+    # Exact float returns: a backward step that routes the returned values' adjoints, recorded before the replay
+    # launch so that backward runs it right after the replay's adjoint.
+    groups = {}
+    by_name = dict(zip([record[0] for record in records], extra, strict=False))
+    for target, op, where, _, exact_records in sites:
+        if target in exact:
+            returned, values, order, addresses, compares = (by_name.get(name) for name in exact_records)
+            group = groups.setdefault(target, (where, target, argument_at(parameters, args, target), []))
+            group[3].append(exact_runtime[0](op, returned, values, order, addresses, compares))
+    if groups:
+        exact_targets = list(groups.values())
+        step = exact_runtime[1](kernel.key, replay_kernel, dim, list(inputs), [*outputs, *extra], device, block_dim,
+                                max_blocks, exact_targets)  # fmt: skip
+        tape.record_func(backward=step, arrays=[s.returned for *_, exact_sites in exact_targets for s in exact_sites])
+    # Backward: the replay kernel's adjoint runs, reading the recorded values back.
+    tape.record_launch(replay_kernel, dim, max_blocks, list(inputs), [*outputs, *extra], device, block_dim or 0)
+    if wp.config.verify_autograd_array_access:
+        tape._check_kernel_array_access(replay_kernel, [*args, *extra])
