@@ -186,9 +186,12 @@ def _carried(
     changed = {
         n.id for stmt in loop.body for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
     }
-    if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name):
-        changed.discard(loop.target.id)
-    defined_before = {n.id for n in names_out if isinstance(n.ctx, ast.Store)} | {a.arg for a in unit.tree.args.args}
+    # Loop variables (this loop's and nested loops') are set by their own loop before any read.
+    changed -= {n.target.id for n in ast.walk(loop) if isinstance(n, ast.For) and isinstance(n.target, ast.Name)}
+    start = (loop.lineno, loop.col_offset)
+    defined_before = {a.arg for a in unit.tree.args.args} | {
+        n.id for n in names_out if isinstance(n.ctx, ast.Store) and (n.lineno, n.col_offset) < start
+    }
     read_in = {n.id for n in names_in if isinstance(n.ctx, ast.Load)}
     read_out = {n.id for n in names_out if isinstance(n.ctx, ast.Load)}
     carried = (sorted(changed & defined_before & read_in), sorted(changed & read_out))

@@ -108,7 +108,7 @@ def _check_order(
 
 @wp.kernel
 def _stored(
-    kind: int,
+    column: int,
     op_code: wp.array(dtype=wp.int32),
     perm: wp.array(dtype=wp.int32),
     returned: wp.array2d(dtype=Any),
@@ -116,18 +116,20 @@ def _stored(
     compares: wp.array2d(dtype=Any),
     holder: wp.array(dtype=wp.int32),
 ):
-    """For max/min/cas: this op's position if it changed the stored value, else -1 (componentwise: any)."""
+    """For max/min/cas: this op's position if it changed the stored component ``column``, else -1.
+
+    Vector max/min work per component, so each component has holders of its own.
+    """
     p = wp.tid()
     k = perm[p]
-    changed = int(0)
-    for c in range(returned.shape[1]):
-        if op_code[k] == 2 and values[k, c] > returned[k, c]:
-            changed = 1
-        if op_code[k] == 3 and values[k, c] < returned[k, c]:
-            changed = 1
-        if op_code[k] == 4 and returned[k, c] == compares[k, c]:
-            changed = 1
-    holder[p] = wp.where(changed == 1, p, -1)
+    changed = False
+    if op_code[k] == 2:
+        changed = values[k, column] > returned[k, column]
+    elif op_code[k] == 3:
+        changed = values[k, column] < returned[k, column]
+    elif op_code[k] == 4:
+        changed = returned[k, column] == compares[k, column]
+    holder[p] = wp.where(changed, p, -1)
 
 
 @wp.kernel
@@ -319,7 +321,7 @@ class _Target:
                 "Rewrite with detach_returns=True, or run this kernel on the CPU for exact gradients",
             )
         if self.kind == HOLD:
-            self.holders = self._last_holders(returned, values, compares)
+            self.holders = [self._last_holders(c, returned, values, compares) for c in range(self.columns)]
 
     def _concat(self, arrays: list[wp.array]) -> wp.array:
         out = wp.empty(sum(a.size for a in arrays), dtype=arrays[0].dtype, device=self.device)
@@ -334,10 +336,10 @@ class _Target:
             wp.copy(out[int(offset) : int(offset) + part.shape[0]], part)
         return out
 
-    def _last_holders(self, returned: wp.array, values: wp.array, compares: wp.array) -> wp.array:
-        """For each position, the last op at or before it (in its segment) that stored its operand."""
+    def _last_holders(self, column: int, returned: wp.array, values: wp.array, compares: wp.array) -> wp.array:
+        """For each position, the last op at or before it (in its segment) that stored its operand's component."""
         holders = wp.empty(self.count, dtype=wp.int32, device=self.device)
-        inputs = [self.kind, self.op_code, self.perm, returned, values, compares, holders]
+        inputs = [column, self.op_code, self.perm, returned, values, compares, holders]
         wp.launch(_stored, self.count, inputs=inputs, device=self.device)
         result = wp.empty_like(holders)
         distance = 1
@@ -366,7 +368,7 @@ class _Target:
                 inputs = [column, *common, sums, self.sign, self.addresses, final, extras, initial]
                 wp.launch(_route_sums, self.count, inputs=inputs, device=self.device)
             else:
-                holders = self.holders if self.kind == HOLD else self.perm  # unused for exch
+                holders = self.holders[column] if self.kind == HOLD else self.perm  # unused for exch
                 inputs = [self.kind, column, *common, holders, self.addresses, adjoint, final, extras, initial]
                 wp.launch(_route_holders, self.count, inputs=inputs, device=self.device)
         return extras, initial

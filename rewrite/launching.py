@@ -180,7 +180,7 @@ def launch_recorded(
     groups = {}
     by_name = dict(zip([record[0] for record in records], extra, strict=False))
     for target, op, where, _, exact_records in sites:
-        if target in exact:
+        if target in exact and by_name[exact_records[0]].size:  # empty: in a loop that never ran
             returned, values, order, addresses, compares = (by_name.get(name) for name in exact_records)
             group = groups.setdefault(target, (where, target, argument_at(parameters, args, target), []))
             group[3].append(exact_runtime[0](op, returned, values, order, addresses, compares))
