@@ -145,9 +145,6 @@ class FunctionPlan:
                 names += [records for _, records, _ in loop.carried_in + loop.carried]
         return names + tickets
 
-    def is_empty(self) -> bool:
-        return not self.sites and not self.clones
-
 
 @dataclass
 class KernelPlan:

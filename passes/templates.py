@@ -165,9 +165,3 @@ def instantiate_record_exact(op: str, indices: int, name: str, wp: str, any: str
         if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "addresses[record_index]":
             node.value = ast.parse(flat, mode="eval").body
     return ast.fix_missing_locations(definition)
-
-
-def instantiate_body(template: Callable, **names: str) -> list[ast.stmt]:
-    """The template's statements (not the ``def`` nor its docstring) with placeholders renamed."""
-    definition = instantiate(template, **names)
-    return definition.body[0 if ast.get_docstring(definition) is None else 1 :]
