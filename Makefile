@@ -22,6 +22,12 @@ lint: $(INSTALLED)
 test: lint
 	$(PY) -m pytest
 
+# A long differential fuzz run: make fuzz SEED=7 COUNT=5000
+SEED ?= 0
+COUNT ?= 2000
+fuzz: $(INSTALLED)
+	$(PY) -m tests.fuzz --seed $(SEED) --count $(COUNT)
+
 bench: $(INSTALLED)
 	$(PY) -m pip install --quiet -e ".[bench]"
 	$(PY) -m bench.run

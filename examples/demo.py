@@ -1,12 +1,14 @@
 """Rewrites the bundled example kernels and prints their gradients before (plain Warp) and after."""
 
+import logging
+
 import numpy as np
 import warp as wp
 
 from examples.kernels import compact_positive, running_sum, scale_by_previous
 from rewrite import launch, wp_rewrite
 
-wp.config.quiet = True
+wp.config.log_level = logging.WARNING  # no init banner, no per-module load lines
 
 
 def gradient(kernel_launch, x: np.ndarray, others, output_index: int) -> tuple[np.ndarray, np.ndarray]:

@@ -48,11 +48,15 @@ class _Analysis:
 
 
 class Refusal(Exception):
-    """A construct the rewrite cannot handle; the caller turns it into a ``RewriteError``."""
+    """A construct the rewrite cannot handle; the caller turns it into a ``RewriteError``.
 
-    def __init__(self, unit: Unit, node: ast.AST, problem: str, advice: str):
+    ``location`` overrides where it is reported (``unit.location(node)`` by default).
+    """
+
+    def __init__(self, unit: Unit, node: ast.AST, problem: str, advice: str, location: str | None = None):
         super().__init__(problem)
         self.unit, self.node, self.problem, self.advice = unit, node, problem, advice
+        self.location = location or unit.location(node)
 
 
 @dataclass
@@ -288,12 +292,16 @@ class Planner:
                 ops.setdefault(site.target, set()).add(site.op)
         for target, kinds in ops.items():
             if not any(kinds <= family for family in EXACT_FAMILIES):
+                on_target = [site for site in self.sites if site.exact and site.target == target]
+                family = next(f for f in EXACT_FAMILIES if on_target[0].op in f)
+                odd_one = next(site for site in on_target if site.op not in family)
                 raise Refusal(
                     self.kernel,
                     self.kernel.tree,
                     f"atomics of different kinds ({', '.join(sorted(kinds))}) on '{target}', whose float returns "
                     "need exact gradients",
                     "Use one kind of atomic per target array, or rewrite with detach_returns=True",
+                    location=odd_one.location,
                 )
         return KernelPlan(root, self.loops, self.sites)
 

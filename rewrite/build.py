@@ -73,7 +73,7 @@ class _Helpers:
 
 def refusal_error(kernel: Unit, refusal: Refusal) -> RewriteError:
     """The user-facing error for a construct the passes refuse, located where the construct is."""
-    location = refusal.unit.location(refusal.node)
+    location = refusal.location
     problem = refusal.problem if refusal.unit is kernel else f"{refusal.problem} (in helper '{refusal.unit.name}')"
     return RewriteError(kernel.name, location, problem, refusal.advice)
 

@@ -178,8 +178,11 @@ def stores_into_target(x: wp.array[wp.float64], acc: wp.array[wp.float64], out: 
 
 
 def test_what_cannot_be_made_exact_is_refused():
-    with pytest.raises(RewriteError, match=r"atomics of different kinds \(add, max\) on 'acc'"):
+    with pytest.raises(RewriteError, match=r"atomics of different kinds \(add, max\) on 'acc'") as refused:
         wp_rewrite(mixed_kinds)
+    with open(__file__) as source:  # reported where the odd one out is
+        line = next(n for n, text in enumerate(source, 1) if "wp.atomic_max(acc, 1, x[tid])" in text)
+    assert refused.value.location == f"{__file__}:{line}:5"
     with pytest.raises(RewriteError, match="a plain write into 'acc', whose float atomic returns need exact gradients"):
         wp_rewrite(stores_into_target)
 

@@ -1,0 +1,1 @@
+"""Differential fuzzing of the rewrite: random kernels that consume atomic returns, checked against the original."""

@@ -1,0 +1,61 @@
+"""Long mode: ``python -m tests.fuzz --seed S --count N`` checks N generated kernels of stream S.
+
+Prints every failure (with the kernel's source, to minimize into tests/test_fuzz_regressions.py) and the line
+``fuzz: N passed, N failed (N refused)``; exits non-zero on any failure. ``--show INDEX`` prints one kernel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: fuzz, harness
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: rewrite, passes
+
+import warp as wp
+
+from fuzz.generator import generate_kernel
+from fuzz.runner import FAILED, REFUSED, Outcome, Summary, run
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m tests.fuzz", description=__doc__)
+    parser.add_argument("--seed", type=int, default=0, help="stream of kernels (default 0)")
+    parser.add_argument("--count", type=int, default=1000, help="kernels to check (default 1000)")
+    parser.add_argument("--start", type=int, default=0, help="index of the first kernel (default 0)")
+    parser.add_argument("--batch", type=int, default=50, help="kernels per compiled module (default 50)")
+    parser.add_argument("--show", type=int, metavar="INDEX", help="print kernel INDEX of the stream and exit")
+    parser.add_argument("--verbose", action="store_true", help="let Warp log each module's load and compile time")
+    parser.add_argument("--refusals", action="store_true", help="print every refusal's message too")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    if args.show is not None:
+        case = generate_kernel(args.seed, args.show)
+        print(case.source)
+        for spec in case.arrays:
+            print(f"# {spec.name}: {spec.dtype} {spec.shape} {spec.values}")
+        return 0
+    if not args.verbose:
+        wp.config.log_level = wp.LOG_WARNING  # no line per module load
+    wp.init()
+    began = time.perf_counter()
+
+    def progress(summary: Summary, outcomes: list[Outcome]) -> None:
+        for outcome in outcomes:
+            if outcome.status == FAILED or (args.refusals and outcome.status == REFUSED):
+                print(f"{outcome.status.upper()} {outcome.report()}", flush=True)
+        elapsed = time.perf_counter() - began
+        print(f"  ... {len(summary.outcomes)} kernels, {elapsed:.0f} s: {summary.line()}", file=sys.stderr, flush=True)
+
+    summary = run(args.seed, args.count, args.batch, args.start, progress)
+    print(summary.line())
+    return 1 if summary.count(FAILED) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

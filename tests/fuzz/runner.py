@@ -1,0 +1,260 @@
+"""Runs generated kernels: the original forward against the rewritten one, tape gradients against finite
+differences of the original forward (``tests/harness.py``), or a ``RewriteError``.
+
+Kernels are written in batches, one Python file per batch imported with ``importlib``, so that Warp compiles
+one module per batch (plus one generated module for the rewritten kernels): compiling a module costs seconds,
+running a kernel on the CPU milliseconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import itertools
+import re
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+import harness
+import numpy as np
+import warp as wp
+from harness import Case, assert_same_forward, finite_difference_gradients, tape_gradients
+
+from fuzz.generator import ArraySpec, KernelCase, generate_kernel, module_source
+from rewrite import RewriteError, wp_rewrite
+
+RTOL = 1e-5
+ATOL = 1e-6  # losses sum many outputs: float64 finite differences carry ~1e-8 of rounding noise
+
+OPTIMIZATION_LEVEL = 0  # -O0 builds a batch's modules ~3x faster than Warp's CPU default -O2; same semantics
+
+PASSED, FAILED, REFUSED = "passed", "failed", "refused"
+
+
+@dataclass
+class Outcome:
+    """How one kernel fared: passed, failed (``detail`` says how) or refused (``detail``: the RewriteError)."""
+
+    case: KernelCase
+    status: str
+    detail: str = ""
+
+    def report(self) -> str:
+        """What failed, and the kernel, so that the failure can be reproduced and minimized by hand."""
+        return f"{self.case.name} (seed {self.case.seed}, index {self.case.index}): {self.detail}\n{self.case.source}"
+
+
+@dataclass
+class Summary:
+    """Every outcome of a run, and the summary line the long mode prints."""
+
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    def count(self, status: str) -> int:
+        return sum(1 for o in self.outcomes if o.status == status)
+
+    def line(self) -> str:
+        return f"fuzz: {self.count(PASSED)} passed, {self.count(FAILED)} failed ({self.count(REFUSED)} refused)"
+
+
+def make_array(spec: ArraySpec) -> wp.array:
+    """A fresh CPU array for one argument, from its initial values."""
+    dtype = getattr(wp, spec.dtype)
+    shape = (*spec.shape, 3) if spec.dtype == "vec3d" else spec.shape
+    numpy_dtype = np.int32 if spec.dtype == "int32" else np.float64
+    values = np.zeros(shape, dtype=numpy_dtype)
+    if spec.values is not None:
+        values = np.asarray(spec.values, dtype=numpy_dtype).reshape(shape)
+    return wp.array(values, dtype=dtype, requires_grad=spec.requires_grad, device="cpu")
+
+
+def harness_case(case: KernelCase, kernel: wp.Kernel) -> Case:
+    """The harness's view of a generated case: fresh arguments, loss outputs, arrays to differentiate."""
+    return Case(
+        kernel,
+        case.dim,
+        lambda: [make_array(spec) for spec in case.arrays],
+        [i for i, spec in enumerate(case.arrays) if spec.loss],
+        [i for i, spec in enumerate(case.arrays) if spec.wrt],
+    )
+
+
+_loaded = itertools.count()
+
+
+def load_batch(cases: list[KernelCase], directory: Path) -> ModuleType:
+    """Write the batch's kernels into one file and import it: its kernels form one Warp module."""
+    name = f"fuzz_batch_{cases[0].seed}_{cases[0].index}_{next(_loaded)}"
+    path = directory / f"{name}.py"
+    path.write_text(module_source(cases))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # Warp resolves a kernel's module by its Python module's name
+    spec.loader.exec_module(module)
+    return module
+
+
+@contextlib.contextmanager
+def _step(epsilon: float):
+    """Finite differences of the harness with another step, for the time of a ``with`` block."""
+    saved, harness.EPSILON = harness.EPSILON, epsilon
+    try:
+        yield
+    finally:
+        harness.EPSILON = saved
+
+
+def compare_gradients(case: Case) -> str | None:
+    """None when the tape gradients match finite differences of the original forward; else what differs.
+
+    Where they differ, the finite differences are taken again with a 10x smaller step, and an element
+    matching either is accepted: chained float returns in loops can make the loss steep enough (third
+    derivatives ~1e12) that the truncation error of the 1e-6 step exceeds the tolerance.
+    """
+    actual = tape_gradients(case)
+    expected = finite_difference_gradients(case)
+    mismatched = [i for i in case.wrt if not np.allclose(actual[i], expected[i], rtol=RTOL, atol=ATOL)]
+    if not mismatched:
+        return None
+    with _step(harness.EPSILON / 10):
+        finer = finite_difference_gradients(case)
+    for i in mismatched:
+        close = np.isclose(actual[i], expected[i], rtol=RTOL, atol=ATOL)
+        close |= np.isclose(actual[i], finer[i], rtol=RTOL, atol=ATOL)
+        if not close.all():
+            return (
+                f"gradient of argument {i}:\n  tape   {actual[i].tolist()}\n  finite {expected[i].tolist()}\n"
+                f"  finite with a 10x smaller step {finer[i].tolist()}"
+            )
+    return None
+
+
+def check_case(case: KernelCase, kernel: wp.Kernel) -> Outcome:
+    """Forward equality and gradients of one rewritten kernel; a ``RewriteError`` at launch is a refusal."""
+    checked = harness_case(case, kernel)
+    try:
+        assert_same_forward(checked)
+        problem = compare_gradients(checked)
+    except RewriteError as error:
+        return Outcome(case, REFUSED, str(error))
+    except Exception as error:
+        return Outcome(case, FAILED, f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=4)}")
+    return Outcome(case, FAILED, problem) if problem else Outcome(case, PASSED)
+
+
+def compile_cheaply(modules: set, original: wp.Module) -> None:
+    """Compile the batch's modules at -O0, the original without backward code: about 5x faster to build.
+
+    The original kernels only run forward (the ground truth); the rewritten ones copied the original
+    module's options when they were generated, so turning its backward off now leaves them unchanged.
+    """
+    original.options["enable_backward"] = False
+    for module in modules:
+        module.options["optimization_level"] = OPTIMIZATION_LEVEL
+
+
+def _culprits(error: Exception, cases: list[KernelCase]) -> list[KernelCase]:
+    """The cases a module's compile error names (its message quotes the failing function)."""
+    named = set(re.findall(r"fz_\d+_\d+", str(error)))
+    return [case for case in cases if case.name in named]
+
+
+def _rewrite_all(cases: list[KernelCase], module: ModuleType) -> tuple[dict[str, Outcome], set]:
+    """Rewrite every kernel (refusals are outcomes); returns the outcomes so far and the modules to compile."""
+    outcomes: dict[str, Outcome] = {}
+    modules = {getattr(module, cases[0].name).module}
+    for case in cases:
+        try:
+            result = wp_rewrite(getattr(module, case.name))
+            if result.record_kernel is not None:
+                modules.add(result.record_kernel.module)
+        except RewriteError as error:
+            outcomes[case.name] = Outcome(case, REFUSED, str(error))
+        except Exception as error:
+            outcomes[case.name] = Outcome(case, FAILED, f"wp_rewrite raised {type(error).__name__}: {error}")
+    return outcomes, modules
+
+
+class Batch:
+    """Kernels written into one file and rewritten together, so each of their two modules compiles once.
+
+    The rewritten kernels of a batch share one generated module, so one kernel whose generated code does not
+    compile breaks them all: such a kernel fails, and the batch is built again without it.
+    """
+
+    def __init__(self, cases: list[KernelCase], directory: Path):
+        self.cases = cases
+        self.directory = directory
+        self.broken: dict[str, Outcome] = {}
+        self.prepare([*cases])
+
+    def prepare(self, remaining: list[KernelCase]) -> None:
+        self.remaining = remaining
+        self.module = load_batch(remaining, self.directory) if remaining else None
+        self.outcomes, self.modules = _rewrite_all(remaining, self.module) if remaining else ({}, set())
+        if remaining:
+            compile_cheaply(self.modules, getattr(self.module, remaining[0].name).module)
+
+    def compile(self) -> None:
+        """Load both modules; while one does not compile, fail the kernels its error names and rebuild."""
+        while self.remaining:
+            try:
+                wp.force_load(device="cpu", modules=sorted(self.modules, key=lambda m: m.name), max_workers=2)
+                return
+            except Exception as error:
+                culprits = _culprits(error, self.remaining) or self.remaining
+                for case in culprits:
+                    problem = f"a module does not compile: {type(error).__name__}: {error}"
+                    self.broken[case.name] = Outcome(case, FAILED, problem)
+                self.prepare([case for case in self.remaining if case.name not in self.broken])
+
+    def check(self) -> list[Outcome]:
+        self.compile()
+        for case in self.remaining:
+            if case.name not in self.outcomes:
+                self.outcomes[case.name] = check_case(case, getattr(self.module, case.name))
+        results = {**self.outcomes, **self.broken}
+        return [results[case.name] for case in self.cases]
+
+
+def precompile(batches: list[Batch]) -> None:
+    """Compile the modules of several batches at once: two compiler threads keep both CPU cores busy.
+
+    A module that does not compile is left to ``Batch.compile``, which finds the kernel responsible.
+    """
+    modules = sorted({m for batch in batches for m in batch.modules}, key=lambda m: m.name)
+    with contextlib.suppress(Exception):
+        wp.force_load(device="cpu", modules=modules, max_workers=2)
+
+
+def run(
+    seed: int,
+    count: int,
+    batch_size: int = 50,
+    start: int = 0,
+    progress: Callable[[Summary, list[Outcome]], None] | None = None,
+    wave: int = 4,
+) -> Summary:
+    """Generate and check kernels ``start .. start+count-1`` of the stream ``seed``.
+
+    Batches are prepared ``wave`` at a time, their modules compiled together, then checked one by one.
+    """
+    summary = Summary()
+    end = start + count
+    ranges = [range(first, min(first + batch_size, end)) for first in range(start, end, batch_size)]
+    with tempfile.TemporaryDirectory(prefix="wp-fuzz-") as directory:
+        for w in range(0, len(ranges), wave):
+            cases = [[generate_kernel(seed, i) for i in r] for r in ranges[w : w + wave]]
+            batches = [Batch(batch, Path(directory)) for batch in cases]
+            precompile(batches)
+            for batch in batches:
+                outcomes = batch.check()
+                summary.outcomes.extend(outcomes)
+                if progress is not None:
+                    progress(summary, outcomes)
+    return summary
