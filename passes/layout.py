@@ -5,13 +5,15 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from passes.atomics import AtomicCall, WarpNames
 from passes.dataflow import argument_path, gradient_sources, single_assignments
 from passes.naming import Namer
-from passes.plan import HelperResolver, KernelPlan, Planner, Unit
+from passes.plan import HelperResolver, KernelPlan, Planner, Refusal, Unit
+from passes.two_phase import needs_forward_twin
 
 
 @dataclass(frozen=True)
@@ -127,3 +129,23 @@ def site_gradient_sources(
         in_reach_of_helpers = site.in_helper or site.target in passed_to_helpers
         result[id(site)] = None if in_reach_of_helpers else sources[site.call]
     return result
+
+
+def check_replay_twins(plan: KernelPlan, annotations: dict[str, str], int_paths: frozenset[str], any_name: str) -> None:
+    """Refuse a generic helper whose replay keeps a float atomic: its twin needs ``@wp.func_replay``.
+
+    Warp does not let a function with generic parameters have a custom replay.
+    """
+    for function in plan.root.walk():
+        if function is plan.root or not needs_forward_twin(function, int_paths):
+            continue
+        params = [ast.unparse(a.annotation) for a in function.unit.tree.args.args if a.annotation is not None]
+        params += [annotations[name] for name in function.record_params()]
+        if any(re.search(rf"\b{re.escape(any_name)}\b", text) for text in params):
+            raise Refusal(
+                function.unit,
+                function.unit.tree,
+                f"helper '{function.unit.name}' has generic parameters and keeps a float atomic's adjoint in its "
+                "replay, which needs a @wp.func_replay that Warp does not allow for generic functions",
+                f"Give '{function.unit.name}' concrete parameter types",
+            )

@@ -8,7 +8,14 @@ from dataclasses import dataclass
 import warp as wp
 from warp._src.context import Function
 
-from passes.layout import RecordInfo, plan_kernel, record_annotations, record_infos, site_gradient_sources
+from passes.layout import (
+    RecordInfo,
+    check_replay_twins,
+    plan_kernel,
+    record_annotations,
+    record_infos,
+    site_gradient_sources,
+)
 from passes.plan import KernelPlan, Refusal, Unit
 from passes.two_phase import RECORD, REPLAY, Names, helper_functions, launch_arity, phase_functions
 from rewrite.errors import RewriteError
@@ -186,6 +193,10 @@ def generate(kernel: wp.Kernel, detach_returns: bool = False) -> Generated | Non
     )
     paths = {s.target for s in plan.sites} | {p for f in plan.root.walk() for p in f.unconsumed.values() if p}
     int_paths = frozenset(p for p in paths if _is_int_target(kernel, p))
+    try:
+        check_replay_twins(plan, annotations, int_paths, any_alias)
+    except Refusal as refusal:
+        raise refusal_error(source, refusal) from None
     record_options = {**kernel.options, "enable_backward": False}
     has_dynamic_for = any(isinstance(loop.node, ast.For) and loop.static_trips is None for loop in plan.loops)
     definitions = [

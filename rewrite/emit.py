@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from passes.atomics import ATOMIC_OPS, AtomicCall, WarpNames, find_atomic_calls
+from passes.layout import check_replay_twins, record_annotations, record_infos, site_gradient_sources
 from passes.layout import plan_kernel as plan_with_names
-from passes.layout import record_annotations, record_infos, site_gradient_sources
 from passes.naming import Namer
 from passes.plan import FunctionPlan, KernelPlan, Refusal
 from passes.two_phase import RECORD, REPLAY, Names, helper_functions, launch_arity, phase_functions
@@ -682,6 +682,10 @@ def layout(module: StaticModule, kernel: ast.FunctionDef, plan: KernelPlan, sour
         warp,
         any_name,
     )
+    try:
+        check_replay_twins(plan, annotations, int_paths, any_name)
+    except Refusal as refusal:
+        raise refusal_error(source, refusal) from None
     loops = tuple((loop.id, loop.static_trips, loop.location, loop.opaque) for loop in plan.loops)
     ordered = tuple(
         (name, info.kind, info.target, info.dtype, info.loops, info.requires_grad)

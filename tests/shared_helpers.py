@@ -15,3 +15,11 @@ def append_scaled(count: wp.array(dtype=wp.int32), out: wp.array(dtype=wp.float6
     """Two calls deep: the slot comes from claim_slot."""
     slot = claim_slot(count)
     out[slot] = value * GROWTH
+
+
+@wp.struct
+class Counter:
+    """A struct from another module whose field is an atomic target."""
+
+    count: wp.array(dtype=wp.int32)
+    scale: wp.float64

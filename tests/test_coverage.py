@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import warp as wp
 from harness import Case, check, run_rewritten
-from shared_helpers import GROWTH, append_scaled, claim_slot
+from shared_helpers import GROWTH, Counter, append_scaled, claim_slot
 
 from rewrite import RewriteError, launch, wp_rewrite
 
@@ -315,6 +315,23 @@ def pairs_program(args, launcher):
 
 def test_struct_fields_as_target_and_output():
     check(Case(None, N, lambda: [f64(X, True), i32([0]), zeros(N)], [2], [0], program=pairs_program))
+
+
+@wp.kernel
+def compact_through_imported_struct(x: wp.array[wp.float64], counter: Counter, out: wp.array[wp.float64]):
+    tid = wp.tid()
+    slot = wp.atomic_add(counter.count, 0, 1)
+    out[slot] = x[tid] * x[tid] * counter.scale
+
+
+def imported_struct_program(args, launcher):
+    counter = Counter()
+    counter.count, counter.scale = args[1], wp.float64(1.5)
+    launcher(compact_through_imported_struct, N, [args[0], counter, args[2]])
+
+
+def test_struct_from_an_imported_module():
+    check(Case(None, N, lambda: [f64(X, True), i32([0]), zeros(N)], [2], [0], program=imported_struct_program))
 
 
 # --- 6. generic kernels and overloads ------------------------------------------------------------------

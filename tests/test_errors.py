@@ -1,6 +1,7 @@
 """What the rewrite refuses, and the exact messages it refuses with (file:line:col, construct, advice)."""
 
 import re
+from typing import Any
 
 import pytest
 import warp as wp
@@ -54,6 +55,17 @@ def keyword_value(count: wp.array[int], out: wp.array[float]):
     out[slot] = 1.0
 
 
+@wp.func
+def deposit_any(count: wp.array[int], mass: wp.array(dtype=Any), value: Any):  # generic-helper
+    slot = wp.atomic_add(count, 0, 1)
+    wp.atomic_add(mass, slot % 2, value)
+
+
+@wp.kernel
+def deposits_through_a_generic_helper(count: wp.array[int], x: wp.array[float], mass: wp.array[float]):
+    deposit_any(count, mass, x[wp.tid()])
+
+
 def refusal(kernel: wp.Kernel) -> str:
     with pytest.raises(RewriteError) as error:
         wp_rewrite(kernel)
@@ -96,6 +108,26 @@ def test_keyword_arguments():
         f"{where('keyword')}: kernel 'keyword_value': wp.atomic_add() called with keyword arguments. "
         "Pass its arguments by position"
     )
+
+
+def test_generic_helper_whose_replay_keeps_a_float_atomic():
+    assert refusal(deposits_through_a_generic_helper) == (
+        f"{where('generic-helper', 'def')}: kernel 'deposits_through_a_generic_helper': helper 'deposit_any' "
+        "has generic parameters and keeps a float atomic's adjoint in its replay, which needs a @wp.func_replay "
+        "that Warp does not allow for generic functions (in helper 'deposit_any'). Give 'deposit_any' concrete "
+        "parameter types"
+    )
+
+
+def test_unreadable_source(monkeypatch):
+    from rewrite import build
+
+    def unreadable(_):
+        raise OSError("could not get source code")
+
+    monkeypatch.setattr(build.FunctionSource, "of", unreadable)
+    with pytest.raises(RewriteError, match=r"kernel 'keyword_value': its source cannot be read \(could not get"):
+        build.generate(keyword_value)
 
 
 def test_error_carries_its_parts():
