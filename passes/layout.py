@@ -44,16 +44,20 @@ def plan_kernel(
 ) -> tuple[KernelPlan, Namer]:
     """The kernel's plan, its generated names fresh in ``taken`` and in every function involved.
 
-    Two passes: the first finds the functions involved and the targets whose float returns get exact
-    gradients (all but int targets, unless ``detach_returns``); the second names everything. Raises
-    ``passes.plan.Refusal`` for what cannot be rewritten.
+    The first pass finds the functions involved and the targets whose float returns get exact gradients (all
+    but int targets, unless ``detach_returns``). A second pass, with exact targets and with names fresh in
+    every function involved, is needed only when there are exact targets or the first pass's names clash with
+    a helper's. Raises ``passes.plan.Refusal`` for what cannot be rewritten.
     """
     analyses = {}
-    first = Planner(kernel, params, resolve_helper, is_int_path=is_int_path, analyses=analyses)
-    plan = first.plan(Namer(set()), unit_names)
+    namer = Namer.for_tree(kernel.tree, taken)
+    plan = Planner(kernel, params, resolve_helper, is_int_path=is_int_path, analyses=analyses).plan(namer, unit_names)
     exact_targets = (
         frozenset() if detach_returns else frozenset(s.target for s in plan.sites if not is_int_path(s.target))
     )
+    helpers = [f.unit.tree for f in plan.root.walk() if f.unit is not kernel]
+    if not exact_targets and not namer.issued & Namer.for_tree(ast.Module(helpers, [])).taken:
+        return plan, namer  # the common case: the first pass's names clash with nothing
     namer = Namer.for_tree(ast.Module([f.unit.tree for f in plan.root.walk()], []), taken)
     planner = Planner(kernel, params, resolve_helper, exact_targets, is_int_path, analyses)
     return planner.plan(namer, unit_names), namer

@@ -10,6 +10,7 @@ class Namer:
 
     def __init__(self, taken: set[str]):
         self.taken = set(taken)
+        self.issued: set[str] = set()  # names handed out (and reserved) so far
 
     @classmethod
     def for_tree(cls, tree: ast.AST, extra: set[str] = frozenset()) -> Namer:
@@ -24,6 +25,7 @@ class Namer:
             name = f"{base}_{suffix}"
             suffix += 1
         self.taken.add(name)
+        self.issued.add(name)
         return name
 
     def fresh_base(self, base: str, suffixes: tuple[str, ...] = ("_record", "_replay")) -> str:
@@ -32,5 +34,7 @@ class Namer:
         while any(candidate + suffix in self.taken for suffix in suffixes):
             candidate = f"{base}_{number}"
             number += 1
-        self.taken.update(candidate + suffix for suffix in suffixes)
+        reserved = {candidate + suffix for suffix in suffixes}
+        self.taken |= reserved
+        self.issued |= reserved
         return candidate
