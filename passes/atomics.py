@@ -60,9 +60,11 @@ def parent_map(tree: ast.AST) -> dict[ast.AST, ast.AST]:
     return {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
 
 
-def find_atomic_calls(tree: ast.AST, names: WarpNames) -> list[AtomicCall]:
-    """Every Warp atomic call under ``tree``, in source order."""
-    parents = parent_map(tree)
+def find_atomic_calls(
+    tree: ast.AST, names: WarpNames, parents: dict[ast.AST, ast.AST] | None = None
+) -> list[AtomicCall]:
+    """Every Warp atomic call under ``tree``, in source order (``parents``: ``parent_map(tree)``, if known)."""
+    parents = parent_map(tree) if parents is None else parents
     calls = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):

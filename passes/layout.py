@@ -56,7 +56,7 @@ def plan_kernel(
         frozenset() if detach_returns else frozenset(s.target for s in plan.sites if not is_int_path(s.target))
     )
     helpers = [f.unit.tree for f in plan.root.walk() if f.unit is not kernel]
-    if not exact_targets and not namer.issued & Namer.for_tree(ast.Module(helpers, [])).taken:
+    if not exact_targets and not (helpers and namer.issued & Namer.for_tree(ast.Module(helpers, [])).taken):
         return plan, namer  # the common case: the first pass's names clash with nothing
     namer = Namer.for_tree(ast.Module([f.unit.tree for f in plan.root.walk()], []), taken)
     planner = Planner(kernel, params, resolve_helper, exact_targets, is_int_path, analyses)
@@ -116,6 +116,8 @@ def site_gradient_sources(
     """For each float (or not-known-int) site, by id: the argument paths its returned value may be
     differentiable in. None means any array: the site is in a helper, or a helper may write into its target.
     """
+    if all(site.target in int_paths for site in plan.sites):
+        return {}  # int returns carry no gradient
     aliases = single_assignments(kernel.tree)
     passed_to_helpers = {
         argument_path(arg, params, aliases)

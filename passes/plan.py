@@ -42,7 +42,7 @@ class _Analysis:
     def __init__(self, tree: ast.FunctionDef, names: WarpNames):
         self.parents = parent_map(tree)
         self.aliases = single_assignments(tree)
-        self.atomics = find_atomic_calls(tree, names)
+        self.atomics = find_atomic_calls(tree, names, self.parents)
         self.writes = find_augmented_writes(tree)
         self.kinds = IntLocals(tree).locals
 

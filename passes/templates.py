@@ -164,4 +164,4 @@ def instantiate_record_exact(op: str, indices: int, name: str, wp: str, any: str
             node.args[1:2] = [ast.Name(n, ast.Load()) for n in index_names]
         if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "addresses[record_index]":
             node.value = ast.parse(flat, mode="eval").body
-    return ast.fix_missing_locations(definition)
+    return definition

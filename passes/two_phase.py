@@ -1,5 +1,8 @@
 """The core rewrite: one kernel becomes a record kernel and a replay kernel.
 
+The functions here return ASTs meant for ``ast.unparse`` (the generated code is compiled from text), so
+new nodes carry no line numbers.
+
 Record kernel: the complete original forward, plus a store of each consumed atomic's returned value into a
 per-launch record array. It runs forward only (``enable_backward=False``).
 
@@ -238,7 +241,10 @@ class PhaseWriter(ast.NodeTransformer):
         if loop.static_trips is None:
             start, stop, step = loop.bounds
             values = [_expr("0"), *args, _expr("1")] if len(args) == 1 else [*args, _expr("1")][:3]
-            before += [ast.Assign([_expr(name)], value) for name, value in zip(loop.bounds, values, strict=True)]
+            before += [
+                ast.copy_location(ast.Assign([_expr(name)], value), node)
+                for name, value in zip(loop.bounds, values, strict=True)
+            ]
             node.iter = _expr(f"range({start}, {stop}, {step})")
             if self.phase == RECORD:
                 length = f"{self.names.range_length}({start}, {stop}, {step})"
@@ -359,7 +365,7 @@ def phase_function(
     else:
         function.decorator_list = [_decorator(w, "func", {})]
         _add_params(function, [*records, *trips, (names.coordinate, "int")])
-    return ast.fix_missing_locations(function)
+    return function
 
 
 def _replay_registration(twin: ast.FunctionDef, replay_name: str, warp: str) -> ast.FunctionDef:
@@ -374,7 +380,7 @@ def _replay_registration(twin: ast.FunctionDef, replay_name: str, warp: str) -> 
     registration = _stmt(f"def {replay_name}_replayed():\n    {'return ' if returns else ''}{call}")
     registration.args.args = copy.deepcopy(twin.args.args)
     registration.decorator_list = [_expr(f"{warp}.func_replay({replay_name})")]
-    return ast.fix_missing_locations(registration)
+    return registration
 
 
 def phase_functions(
@@ -415,4 +421,4 @@ def helper_functions(names: Names, with_range_length: bool) -> list[ast.Function
         helpers.append(templates.instantiate(templates.range_length, wp=w, range_length=names.range_length))
     for helper in helpers:
         helper.decorator_list = [_expr(f"{w}.func")]
-    return [ast.fix_missing_locations(h) for h in helpers]
+    return helpers
