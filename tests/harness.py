@@ -132,3 +132,18 @@ def check(case: Case) -> None:
     """Forward equality plus tape gradients against finite differences."""
     assert_same_forward(case)
     assert_gradients_match(case)
+
+
+# --- CPU arrays for test cases ------------------------------------------------------------------------------
+
+
+def f64(values, grad: bool = False) -> wp.array:
+    return wp.array(np.asarray(values, dtype=np.float64), dtype=wp.float64, requires_grad=grad, device="cpu")
+
+
+def i32(values) -> wp.array:
+    return wp.array(np.asarray(values, dtype=np.int32), dtype=wp.int32, device="cpu")
+
+
+def vec3d(values, grad: bool = False) -> wp.array:
+    return wp.array(np.asarray(values, dtype=np.float64), dtype=wp.vec3d, requires_grad=grad, device="cpu")

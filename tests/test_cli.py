@@ -1,6 +1,6 @@
 """The ``wp-rewrite`` command line: emitted modules against finite differences, ``--check``, ``--diff``, errors.
 
-The emitted module of tests/cli_samples/patterns.py is written to a temporary folder, imported with importlib
+The emitted module of tests/patterns.py is written to a temporary folder, imported with importlib
 and launched only through its generated ``launch_<kernel>`` functions: it must not need this project.
 """
 
@@ -18,32 +18,22 @@ import harness
 import numpy as np
 import pytest
 import warp as wp
-from harness import Case, check
+from harness import Case, check, f64, i32, vec3d
 
 from rewrite import launch, wp_rewrite
 from rewrite.cli import main
 
-SAMPLES = Path(__file__).parent / "cli_samples"
-PATTERNS = SAMPLES / "patterns.py"
+TESTS = Path(__file__).parent
+SAMPLES = TESTS / "cli_samples"
+PATTERNS = TESTS / "patterns.py"  # the same kernels the API's tests check
+SHARED_HELPERS = TESTS / "shared_helpers.py"
 N = 8
 X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1, 2.3, -2.1])
 KEYS = np.array([5, 3, 7, 2, 9, 1, 4, 6])
 
 
-def f64(values, grad=False):
-    return wp.array(np.asarray(values, dtype=np.float64), dtype=wp.float64, requires_grad=grad, device="cpu")
-
-
-def i32(values):
-    return wp.array(np.asarray(values, dtype=np.int32), dtype=wp.int32, device="cpu")
-
-
 def zeros(shape, dtype=wp.float64):
     return wp.zeros(shape, dtype=dtype, requires_grad=dtype is not wp.int32, device="cpu")
-
-
-def vec3d(values, grad=False):
-    return wp.array(np.asarray(values, dtype=np.float64), dtype=wp.vec3d, requires_grad=grad, device="cpu")
 
 
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
@@ -62,14 +52,10 @@ def import_file(path: Path, name: str):
 
 @pytest.fixture(scope="module")
 def emitted(tmp_path_factory):
-    """patterns.py rewritten into a temporary folder and imported from there (its helpers from cli_samples)."""
+    """patterns.py rewritten into a temporary folder and imported from there (its helpers from tests/)."""
     out = tmp_path_factory.mktemp("emitted") / "patterns_rewritten.py"
     assert main([str(PATTERNS), "-o", str(out)]) == 0
-    sys.path.insert(0, str(SAMPLES))
-    try:
-        yield import_file(out, "patterns_rewritten")
-    finally:
-        sys.path.remove(str(SAMPLES))
+    return import_file(out, "patterns_rewritten")
 
 
 def through(module, name: str, dim, pack=None):
@@ -292,7 +278,7 @@ def test_generated_code_points_back_to_the_kernel(rewritten_text):
         .index(next(s for s in PATTERNS.read_text().splitlines() if s.startswith("def compact_positive(")))
     )
     assert f"# ---- wp-rewrite: generated from kernel 'compact_positive' above (patterns.py:{line + 1})" in (
-        rewritten_text.replace(str(SAMPLES) + "/", "")
+        rewritten_text.replace(str(TESTS) + "/", "")
     )
     assert "def launch_compact_positive(" in rewritten_text
     assert "def launch_plain_accumulate(" not in rewritten_text  # nothing to rewrite there
@@ -363,12 +349,13 @@ def test_check_reports_every_kind_with_stable_codes(tmp_path, capsys):
 
 
 def test_check_follows_imported_helpers_and_takes_files_and_folders(capsys):
-    status, out, _ = run_cli(capsys, "--check", SAMPLES)
+    status, out, _ = run_cli(capsys, "--check", SAMPLES, PATTERNS)
     assert status == 1
     assert "WR003 kernel 'append_imported' calls helper 'append_scaled', which uses the value returned by " in out
     assert "(in helper 'claim_slot' at " in out
-    assert "sample_helpers.py:10:12: WR002 helper 'claim_slot'" in out
-    assert run_cli(capsys, "--check", SAMPLES / "aliased.py", PATTERNS, SAMPLES / "sample_helpers.py")[1] == out
+    assert run_cli(capsys, "--check", SAMPLES / "aliased.py", PATTERNS)[1] == out
+    helpers = run_cli(capsys, "--check", SHARED_HELPERS)[1]
+    assert "shared_helpers.py:10:12: WR002 helper 'claim_slot'" in helpers
 
 
 def test_check_exit_zero_without_findings(tmp_path, capsys):

@@ -6,7 +6,28 @@ All kernels are rewritten at import time so that their generated module compiles
 import numpy as np
 import pytest
 import warp as wp
-from harness import Case, assert_same_forward, check, run_rewritten
+from harness import Case, assert_same_forward, check, f64, i32, run_rewritten, vec3d
+from patterns import (
+    accumulate_input,
+    bucket_by_arrival,
+    chain_of_owners,
+    claim_lock,
+    clear_bits,
+    compact_positive,
+    compact_rows,
+    compact_with_capacity,
+    count_in_4d,
+    plain_accumulate,
+    project_on_running_sum,
+    reserve_then_take,
+    scale_by_peak,
+    scale_by_previous,
+    scale_by_running_max,
+    scale_by_running_min,
+    set_bits,
+    take_from_stack,
+    toggle_bits,
+)
 
 from rewrite import RewriteError, launch, wp_rewrite
 
@@ -14,21 +35,7 @@ N = 8
 X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1, 2.3, -2.1])
 
 
-def f64(values, grad=False):
-    return wp.array(np.asarray(values, dtype=np.float64), dtype=wp.float64, requires_grad=grad, device="cpu")
-
-
-def i32(values):
-    return wp.array(np.asarray(values, dtype=np.int32), dtype=wp.int32, device="cpu")
-
-
 # --- the reported kernel ----------------------------------------------------------------------------
-
-
-@wp.kernel
-def scale_by_previous(x: wp.array[float], total: wp.array[float], y: wp.array[float]):
-    previous = wp.atomic_add(total, 0, 1.0)
-    y[0] = previous * x[0]
 
 
 def test_reported_example_prints_the_right_gradient():
@@ -47,25 +54,8 @@ def test_reported_example_prints_the_right_gradient():
 # --- stream compaction: slots used as indices -------------------------------------------------------
 
 
-@wp.kernel
-def compact_positive(x: wp.array(dtype=wp.float64), count: wp.array(dtype=wp.int32), out: wp.array(dtype=wp.float64)):
-    tid = wp.tid()
-    v = x[tid]
-    if v > wp.float64(0.0):
-        slot = wp.atomic_add(count, 0, 1)
-        out[slot] = v * v + wp.sin(v)
-
-
 def test_compaction_under_if():
     check(Case(compact_positive, N, lambda: [f64(X, True), i32([0]), f64(np.zeros(N), True)], [2], [0]))
-
-
-@wp.kernel
-def compact_with_capacity(x: wp.array[wp.float64], count: wp.array[wp.int32], capacity: int, out: wp.array[wp.float64]):
-    tid = wp.tid()
-    slot = wp.atomic_add(count, 0, 1)
-    if slot < capacity:
-        out[slot] = x[tid] * x[tid] * x[tid]
 
 
 def test_capacity_guard():
@@ -73,69 +63,6 @@ def test_capacity_guard():
 
 
 # --- all nine atomics, consumed, int targets ---------------------------------------------------------
-
-
-@wp.kernel
-def take_from_stack(x: wp.array[wp.float64], remaining: wp.array[wp.int32], out: wp.array[wp.float64]):
-    tid = wp.tid()
-    left = wp.atomic_sub(remaining, 0, 1)
-    out[left - 1] = wp.cos(x[tid]) * wp.float64(left)
-
-
-@wp.kernel
-def scale_by_running_min(
-    x: wp.array[wp.float64], keys: wp.array[wp.int32], best: wp.array[wp.int32], out: wp.array[wp.float64]
-):
-    tid = wp.tid()
-    smallest_so_far = wp.atomic_min(best, 0, keys[tid])
-    out[tid] = x[tid] * wp.float64(smallest_so_far)
-
-
-@wp.kernel
-def scale_by_running_max(
-    x: wp.array[wp.float64], keys: wp.array[wp.int32], best: wp.array[wp.int32], out: wp.array[wp.float64]
-):
-    tid = wp.tid()
-    largest_so_far = wp.atomic_max(best, 0, keys[tid])
-    out[tid] = x[tid] * wp.float64(largest_so_far + 1)
-
-
-@wp.kernel
-def claim_lock(x: wp.array[wp.float64], locks: wp.array[wp.int32], out: wp.array[wp.float64]):
-    tid = wp.tid()
-    previous_owner = wp.atomic_cas(locks, tid % 3, 0, tid + 1)
-    if previous_owner == 0:
-        out[tid] = x[tid] * x[tid]
-    else:
-        out[tid] = x[tid] * wp.float64(previous_owner)
-
-
-@wp.kernel
-def chain_of_owners(x: wp.array[wp.float64], last: wp.array[wp.int32], out: wp.array[wp.float64]):
-    tid = wp.tid()
-    before = wp.atomic_exch(last, 0, tid)
-    out[before + 1] = x[tid] * wp.float64(2.0)
-
-
-@wp.kernel
-def clear_bits(x: wp.array[wp.float64], mask: wp.array[wp.int32], out: wp.array[wp.float64]):
-    tid = wp.tid()
-    bits = wp.atomic_and(mask, 0, ~(1 << tid))
-    out[tid] = x[tid] * wp.float64(bits % 7 + 1)
-
-
-@wp.kernel
-def set_bits(x: wp.array[wp.float64], mask: wp.array[wp.int32], out: wp.array[wp.float64]):
-    tid = wp.tid()
-    bits = wp.atomic_or(mask, 0, 1 << tid)
-    out[tid] = x[tid] * wp.float64(bits + 1)
-
-
-@wp.kernel
-def toggle_bits(x: wp.array[wp.float64], mask: wp.array[wp.int32], out: wp.array[wp.float64]):
-    tid = wp.tid()
-    bits = wp.atomic_xor(mask, 0, 3 << tid)
-    out[tid] = x[tid] * wp.float64(bits % 5 + 1)
 
 
 KEYS = np.array([5, 3, 7, 2, 9, 1, 4, 6])
@@ -168,29 +95,10 @@ def scale_by_budget_left(x: wp.array[wp.float64], budget: wp.array[wp.float64], 
 
 
 @wp.kernel
-def scale_by_peak(x: wp.array[wp.float64], peak: wp.array[wp.float64], out: wp.array[wp.float64]):
-    tid = wp.tid()
-    highest = wp.atomic_max(peak, 0, wp.float64(tid % 5))
-    lowest = wp.atomic_min(peak, 1, wp.float64(tid % 3))
-    out[tid] = highest * x[tid] + lowest * x[tid] * x[tid]
-
-
-@wp.kernel
 def swap_in_time(x: wp.array[wp.float64], stamp: wp.array[wp.float64], out: wp.array[wp.float64]):
     tid = wp.tid()
     previous = wp.atomic_exch(stamp, 0, wp.float64(tid) * wp.float64(0.25))
     out[tid] = previous * x[tid]
-
-
-@wp.kernel
-def project_on_running_sum(v: wp.array[wp.vec3d], acc: wp.array[wp.vec3d], out: wp.array[wp.float64]):
-    tid = wp.tid()
-    before = wp.atomic_add(acc, 0, wp.vec3d(wp.float64(1.0), wp.float64(2.0), wp.float64(3.0)))
-    out[tid] = wp.dot(before, v[tid])
-
-
-def vec3d(values, grad=False):
-    return wp.array(np.asarray(values, dtype=np.float64), dtype=wp.vec3d, requires_grad=grad, device="cpu")
 
 
 def test_float_sub_return_with_constant_values():
@@ -218,15 +126,6 @@ def test_vec3d_return():
     )
 
 
-@wp.kernel
-def accumulate_input(
-    x: wp.array[wp.float64], z: wp.array[wp.float64], acc: wp.array[wp.float64], out: wp.array[wp.float64]
-):
-    tid = wp.tid()
-    before = wp.atomic_add(acc, 0, x[tid])
-    out[tid] = before * z[tid]
-
-
 def test_float_return_of_values_without_grad_is_exact():
     check(Case(accumulate_input, N, lambda: [f64(X), f64(X * 2.0, True), f64([1.0]), f64(np.zeros(N), True)], [3], [1]))
 
@@ -235,7 +134,7 @@ def test_detached_float_return_of_values_that_require_grad_is_refused_before_lau
     x, z, acc, out = f64(X, True), f64(X, True), f64([1.0]), f64(np.zeros(N), True)
     with (
         pytest.raises(
-            RewriteError, match=r"test_core\.py:\d+:\d+: kernel 'accumulate_input'.*depends on 'x', which requires grad"
+            RewriteError, match=r"patterns\.py:\d+:\d+: kernel 'accumulate_input'.*depends on 'x', which requires grad"
         ),
         wp.Tape(),
     ):
@@ -259,28 +158,10 @@ def test_detached_float_return_of_target_that_requires_grad_is_refused():
 
 
 @wp.kernel
-def compact_rows(
-    x: wp.array2d(dtype=wp.float64), counts: wp.array2d(dtype=wp.int32), out: wp.array3d(dtype=wp.float64)
-):
-    i, j = wp.tid()
-    v = x[i, j]
-    if v > wp.float64(0.0):
-        slot = wp.atomic_add(counts, i, j % 2, 1)
-        out[i, j % 2, slot] = v * v
-
-
-@wp.kernel
 def count_in_3d(x: wp.array[wp.float64], counts: wp.array3d(dtype=wp.int32), out: wp.array[wp.float64]):
     tid = wp.tid()
     seen = wp.atomic_add(counts, tid % 2, 0, tid % 3, 1)
     out[tid] = x[tid] * wp.float64(seen + 1)
-
-
-@wp.kernel
-def count_in_4d(x: wp.array[wp.float64], counts: wp.array4d(dtype=wp.int32), out: wp.array[wp.float64]):
-    tid = wp.tid()
-    seen = wp.atomic_add(counts, 0, tid % 2, 1, 0, 1)
-    out[tid] = x[tid] * wp.float64(seen + 2)
 
 
 def test_two_d_launch_with_two_d_counter():
@@ -309,19 +190,6 @@ def test_four_index_counter():
 # --- several consumed atomics; unconsumed ones on the same targets -----------------------------------
 
 
-@wp.kernel
-def bucket_by_arrival(
-    x: wp.array[wp.float64],
-    count: wp.array[wp.int32],
-    bucket_count: wp.array[wp.int32],
-    out: wp.array2d(dtype=wp.float64),
-):
-    tid = wp.tid()
-    arrival = wp.atomic_add(count, 0, 1)
-    position = wp.atomic_add(bucket_count, arrival % 2, 1)
-    out[arrival % 2, position] = x[tid] * wp.exp(x[tid] * wp.float64(0.1))
-
-
 def test_index_from_another_atomics_return():
     def make():
         return [
@@ -332,17 +200,6 @@ def test_index_from_another_atomics_return():
         ]
 
     check(Case(bucket_by_arrival, N, make, [3], [0]))
-
-
-@wp.kernel
-def reserve_then_take(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
-    tid = wp.tid()
-    if tid % 3 == 0:
-        wp.atomic_add(count, 0, 1)  # a skipped slot: the slot below depends on it
-    if tid % 2 == 0:
-        count[0] += 1
-    slot = wp.atomic_add(count, 0, 1)
-    out[slot] = x[tid] + x[tid] * x[tid]
 
 
 def test_unconsumed_atomics_on_the_same_target():
@@ -429,12 +286,6 @@ def test_tape_zero_and_reset():
 
 
 # --- kernels with nothing to rewrite; launches without a tape ----------------------------------------
-
-
-@wp.kernel
-def plain_accumulate(x: wp.array[wp.float64], total: wp.array[wp.float64]):
-    tid = wp.tid()
-    wp.atomic_add(total, 0, x[tid] * x[tid])
 
 
 def test_kernel_without_consumed_atomics_launches_unchanged():

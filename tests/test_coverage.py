@@ -6,21 +6,25 @@ from typing import Any
 import numpy as np
 import pytest
 import warp as wp
-from harness import Case, check, run_rewritten
-from shared_helpers import GROWTH, Counter, append_scaled, claim_slot
+from harness import Case, check, f64, i32, run_rewritten
+from patterns import (
+    PairWriter,
+    append_imported,
+    compact_deterministic,
+    compact_generic,
+    contacts_per_pair,
+    emit_particles,
+    generate_contacts,
+    insert_keys,
+    write_contact,
+    write_pairs,
+)
+from shared_helpers import Counter
 
 from rewrite import RewriteError, launch, wp_rewrite
 
 N = 6
 X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1])
-
-
-def f64(values, grad=False):
-    return wp.array(np.asarray(values, dtype=np.float64), dtype=wp.float64, requires_grad=grad, device="cpu")
-
-
-def i32(values):
-    return wp.array(np.asarray(values, dtype=np.int32), dtype=wp.int32, device="cpu")
 
 
 def zeros(n):
@@ -30,33 +34,11 @@ def zeros(n):
 # --- 1. for loops -------------------------------------------------------------------------------------
 
 
-@wp.kernel
-def emit_particles(
-    counts: wp.array[wp.int32],
-    origin: wp.array[wp.float64],
-    next_free: wp.array[wp.int32],
-    positions: wp.array[wp.float64],
-):
-    """Particle emission: each emitter writes counts[tid] particles into the next free slots."""
-    tid = wp.tid()
-    for k in range(counts[tid]):
-        slot = wp.atomic_add(next_free, 0, 1)
-        positions[slot] = origin[tid] * origin[tid] + wp.float64(k) * wp.float64(0.5) * origin[tid]
-
-
 COUNTS = [2, 0, 3, 1, 2, 1]
 
 
 def test_loop_with_per_thread_bound_from_an_array():
     check(Case(emit_particles, N, lambda: [i32(COUNTS), f64(X, True), i32([0]), zeros(9)], [3], [1]))
-
-
-@wp.kernel
-def contacts_per_pair(x: wp.array[wp.float64], count: wp.array[wp.int32], contacts: wp.array[wp.float64]):
-    tid = wp.tid()
-    for corner in range(3):
-        slot = wp.atomic_add(count, 0, 1)
-        contacts[slot] = x[tid] * wp.float64(corner + 1) + wp.sin(x[tid])
 
 
 def test_loop_with_constant_bound():
@@ -94,27 +76,6 @@ def test_loop_with_break_continue_and_negative_step():
 
 
 # --- 2. while loops: a CAS probe loop (hash-table insert) ---------------------------------------------
-
-
-@wp.kernel
-def insert_keys(
-    keys: wp.array[wp.int32],
-    weights: wp.array[wp.float64],
-    table: wp.array[wp.int32],
-    n: int,
-    values: wp.array[wp.float64],
-):
-    tid = wp.tid()
-    key = keys[tid]
-    slot = (key * 7) % n
-    done = int(0)
-    while done == 0:
-        prev = wp.atomic_cas(table, slot, -1, key)
-        if prev == -1 or prev == key:
-            done = 1
-        else:
-            slot = (slot + 1) % n
-    values[slot] = weights[tid] * weights[tid] + wp.float64(key)
 
 
 KEYS = [3, 10, 17, 5, 24, 12]  # 3, 10, 17, 24 all hash to slot 0 of 7: long probe chains
@@ -210,36 +171,6 @@ def test_too_small_max_records_raises_right_after_the_launch():
 # --- 4. helpers ----------------------------------------------------------------------------------------
 
 
-@wp.func
-def write_contact(
-    count: wp.array[wp.int32], capacity: int, contacts: wp.array[wp.float64], value: wp.float64
-) -> wp.int32:
-    """A contact writer with a capacity guard that returns early when the buffer is full."""
-    slot = wp.atomic_add(count, 0, 1)
-    if slot >= capacity:
-        return -1
-    contacts[slot] = value
-    return slot
-
-
-@wp.kernel
-def generate_contacts(
-    x: wp.array[wp.float64],
-    count: wp.array[wp.int32],
-    capacity: int,
-    contacts: wp.array[wp.float64],
-    owner: wp.array[wp.float64],
-):
-    tid = wp.tid()
-    first = write_contact(count, capacity, contacts, x[tid] * x[tid])
-    if first >= 0:
-        owner[first] = x[tid] * wp.float64(3.0)
-    if x[tid] > wp.float64(0.0):
-        second = write_contact(count, capacity, contacts, wp.sin(x[tid]))
-        if second >= 0:
-            owner[second] = x[tid] * wp.float64(second)
-
-
 def test_helper_with_early_return_called_from_two_sites():
     check(Case(generate_contacts, N, lambda: [f64(X, True), i32([0]), 7, zeros(7), zeros(7)], [3, 4], [0]))
 
@@ -255,14 +186,6 @@ def contacts_in_a_loop(
 
 def test_helper_in_a_loop_and_from_a_second_kernel():
     check(Case(contacts_in_a_loop, N, lambda: [f64(X, True), i32([0]), 5, zeros(5)], [3], [0]))
-
-
-@wp.kernel
-def append_imported(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
-    tid = wp.tid()
-    append_scaled(count, out, x[tid] * x[tid])
-    tag = claim_slot(count)
-    out[tag] = x[tid] * GROWTH
 
 
 def test_imported_helpers_two_calls_deep():
@@ -293,20 +216,6 @@ def test_helper_with_a_float_accumulation_keeps_its_adjoint_without_rerunning_it
 # --- 5. structs ----------------------------------------------------------------------------------------
 
 
-@wp.struct
-class PairWriter:
-    count: wp.array(dtype=wp.int32)
-    value: wp.array(dtype=wp.float64)
-
-
-@wp.kernel
-def write_pairs(x: wp.array[wp.float64], writer: PairWriter):
-    tid = wp.tid()
-    if x[tid] > wp.float64(-1.0):
-        idx = wp.atomic_add(writer.count, 0, 1)
-        writer.value[idx] = x[tid] * wp.exp(x[tid])
-
-
 def pairs_program(args, launcher):
     writer = PairWriter()
     writer.count, writer.value = args[1], args[2]
@@ -335,13 +244,6 @@ def test_struct_from_an_imported_module():
 
 
 # --- 6. generic kernels and overloads ------------------------------------------------------------------
-
-
-@wp.kernel
-def compact_generic(x: wp.array(dtype=Any), count: wp.array[wp.int32], out: wp.array(dtype=Any)):
-    tid = wp.tid()
-    slot = wp.atomic_add(count, 0, 1)
-    out[slot] = x[tid] + x[tid]
 
 
 def test_generic_kernel_with_several_dtypes():
@@ -391,13 +293,6 @@ def test_factory_kernels_with_the_same_name_keep_their_captured_values():
 
 
 # --- 8. module options: deterministic mode -------------------------------------------------------------
-
-
-@wp.kernel(module="unique", module_options={"deterministic": wp.DeterministicMode.RUN_TO_RUN})
-def compact_deterministic(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
-    tid = wp.tid()
-    slot = wp.atomic_add(count, 0, 1)
-    out[slot] = x[tid] * wp.cos(x[tid])
 
 
 def test_deterministic_module_rewrites_and_differentiates():

@@ -3,20 +3,19 @@
 import numpy as np
 import pytest
 import warp as wp
-from harness import Case, check
+from harness import Case, check, f64, vec3d
+from patterns import (
+    chained,
+    float_returns_in_a_loop,
+    hand_over,
+    per_bucket_sum,
+    record_high,
+)
 
 from rewrite import RewriteError, launch, wp_rewrite
 
 N = 8
 X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1, 2.3, -2.1])
-
-
-def f64(values, grad=False):
-    return wp.array(np.asarray(values, dtype=np.float64), dtype=wp.float64, requires_grad=grad, device="cpu")
-
-
-def vec3d(values, grad=False):
-    return wp.array(np.asarray(values, dtype=np.float64), dtype=wp.vec3d, requires_grad=grad, device="cpu")
 
 
 def zeros(n):
@@ -33,14 +32,6 @@ def running_sum(x: wp.array[wp.float64], acc: wp.array[wp.float64], out: wp.arra
 
 def test_several_threads_on_one_address_and_the_initial_value():
     check(Case(running_sum, N, lambda: [f64(X, True), f64([0.3], True), zeros(N)], [1, 2], [0, 1]))
-
-
-@wp.kernel
-def per_bucket_sum(x: wp.array[wp.float64], acc: wp.array2d(dtype=wp.float64), out: wp.array[wp.float64]):
-    tid = wp.tid()
-    before = wp.atomic_add(acc, tid % 3, tid % 2, x[tid] * wp.float64(2.0))
-    acc[tid % 3, 1 - tid % 2] += x[tid]  # an unconsumed add on the same target: later returns depend on it
-    out[tid] = before * before + x[tid]
 
 
 def test_several_addresses_with_unconsumed_adds_between():
@@ -60,23 +51,8 @@ def test_sub():
     check(Case(drain, N, lambda: [f64(X, True), f64([20.0], True), zeros(N)], [1, 2], [0, 1]))
 
 
-@wp.kernel
-def hand_over(x: wp.array[wp.float64], slot: wp.array[wp.float64], out: wp.array[wp.float64]):
-    tid = wp.tid()
-    previous = wp.atomic_exch(slot, tid % 2, x[tid] * x[tid] + wp.float64(0.5))
-    out[tid] = previous * wp.cos(x[tid])
-
-
 def test_exch():
     check(Case(hand_over, N, lambda: [f64(X, True), f64([0.25, -0.75], True), zeros(N)], [1, 2], [0, 1]))
-
-
-@wp.kernel
-def record_high(x: wp.array[wp.float64], peak: wp.array[wp.float64], out: wp.array[wp.float64]):
-    tid = wp.tid()
-    highest = wp.atomic_max(peak, 0, x[tid] * wp.float64(3.0))
-    lowest = wp.atomic_min(peak, 1, x[tid] * x[tid] - wp.float64(1.0))
-    out[tid] = highest * x[tid] + lowest * wp.float64(2.0)
 
 
 def test_max_and_min():
@@ -97,31 +73,12 @@ def test_vec3_values():
     check(Case(project_running_sum, N, make, [1, 2], [0, 1]))
 
 
-@wp.kernel
-def chained(
-    x: wp.array[wp.float64], first: wp.array[wp.float64], second: wp.array[wp.float64], out: wp.array[wp.float64]
-):
-    """One float return feeds the next atomic's value: gradients flow back through both orders."""
-    tid = wp.tid()
-    a = wp.atomic_add(first, 0, x[tid])
-    b = wp.atomic_add(second, 0, a * x[tid])
-    out[tid] = b * wp.float64(0.5) + a
-
-
 def test_chain_of_float_returns():
     check(Case(chained, N, lambda: [f64(X, True), f64([0.2], True), f64([-0.4], True), zeros(N)], [1, 2, 3], [0, 1, 2]))
 
 
-@wp.kernel
-def in_a_loop(x: wp.array[wp.float64], acc: wp.array[wp.float64], out: wp.array[wp.float64]):
-    tid = wp.tid()
-    for k in range(3):
-        before = wp.atomic_add(acc, k % 2, x[tid] * wp.float64(k + 1))
-        out[tid * 3 + k] = before * x[tid]
-
-
 def test_float_returns_in_a_loop():
-    check(Case(in_a_loop, N, lambda: [f64(X, True), f64([0.1, 0.2], True), zeros(3 * N)], [1, 2], [0, 1]))
+    check(Case(float_returns_in_a_loop, N, lambda: [f64(X, True), f64([0.1, 0.2], True), zeros(3 * N)], [1, 2], [0, 1]))
 
 
 @wp.kernel
@@ -188,7 +145,7 @@ def test_what_cannot_be_made_exact_is_refused():
 
 
 # Rewrite every kernel of this file up front (the refused ones excepted): their module compiles once.
-for _kernel in [running_sum, per_bucket_sum, drain, hand_over, record_high, project_running_sum, chained, in_a_loop,
-                running_sum_f32]:  # fmt: skip
+for _kernel in [running_sum, per_bucket_sum, drain, hand_over, record_high, project_running_sum, chained,
+                float_returns_in_a_loop, running_sum_f32]:  # fmt: skip
     wp_rewrite(_kernel)
 wp_rewrite(running_sum, detach_returns=True)

@@ -7,22 +7,9 @@ raises=..., reason=...)``, so that the test turns red as soon as the fix lands a
 import numpy as np
 import pytest
 import warp as wp
-from harness import Case, check
+from harness import Case, check, f64, i32, vec3d
 
 from rewrite import wp_rewrite
-
-
-def f64(values, grad=False):
-    return wp.array(np.asarray(values, dtype=np.float64), dtype=wp.float64, requires_grad=grad, device="cpu")
-
-
-def vec3d(values, grad=False):
-    return wp.array(np.asarray(values, dtype=np.float64), dtype=wp.vec3d, requires_grad=grad, device="cpu")
-
-
-def i32(values):
-    return wp.array(np.asarray(values, dtype=np.int32), dtype=wp.int32, device="cpu")
-
 
 # --- vec3d min/max: each component has its own holder ------------------------------------------------
 

@@ -1,13 +1,13 @@
-"""Every pattern the API rewrites, as one module: ``wp-rewrite`` turns it into a module the tests launch.
+"""The pattern kernels shared by the API's tests (test_core, test_coverage, test_exact) and the CLI's.
 
-Keep the kernels here in step with tests/test_core.py and tests/test_coverage.py. One file, so that the
-emitted module compiles once.
+The API tests rewrite them with ``wp_rewrite``; test_cli runs ``wp-rewrite`` on this file and launches the
+emitted module. One file, so that each of those compiles once.
 """
 
 from typing import Any
 
 import warp as wp
-from sample_helpers import GROWTH, append_scaled, claim_slot
+from shared_helpers import GROWTH, append_scaled, claim_slot
 
 # --- the reported kernel, compaction -----------------------------------------------------------------------
 
@@ -189,6 +189,7 @@ def emit_particles(
     next_free: wp.array[wp.int32],
     positions: wp.array[wp.float64],
 ):
+    """Particle emission: each emitter writes counts[tid] particles into the next free slots."""
     tid = wp.tid()
     for k in range(counts[tid]):
         slot = wp.atomic_add(next_free, 0, 1)
@@ -282,11 +283,11 @@ def write_pairs(x: wp.array[wp.float64], writer: PairWriter):
         writer.value[idx] = x[tid] * wp.exp(x[tid])
 
 
-@wp.kernel(module="unique")  # its own module: a new overload would otherwise rebuild this whole module
+@wp.kernel
 def compact_generic(x: wp.array(dtype=Any), count: wp.array[wp.int32], out: wp.array(dtype=Any)):
     tid = wp.tid()
     slot = wp.atomic_add(count, 0, 1)
-    out[slot] = x[tid] * x[tid] + x[tid]
+    out[slot] = x[tid] + x[tid]
 
 
 @wp.kernel(module="unique", module_options={"deterministic": wp.DeterministicMode.RUN_TO_RUN})
@@ -326,6 +327,7 @@ def record_high(x: wp.array[wp.float64], peak: wp.array[wp.float64], out: wp.arr
 def chained(
     x: wp.array[wp.float64], first: wp.array[wp.float64], second: wp.array[wp.float64], out: wp.array[wp.float64]
 ):
+    """One float return feeds the next atomic's value: gradients flow back through both orders."""
     tid = wp.tid()
     a = wp.atomic_add(first, 0, x[tid])
     b = wp.atomic_add(second, 0, a * x[tid])
