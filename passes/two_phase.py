@@ -254,7 +254,13 @@ class PhaseWriter(ast.NodeTransformer):
             start, step = (0, 1) if len(constants) == 1 else (constants[0], constants[2] if len(constants) == 3 else 1)
         body = self._visit_body(loop, node.body)
         if not loop.trips_records:
-            iteration = variable if (start, step) == (0, 1) else f"({variable} - {start}) // {step}"
+            # range(n) and range(a, b) step by one: no division per iteration.
+            if (start, step) == (0, 1) or len(args) == 1:
+                iteration = variable
+            elif step == 1 or len(args) == 2:
+                iteration = f"{variable} - {start}"
+            else:
+                iteration = f"({variable} - {start}) // {step}"
             node.body = [*self._iteration_start(loop, iteration), *body]
             return [*before, node, *self._after(loop)]
         counter = loop.counter

@@ -185,7 +185,7 @@ def test_dynamic_loop_gets_a_coordinate_and_counts_its_trips():
             step0 = 1
             wp.atomic_max(trips_needed, 0, range_length(start0, stop0, step0))
             for k in range(start0, stop0, step0):
-                coordinate0 = thread * trip_capacity[0] + (k - start0) // step0
+                coordinate0 = thread * trip_capacity[0] + k
                 out[record_returned(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)] = 1.0
         """,
     )
