@@ -78,15 +78,18 @@ def phase_arguments(parameters, records, loops, args, shape, capacities, device,
     for extent in shape:
         threads *= extent
     extra = []
+    empties = {}  # zero-size stand-ins are never written: one per (shape, dtype) serves every record
     for _, kind, target, fixed_dtype, around, requires_grad in records:
         size = threads
         for loop in around:
             size *= capacities[loop]
         array = argument_at(parameters, args, target) if target else None
         if kind in ("values", "order", "addresses", "compares", "tickets") and target not in exact:
-            empty = (0,) * array.ndim if kind == "tickets" else 0
+            empty = (0,) * array.ndim if kind == "tickets" else (0,)
             dtype = array.dtype if kind in ("values", "compares") else wp.int32
-            extra.append(wp.empty(empty, dtype=dtype, device=device))
+            if (empty, dtype) not in empties:
+                empties[empty, dtype] = wp.empty(empty, dtype=dtype, device=device)
+            extra.append(empties[empty, dtype])
         elif kind == "tickets":  # counters beside the target, one per address
             extra.append(wp.zeros(array.shape, dtype=wp.int32, device=device))
         elif kind == "order":  # -1: the operation never ran
