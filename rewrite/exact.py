@@ -156,43 +156,48 @@ def _gather_sorted(
     out[p] = adjoint[perm[p], column]
 
 
+@wp.struct
+class Segments:
+    """Operations in execution order per address: ``perm[p]`` is the p-th, ``segment[p]`` its address's
+    segment, which runs from position ``first[segment]`` to ``last[segment]``; ``addresses[op]`` by op."""
+
+    perm: wp.array(dtype=wp.int32)
+    segment: wp.array(dtype=wp.int32)
+    first: wp.array(dtype=wp.int32)
+    last: wp.array(dtype=wp.int32)
+    addresses: wp.array(dtype=wp.int32)
+
+
 @wp.kernel
 def _route_sums(
     column: int,
-    perm: wp.array(dtype=wp.int32),
-    segment: wp.array(dtype=wp.int32),
-    first: wp.array(dtype=wp.int32),
-    last: wp.array(dtype=wp.int32),
+    order: Segments,
     sums: wp.array(dtype=wp.float64),
     sign: wp.array(dtype=wp.float64),
-    addresses: wp.array(dtype=wp.int32),
     final: wp.array2d(dtype=wp.float64),
     extras: wp.array2d(dtype=wp.float64),
     initial: wp.array2d(dtype=wp.float64),
 ):
     """add/sub: operand j gets s_j * (final + sum of later returns' adjoints); acc0 gets all of them."""
     p = wp.tid()
-    k = perm[p]
-    seg = segment[p]
-    a = addresses[k]
-    extras[k, column] += sign[k] * (sums[last[seg]] - sums[p] + final[a, column])
-    if p == first[seg]:
+    k = order.perm[p]
+    seg = order.segment[p]
+    a = order.addresses[k]
+    last = order.last[seg]
+    extras[k, column] += sign[k] * (sums[last] - sums[p] + final[a, column])
+    if p == order.first[seg]:
         before = wp.float64(0.0)
         if p > 0:
             before = sums[p - 1]
-        wp.atomic_add(initial, a, column, sums[last[seg]] - before)
+        wp.atomic_add(initial, a, column, sums[last] - before)
 
 
 @wp.kernel
 def _route_holders(
     kind: int,
     column: int,
-    perm: wp.array(dtype=wp.int32),
-    segment: wp.array(dtype=wp.int32),
-    first: wp.array(dtype=wp.int32),
-    last: wp.array(dtype=wp.int32),
+    order: Segments,
     holders: wp.array(dtype=wp.int32),
-    addresses: wp.array(dtype=wp.int32),
     adjoint: wp.array2d(dtype=wp.float64),
     final: wp.array2d(dtype=wp.float64),
     extras: wp.array2d(dtype=wp.float64),
@@ -200,20 +205,20 @@ def _route_holders(
 ):
     """exch/max/min/cas: each returned value's adjoint goes to the op whose operand it is (or acc0)."""
     p = wp.tid()
-    k = perm[p]
-    seg = segment[p]
-    a = addresses[k]
+    k = order.perm[p]
+    seg = order.segment[p]
+    a = order.addresses[k]
     source = int(-1)  # position of the op whose operand op p returned; -1: the initial value
-    if p > first[seg]:
+    if p > order.first[seg]:
         source = wp.where(kind == 1, p - 1, holders[p - 1])
     if source < 0:
         wp.atomic_add(initial, a, column, adjoint[k, column])
     else:
-        wp.atomic_add(extras, perm[source], column, adjoint[k, column])
-    if p == last[seg]:
+        wp.atomic_add(extras, order.perm[source], column, adjoint[k, column])
+    if p == order.last[seg]:
         final_source = wp.where(kind == 1, p, holders[p])
         if final_source >= 0:  # the final value is that op's operand, not acc0's
-            wp.atomic_add(extras, perm[final_source], column, final[a, column])
+            wp.atomic_add(extras, order.perm[final_source], column, final[a, column])
             wp.atomic_add(initial, a, column, -final[a, column])
 
 
@@ -359,17 +364,19 @@ class _Target:
         initial = wp.zeros((self.target.size, self.columns), dtype=wp.float64, device=self.device)
         if self.count == 0:
             return extras, initial
-        common = [self.perm, self.segment, self.first, self.last]
+        order = Segments()
+        order.perm, order.segment, order.first, order.last = self.perm, self.segment, self.first, self.last
+        order.addresses = self.addresses
         for column in range(self.columns):
             if self.kind == ADD:
                 sums = wp.empty(self.count, dtype=wp.float64, device=self.device)
                 wp.launch(_gather_sorted, self.count, inputs=[self.perm, adjoint, column, sums], device=self.device)
                 wp.utils.array_scan(sums, sums, inclusive=True)
-                inputs = [column, *common, sums, self.sign, self.addresses, final, extras, initial]
+                inputs = [column, order, sums, self.sign, final, extras, initial]
                 wp.launch(_route_sums, self.count, inputs=inputs, device=self.device)
             else:
                 holders = self.holders[column] if self.kind == HOLD else self.perm  # unused for exch
-                inputs = [self.kind, column, *common, holders, self.addresses, adjoint, final, extras, initial]
+                inputs = [self.kind, column, order, holders, adjoint, final, extras, initial]
                 wp.launch(_route_holders, self.count, inputs=inputs, device=self.device)
         return extras, initial
 
