@@ -99,13 +99,7 @@ N = len(X)
 
 def _cases():
     """name -> harness Case, built in the child process (the harness imports the rewrite)."""
-    from harness import Case
-
-    def f64(values, grad=False):
-        return wp.array(np.asarray(values, dtype=np.float64), dtype=wp.float64, requires_grad=grad, device="cpu")
-
-    def i32(values):
-        return wp.array(np.asarray(values, dtype=np.int32), dtype=wp.int32, device="cpu")
+    from harness import Case, f64, i32
 
     zeros = lambda n: f64(np.zeros(n), True)  # noqa: E731
     keys = [3, 10, 17, 5, 24, 12]
