@@ -102,7 +102,7 @@ class PhaseWriter(ast.NodeTransformer):
         phase: str,
         names: Names,
         coordinate: str,
-        with_trips: bool,
+        trip_loops: int,
         int_paths: frozenset[str],
         in_helper: bool,
     ):
@@ -117,8 +117,8 @@ class PhaseWriter(ast.NodeTransformer):
         self.sites = {_span(s.call): s for s in plan.sites}
         self.clones = {_span(call): clone for call, clone in plan.clones.items()}
         self.loops = {_span(node): loop for node, loop in plan.loops.items()}
-        # Every function of a kernel with loops passes the trip arrays on, so signatures stay uniform.
-        self.trip_args = [names.trip_capacity, names.trips_needed] if with_trips else []
+        # Every function of a kernel with loops passes the trip arguments on, so signatures stay uniform.
+        self.trip_args = [names.trip_capacity, names.trips_needed] if trip_loops else []
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
         self.generic_visit(node)  # inner calls first: an index may come from another atomic
@@ -222,6 +222,17 @@ class PhaseWriter(ast.NodeTransformer):
             ]
         return [_stmt(f"{name} = {records}[{self.coordinate}]") for name, records, _ in loop.carried]
 
+    def _report_trips(self, loop: Loop, trips: str) -> ast.stmt:
+        """Tell the launch about an execution with more trips than the records have room for.
+
+        Only then: an atomic on one address from every thread would serialize them on a GPU. The dry run
+        that counts trips passes a capacity of 0, so there every execution reports.
+        """
+        capacity = f"{self.names.trip_capacity}[{loop.id}]"
+        return _stmt(
+            f"if {trips} > {capacity}:\n    {self.names.warp}.atomic_max({self.names.trips_needed}, {loop.id}, {trips})"
+        )
+
     def _opaque(self, node: ast.For | ast.While, loop: Loop) -> list[ast.stmt]:
         """Record: the loop as it is, then the ints it hands on. Replay: just those ints, restored."""
         if self.phase == RECORD:
@@ -248,7 +259,7 @@ class PhaseWriter(ast.NodeTransformer):
             node.iter = _expr(f"range({start}, {stop}, {step})")
             if self.phase == RECORD:
                 length = f"{self.names.range_length}({start}, {stop}, {step})"
-                before.append(_stmt(f"{self.names.warp}.atomic_max({self.names.trips_needed}, {loop.id}, {length})"))
+                before.append(self._report_trips(loop, length))
         else:
             constants = [a.value for a in args]
             start, step = (0, 1) if len(constants) == 1 else (constants[0], constants[2] if len(constants) == 3 else 1)
@@ -286,7 +297,7 @@ class PhaseWriter(ast.NodeTransformer):
             return [
                 _stmt(f"{counter} = int(0)"),
                 node,
-                _stmt(f"{self.names.warp}.atomic_max({self.names.trips_needed}, {loop.id}, {counter})"),
+                self._report_trips(loop, counter),
                 *self._after(loop),
             ]
         # Replay: exactly the recorded iterations, as a for loop Warp can run backward.
@@ -350,18 +361,22 @@ def phase_function(
     annotations: dict[str, str],
     int_paths: frozenset[str],
     *,
-    with_trips: bool,
+    trip_loops: int,
     options: dict | None = None,
 ) -> ast.FunctionDef:
     """One function of the plan rewritten for ``phase``: the kernel when ``options`` is given, else a helper."""
     is_kernel = options is not None
     coordinate = names.thread if is_kernel else names.coordinate
-    writer = PhaseWriter(plan, phase, names, coordinate, with_trips, int_paths, in_helper=not is_kernel)
+    writer = PhaseWriter(plan, phase, names, coordinate, trip_loops, int_paths, in_helper=not is_kernel)
     function = writer.visit(plan.unit.fresh_tree())
     function.name = f"{plan.name}_{phase}"
     w = names.warp
     records = [(name, annotations[name]) for name in plan.record_params()]
-    trips = [(name, f"{w}.array(dtype={w}.int32)") for name in writer.trip_args]
+    # Capacities by value (a launch builds a vector in microseconds, an array takes tens); counts in an array.
+    trips = []
+    if trip_loops:
+        capacity_type = f"{w}.types.vector(length={trip_loops}, dtype={w}.int32)"
+        trips = [(names.trip_capacity, capacity_type), (names.trips_needed, f"{w}.array(dtype={w}.int32)")]
     if is_kernel:
         function.decorator_list = [_decorator(w, "kernel", options)]
         _add_params(function, [*records, *trips, (names.launch_shape, f"{w}.vec4i")])
@@ -398,14 +413,14 @@ def phase_functions(
     options: dict,
 ) -> list[ast.FunctionDef]:
     """The kernel for ``phase`` preceded by its cloned helpers, callees first."""
-    with_trips = any(not loop.opaque for loop in plan.loops)
+    trip_loops = len(plan.loops) if any(not loop.opaque for loop in plan.loops) else 0
     functions = []
     for clone in reversed([p for p in plan.root.walk() if p is not plan.root]):
-        functions.append(phase_function(clone, phase, names, annotations, int_paths, with_trips=with_trips))
+        functions.append(phase_function(clone, phase, names, annotations, int_paths, trip_loops=trip_loops))
         if phase == REPLAY and needs_forward_twin(clone, int_paths):
-            twin = phase_function(clone, REPLAY_FORWARD, names, annotations, int_paths, with_trips=with_trips)
+            twin = phase_function(clone, REPLAY_FORWARD, names, annotations, int_paths, trip_loops=trip_loops)
             functions += [twin, _replay_registration(twin, functions[-1].name, names.warp)]
-    kernel = phase_function(plan.root, phase, names, annotations, int_paths, with_trips=with_trips, options=options)
+    kernel = phase_function(plan.root, phase, names, annotations, int_paths, trip_loops=trip_loops, options=options)
     return [*functions, kernel]
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import warp as wp
 
 from rewrite.build import Generated, LoopInfo, RecordInfo, SiteInfo, generate
+from rewrite.errors import RewriteError
 from rewrite.exact import ExactBackward, ExactSite
 from rewrite.launching import launch_recorded
 
@@ -58,7 +59,26 @@ class RewrittenKernel:
             dim, inputs, outputs, device, stream, record_tape, block_dim, max_blocks, self.max_records,
             parameters=parameters, sites=sites, records=records, loops=loops,
             exact_runtime=(ExactSite, ExactBackward), launch_arity=self.launch_arity,
+            detached=self._detached_variant if any(site.exact_records for site in self.sites) else None,
         )  # fmt: skip
+
+    def _detached_variant(self) -> tuple | None:
+        return self._detached
+
+    @functools.cached_property
+    def _detached(self) -> tuple | None:
+        """The variant recording float returns as constants, for launches where no exact gradient can flow.
+
+        Generated at the first such launch, into a Warp module of its own: kernels added to a module that has
+        been loaded make Warp compile it all again, and a program that never needs the variant never compiles it.
+        """
+        try:
+            generated = generate(self.kernel, detach_returns=True, module_suffix=".detached")
+        except RewriteError:
+            return None  # refused without exact returns (not expected): the exact variant is right for every launch
+        tables = RewrittenKernel(self.kernel, generated.record_kernel, generated.replay_kernel, sites=generated.sites,
+                                 records=generated.records, loops=generated.loops)._launch_tables  # fmt: skip
+        return generated.record_kernel, generated.replay_kernel, *tables[1:]
 
     @functools.cached_property
     def _launch_tables(self) -> tuple[tuple, tuple, tuple, tuple]:

@@ -136,10 +136,11 @@ def _merged_namespace(kernel: FunctionSource, plan: KernelPlan) -> dict:
 _defined_in_module: dict[str, set[str]] = {}
 
 
-def generate(kernel: wp.Kernel, detach_returns: bool = False) -> Generated | None:
+def generate(kernel: wp.Kernel, detach_returns: bool = False, module_suffix: str = "") -> Generated | None:
     """The generated record/replay kernels of ``kernel``, or None when it consumes no atomic return.
 
-    Float returns get exact gradients unless ``detach_returns``, which records them as constants.
+    Float returns get exact gradients unless ``detach_returns``, which records them as constants. The kernels
+    join the Warp module ``wp_rewrite.<kernel's module><module_suffix>``.
     """
     try:
         source = FunctionSource.of(kernel)
@@ -148,7 +149,7 @@ def generate(kernel: wp.Kernel, detach_returns: bool = False) -> Generated | Non
         raise RewriteError(
             kernel.key, where, f"its source cannot be read ({error})", "Define the kernel with @wp.kernel in a .py file"
         ) from None
-    module = f"wp_rewrite.{kernel.module.name}"
+    module = f"wp_rewrite.{kernel.module.name}{module_suffix}"
     helpers = _Helpers()
     params = [arg.label for arg in kernel.adj.args]
     is_int_path = lambda path: _is_int_target(kernel, path)  # noqa: E731

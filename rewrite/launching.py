@@ -100,7 +100,7 @@ def phase_arguments(parameters, records, loops, args, shape, capacities, device,
             grad = requires_grad and target in exact
             extra.append(wp.empty(size, dtype=dtype, device=device, requires_grad=grad))
     if any(not opaque for *_, opaque in loops):
-        trip_capacity = wp.array(capacities, dtype=wp.int32, device=device)
+        trip_capacity = wp.types.vector(len(capacities), wp.int32)(*capacities)
         trips_needed = wp.zeros(len(capacities), dtype=wp.int32, device=device)
         extra += [trip_capacity, trips_needed]
     extra.append(wp.vec4i(*shape, *(1,) * (4 - len(shape))))
@@ -109,9 +109,14 @@ def phase_arguments(parameters, records, loops, args, shape, capacities, device,
 
 def launch_recorded(
     kernel, record_kernel, replay_kernel, dim, inputs, outputs, device, stream, record_tape, block_dim, max_blocks,
-    max_records, parameters, sites, records, loops, exact_runtime, launch_arity,
+    max_records, parameters, sites, records, loops, exact_runtime, launch_arity, detached=None,
 ):  # fmt: skip
-    """Launch ``kernel`` like ``wp.launch``; on an active tape, as its record and replay kernels."""
+    """Launch ``kernel`` like ``wp.launch``; on an active tape, as its record and replay kernels.
+
+    ``detached``: for kernels with exact float returns, a function returning (record kernel, replay kernel,
+    sites, records, loops) of the variant that records them as constants, or None; launches in which no exact
+    gradient can flow use it (it skips the exact-return bookkeeping), the others the kernels passed in.
+    """
     device = wp.get_device(device)
     args = [*inputs, *outputs]
     # Refuse a bad launch before anything runs, so counters and outputs stay untouched.
@@ -143,6 +148,12 @@ def launch_recorded(
                 f"Launch with '{path}' not requiring grad, or compute the value without using the atomic's return",
             )
 
+    # Exact float returns cost nothing extra where no gradient can flow through them.
+    exact = {site[0] for site in sites if site[4] and requires_grad_path(parameters, args, site) is not None}
+    variant = detached() if detached is not None and not exact else None
+    if variant is not None:
+        record_kernel, replay_kernel, sites, records, loops = variant
+
     shape = (dim,) if isinstance(dim, int) else tuple(dim)
     if len(shape) > launch_arity:
         raise ValueError(
@@ -162,8 +173,6 @@ def launch_recorded(
         wp.launch(record_kernel, shape, scratch, dry, record_tape=False, **options)
         needed = dry[-2].numpy()
         capacities = [c if c is not None else int(needed[i]) for i, c in enumerate(capacities)]
-    # Exact float returns cost nothing extra where no gradient can flow through them.
-    exact = {site[0] for site in sites if site[4] and requires_grad_path(parameters, args, site) is not None}
     # Forward: the record kernel runs the original code and stores every consumed atomic's returned value.
     extra = phase_arguments(parameters, records, loops, args, shape, capacities, device, exact)
     wp.launch(record_kernel, dim, inputs, [*outputs, *extra], record_tape=False, **options)

@@ -113,6 +113,30 @@ def test_exactness_costs_nothing_when_no_gradient_can_flow_through_the_returns()
     assert backward_steps(x_requires_grad=False) == 0  # returns are constants: recorded like a hand-written record
 
 
+@wp.kernel
+def scaled_by_running_count(x: wp.array[wp.float64], total: wp.array[wp.float64], out: wp.array[wp.float64]):
+    """The reported kernel: the returns are constants unless ``total`` requires grad."""
+    tid = wp.tid()
+    previous = wp.atomic_add(total, 0, wp.float64(1.0))
+    out[tid] = previous * x[tid]
+
+
+def test_launches_needing_no_exact_gradient_run_the_detached_variant():
+    rewritten = wp_rewrite(scaled_by_running_count)
+
+    def replay_on_tape(total_requires_grad: bool) -> wp.Kernel:
+        tape = wp.Tape()
+        with tape:
+            launch(rewritten, N, inputs=[f64(X, True), f64([10.0], total_requires_grad), zeros(N)], device="cpu")
+        return tape.launches[-1][0]
+
+    assert replay_on_tape(total_requires_grad=True) is rewritten.replay_kernel
+    detached = replay_on_tape(total_requires_grad=False)
+    assert detached is not rewritten.replay_kernel and "exact_returned" not in detached.adj.source
+    check(Case(scaled_by_running_count, N, lambda: [f64(X, True), f64([10.0]), zeros(N)], [1, 2], [0]))
+    check(Case(scaled_by_running_count, N, lambda: [f64(X, True), f64([10.0], True), zeros(N)], [1, 2], [0, 1]))
+
+
 def test_detach_returns_keeps_the_constant_treatment():
     rewritten = wp_rewrite(running_sum, detach_returns=True)
     assert "exact_returned" not in rewritten.source and "exact_returned" in wp_rewrite(running_sum).source

@@ -176,14 +176,16 @@ def test_dynamic_loop_gets_a_coordinate_and_counts_its_trips():
         """
         @wp.kernel
         def emit_record(n: wp.array[int], count: wp.array[int], out: wp.array[float],
-                        atomic_add_records: wp.array(dtype=wp.int32), trip_capacity: wp.array(dtype=wp.int32),
+                        atomic_add_records: wp.array(dtype=wp.int32),
+                        trip_capacity: wp.types.vector(length=1, dtype=wp.int32),
                         trips_needed: wp.array(dtype=wp.int32), launch_shape: wp.vec4i):
             PROLOGUE
             tid = wp.tid()
             start0 = 0
             stop0 = n[tid]
             step0 = 1
-            wp.atomic_max(trips_needed, 0, range_length(start0, stop0, step0))
+            if range_length(start0, stop0, step0) > trip_capacity[0]:
+                wp.atomic_max(trips_needed, 0, range_length(start0, stop0, step0))
             for k in range(start0, stop0, step0):
                 coordinate0 = thread * trip_capacity[0] + k
                 out[record_returned(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)] = 1.0
@@ -209,8 +211,8 @@ def test_probe_loop_with_break_replays_recorded_trips_lowers_jumps_and_restores_
         def probe_replay(table: wp.array[int], key: int, n: int, out: wp.array[float],
                          atomic_cas_records: wp.array(dtype=wp.int32), trips0_records: wp.array(dtype=wp.int32),
                          slot_in_loop0: wp.array(dtype=wp.int32), slot_after_loop0: wp.array(dtype=wp.int32),
-                         trip_capacity: wp.array(dtype=wp.int32), trips_needed: wp.array(dtype=wp.int32),
-                         launch_shape: wp.vec4i):
+                         trip_capacity: wp.types.vector(length=1, dtype=wp.int32),
+                         trips_needed: wp.array(dtype=wp.int32), launch_shape: wp.vec4i):
             PROLOGUE
             slot = key % n
             for trips0 in range(trips0_records[thread]):
