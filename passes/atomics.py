@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from passes.syntax import walk
+
 ATOMIC_OPS = ("add", "sub", "min", "max", "cas", "exch", "and", "or", "xor")
 
 
@@ -57,24 +59,25 @@ class AtomicCall:
 
 
 def parent_map(tree: ast.AST) -> dict[ast.AST, ast.AST]:
-    return {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
+    return {child: parent for parent in walk(tree) for child in ast.iter_child_nodes(parent)}
 
 
-def find_atomic_calls(
-    tree: ast.AST, names: WarpNames, parents: dict[ast.AST, ast.AST] | None = None
-) -> list[AtomicCall]:
-    """Every Warp atomic call under ``tree``, in source order (``parents``: ``parent_map(tree)``, if known)."""
-    parents = parent_map(tree) if parents is None else parents
-    calls = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            op = names.atomic_op(node)
-            if op is not None:
-                consumed = not isinstance(parents.get(node), ast.Expr)
-                calls.append(AtomicCall(node, op, consumed))
-    return sorted(calls, key=lambda c: (c.node.lineno, c.node.col_offset))
+def find_atomic_calls(tree: ast.AST, names: WarpNames, nodes: list[ast.AST] | None = None) -> list[AtomicCall]:
+    """Every Warp atomic call under ``tree``, in source order (``nodes``: ``walk(tree)``, if known).
+
+    An atomic is consumed unless it is a statement of its own (``wp.atomic_add(a, i, v)``).
+    """
+    nodes = walk(tree) if nodes is None else nodes
+    discarded = {id(node.value) for node in nodes if isinstance(node, ast.Expr)}
+    found = []
+    for node in nodes:
+        op = names.atomic_op(node) if isinstance(node, ast.Call) else None
+        if op is not None:
+            found.append(AtomicCall(node, op, id(node) not in discarded))
+    return sorted(found, key=lambda c: (c.node.lineno, c.node.col_offset))
 
 
-def find_augmented_writes(tree: ast.AST) -> list[ast.AugAssign]:
+def find_augmented_writes(tree: ast.AST, nodes: list[ast.AST] | None = None) -> list[ast.AugAssign]:
     """``arr[i] += v`` and friends: Warp lowers them to atomics whose value is discarded."""
-    return [n for n in ast.walk(tree) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Subscript)]
+    nodes = walk(tree) if nodes is None else nodes
+    return [n for n in nodes if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Subscript)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 
 from passes.atomics import AtomicCall, WarpNames
+from passes.syntax import walk
 
 # Casts and tests whose result carries no derivative, whatever their operands.
 _NON_DIFFERENTIABLE_CALLS = frozenset(
@@ -34,7 +35,7 @@ def single_assignments(func: ast.FunctionDef) -> dict[str, ast.expr]:
     """Locals assigned exactly once, with their value: candidates for aliases of argument arrays."""
     counts: dict[str, int] = {}
     values: dict[str, ast.expr] = {}
-    for node in ast.walk(func):
+    for node in walk(func):
         targets = []
         if isinstance(node, ast.Assign):
             targets = [(t, node.value) for t in node.targets]
@@ -43,7 +44,7 @@ def single_assignments(func: ast.FunctionDef) -> dict[str, ast.expr]:
         elif isinstance(node, ast.For):
             targets = [(node.target, None)]
         for target, value in targets:
-            for name in ast.walk(target):
+            for name in walk(target):
                 if isinstance(name, ast.Name):
                     counts[name.id] = counts.get(name.id, 0) + 1
                     values[name.id] = value if isinstance(target, ast.Name) else None
@@ -71,7 +72,7 @@ class _Dependencies:
         self.names = names
         self.aliases = single_assignments(func)
         self.locals: dict[str, frozenset[str]] = {}
-        assignments = [n for n in ast.walk(func) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))]
+        assignments = [n for n in walk(func) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))]
         changed = True
         while changed:
             changed = False
@@ -83,7 +84,7 @@ class _Dependencies:
                 for target in targets:
                     if isinstance(target, ast.Subscript):
                         continue
-                    for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
+                    for name in (n.id for n in walk(target) if isinstance(n, ast.Name)):
                         merged = self.locals.get(name, frozenset()) | sources
                         if merged != self.locals.get(name):
                             self.locals[name] = merged
@@ -133,7 +134,7 @@ def gradient_sources(
         if path is not None:
             written[path] = written.get(path, frozenset()) | deps._union(values)
 
-    for node in ast.walk(func):
+    for node in walk(func):
         if isinstance(node, ast.Call) and (op := names.atomic_op(node)) is not None:
             call = AtomicCall(node, op, consumed=False)
             note_write(call.target, call.value_args)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 
+from passes.syntax import walk
+
 INT, BOOL = "int32", "bool"
 _UNKNOWN = "?"
 _INT_NAMES = {"int", "int32"}
@@ -50,7 +52,7 @@ class IntLocals:
             elif _array_dtype(arg.annotation) in _INT_NAMES:
                 self.int_arrays.add(arg.arg)
         assignments: dict[str, list[ast.expr | None]] = {}
-        for node in ast.walk(func):
+        for node in walk(func):
             if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 value = (

@@ -13,6 +13,7 @@ from passes.atomics import AtomicCall, WarpNames
 from passes.dataflow import argument_path, gradient_sources, single_assignments
 from passes.naming import Namer
 from passes.plan import HelperResolver, KernelPlan, Planner, Refusal, Unit
+from passes.syntax import walk
 from passes.two_phase import needs_forward_twin
 
 
@@ -121,7 +122,7 @@ def site_gradient_sources(
     aliases = single_assignments(kernel.tree)
     passed_to_helpers = {
         argument_path(arg, params, aliases)
-        for node in ast.walk(kernel.tree)
+        for node in walk(kernel.tree)
         if isinstance(node, ast.Call) and resolve_helper(kernel, node) is not None
         for arg in node.args
     }

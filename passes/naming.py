@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 
+from passes.syntax import walk
+
 
 class Namer:
     """Hands out readable names, adding a numeric suffix only when a name is already taken."""
@@ -14,10 +16,15 @@ class Namer:
 
     @classmethod
     def for_tree(cls, tree: ast.AST, extra: set[str] = frozenset()) -> Namer:
-        used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-        used |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
-        used |= {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
-        return cls(used | set(extra))
+        used = set(extra)
+        for node in walk(tree):
+            if isinstance(node, ast.Name):
+                used.add(node.id)
+            elif isinstance(node, ast.arg):
+                used.add(node.arg)
+            elif isinstance(node, ast.FunctionDef):
+                used.add(node.name)
+        return cls(used)
 
     def fresh(self, base: str) -> str:
         name, suffix = base, 1

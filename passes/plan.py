@@ -12,6 +12,7 @@ so every call site gets records of its own.
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from passes.atomics import AtomicCall, WarpNames, find_atomic_calls, find_augmen
 from passes.dataflow import argument_path, single_assignments
 from passes.int_types import IntLocals
 from passes.naming import Namer
+from passes.syntax import walk
 
 
 class Unit(Protocol):
@@ -37,14 +39,41 @@ class Unit(Protocol):
 
 
 class _Analysis:
-    """What the planner reads off one function's tree, computed once per rewrite."""
+    """What the planner reads off one function's tree, computed once per rewrite and only when asked for.
+
+    Most helpers a kernel calls are only asked whether they consume an atomic's return (``atomics``, ``calls``).
+    """
 
     def __init__(self, tree: ast.FunctionDef, names: WarpNames):
-        self.parents = parent_map(tree)
-        self.aliases = single_assignments(tree)
-        self.atomics = find_atomic_calls(tree, names, self.parents)
-        self.writes = find_augmented_writes(tree)
-        self.kinds = IntLocals(tree).locals
+        self.tree, self.names = tree, names
+
+    @functools.cached_property
+    def nodes(self) -> list[ast.AST]:
+        return walk(self.tree)
+
+    @functools.cached_property
+    def parents(self) -> dict[ast.AST, ast.AST]:
+        return parent_map(self.tree)
+
+    @functools.cached_property
+    def calls(self) -> list[ast.Call]:
+        return [node for node in self.nodes if isinstance(node, ast.Call)]
+
+    @functools.cached_property
+    def aliases(self) -> dict[str, ast.expr]:
+        return single_assignments(self.tree)
+
+    @functools.cached_property
+    def atomics(self) -> list[AtomicCall]:
+        return find_atomic_calls(self.tree, self.names, self.nodes)
+
+    @functools.cached_property
+    def writes(self) -> list[ast.AugAssign]:
+        return find_augmented_writes(self.tree, self.nodes)
+
+    @functools.cached_property
+    def kinds(self) -> dict[str, str]:
+        return IntLocals(self.tree).locals
 
 
 class Refusal(Exception):
@@ -181,14 +210,14 @@ def _carried(
     unit: Unit, loop: ast.For | ast.While, kinds: dict[str, str]
 ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """Locals the loop changes that later iterations read, and those code after the loop reads: (name, dtype)."""
-    inside = {id(n) for n in ast.walk(loop)}
-    names_in = [n for n in ast.walk(loop) if isinstance(n, ast.Name)]
-    names_out = [n for n in ast.walk(unit.tree) if isinstance(n, ast.Name) and id(n) not in inside]
+    inside = {id(n) for n in walk(loop)}
+    names_in = [n for n in walk(loop) if isinstance(n, ast.Name)]
+    names_out = [n for n in walk(unit.tree) if isinstance(n, ast.Name) and id(n) not in inside]
     changed = {
-        n.id for stmt in loop.body for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        n.id for stmt in loop.body for n in walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
     }
     # Loop variables (this loop's and nested loops') are set by their own loop before any read.
-    changed -= {n.target.id for n in ast.walk(loop) if isinstance(n, ast.For) and isinstance(n.target, ast.Name)}
+    changed -= {n.target.id for n in walk(loop) if isinstance(n, ast.For) and isinstance(n.target, ast.Name)}
     start = (loop.lineno, loop.col_offset)
     defined_before = {a.arg for a in unit.tree.args.args} | {
         n.id for n in names_out if isinstance(n.ctx, ast.Store) and (n.lineno, n.col_offset) < start
@@ -248,7 +277,7 @@ def _check_loop(unit: Unit, loop: ast.AST, names: WarpNames) -> None:
             "Loop over range(...) with a single loop variable",
         )
     assigned = {
-        n.id for stmt in loop.body for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        n.id for stmt in loop.body for n in walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
     }
     if loop.target.id in assigned:
         raise Refusal(
@@ -405,7 +434,7 @@ class Planner:
         """Exact float returns need every write into their target to be an atomic the rewrite records."""
         if not self.exact_targets:
             return
-        for node in ast.walk(unit.tree):
+        for node in walk(unit.tree):
             targets = (
                 node.targets
                 if isinstance(node, ast.Assign)
@@ -453,7 +482,7 @@ class Planner:
 
     def _is_opaque(self, unit: Unit, loop: ast.AST, kernel_path: Callable, kinds: dict[str, str]) -> bool:
         names = self.unit_names(unit)
-        for node in ast.walk(loop):
+        for node in walk(loop):
             if isinstance(node, ast.Return):
                 return False
             if isinstance(node, ast.Call):
@@ -517,8 +546,8 @@ class Planner:
         """Calls to helpers that consume an atomic return somewhere inside."""
         atomic_nodes = {c.node for c in consumed}
         found = []
-        for node in ast.walk(unit.tree):
-            if isinstance(node, ast.Call) and node not in atomic_nodes:
+        for node in self.analysis(unit).calls:
+            if node not in atomic_nodes:
                 helper = self.resolve_helper(unit, node)
                 if helper is not None and self._consumes(helper, set()):
                     found.append((node, helper))
@@ -532,9 +561,10 @@ class Planner:
         if key in seen:
             return False
         seen.add(key)
-        consumes = any(c.consumed for c in self.analysis(unit).atomics) or any(
+        facts = self.analysis(unit)
+        consumes = any(c.consumed for c in facts.atomics) or any(
             helper is not None and self._consumes(helper, seen)
-            for helper in (self.resolve_helper(unit, n) for n in ast.walk(unit.tree) if isinstance(n, ast.Call))
+            for helper in (self.resolve_helper(unit, call) for call in facts.calls)
         )
         self._consuming[key] = consumes
         return consumes

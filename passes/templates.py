@@ -14,6 +14,8 @@ import textwrap
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from passes.syntax import walk
+
 if TYPE_CHECKING:
     import warp as wp
 
@@ -157,7 +159,7 @@ def instantiate_record_exact(op: str, indices: int, name: str, wp: str, any: str
     flat = index_names[0]
     for axis, index_name in enumerate(index_names[1:], start=1):
         flat = f"({flat}) * tickets.shape[{axis}] + {index_name}"
-    for node in ast.walk(definition):
+    for node in walk(definition):
         if isinstance(node, ast.Call) and node.args and getattr(node.args[0], "id", None) in ("target", "tickets"):
             if getattr(node.func, "attr", "") == "atomic_add" and node.args[0].id == "target":
                 node.func.attr = f"atomic_{op}"

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 from dataclasses import dataclass
 
 from passes import templates
 from passes.plan import FunctionPlan, KernelPlan, Loop, Site
+from passes.syntax import walk
 
 RECORD, REPLAY = "record", "replay"
 # A cloned helper's replay variant with no atomic at all: what backward's forward replay runs instead of it
@@ -140,7 +142,7 @@ class PhaseWriter(ast.NodeTransformer):
         if self.phase == RECORD:
             self.kept_calls.add(id(call))
             return ast.Call(_expr(self.names.record_helper), [call, _expr(site.records), _expr(self.coordinate)], [])
-        keeps_inner = any(id(n) in self.kept_calls for arg in call.args for n in ast.walk(arg))
+        keeps_inner = any(id(n) in self.kept_calls for arg in call.args for n in walk(arg))
         if self.phase == REPLAY_FORWARD or (site.target in self.int_paths and not keeps_inner):
             return _expr(records)  # an int target has no adjoint to keep: just the recorded value
         # The atomic stays, in the kernel body, as the stand-in's argument: Warp skips it when replaying
@@ -309,7 +311,7 @@ class PhaseWriter(ast.NodeTransformer):
 def launch_arity(kernel: ast.FunctionDef) -> int:
     """How many launch dimensions the kernel's ``wp.tid()`` unpacks: the rewritten kernels index by as many."""
     arity = 1
-    for node in ast.walk(kernel):
+    for node in walk(kernel):
         is_tid = isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _called(node.value) == "tid"
         if is_tid and isinstance(node.targets[0], ast.Tuple):
             arity = max(arity, len(node.targets[0].elts))
@@ -396,7 +398,7 @@ def _replay_registration(twin: ast.FunctionDef, replay_name: str, warp: str) -> 
     as a replay; and without a return annotation, which Warp 1.19's ``func_replay`` cannot match.
     """
     params = [a.arg for a in twin.args.args]
-    returns = any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(twin))
+    returns = any(isinstance(n, ast.Return) and n.value is not None for n in walk(twin))
     call = f"{twin.name}({', '.join(params)})"
     registration = _stmt(f"def {replay_name}_replayed():\n    {'return ' if returns else ''}{call}")
     registration.args.args = copy.deepcopy(twin.args.args)
@@ -425,21 +427,29 @@ def phase_functions(
 
 
 def helper_functions(names: Names, with_range_length: bool) -> list[ast.FunctionDef]:
-    """The small ``@wp.func`` helpers the phases call."""
-    w = names.warp
+    """The small ``@wp.func`` helpers the phases call (shared between rewrites: read them, do not change them)."""
+    exact = tuple(sorted(names.record_exact.items()))
+    range_length = names.range_length if with_range_length else None
+    return list(_helpers(names.warp, names.any, names.record_helper, names.replay_helper, names.exact_returned,
+                         exact, range_length))  # fmt: skip
+
+
+@functools.lru_cache(maxsize=64)
+def _helpers(
+    w: str, any_name: str, record: str, replay: str, exact_returned: str, exact: tuple, range_length: str | None
+) -> tuple[ast.FunctionDef, ...]:
+    """Rendered once per choice of names: most rewrites in a program choose the same ones."""
     helpers = [
-        templates.instantiate(templates.record_returned, wp=w, Any=names.any, record_returned=names.record_helper),
-        templates.instantiate(templates.replay_returned, wp=w, Any=names.any, replay_returned=names.replay_helper),
+        templates.instantiate(templates.record_returned, wp=w, Any=any_name, record_returned=record),
+        templates.instantiate(templates.replay_returned, wp=w, Any=any_name, replay_returned=replay),
     ]
-    if names.record_exact:
-        exact = templates.instantiate(
-            templates.exact_returned, wp=w, Any=names.any, exact_returned=names.exact_returned
-        )
-        helpers.append(exact)
-    for (op, indices), name in sorted(names.record_exact.items()):
-        helpers.append(templates.instantiate_record_exact(op, indices, name, w, names.any))
-    if with_range_length:
-        helpers.append(templates.instantiate(templates.range_length, wp=w, range_length=names.range_length))
+    if exact:
+        template = templates.exact_returned
+        helpers.append(templates.instantiate(template, wp=w, Any=any_name, exact_returned=exact_returned))
+    for (op, indices), name in exact:
+        helpers.append(templates.instantiate_record_exact(op, indices, name, w, any_name))
+    if range_length is not None:
+        helpers.append(templates.instantiate(templates.range_length, wp=w, range_length=range_length))
     for helper in helpers:
         helper.decorator_list = [_expr(f"{w}.func")]
-    return helpers
+    return tuple(helpers)

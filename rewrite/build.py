@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
+import typing
 from dataclasses import dataclass
 
 import warp as wp
@@ -17,6 +19,7 @@ from passes.layout import (
     site_gradient_sources,
 )
 from passes.plan import KernelPlan, Refusal, Unit
+from passes.syntax import walk
 from passes.two_phase import RECORD, REPLAY, Names, helper_functions, launch_arity, phase_functions
 from rewrite.errors import RewriteError
 from rewrite.source import FunctionSource, compile_generated
@@ -117,9 +120,9 @@ def _merged_namespace(kernel: FunctionSource, plan: KernelPlan) -> dict:
         if unit is kernel:
             continue
         local = {a.arg for a in unit.tree.args.args} | {
-            n.id for n in ast.walk(unit.tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            n.id for n in walk(unit.tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
         }
-        for name in {n.id for n in ast.walk(unit.tree) if isinstance(n, ast.Name)} - local:
+        for name in {n.id for n in walk(unit.tree) if isinstance(n, ast.Name)} - local:
             if name not in unit.namespace:
                 continue
             if name in namespace and namespace[name] is not unit.namespace[name]:
@@ -134,6 +137,38 @@ def _merged_namespace(kernel: FunctionSource, plan: KernelPlan) -> dict:
 
 
 _defined_in_module: dict[str, set[str]] = {}
+_shared_helpers: dict[str, Function] = {}  # by template name: built once per process, called by every rewrite
+
+
+def _record_exact_name(op: str, indices: int) -> str:
+    return f"record_exact_{op}" + (f"_{indices}d" if indices > 1 else "")
+
+
+def _helper_bindings(names: Names, with_range_length: bool) -> dict[str, Function]:
+    """The ``@wp.func`` helpers the phases call, under the names the generated code calls them by.
+
+    They are the same for every kernel, so each is rendered and built into a Warp function once per process, in
+    a Warp module of its own (Warp compiles a function into every module whose kernels call it): a rewrite
+    pays only for its own kernels.
+    """
+    usual = dataclasses.replace(
+        names,
+        warp="wp",
+        any="Any",
+        record_helper="record_returned",
+        replay_helper="replay_returned",
+        exact_returned="exact_returned",
+        record_exact={key: _record_exact_name(*key) for key in names.record_exact},
+        range_length="range_length",
+    )
+    definitions = helper_functions(usual, with_range_length)
+    missing = [d for d in definitions if d.name not in _shared_helpers]
+    if missing:
+        text = "\n\n\n".join(ast.unparse(d) for d in missing) + "\n"
+        scope = compile_generated(text, {"wp": wp, "Any": typing.Any}, "helpers", "wp_rewrite.helpers")
+        _shared_helpers.update((d.name, scope[d.name]) for d in missing)
+    chosen = helper_functions(names, with_range_length)  # the same helpers, in the same order
+    return {mine.name: _shared_helpers[theirs.name] for mine, theirs in zip(chosen, definitions, strict=True)}
 
 
 def generate(kernel: wp.Kernel, detach_returns: bool = False, module_suffix: str = "") -> Generated | None:
@@ -173,9 +208,7 @@ def generate(kernel: wp.Kernel, detach_returns: bool = False, module_suffix: str
         record_helper=namer.fresh("record_returned"),
         replay_helper=namer.fresh("replay_returned"),
         exact_returned=namer.fresh("exact_returned"),
-        record_exact={
-            (op, n): namer.fresh(f"record_exact_{op}" + (f"_{n}d" if n > 1 else "")) for op, n in exact_kinds
-        },
+        record_exact={(op, n): namer.fresh(_record_exact_name(op, n)) for op, n in exact_kinds},
         range_length=namer.fresh("range_length"),
         launch_shape=namer.fresh("launch_shape"),
         thread=namer.fresh("thread"),
@@ -200,8 +233,8 @@ def generate(kernel: wp.Kernel, detach_returns: bool = False, module_suffix: str
         raise refusal_error(source, refusal) from None
     record_options = {**kernel.options, "enable_backward": False}
     has_dynamic_for = any(isinstance(loop.node, ast.For) and loop.static_trips is None for loop in plan.loops)
+    helper_bindings = _helper_bindings(names, with_range_length=has_dynamic_for)
     definitions = [
-        *helper_functions(names, with_range_length=has_dynamic_for),
         *phase_functions(plan, RECORD, names, annotations, int_paths, record_options),
         *phase_functions(plan, REPLAY, names, annotations, int_paths, dict(kernel.options)),
     ]
@@ -212,10 +245,12 @@ def generate(kernel: wp.Kernel, detach_returns: bool = False, module_suffix: str
         header.append("from typing import Any" if any_alias == "Any" else f"from typing import Any as {any_alias}")
     if warp_alias not in source.namespace:
         header.append(f"import warp as {warp_alias}")
+    called = ", ".join(name if name == f.key else f"{name} (= {f.key})" for name, f in helper_bindings.items())
+    header.append(f"# Calls warp-rewrite's shared helpers {called}: see passes/templates.py")
     text = "\n".join(header) + "\n\n\n" + "\n\n\n".join(ast.unparse(d) for d in definitions) + "\n"
 
     _defined_in_module[module].update(d.name for d in definitions)
-    scope = compile_generated(text, _merged_namespace(source, plan), kernel.key, module)
+    scope = compile_generated(text, {**_merged_namespace(source, plan), **helper_bindings}, kernel.key, module)
     wp.get_module(module).options.update(kernel.module.options)
     sources = site_gradient_sources(source, plan, params, source.warp_names(), helpers, int_paths)
     sites = [

@@ -26,6 +26,7 @@ from passes.layout import check_replay_twins, record_annotations, record_infos, 
 from passes.layout import plan_kernel as plan_with_names
 from passes.naming import Namer
 from passes.plan import FunctionPlan, KernelPlan, Refusal
+from passes.syntax import walk
 from passes.two_phase import RECORD, REPLAY, Names, helper_functions, launch_arity, phase_functions
 from rewrite import errors, exact, launch_template
 from rewrite.build import refusal_error
@@ -209,7 +210,7 @@ class StaticModule:
         top = set(map(id, self.top_level("kernel").values()))
         return [
             node
-            for node in ast.walk(self.tree)
+            for node in walk(self.tree)
             if self.warp.decorated(node, "kernel") and id(node) not in top and not self.generated(node)
         ]
 
@@ -315,7 +316,7 @@ class Project:
         """Each call in ``function`` of a helper that consumes an atomic's return (at any depth), in source order,
         and the helper calls that could not be followed."""
         hazards, unfollowed = [], []
-        for call in sorted((n for n in ast.walk(function) if isinstance(n, ast.Call)), key=_position):
+        for call in sorted((n for n in walk(function) if isinstance(n, ast.Call)), key=_position):
             found = self.resolve(module, call)
             if isinstance(found, Unfollowed):
                 unfollowed.append(found)
@@ -332,7 +333,7 @@ class Project:
         consumed = owner.consumed(helper)
         if consumed:
             return helper.name, owner.location(consumed[0].node), consumed[0].op
-        for call in sorted((n for n in ast.walk(helper) if isinstance(n, ast.Call)), key=_position):
+        for call in sorted((n for n in walk(helper) if isinstance(n, ast.Call)), key=_position):
             found = self.resolve(owner, call)
             if isinstance(found, tuple) and (result := self._consumer(*found, seen)):
                 return result
@@ -520,8 +521,8 @@ def _names(shared: ModuleNames, namer: Namer, exact_kinds: list[tuple[str, int]]
 def _bound_names(tree: ast.Module) -> set[str]:
     """Every name the module uses or binds (imports and classes included): generated names must avoid them."""
     names = Namer.for_tree(tree).taken
-    names |= {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
-    for node in ast.walk(tree):
+    names |= {n.name for n in walk(tree) if isinstance(n, ast.ClassDef)}
+    for node in walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
             names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
     return names
@@ -601,10 +602,10 @@ def _check_portable(module: StaticModule, project: Project, kernel: ast.Function
     if owner is module:
         return
     local = {a.arg for a in helper.args.args} | {
-        n.id for n in ast.walk(helper) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        n.id for n in walk(helper) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
     }
     cloned = {id(call.func) for call in function.clones}
-    for node in ast.walk(helper):
+    for node in walk(helper):
         if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load) or node.id in local | _BUILTINS:
             continue
         if id(node) in cloned or _same_binding(module, owner, project, node.id):
@@ -913,7 +914,7 @@ def check_module(module: StaticModule, project: Project) -> list[Finding]:
             if hazard.consumer != hazard.helper:
                 where = f"in helper '{hazard.consumer}' at {hazard.where}"
             add("WR003", hazard.call, name=kernel.name, helper=hazard.helper, op=hazard.op, where=where)
-    helpers = [n for n in ast.walk(module.tree) if module.warp.decorated(n, "func") and not module.generated(n)]
+    helpers = [n for n in walk(module.tree) if module.warp.decorated(n, "func") and not module.generated(n)]
     for helper in helpers:
         for call in module.consumed(helper):
             add("WR002", call.node, name=helper.name, op=call.op)

@@ -51,11 +51,11 @@ class FunctionSource:
     @functools.cached_property
     def _warp_names(self) -> WarpNames:
         modules = frozenset(name for name, value in self.namespace.items() if value is wp)
+        atomics = {id(getattr(wp, f"atomic_{op}")): op for op in ATOMIC_OPS}
         bare = tuple(
-            (name, op)
-            for op in ATOMIC_OPS
+            (name, atomics[id(value)])
             for name, value in self.namespace.items()
-            if value is getattr(wp, f"atomic_{op}") and not name.startswith("__")
+            if id(value) in atomics and not name.startswith("__")
         )
         return WarpNames(modules or frozenset({"wp"}), bare)
 
