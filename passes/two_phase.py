@@ -143,10 +143,13 @@ class PhaseWriter(ast.NodeTransformer):
             self.kept_calls.add(id(call))
             return ast.Call(_expr(self.names.record_helper), [call, _expr(site.records), _expr(self.coordinate)], [])
         keeps_inner = any(id(n) in self.kept_calls for arg in call.args for n in walk(arg))
-        if self.phase == REPLAY_FORWARD or (site.target in self.int_paths and not keeps_inner):
-            return _expr(records)  # an int target has no adjoint to keep: just the recorded value
-        # The atomic stays, in the kernel body, as the stand-in's argument: Warp skips it when replaying
-        # but still generates its adjoint.
+        if self.phase == REPLAY_FORWARD or not keeps_inner:
+            # Just the recorded value. The atomic's own adjoint (d target / d value) is zero here: an int
+            # target has none, and a float site that is not exact is replayed only in launches where neither
+            # the target nor anything written into it requires grad (the launch checks that).
+            return _expr(records)
+        # The atomic stays, as the stand-in's argument, for the calls inside it that keep adjoints: Warp skips
+        # it when replaying but still generates its adjoint.
         self.kept_calls.add(id(call))
         helper = self.names.replay_helper
         return ast.Call(_expr(helper), [call, _expr(site.records), _expr(self.coordinate)], [])
