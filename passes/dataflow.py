@@ -31,11 +31,14 @@ def _path_parts(expr: ast.expr) -> list[str] | None:
     return [expr.id, *reversed(parts)]
 
 
-def single_assignments(func: ast.FunctionDef) -> dict[str, ast.expr]:
-    """Locals assigned exactly once, with their value: candidates for aliases of argument arrays."""
+def single_assignments(func: ast.FunctionDef, nodes: list[ast.AST] | None = None) -> dict[str, ast.expr]:
+    """Locals assigned exactly once, with their value: candidates for aliases of argument arrays.
+
+    ``nodes``: ``walk(func)``, if known.
+    """
     counts: dict[str, int] = {}
     values: dict[str, ast.expr] = {}
-    for node in walk(func):
+    for node in walk(func) if nodes is None else nodes:
         targets = []
         if isinstance(node, ast.Assign):
             targets = [(t, node.value) for t in node.targets]

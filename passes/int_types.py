@@ -41,7 +41,8 @@ def _array_dtype(annotation: ast.expr | None) -> str | None:
 class IntLocals:
     """Fixpoint over a function: a local is int (bool) when every value assigned to it is."""
 
-    def __init__(self, func: ast.FunctionDef):
+    def __init__(self, func: ast.FunctionDef, nodes: list[ast.AST] | None = None):
+        """``nodes``: ``walk(func)``, if known."""
         self.params: dict[str, str] = {}
         self.int_arrays: set[str] = set()
         for arg in func.args.args:
@@ -52,7 +53,7 @@ class IntLocals:
             elif _array_dtype(arg.annotation) in _INT_NAMES:
                 self.int_arrays.add(arg.arg)
         assignments: dict[str, list[ast.expr | None]] = {}
-        for node in walk(func):
+        for node in walk(func) if nodes is None else nodes:
             if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 value = (

@@ -53,7 +53,7 @@ class _Analysis:
 
     @functools.cached_property
     def parents(self) -> dict[ast.AST, ast.AST]:
-        return parent_map(self.tree)
+        return parent_map(self.tree, self.nodes)
 
     @functools.cached_property
     def calls(self) -> list[ast.Call]:
@@ -61,7 +61,7 @@ class _Analysis:
 
     @functools.cached_property
     def aliases(self) -> dict[str, ast.expr]:
-        return single_assignments(self.tree)
+        return single_assignments(self.tree, self.nodes)
 
     @functools.cached_property
     def atomics(self) -> list[AtomicCall]:
@@ -73,7 +73,7 @@ class _Analysis:
 
     @functools.cached_property
     def kinds(self) -> dict[str, str]:
-        return IntLocals(self.tree).locals
+        return IntLocals(self.tree, self.nodes).locals
 
 
 class Refusal(Exception):
@@ -207,17 +207,19 @@ def _own_jumps(body: list[ast.stmt]) -> Iterator[ast.Break | ast.Continue]:
 
 
 def _carried(
-    unit: Unit, loop: ast.For | ast.While, kinds: dict[str, str]
+    unit: Unit, loop: ast.For | ast.While, facts: _Analysis
 ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """Locals the loop changes that later iterations read, and those code after the loop reads: (name, dtype)."""
-    inside = {id(n) for n in walk(loop)}
-    names_in = [n for n in walk(loop) if isinstance(n, ast.Name)]
-    names_out = [n for n in walk(unit.tree) if isinstance(n, ast.Name) and id(n) not in inside]
+    kinds = facts.kinds
+    loop_nodes = walk(loop)
+    inside = {id(n) for n in loop_nodes}
+    names_in = [n for n in loop_nodes if isinstance(n, ast.Name)]
+    names_out = [n for n in facts.nodes if isinstance(n, ast.Name) and id(n) not in inside]
     changed = {
         n.id for stmt in loop.body for n in walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
     }
     # Loop variables (this loop's and nested loops') are set by their own loop before any read.
-    changed -= {n.target.id for n in walk(loop) if isinstance(n, ast.For) and isinstance(n.target, ast.Name)}
+    changed -= {n.target.id for n in loop_nodes if isinstance(n, ast.For) and isinstance(n.target, ast.Name)}
     start = (loop.lineno, loop.col_offset)
     defined_before = {a.arg for a in unit.tree.args.args} | {
         n.id for n in names_out if isinstance(n.ctx, ast.Store) and (n.lineno, n.col_offset) < start
@@ -501,7 +503,7 @@ class Planner:
             if any(isinstance(t, ast.Subscript) and not self._int_path(kernel_path(t)) for t in written):
                 return False
         try:
-            _, carried_out = _carried(unit, loop, kinds)
+            _, carried_out = _carried(unit, loop, self.analysis(unit))
         except Refusal:
             return False
         return all(name in kinds for name, _ in carried_out)
@@ -513,7 +515,7 @@ class Planner:
         loop_id = next(self.loop_ids)
         loop = Loop(node, loop_id, None, unit.location(node), "", opaque=True)
         fresh = self.namer.fresh
-        _, carried_out = _carried(unit, node, self.analysis(unit).kinds)
+        _, carried_out = _carried(unit, node, self.analysis(unit))
         loop.carried = [(name, fresh(f"{name}_after_loop{loop_id}"), dtype) for name, dtype in carried_out]
         self.loops.append(loop)
         return loop
@@ -536,7 +538,7 @@ class Planner:
         if isinstance(node, ast.While) or any(isinstance(j, ast.Break) for j in jumps):
             loop.counter = fresh(f"trips{loop_id}")
             loop.trips_records = fresh(f"trips{loop_id}_records")
-        carried_in, carried_out = _carried(unit, node, self.analysis(unit).kinds)
+        carried_in, carried_out = _carried(unit, node, self.analysis(unit))
         loop.carried_in = [(name, fresh(f"{name}_in_loop{loop_id}"), dtype) for name, dtype in carried_in]
         loop.carried = [(name, fresh(f"{name}_after_loop{loop_id}"), dtype) for name, dtype in carried_out]
         self.loops.append(loop)

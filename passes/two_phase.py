@@ -58,6 +58,8 @@ def _span(node: ast.AST) -> tuple[int, int, int, int]:
 
 
 def _expr(text: str) -> ast.expr:
+    if text.isidentifier():  # most are names: no parser needed
+        return ast.Name(text, ast.Load())
     return ast.parse(text, mode="eval").body
 
 
