@@ -111,6 +111,22 @@ def exact_returned(value: Any, values: wp.array(dtype=Any), returned: wp.array(d
     return returned[record_index]
 
 
+dtype = Any  # placeholder: a record's concrete dtype, e.g. wp.float32
+
+
+def recorded(records: wp.array(dtype=dtype), index: int) -> dtype:
+    """A value the record kernel stored, read back by the replay kernel.
+
+    Records never need a gradient, but a plain read would still cost the backward its adjoint: ``adj_recorded``
+    below is empty. Warp allows custom gradients only for concrete types, hence one per record dtype.
+    """
+    return records[index]
+
+
+def adj_recorded(records: wp.array(dtype=dtype), index: int, adj_ret: dtype):
+    pass
+
+
 def range_length(start: int, stop: int, step: int):
     """How many iterations ``range(start, stop, step)`` makes: the capacity a loop's records need."""
     if step > 0:

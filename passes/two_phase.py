@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 import copy
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from passes import templates
 from passes.plan import FunctionPlan, KernelPlan, Loop, Site
@@ -51,6 +51,8 @@ class Names:
     trip_capacity: str
     trips_needed: str
     coords: tuple[str, ...]  # one per launch dimension the kernel's own wp.tid() unpacks (1 to 4)
+    # record dtype text (e.g. "wp.float32") -> helper the replay reads such records with; others: plain reads
+    readers: dict[str, str] = field(default_factory=dict)
 
 
 def _span(node: ast.AST) -> tuple[int, int, int, int]:
@@ -109,6 +111,7 @@ class PhaseWriter(ast.NodeTransformer):
         trip_loops: int,
         int_paths: frozenset[str],
         in_helper: bool,
+        readers: dict[str, str],
     ):
         self.plan = plan
         self.in_helper = in_helper
@@ -116,6 +119,7 @@ class PhaseWriter(ast.NodeTransformer):
         self.names = names
         self.coordinate = coordinate
         self.int_paths = int_paths
+        self.readers = readers
         self.kept_calls: set[int] = set()  # atomics and clone calls the phase keeps, by id
         self.unconsumed = {_span(stmt): path for stmt, path in plan.unconsumed.items()}
         self.sites = {_span(s.call): s for s in plan.sites}
@@ -149,6 +153,9 @@ class PhaseWriter(ast.NodeTransformer):
             # Just the recorded value. The atomic's own adjoint (d target / d value) is zero here: an int
             # target has none, and a float site that is not exact is replayed only in launches where neither
             # the target nor anything written into it requires grad (the launch checks that).
+            reader = self.readers.get(site.records)
+            if self.phase == REPLAY and reader:
+                return ast.Call(_expr(reader), [_expr(site.records), _expr(self.coordinate)], [])
             return _expr(records)
         # The atomic stays, as the stand-in's argument, for the calls inside it that keep adjoints: Warp skips
         # it when replaying but still generates its adjoint.
@@ -374,7 +381,13 @@ def phase_function(
     """One function of the plan rewritten for ``phase``: the kernel when ``options`` is given, else a helper."""
     is_kernel = options is not None
     coordinate = names.thread if is_kernel else names.coordinate
-    writer = PhaseWriter(plan, phase, names, coordinate, trip_loops, int_paths, in_helper=not is_kernel)
+    prefix = f"{names.warp}.array(dtype="
+    readers = {
+        record: names.readers[annotation[len(prefix) : -1]]
+        for record, annotation in annotations.items()
+        if annotation.startswith(prefix) and annotation[len(prefix) : -1] in names.readers
+    }
+    writer = PhaseWriter(plan, phase, names, coordinate, trip_loops, int_paths, not is_kernel, readers)
     function = writer.visit(plan.unit.fresh_tree())
     function.name = f"{plan.name}_{phase}"
     w = names.warp
@@ -435,13 +448,21 @@ def helper_functions(names: Names, with_range_length: bool) -> list[ast.Function
     """The small ``@wp.func`` helpers the phases call (shared between rewrites: read them, do not change them)."""
     exact = tuple(sorted(names.record_exact.items()))
     range_length = names.range_length if with_range_length else None
+    readers = tuple(sorted(names.readers.items()))
     return list(_helpers(names.warp, names.any, names.record_helper, names.replay_helper, names.exact_returned,
-                         exact, range_length))  # fmt: skip
+                         exact, range_length, readers))  # fmt: skip
 
 
 @functools.lru_cache(maxsize=64)
 def _helpers(
-    w: str, any_name: str, record: str, replay: str, exact_returned: str, exact: tuple, range_length: str | None
+    w: str,
+    any_name: str,
+    record: str,
+    replay: str,
+    exact_returned: str,
+    exact: tuple,
+    range_length: str | None,
+    readers: tuple,
 ) -> tuple[ast.FunctionDef, ...]:
     """Rendered once per choice of names: most rewrites in a program choose the same ones."""
     helpers = [
@@ -457,4 +478,10 @@ def _helpers(
         helpers.append(templates.instantiate(templates.range_length, wp=w, range_length=range_length))
     for helper in helpers:
         helper.decorator_list = [_expr(f"{w}.func")]
+    for dtype, name in readers:
+        reader = templates.instantiate(templates.recorded, wp=w, dtype=dtype, recorded=name)
+        reader.decorator_list = [_expr(f"{w}.func")]
+        gradient = templates.instantiate(templates.adj_recorded, wp=w, dtype=dtype, adj_recorded=f"adj_{name}")
+        gradient.decorator_list = [_expr(f"{w}.func_grad({name})")]
+        helpers += [reader, gradient]
     return tuple(helpers)

@@ -160,6 +160,7 @@ def _helper_bindings(names: Names, with_range_length: bool) -> dict[str, Functio
         exact_returned="exact_returned",
         record_exact={key: _record_exact_name(*key) for key in names.record_exact},
         range_length="range_length",
+        readers={_usual_dtype(dtype): _reader_name(dtype) for dtype in names.readers},
     )
     definitions = helper_functions(usual, with_range_length)
     missing = [d for d in definitions if d.name not in _shared_helpers]
@@ -167,8 +168,23 @@ def _helper_bindings(names: Names, with_range_length: bool) -> dict[str, Functio
         text = "\n\n\n".join(ast.unparse(d) for d in missing) + "\n"
         scope = compile_generated(text, {"wp": wp, "Any": typing.Any}, "helpers", "wp_rewrite.helpers")
         _shared_helpers.update((d.name, scope[d.name]) for d in missing)
+    called = {names.record_helper, names.replay_helper, names.exact_returned, names.range_length}
+    called |= {*names.record_exact.values(), *names.readers.values()}  # not the gradients registered for readers
     chosen = helper_functions(names, with_range_length)  # the same helpers, in the same order
-    return {mine.name: _shared_helpers[theirs.name] for mine, theirs in zip(chosen, definitions, strict=True)}
+    return {
+        mine.name: _shared_helpers[theirs.name]
+        for mine, theirs in zip(chosen, definitions, strict=True)
+        if mine.name in called
+    }
+
+
+def _usual_dtype(dtype: str) -> str:
+    """``wp.float32`` for ``warp.float32``: the shared helpers are written against ``import warp as wp``."""
+    return "wp." + dtype.rsplit(".", 1)[-1]
+
+
+def _reader_name(dtype: str) -> str:
+    return "recorded_" + dtype.rsplit(".", 1)[-1]
 
 
 def generate(kernel: wp.Kernel, detach_returns: bool = False, module_suffix: str = "") -> Generated | None:
@@ -216,6 +232,11 @@ def generate(kernel: wp.Kernel, detach_returns: bool = False, module_suffix: str
         trip_capacity=namer.fresh("trip_capacity"),
         trips_needed=namer.fresh("trips_needed"),
         coords=tuple(namer.fresh(f"coord{i}") for i in range(launch_arity(source.tree))),
+        readers={
+            dtype: namer.fresh(_reader_name(dtype))
+            for dtype in sorted({_dtype_text(kernel, s.target, warp_alias, "") for s in plan.sites if not s.exact})
+            if dtype
+        },
     )
     records = record_infos(plan)
     annotations = record_annotations(
