@@ -1,6 +1,7 @@
 """Unit tests of the AST passes as before/after source pairs: nothing here compiles or launches a kernel."""
 
 import ast
+import dataclasses
 import textwrap
 
 import pytest
@@ -75,9 +76,11 @@ def plan_of(source: str, helpers: dict[str, Unit] | None = None) -> KernelPlan:
     return planner.plan(namer, lambda _: WARP)
 
 
-def generated(plan: KernelPlan, phase: str, int_paths: frozenset[str] = frozenset({"count"})) -> str:
+def generated(
+    plan: KernelPlan, phase: str, int_paths: frozenset[str] = frozenset({"count"}), names: Names = NAMES
+) -> str:
     annotations = dict.fromkeys(plan.root.record_params(), "wp.array(dtype=wp.int32)")
-    return "\n\n".join(ast.unparse(f) for f in phase_functions(plan, phase, NAMES, annotations, int_paths, {}))
+    return "\n\n".join(ast.unparse(f) for f in phase_functions(plan, phase, names, annotations, int_paths, {}))
 
 
 def same_code(actual: str, expected: str) -> None:
@@ -323,6 +326,30 @@ def test_helpers_take_the_modules_names():
         "@warp.func\ndef rec(value: AnyT, records: warp.array(dtype=AnyT), index: int):"
     )
     assert replay.name == "rep" and ast.unparse(replay.body[-1]) == "return records[index]"
+
+
+def test_replay_reads_records_of_a_concrete_dtype_through_a_helper_with_an_empty_gradient():
+    names = dataclasses.replace(NAMES, readers={"wp.int32": "recorded_int32"})
+    same_code(
+        generated(plan_of(COMPACTION), REPLAY, names=names),
+        """
+        @wp.kernel
+        def compact_replay(x: wp.array[float], count: wp.array[int], out: wp.array[float],
+                           slot_records: wp.array(dtype=wp.int32), launch_shape: wp.vec4i):
+            PROLOGUE
+            tid = wp.tid()
+            slot = recorded_int32(slot_records, thread)
+            out[slot] = x[tid]
+        """,
+    )
+    *_, reader, gradient = helper_functions(names, with_range_length=False)
+    assert ast.unparse(reader).startswith(
+        "@wp.func\ndef recorded_int32(records: wp.array(dtype=wp.int32), index: int) -> wp.int32:"
+    )
+    assert ast.unparse(gradient) == (
+        "@wp.func_grad(recorded_int32)\n"
+        "def adj_recorded_int32(records: wp.array(dtype=wp.int32), index: int, adj_ret: wp.int32):\n    pass"
+    )
 
 
 def test_argument_paths_follow_struct_fields_views_and_aliases():
