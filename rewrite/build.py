@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 import typing
 from dataclasses import dataclass
 
@@ -266,9 +267,12 @@ def generate(kernel: wp.Kernel, detach_returns: bool = False, module_suffix: str
         header.append("from typing import Any" if any_alias == "Any" else f"from typing import Any as {any_alias}")
     if warp_alias not in source.namespace:
         header.append(f"import warp as {warp_alias}")
-    called = ", ".join(name if name == f.key else f"{name} (= {f.key})" for name, f in helper_bindings.items())
-    header.append(f"# Calls warp-rewrite's shared helpers {called}: see passes/templates.py")
-    text = "\n".join(header) + "\n\n\n" + "\n\n\n".join(ast.unparse(d) for d in definitions) + "\n"
+    body = "\n\n\n".join(ast.unparse(d) for d in definitions)
+    called = [name for name in helper_bindings if re.search(rf"\b{re.escape(name)}\(", body)]
+    keys = {name: helper_bindings[name].key for name in called}
+    shown = [name if name == key else f"{name} (= {key})" for name, key in keys.items()]
+    header.append(f"# Calls warp-rewrite's shared helpers {', '.join(shown)}: see passes/templates.py")
+    text = "\n".join(header) + "\n\n\n" + body + "\n"
 
     _defined_in_module[module].update(d.name for d in definitions)
     scope = compile_generated(text, {**_merged_namespace(source, plan), **helper_bindings}, kernel.key, module)
