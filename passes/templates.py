@@ -117,13 +117,13 @@ dtype = Any  # placeholder: a record's concrete dtype, e.g. wp.float32
 def recorded(records: wp.array(dtype=dtype), index: int) -> dtype:
     """A value the record kernel stored, read back by the replay kernel.
 
-    Records never need a gradient, but a plain read would still cost the backward its adjoint: ``adj_recorded``
-    below is empty. Warp allows custom gradients only for concrete types, hence one per record dtype.
+    Records never need a gradient, but a plain read would still cost the backward its adjoint: the gradient
+    registered below is empty. Warp allows custom gradients only for concrete types, hence one per record dtype.
     """
     return records[index]
 
 
-def adj_recorded(records: wp.array(dtype=dtype), index: int, adj_ret: dtype):
+def recorded_adjoint(records: wp.array(dtype=dtype), index: int, adj_ret: dtype):
     pass
 
 

@@ -51,7 +51,8 @@ class Names:
     trip_capacity: str
     trips_needed: str
     coords: tuple[str, ...]  # one per launch dimension the kernel's own wp.tid() unpacks (1 to 4)
-    # record dtype text (e.g. "wp.float32") -> helper the replay reads such records with; others: plain reads
+    # record dtype text (e.g. "wp.float32") -> helper the replay reads such records with (its empty gradient:
+    # ``<helper>_adjoint``); records of other dtypes are read plainly
     readers: dict[str, str] = field(default_factory=dict)
 
 
@@ -481,7 +482,9 @@ def _helpers(
     for dtype, name in readers:
         reader = templates.instantiate(templates.recorded, wp=w, dtype=dtype, recorded=name)
         reader.decorator_list = [_expr(f"{w}.func")]
-        gradient = templates.instantiate(templates.adj_recorded, wp=w, dtype=dtype, adj_recorded=f"adj_{name}")
+        gradient = templates.instantiate(
+            templates.recorded_adjoint, wp=w, dtype=dtype, recorded_adjoint=f"{name}_adjoint"
+        )
         gradient.decorator_list = [_expr(f"{w}.func_grad({name})")]
         helpers += [reader, gradient]
     return tuple(helpers)

@@ -434,6 +434,7 @@ class ModuleNames:
     dataclass: str
     support: dict[str, str]  # template name -> module name: record_returned, launch_recorded, RewriteError, ...
     record_exact: dict[tuple[str, int], str] = field(default_factory=dict)  # (op, indices) -> helper
+    readers: dict[str, str] = field(default_factory=dict)  # record dtype text -> helper reading such records
     imports: list[str] = field(default_factory=list)
     emitted: set[str] = field(default_factory=set)
 
@@ -495,12 +496,17 @@ def shared_code(shared: ModuleNames, with_exact: bool) -> str:
     return "\n\n\n".join([*(["\n".join(shared.imports)] if shared.imports else []), *parts])
 
 
-def _names(shared: ModuleNames, namer: Namer, exact_kinds: list[tuple[str, int]], arity: int) -> Names:
+def _names(
+    shared: ModuleNames, namer: Namer, exact_kinds: list[tuple[str, int]], arity: int, read_dtypes: set[str]
+) -> Names:
     """The names ``passes.two_phase`` needs: the shared ones, and kernel-local ones fresh in ``namer``."""
     for op, indices in exact_kinds:
         if (op, indices) not in shared.record_exact:
             base = f"record_exact_{op}" + (f"_{indices}d" if indices > 1 else "")
             shared.record_exact[op, indices] = namer.fresh(base)
+    for dtype in read_dtypes - shared.readers.keys():  # the reader and its gradient, ``<reader>_adjoint``
+        base = "recorded_" + re.sub(r"\W", "_", dtype.rsplit(".", 1)[-1])
+        shared.readers[dtype] = namer.fresh_base(base, ("", "_adjoint"))
     return Names(
         warp=shared.warp,
         any=shared.any,
@@ -515,7 +521,25 @@ def _names(shared: ModuleNames, namer: Namer, exact_kinds: list[tuple[str, int]]
         trip_capacity=namer.fresh("trip_capacity"),
         trips_needed=namer.fresh("trips_needed"),
         coords=tuple(namer.fresh(f"coord{i}") for i in range(arity)),
+        readers={dtype: shared.readers[dtype] for dtype in read_dtypes},
     )
+
+
+_CONCRETE_DTYPE = re.compile(r"u?int(8|16|32|64)?|float(16|32|64)?|bool|(vec|mat)\d+[a-z]*|quat[a-z]*|transform[a-z]*")
+
+
+def _read_dtypes(module: StaticModule, plan: KernelPlan, shape: Layout, warp: str) -> set[str]:
+    """Dtypes of the records the replay reads back that are concrete Warp types (``float``, ``wp.vec3``, ...):
+    only those can have a reader with an empty gradient (Warp refuses custom gradients for generic functions)."""
+    prefix = f"{warp}.array(dtype="
+    found = set()
+    for site in (s for s in plan.sites if not s.exact):  # exact returns are read by ``exact_returned``
+        annotation = shape.annotations[site.records]
+        dtype = annotation[len(prefix) : -1] if annotation.startswith(prefix) else ""
+        owner, _, name = dtype.rpartition(".")
+        if _CONCRETE_DTYPE.fullmatch(name) and (owner in module.warp.modules or name in ("int", "float", "bool")):
+            found.add(dtype)
+    return found
 
 
 def _bound_names(tree: ast.Module) -> set[str]:
@@ -753,9 +777,9 @@ def kernel_code(
     if not plan.sites and not plan.loops:
         return None
     exact_kinds = sorted({(s.op, s.indices) for s in plan.sites if s.exact})
-    names = _names(shared, namer, exact_kinds, launch_arity(kernel))
-    launch = namer.fresh(f"launch_{kernel.name}")
     shape = layout(module, kernel, plan, source, helpers, shared.warp, shared.any)
+    names = _names(shared, namer, exact_kinds, launch_arity(kernel), _read_dtypes(module, plan, shape, shared.warp))
+    launch = namer.fresh(f"launch_{kernel.name}")
     options = kernel_options(module, kernel)
     record_options = {**options, "enable_backward": False}
     record_phase = phase_functions(plan, RECORD, names, shape.annotations, shape.int_paths, record_options)

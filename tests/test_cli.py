@@ -195,6 +195,35 @@ def test_detach_returns_records_float_returns_as_constants(tmp_path, capsys):
     assert acc.numpy().tolist() == [1.0 + X.sum().astype(np.float32)]
 
 
+COUNTED = """
+import warp as wp
+
+
+@wp.kernel
+def scale_by_count(x: wp.array(dtype=wp.float32), total: wp.array(dtype=wp.float32), y: wp.array(dtype=wp.float32)):
+    tid = wp.tid()
+    previous = wp.atomic_add(total, 0, 1.0)
+    y[tid] = previous * x[tid]
+"""
+
+
+def test_detached_float_returns_are_read_back_through_a_reader_with_an_empty_gradient(tmp_path, capsys):
+    """The reported kernel with ``x`` requiring grad: y_k = (10 + k) x_k on the CPU, so x.grad = 10 + k."""
+    source, out = tmp_path / "counted.py", tmp_path / "counted_rewritten.py"
+    source.write_text(COUNTED)
+    assert run_cli(capsys, source, "--detach-returns", "-o", out)[0] == 0
+    assert "previous = recorded_float32(previous_records, thread)" in out.read_text()
+    module = import_file(out, "counted_rewritten")
+    x = wp.array(X, dtype=wp.float32, requires_grad=True)
+    total, y = wp.array([10.0], dtype=wp.float32), wp.zeros(N, dtype=wp.float32, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        module.launch_scale_by_count(N, inputs=[x, total, y])
+    tape.backward(grads={y: wp.ones(N, dtype=wp.float32)})
+    np.testing.assert_allclose(x.grad.numpy(), 10.0 + np.arange(N))
+    np.testing.assert_allclose(y.numpy(), (10.0 + np.arange(N)) * X.astype(np.float32))
+
+
 def test_bad_launch_is_refused_before_anything_runs(emitted):
     count = i32([0])
     with pytest.raises(TypeError, match="takes 3 arguments"), wp.Tape():

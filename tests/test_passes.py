@@ -348,7 +348,7 @@ def test_replay_reads_records_of_a_concrete_dtype_through_a_helper_with_an_empty
     )
     assert ast.unparse(gradient) == (
         "@wp.func_grad(recorded_int32)\n"
-        "def adj_recorded_int32(records: wp.array(dtype=wp.int32), index: int, adj_ret: wp.int32):\n    pass"
+        "def recorded_int32_adjoint(records: wp.array(dtype=wp.int32), index: int, adj_ret: wp.int32):\n    pass"
     )
 
 
