@@ -59,11 +59,8 @@ class RewrittenKernel:
             dim, inputs, outputs, device, stream, record_tape, block_dim, max_blocks, self.max_records,
             parameters=parameters, sites=sites, records=records, loops=loops,
             exact_runtime=(ExactSite, ExactBackward), launch_arity=self.launch_arity,
-            detached=self._detached_variant if any(site.exact_records for site in self.sites) else None,
+            detached=(lambda: self._detached) if any(site.exact_records for site in self.sites) else None,
         )  # fmt: skip
-
-    def _detached_variant(self) -> tuple | None:
-        return self._detached
 
     @functools.cached_property
     def _detached(self) -> tuple | None:
