@@ -67,6 +67,25 @@ def argument_path(expr: ast.expr, params: list[str], aliases: dict[str, ast.expr
     return ".".join(parts)
 
 
+def is_view(expr: ast.expr, aliases: dict[str, ast.expr], views: frozenset[str] = frozenset()) -> bool:
+    """Does ``expr`` index into an array (``arr[i]``, or a local or a parameter in ``views`` bound to such)
+    rather than name a whole one?"""
+    seen = set()
+    while not isinstance(expr, ast.Subscript):
+        root = expr
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not isinstance(root, ast.Name) or root.id in seen:
+            return False
+        if root.id in views:
+            return True
+        if root.id not in aliases:
+            return False
+        seen.add(root.id)
+        expr = aliases[root.id]
+    return True
+
+
 class _Dependencies:
     """Fixpoint of 'local name -> argument paths its value may derive from' over the whole kernel."""
 

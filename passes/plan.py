@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from passes.atomics import AtomicCall, WarpNames, find_atomic_calls, find_augmented_writes, parent_map
-from passes.dataflow import argument_path, single_assignments
+from passes.dataflow import argument_path, is_view, single_assignments
 from passes.int_types import IntLocals
 from passes.naming import Namer
 from passes.syntax import walk
@@ -341,7 +341,16 @@ class Planner:
             self._analyses[id(unit.tree)] = _Analysis(unit.tree, self.unit_names(unit))
         return self._analyses[id(unit.tree)]
 
-    def _plan(self, unit: Unit, paths: dict[str, str | None], outer: tuple[int, ...], name: str) -> FunctionPlan:
+    def _plan(
+        self,
+        unit: Unit,
+        paths: dict[str, str | None],
+        outer: tuple[int, ...],
+        name: str,
+        views: frozenset[str] = frozenset(),
+    ) -> FunctionPlan:
+        """The plan of one function; ``paths``: the kernel path each parameter names, ``views``: the parameters
+        bound to a view of an array (``arr[i]``) rather than a whole one."""
         names = self.unit_names(unit)
         plan = FunctionPlan(unit, name)
         facts = self.analysis(unit)
@@ -398,19 +407,21 @@ class Planner:
             site.consumed = call.consumed
             site.statement = node if isinstance(node, ast.AugAssign) else None
             if target in self.exact_targets:
-                self._make_exact(unit, call, site)
+                self._make_exact(unit, call, site, is_view(call.target, aliases, views))
             plan.sites.append(site)
             self.sites.append(site)
 
         for call, helper in helper_calls:
-            helper_paths = self._helper_paths(unit, call, helper, unit_params, aliases, paths)
+            bound = _bound_arguments(call, helper)
+            helper_paths = {param: kernel_path(arg) for param, arg in bound.items()}
+            helper_views = frozenset(param for param, arg in bound.items() if is_view(arg, aliases, views))
             loops = outer + tuple(plan.loops[loop].id for loop in _enclosing(call, parents, unit.tree))
-            clone = self._plan(helper, helper_paths, loops, self.namer.fresh_base(helper.name))
+            clone = self._plan(helper, helper_paths, loops, self.namer.fresh_base(helper.name), helper_views)
             plan.clones[call] = Clone(call, clone)
         return plan
 
-    def _make_exact(self, unit: Unit, call: AtomicCall, site: Site) -> None:
-        if isinstance(call.target, ast.Subscript):
+    def _make_exact(self, unit: Unit, call: AtomicCall, site: Site, on_view: bool) -> None:
+        if on_view:
             raise Refusal(
                 unit,
                 call.target,
@@ -590,14 +601,12 @@ class Planner:
             return None
         return f"{mapped}.{rest}" if rest else mapped
 
-    def _helper_paths(self, unit, call, helper, unit_params, aliases, paths) -> dict[str, str | None]:
-        """For each of the helper's parameters, the kernel argument path it views (or None)."""
-        helper_params = [a.arg for a in helper.tree.args.args]
-        bound = dict(zip(helper_params, call.args, strict=False))
-        bound.update({k.arg: k.value for k in call.keywords if k.arg})
-        return {
-            param: self._kernel_path(argument_path(arg, unit_params, aliases), paths) for param, arg in bound.items()
-        }
+
+def _bound_arguments(call: ast.Call, helper: Unit) -> dict[str, ast.expr]:
+    """The argument expression each of the helper's parameters gets at this call."""
+    bound = dict(zip([a.arg for a in helper.tree.args.args], call.args, strict=False))
+    bound.update({k.arg: k.value for k in call.keywords if k.arg})
+    return bound
 
 
 EXACT_OPS = ("add", "sub", "min", "max", "exch", "cas")

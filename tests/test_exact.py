@@ -158,6 +158,49 @@ def stores_into_target(x: wp.array[wp.float64], acc: wp.array[wp.float64], out: 
     acc[1] = x[tid]
 
 
+@wp.kernel
+def on_a_view(x: wp.array[wp.float64], acc: wp.array2d[wp.float64], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    out[tid] = wp.atomic_add(acc[0], 0, x[tid])
+
+
+@wp.kernel
+def on_an_aliased_view(x: wp.array[wp.float64], acc: wp.array2d[wp.float64], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    row = acc[0]
+    out[tid] = wp.atomic_add(row, 0, x[tid])
+
+
+@wp.func
+def add_into(row: wp.array[wp.float64], value: wp.float64) -> wp.float64:
+    return wp.atomic_add(row, 0, value)
+
+
+@wp.kernel
+def on_a_view_passed_to_a_helper(x: wp.array[wp.float64], acc: wp.array2d[wp.float64], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    out[tid] = add_into(acc[0], x[tid])
+
+
+@pytest.mark.parametrize(
+    "kernel, atomic, target",
+    [
+        (on_a_view, "wp.atomic_add(acc[0], 0, x[tid])", "acc[0]"),
+        (on_an_aliased_view, "wp.atomic_add(row, 0, x[tid])", "row"),
+        (on_a_view_passed_to_a_helper, "wp.atomic_add(row, 0, value)", "row"),
+    ],
+    ids=["inline", "aliased", "through a helper"],
+)
+def test_a_view_as_target_of_exact_returns_is_refused(kernel, atomic, target):
+    """Found in review: the aliased and helper forms reached Warp's codegen, which failed on the record kernel."""
+    refusal = r"wp\.atomic_add\(\) on a view of 'acc' next to a consumed float return"
+    with pytest.raises(RewriteError, match=refusal) as refused:
+        wp_rewrite(kernel)
+    with open(__file__) as source:  # reported at the atomic's target
+        line, column = next((n, text.index(atomic)) for n, text in enumerate(source, 1) if atomic in text)
+    assert refused.value.location == f"{__file__}:{line}:{column + atomic.index(target) + 1}"
+
+
 def test_what_cannot_be_made_exact_is_refused():
     with pytest.raises(RewriteError, match=r"atomics of different kinds \(add, max\) on 'acc'") as refused:
         wp_rewrite(mixed_kinds)
