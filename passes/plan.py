@@ -448,14 +448,7 @@ class Planner:
         if not self.exact_targets:
             return
         for node in walk(unit.tree):
-            targets = (
-                node.targets
-                if isinstance(node, ast.Assign)
-                else [node.target]
-                if isinstance(node, ast.AugAssign)
-                else []
-            )
-            for target in targets:
+            for target in _stored_into(node):
                 path = self._kernel_path(argument_path(target, unit_params, aliases), paths)
                 is_atomic = isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add | ast.Sub)
                 if isinstance(target, ast.Subscript) and path in self.exact_targets and not is_atomic:
@@ -504,14 +497,7 @@ class Planner:
                     return False
                 if op is not None and not self._int_path(kernel_path(node.args[0])):
                     return False
-            written = (
-                node.targets
-                if isinstance(node, ast.Assign)
-                else [node.target]
-                if isinstance(node, ast.AugAssign)
-                else []
-            )
-            if any(isinstance(t, ast.Subscript) and not self._int_path(kernel_path(t)) for t in written):
+            if any(isinstance(t, ast.Subscript) and not self._int_path(kernel_path(t)) for t in _stored_into(node)):
                 return False
         try:
             _, carried_out = _carried(unit, loop, self.analysis(unit))
@@ -600,6 +586,13 @@ class Planner:
         if mapped is None:
             return None
         return f"{mapped}.{rest}" if rest else mapped
+
+
+def _stored_into(node: ast.AST) -> list[ast.expr]:
+    """What an assignment or augmented assignment stores into; nothing for any other node."""
+    if isinstance(node, ast.Assign):
+        return node.targets
+    return [node.target] if isinstance(node, ast.AugAssign) else []
 
 
 def _bound_arguments(call: ast.Call, helper: Unit) -> dict[str, ast.expr]:

@@ -350,6 +350,12 @@ def _decorator(warp: str, kind: str, options: dict) -> ast.expr:
     return _expr(f"{warp}.{kind}({keywords})" if keywords else f"{warp}.{kind}")
 
 
+def record_dtype(annotation: str, warp: str) -> str:
+    """``wp.float32`` for a record annotated ``wp.array(dtype=wp.float32)``; "" for others (tickets' carry ndim)."""
+    prefix = f"{warp}.array(dtype="
+    return annotation[len(prefix) : -1] if annotation.startswith(prefix) else ""
+
+
 def _add_params(function: ast.FunctionDef, params: list[tuple[str, str]]) -> None:
     function.args.args += [ast.arg(name, _expr(annotation)) for name, annotation in params]
 
@@ -382,12 +388,8 @@ def phase_function(
     """One function of the plan rewritten for ``phase``: the kernel when ``options`` is given, else a helper."""
     is_kernel = options is not None
     coordinate = names.thread if is_kernel else names.coordinate
-    prefix = f"{names.warp}.array(dtype="
-    readers = {
-        record: names.readers[annotation[len(prefix) : -1]]
-        for record, annotation in annotations.items()
-        if annotation.startswith(prefix) and annotation[len(prefix) : -1] in names.readers
-    }
+    dtypes = {record: record_dtype(annotation, names.warp) for record, annotation in annotations.items()}
+    readers = {record: names.readers[dtype] for record, dtype in dtypes.items() if dtype in names.readers}
     writer = PhaseWriter(plan, phase, names, coordinate, trip_loops, int_paths, not is_kernel, readers)
     function = writer.visit(plan.unit.fresh_tree())
     function.name = f"{plan.name}_{phase}"

@@ -73,22 +73,28 @@ class RewrittenKernel:
             generated = generate(self.kernel, detach_returns=True, module_suffix=".detached")
         except RewriteError:
             return None  # refused without exact returns (not expected): the exact variant is right for every launch
-        tables = RewrittenKernel(self.kernel, generated.record_kernel, generated.replay_kernel, sites=generated.sites,
-                                 records=generated.records, loops=generated.loops)._launch_tables  # fmt: skip
-        return generated.record_kernel, generated.replay_kernel, *tables[1:]
+        tables = _as_launch_tables(generated.sites, generated.records, generated.loops)
+        return generated.record_kernel, generated.replay_kernel, *tables
 
     @functools.cached_property
     def _launch_tables(self) -> tuple[tuple, tuple, tuple, tuple]:
-        """This kernel's sites, records and loops as the plain tuples ``rewrite.launching`` reads."""
+        """This kernel's parameters, sites, records and loops as the plain tuples ``rewrite.launching`` reads."""
         parameters = tuple(arg.label for arg in self.kernel.adj.args)
-        sites = tuple(
-            (s.target, s.op, s.location, None if s.gradient_sources is None else tuple(sorted(s.gradient_sources)),
-             s.exact_records)
-            for s in self.sites
-        )  # fmt: skip
-        records = tuple((r.name, r.kind, r.target, r.dtype, r.loops, r.requires_grad) for r in self.records)
-        loops = tuple((loop.id, loop.static_trips, loop.location, loop.opaque) for loop in self.loops)
-        return parameters, sites, records, loops
+        return parameters, *_as_launch_tables(self.sites, self.records, self.loops)
+
+
+def _as_launch_tables(
+    sites: list[SiteInfo], records: list[RecordInfo], loops: list[LoopInfo]
+) -> tuple[tuple, tuple, tuple]:
+    """Sites, records and loops as the plain tuples ``rewrite.launching`` reads."""
+    site_table = tuple(
+        (s.target, s.op, s.location, None if s.gradient_sources is None else tuple(sorted(s.gradient_sources)),
+         s.exact_records)
+        for s in sites
+    )  # fmt: skip
+    record_table = tuple((r.name, r.kind, r.target, r.dtype, r.loops, r.requires_grad) for r in records)
+    loop_table = tuple((loop.id, loop.static_trips, loop.location, loop.opaque) for loop in loops)
+    return site_table, record_table, loop_table
 
 
 _generated: weakref.WeakKeyDictionary[wp.Kernel, dict[bool, Generated | None]] = weakref.WeakKeyDictionary()

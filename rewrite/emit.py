@@ -27,7 +27,15 @@ from passes.layout import plan_kernel as plan_with_names
 from passes.naming import Namer
 from passes.plan import FunctionPlan, KernelPlan, Refusal
 from passes.syntax import walk
-from passes.two_phase import RECORD, REPLAY, Names, helper_functions, launch_arity, phase_functions
+from passes.two_phase import (
+    RECORD,
+    REPLAY,
+    Names,
+    helper_functions,
+    launch_arity,
+    phase_functions,
+    record_dtype,
+)
 from rewrite import errors, exact, launch_template
 from rewrite.build import refusal_error
 from rewrite.errors import RewriteError
@@ -531,11 +539,9 @@ _CONCRETE_DTYPE = re.compile(r"u?int(8|16|32|64)?|float(16|32|64)?|bool|(vec|mat
 def _read_dtypes(module: StaticModule, plan: KernelPlan, shape: Layout, warp: str) -> set[str]:
     """Dtypes of the records the replay reads back that are concrete Warp types (``float``, ``wp.vec3``, ...):
     only those can have a reader with an empty gradient (Warp refuses custom gradients for generic functions)."""
-    prefix = f"{warp}.array(dtype="
     found = set()
     for site in (s for s in plan.sites if not s.exact):  # exact returns are read by ``exact_returned``
-        annotation = shape.annotations[site.records]
-        dtype = annotation[len(prefix) : -1] if annotation.startswith(prefix) else ""
+        dtype = record_dtype(shape.annotations[site.records], warp)
         owner, _, name = dtype.rpartition(".")
         if _CONCRETE_DTYPE.fullmatch(name) and (owner in module.warp.modules or name in ("int", "float", "bool")):
             found.add(dtype)
