@@ -58,12 +58,6 @@ class AtomicCall:
         return self.node.args[1 : len(self.node.args) - len(self.value_args)]
 
 
-def parent_map(tree: ast.AST, nodes: list[ast.AST] | None = None) -> dict[ast.AST, ast.AST]:
-    """Each node's parent (``nodes``: ``walk(tree)``, if known)."""
-    nodes = walk(tree) if nodes is None else nodes
-    return {child: parent for parent in nodes for child in ast.iter_child_nodes(parent)}
-
-
 def find_atomic_calls(tree: ast.AST, names: WarpNames, nodes: list[ast.AST] | None = None) -> list[AtomicCall]:
     """Every Warp atomic call under ``tree``, in source order (``nodes``: ``walk(tree)``, if known).
 

@@ -18,24 +18,21 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from passes.atomics import AtomicCall, WarpNames, find_atomic_calls, find_augmented_writes, parent_map
+from passes.atomics import AtomicCall, WarpNames, find_atomic_calls, find_augmented_writes
 from passes.dataflow import argument_path, is_view, single_assignments
 from passes.int_types import IntLocals
 from passes.naming import Namer
-from passes.syntax import walk
+from passes.syntax import parent_map, walk
 
 
 class Unit(Protocol):
     """A kernel's or helper's parsed source (``rewrite.source.FunctionSource`` in practice)."""
 
     name: str
-    tree: ast.FunctionDef
+    text: str  # the source ``tree`` was parsed from: its node positions refer to this text
+    tree: ast.FunctionDef  # read, never changed, by the passes
 
     def location(self, node: ast.AST) -> str: ...
-
-    def fresh_tree(self) -> ast.FunctionDef:
-        """A new parse of the same source: node positions equal ``tree``'s (cheaper than a deep copy)."""
-        ...
 
 
 class _Analysis:
@@ -53,7 +50,7 @@ class _Analysis:
 
     @functools.cached_property
     def parents(self) -> dict[ast.AST, ast.AST]:
-        return parent_map(self.tree, self.nodes)
+        return parent_map(self.nodes)
 
     @functools.cached_property
     def calls(self) -> list[ast.Call]:

@@ -1,21 +1,45 @@
-"""A faster ``ast.walk`` for the passes, which walk every function involved several times per rewrite."""
+"""Faster ``ast.walk`` and parent map for the passes, which read every function involved several times."""
 
 from __future__ import annotations
 
 import ast
 
+# Operators and load/store contexts: the passes read them as attributes (``node.op``, ``node.ctx``), never
+# as nodes of their own, and the parser shares one object per kind between all nodes, so they have no parent.
+_ATTRIBUTES_ONLY = frozenset({"ctx", "op", "ops"})
+
 
 def walk(node: ast.AST) -> list[ast.AST]:
-    """``node`` and every node under it, in ``ast.walk``'s (breadth-first) order.
+    """``node`` and every node under it but operators and contexts, in ``ast.walk``'s (breadth-first) order.
 
-    About twice as fast as ``ast.walk``: one list instead of a deque fed by two generators per node.
+    About three times as fast as ``ast.walk``: one list instead of a deque fed by two generators per node, and a
+    third fewer nodes.
     """
     nodes = [node]
     for current in nodes:  # the list grows while it is read: a queue without pops
         for name in current._fields:
+            if name in _ATTRIBUTES_ONLY:
+                continue
             value = getattr(current, name, None)
             if isinstance(value, list):
                 nodes.extend(item for item in value if isinstance(item, ast.AST))
             elif isinstance(value, ast.AST):
                 nodes.append(value)
     return nodes
+
+
+def parent_map(nodes: list[ast.AST]) -> dict[ast.AST, ast.AST]:
+    """The parent of each node under the first of ``nodes`` (``walk``'s result)."""
+    parents = {}
+    for parent in nodes:
+        for name in parent._fields:
+            if name in _ATTRIBUTES_ONLY:
+                continue
+            value = getattr(parent, name, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        parents[item] = parent
+            elif isinstance(value, ast.AST):
+                parents[value] = parent
+    return parents

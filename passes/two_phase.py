@@ -60,6 +60,13 @@ def _span(node: ast.AST) -> tuple[int, int, int, int]:
     return (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
 
 
+def _holds(node: ast.AST, span: tuple[int, int, int, int]) -> bool:
+    """Does the node's source span enclose ``span``?"""
+    line, column, end_line, end_column = span
+    starts_before = (node.lineno, node.col_offset) <= (line, column)
+    return starts_before and (end_line, end_column) <= (node.end_lineno, node.end_col_offset)
+
+
 def _expr(text: str) -> ast.expr:
     if text.isidentifier():  # most are names: no parser needed
         return ast.Name(text, ast.Load())
@@ -83,9 +90,9 @@ def _lower_jumps(body: list[ast.stmt], active: str) -> list[ast.stmt]:
             lowered.append(_stmt(f"{active} = False"))
             return lowered
         if isinstance(stmt, ast.If) and _has_jump(stmt):
-            stmt.body = _lower_jumps(stmt.body, active) or [ast.Pass()]
-            stmt.orelse = _lower_jumps(stmt.orelse, active)
-            lowered.append(stmt)
+            # A new statement, not the old one changed: an unchanged one may be printed from its source text.
+            lowered.append(ast.If(stmt.test, _lower_jumps(stmt.body, active) or [ast.Pass()],
+                                  _lower_jumps(stmt.orelse, active)))  # fmt: skip
             rest = _lower_jumps(body[index + 1 :], active)
             if rest:
                 lowered.append(ast.If(_expr(active), rest, []))
@@ -101,7 +108,11 @@ def _has_jump(stmt: ast.stmt) -> bool:
 
 
 class PhaseWriter(ast.NodeTransformer):
-    """Rewrites one function of the plan (kernel or cloned helper) for one phase."""
+    """Rewrites one function of the plan (kernel or cloned helper) for one phase.
+
+    It never changes the tree it reads: a node with a changed child is copied (``generic_visit``), so the
+    planner's tree serves both phases without a new parse each, and the phases share their unchanged parts.
+    """
 
     def __init__(
         self,
@@ -113,8 +124,10 @@ class PhaseWriter(ast.NodeTransformer):
         int_paths: frozenset[str],
         in_helper: bool,
         readers: dict[str, str],
+        untouched: dict[ast.stmt, str] | None = None,
     ):
         self.plan = plan
+        self.untouched = untouched
         self.in_helper = in_helper
         self.phase = phase
         self.names = names
@@ -128,15 +141,52 @@ class PhaseWriter(ast.NodeTransformer):
         self.loops = {_span(node): loop for node, loop in plan.loops.items()}
         # Every function of a kernel with loops passes the trip arguments on, so signatures stay uniform.
         self.trip_args = [names.trip_capacity, names.trips_needed] if trip_loops else []
+        self.edited = [*self.unconsumed, *self.sites, *self.clones, *self.loops]
+
+    def visit(self, node: ast.AST) -> ast.AST | list[ast.stmt]:
+        """Visit only subtrees that hold something this phase changes; the rest (most math) stays as it is."""
+        positioned = getattr(node, "end_col_offset", None) is not None  # nodes this pass made have no position
+        if positioned and not any(_holds(node, span) for span in self.edited):
+            return self._unchanged(node)
+        return super().visit(node)
+
+    def _unchanged(self, node: ast.AST) -> ast.AST:
+        """A node this phase keeps as it is; a statement is noted as one its source text may spell."""
+        if self.untouched is not None and isinstance(node, ast.stmt):
+            self.untouched[node] = self.plan.unit.text
+        return node
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        """Visit the children; return the node itself if none changed, else a copy holding the new ones."""
+        changed = {}
+        for name, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                visited = []
+                for item in value:
+                    new = self.visit(item) if isinstance(item, ast.AST) else item
+                    visited += new if isinstance(new, list) else [new]
+                if len(visited) != len(value) or any(n is not o for n, o in zip(visited, value, strict=True)):
+                    changed[name] = visited
+            elif isinstance(value, ast.AST):
+                new = self.visit(value)
+                if new is not value:
+                    changed[name] = new
+        if not changed:
+            return node
+        node = copy.copy(node)
+        for name, value in changed.items():
+            setattr(node, name, value)
+        return node
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
-        self.generic_visit(node)  # inner calls first: an index may come from another atomic
+        node = self.generic_visit(node)  # inner calls first: an index may come from another atomic
         site = self.sites.get(_span(node))
         if site is not None:
             return ast.copy_location(self._site(node, site), node)
         clone = self.clones.get(_span(node))
         if clone is not None:
             extra = [*clone.plan.record_params(), *self.trip_args, self.coordinate]
+            node = copy.copy(node)
             node.func = ast.copy_location(_expr(clone_name(clone.plan, self.phase, self.int_paths)), node.func)
             node.args = [*node.args, *(_expr(name) for name in extra)]
             self.kept_calls.add(id(node))
@@ -251,7 +301,7 @@ class PhaseWriter(ast.NodeTransformer):
     def _opaque(self, node: ast.For | ast.While, loop: Loop) -> list[ast.stmt]:
         """Record: the loop as it is, then the ints it hands on. Replay: just those ints, restored."""
         if self.phase == RECORD:
-            return [node, *self._after(loop)]
+            return [self._unchanged(node), *self._after(loop)]
         return self._after(loop) or [ast.Pass()]
 
     def visit_For(self, node: ast.For) -> ast.AST | list[ast.stmt]:
@@ -260,6 +310,7 @@ class PhaseWriter(ast.NodeTransformer):
             return self.generic_visit(node)
         if loop.opaque:
             return self._opaque(node, loop)
+        node = copy.copy(node)
         variable = node.target.id
         node.iter = self.visit(node.iter)
         before = []
@@ -305,6 +356,7 @@ class PhaseWriter(ast.NodeTransformer):
             return self.generic_visit(node)
         if loop.opaque:
             return self._opaque(node, loop)
+        node = copy.copy(node)
         counter, trips = loop.counter, loop.trips_records
         body = self._visit_body(loop, node.body)
         if self.phase == RECORD:
@@ -324,7 +376,9 @@ class PhaseWriter(ast.NodeTransformer):
 def launch_arity(kernel: ast.FunctionDef) -> int:
     """How many launch dimensions the kernel's ``wp.tid()`` unpacks: the rewritten kernels index by as many."""
     arity = 1
-    for node in walk(kernel):
+    statements = list(kernel.body)  # an assignment is a statement: no need to look inside expressions
+    for node in statements:
+        statements += [*getattr(node, "body", ()), *getattr(node, "orelse", ())]
         is_tid = isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _called(node.value) == "tid"
         if is_tid and isinstance(node.targets[0], ast.Tuple):
             arity = max(arity, len(node.targets[0].elts))
@@ -357,7 +411,8 @@ def record_dtype(annotation: str, warp: str) -> str:
 
 
 def _add_params(function: ast.FunctionDef, params: list[tuple[str, str]]) -> None:
-    function.args.args += [ast.arg(name, _expr(annotation)) for name, annotation in params]
+    function.args = copy.copy(function.args)
+    function.args.args = [*function.args.args, *(ast.arg(name, _expr(annotation)) for name, annotation in params)]
 
 
 def needs_forward_twin(plan: FunctionPlan, int_paths: frozenset[str]) -> bool:
@@ -384,14 +439,19 @@ def phase_function(
     *,
     trip_loops: int,
     options: dict | None = None,
+    untouched: dict[ast.stmt, str] | None = None,
 ) -> ast.FunctionDef:
-    """One function of the plan rewritten for ``phase``: the kernel when ``options`` is given, else a helper."""
+    """One function of the plan rewritten for ``phase``: the kernel when ``options`` is given, else a helper.
+
+    ``untouched``, if given, collects the statements left as they were, with the source text their positions
+    refer to (see ``rewrite.printing``).
+    """
     is_kernel = options is not None
     coordinate = names.thread if is_kernel else names.coordinate
     dtypes = {record: record_dtype(annotation, names.warp) for record, annotation in annotations.items()}
     readers = {record: names.readers[dtype] for record, dtype in dtypes.items() if dtype in names.readers}
-    writer = PhaseWriter(plan, phase, names, coordinate, trip_loops, int_paths, not is_kernel, readers)
-    function = writer.visit(plan.unit.fresh_tree())
+    writer = PhaseWriter(plan, phase, names, coordinate, trip_loops, int_paths, not is_kernel, readers, untouched)
+    function = copy.copy(writer.visit(plan.unit.tree))
     function.name = f"{plan.name}_{phase}"
     w = names.warp
     records = [(name, annotations[name]) for name in plan.record_params()]
@@ -402,10 +462,11 @@ def phase_function(
         trips = [(names.trip_capacity, capacity_type), (names.trips_needed, f"{w}.array(dtype={w}.int32)")]
     if is_kernel:
         function.decorator_list = [_decorator(w, "kernel", options)]
-        _add_params(function, [*records, *trips, (names.launch_shape, f"{w}.vec4i")])
+        shape = [(names.launch_shape, f"{w}.vec4i")] if len(names.coords) > 1 else []  # see thread_index_prologue
+        _add_params(function, [*records, *trips, *shape])
         prologue = thread_index_prologue(names)
         at = 0 if ast.get_docstring(function) is None else 1
-        function.body[at:at] = prologue
+        function.body = [*function.body[:at], *prologue, *function.body[at:]]
     else:
         function.decorator_list = [_decorator(w, "func", {})]
         _add_params(function, [*records, *trips, (names.coordinate, "int")])
@@ -434,17 +495,19 @@ def phase_functions(
     annotations: dict[str, str],
     int_paths: frozenset[str],
     options: dict,
+    untouched: dict[ast.stmt, str] | None = None,
 ) -> list[ast.FunctionDef]:
-    """The kernel for ``phase`` preceded by its cloned helpers, callees first."""
+    """The kernel for ``phase`` preceded by its cloned helpers, callees first (``untouched``: see phase_function)."""
     trip_loops = len(plan.loops) if any(not loop.opaque for loop in plan.loops) else 0
+    rewrite = functools.partial(phase_function, names=names, annotations=annotations, int_paths=int_paths,
+                                trip_loops=trip_loops, untouched=untouched)  # fmt: skip
     functions = []
     for clone in reversed([p for p in plan.root.walk() if p is not plan.root]):
-        functions.append(phase_function(clone, phase, names, annotations, int_paths, trip_loops=trip_loops))
+        functions.append(rewrite(clone, phase))
         if phase == REPLAY and needs_forward_twin(clone, int_paths):
-            twin = phase_function(clone, REPLAY_FORWARD, names, annotations, int_paths, trip_loops=trip_loops)
+            twin = rewrite(clone, REPLAY_FORWARD)
             functions += [twin, _replay_registration(twin, functions[-1].name, names.warp)]
-    kernel = phase_function(plan.root, phase, names, annotations, int_paths, trip_loops=trip_loops, options=options)
-    return [*functions, kernel]
+    return [*functions, rewrite(plan.root, phase, options=options)]
 
 
 def helper_functions(names: Names, with_range_length: bool) -> list[ast.FunctionDef]:

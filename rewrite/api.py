@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,8 +59,13 @@ class RewrittenKernel:
             dim, inputs, outputs, device, stream, record_tape, block_dim, max_blocks, self.max_records,
             parameters=parameters, sites=sites, records=records, loops=loops,
             exact_runtime=(ExactSite, ExactBackward), launch_arity=self.launch_arity,
-            detached=(lambda: self._detached) if any(site.exact_records for site in self.sites) else None,
+            detached=self._detached_factory,
         )  # fmt: skip
+
+    @functools.cached_property
+    def _detached_factory(self) -> Callable[[], tuple | None] | None:
+        """How a launch gets the detached variant: only kernels with exact float returns have one."""
+        return (lambda: self._detached) if any(site.exact_records for site in self.sites) else None
 
     @functools.cached_property
     def _detached(self) -> tuple | None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import copy
 import re
 import textwrap
 from collections.abc import Iterator
@@ -576,9 +575,9 @@ class StaticUnit:
     def warp_names(self) -> WarpNames:
         return self.owner.warp.names()
 
-    def fresh_tree(self) -> ast.FunctionDef:
-        """A copy of ``tree`` with the same node positions, for passes that rewrite a tree in place."""
-        return copy.deepcopy(self.tree)
+    @property
+    def text(self) -> str:
+        return self.owner.text
 
 
 class _StaticHelpers:

@@ -18,13 +18,12 @@ from rewrite.errors import RewriteError
 
 def argument_arrays(parameters, args):
     """Every array among a launch's arguments, struct fields included, with its path ("state.count")."""
-    pending = list(zip(parameters, args, strict=True))
-    while pending:
-        path, value = pending.pop(0)
+    for path, value in zip(parameters, args, strict=True):
         if isinstance(value, wp.array):
             yield path, value
         elif isinstance(value, wp._src.codegen.StructInstance):
-            pending += [(f"{path}.{field}", getattr(value, field)) for field in value._cls.vars]
+            fields = value._cls.vars
+            yield from argument_arrays([f"{path}.{field}" for field in fields], [getattr(value, f) for f in fields])
 
 
 def argument_at(parameters, args, path):
@@ -68,9 +67,11 @@ def requires_grad_path(parameters, args, site):
     return None
 
 
-def phase_arguments(parameters, records, loops, args, shape, capacities, device, exact=frozenset()):
-    """The arguments both phases take after the kernel's own: records, trip arrays, launch shape.
+def phase_arguments(parameters, records, loops, args, shape, capacities, device, launch_arity, exact=frozenset()):
+    """The arguments both phases take after the kernel's own, and the array of trips needed (or None).
 
+    They are: the records, the trip capacities and the array of trips needed (for loops of unknown length), and
+    the launch shape (for kernels unpacking ``wp.tid()`` into several indices: they compute their row from it).
     ``exact``: targets whose float returns need exact gradients in this launch; the other targets' exact-return
     records are empty (their returns are exact as constants).
     """
@@ -99,12 +100,14 @@ def phase_arguments(parameters, records, loops, args, shape, capacities, device,
             # The replay reads only records the record kernel wrote, so they need no zero fill.
             grad = requires_grad and target in exact
             extra.append(wp.empty(size, dtype=dtype, device=device, requires_grad=grad))
+    trips_needed = None
     if any(not opaque for *_, opaque in loops):
         trip_capacity = wp.types.vector(len(capacities), wp.int32)(*capacities)
         trips_needed = wp.zeros(len(capacities), dtype=wp.int32, device=device)
         extra += [trip_capacity, trips_needed]
-    extra.append(wp.vec4i(*shape, *(1,) * (4 - len(shape))))
-    return extra
+    if launch_arity > 1:
+        extra.append(wp.vec4i(*shape, *(1,) * (4 - len(shape))))
+    return extra, trips_needed
 
 
 def launch_recorded(
@@ -169,15 +172,17 @@ def launch_recorded(
     if None in capacities:
         # A dry run on scratch copies, with no room for records, counts the trips of loops of unknown length.
         scratch = [scratch_copy(value) for value in args]
-        dry = phase_arguments(parameters, records, loops, scratch, shape, [c or 0 for c in capacities], device)
+        no_room = [c or 0 for c in capacities]
+        dry, dry_trips = phase_arguments(parameters, records, loops, scratch, shape, no_room, device, launch_arity)
         wp.launch(record_kernel, shape, scratch, dry, record_tape=False, **options)
-        needed = dry[-2].numpy()
+        needed = dry_trips.numpy()
         capacities = [c if c is not None else int(needed[i]) for i, c in enumerate(capacities)]
     # Forward: the record kernel runs the original code and stores every consumed atomic's returned value.
-    extra = phase_arguments(parameters, records, loops, args, shape, capacities, device, exact)
+    extra, trips_needed = phase_arguments(parameters, records, loops, args, shape, capacities, device, launch_arity,
+                                          exact)  # fmt: skip
     wp.launch(record_kernel, dim, inputs, [*outputs, *extra], record_tape=False, **options)
     if any(needs_room):
-        needed = extra[-2].numpy()
+        needed = trips_needed.numpy()
         for (loop, _, where, _), room in zip(loops, needs_room, strict=True):
             if room and needed[loop] > capacities[loop]:
                 raise RewriteError(
@@ -190,7 +195,7 @@ def launch_recorded(
     # Exact float returns: a backward step that routes the returned values' adjoints, recorded before the replay
     # launch so that backward runs it right after the replay's adjoint.
     groups = {}
-    by_name = dict(zip([record[0] for record in records], extra, strict=False))
+    by_name = dict(zip([record[0] for record in records], extra, strict=False)) if exact else {}
     for target, op, where, _, exact_records in sites:
         if target in exact and by_name[exact_records[0]].size:  # empty: in a loop that never ran
             returned, values, order, addresses, compares = (by_name.get(name) for name in exact_records)

@@ -36,13 +36,8 @@ class FunctionSource:
         first_line = max(adj.fun_lineno, 1)
         original = linecache.getline(adj.filename, first_line)
         indent = len(original) - len(original.lstrip()) if original.strip() else 0
-        source = cls(adj.fun_name, adj.source, None, namespace, adj.filename, first_line, indent)
-        source.tree = source.fresh_tree()
-        return source
-
-    def fresh_tree(self) -> ast.FunctionDef:
-        """A new parse of the source: the same node positions as ``tree``, and cheaper than a deep copy."""
-        return next(node for node in ast.parse(self.text).body if isinstance(node, ast.FunctionDef))
+        tree = next(node for node in ast.parse(adj.source).body if isinstance(node, ast.FunctionDef))
+        return cls(adj.fun_name, adj.source, tree, namespace, adj.filename, first_line, indent)
 
     def location(self, node: ast.AST) -> str:
         """``file:line:col`` (1-based, as editors and ruff print them) of a node of ``tree``."""

@@ -56,11 +56,8 @@ class Unit:
 
     def __init__(self, source: str):
         self.text = textwrap.dedent(source)
-        self.tree = self.fresh_tree()
+        self.tree = ast.parse(self.text).body[0]
         self.name = self.tree.name
-
-    def fresh_tree(self) -> ast.FunctionDef:
-        return ast.parse(self.text).body[0]
 
     def location(self, node: ast.AST) -> str:
         return f"test.py:{node.lineno}:{node.col_offset + 1}"
@@ -121,9 +118,27 @@ def test_record_kernel_before_after():
         """
         @wp.kernel
         def compact_record(x: wp.array[float], count: wp.array[int], out: wp.array[float],
-                           slot_records: wp.array(dtype=wp.int32), launch_shape: wp.vec4i):
+                           slot_records: wp.array(dtype=wp.int32)):
             PROLOGUE
             tid = wp.tid()
+            slot = record_returned(wp.atomic_add(count, 0, 1), slot_records, thread)
+            out[slot] = x[tid]
+        """,
+    )
+
+
+def test_a_kernel_unpacking_several_indices_takes_the_launch_shape():
+    """Its row in the records is computed from the launch shape; a 1-D kernel's row is wp.tid() itself."""
+    two_d = Names(**{**NAMES.__dict__, "coords": ("c0", "c1")})
+    same_code(
+        generated(plan_of(COMPACTION.replace("tid = wp.tid()", "tid, j = wp.tid()")), RECORD, names=two_d),
+        """
+        @wp.kernel
+        def compact_record(x: wp.array[float], count: wp.array[int], out: wp.array[float],
+                           slot_records: wp.array(dtype=wp.int32), launch_shape: wp.vec4i):
+            c0, c1 = wp.tid()
+            thread = c0 * launch_shape[1] + c1
+            tid, j = wp.tid()
             slot = record_returned(wp.atomic_add(count, 0, 1), slot_records, thread)
             out[slot] = x[tid]
         """,
@@ -136,7 +151,7 @@ def test_replay_kernel_reads_an_int_return_back():
         """
         @wp.kernel
         def compact_replay(x: wp.array[float], count: wp.array[int], out: wp.array[float],
-                           slot_records: wp.array(dtype=wp.int32), launch_shape: wp.vec4i):
+                           slot_records: wp.array(dtype=wp.int32)):
             PROLOGUE
             tid = wp.tid()
             slot = slot_records[thread]
@@ -158,8 +173,7 @@ def test_replay_reads_a_detached_float_return_back_without_its_atomic():
         '''
         @wp.kernel
         def nested_replay(c: wp.array[int], acc: wp.array[float], out: wp.array[float],
-                          atomic_add_records: wp.array(dtype=wp.int32), atomic_add_records_1: wp.array(dtype=wp.int32),
-                          launch_shape: wp.vec4i):
+                          atomic_add_records: wp.array(dtype=wp.int32), atomic_add_records_1: wp.array(dtype=wp.int32)):
             """Docstring stays first."""
             PROLOGUE
             out[0] = atomic_add_records[thread]
@@ -182,7 +196,7 @@ def test_dynamic_loop_gets_a_coordinate_and_counts_its_trips():
         def emit_record(n: wp.array[int], count: wp.array[int], out: wp.array[float],
                         atomic_add_records: wp.array(dtype=wp.int32),
                         trip_capacity: wp.types.vector(length=1, dtype=wp.int32),
-                        trips_needed: wp.array(dtype=wp.int32), launch_shape: wp.vec4i):
+                        trips_needed: wp.array(dtype=wp.int32)):
             PROLOGUE
             tid = wp.tid()
             start0 = 0
@@ -216,7 +230,7 @@ def test_probe_loop_with_break_replays_recorded_trips_lowers_jumps_and_restores_
                          atomic_cas_records: wp.array(dtype=wp.int32), trips0_records: wp.array(dtype=wp.int32),
                          slot_in_loop0: wp.array(dtype=wp.int32), slot_after_loop0: wp.array(dtype=wp.int32),
                          trip_capacity: wp.types.vector(length=1, dtype=wp.int32),
-                         trips_needed: wp.array(dtype=wp.int32), launch_shape: wp.vec4i):
+                         trips_needed: wp.array(dtype=wp.int32)):
             PROLOGUE
             slot = key % n
             for trips0 in range(trips0_records[thread]):
@@ -231,6 +245,31 @@ def test_probe_loop_with_break_replays_recorded_trips_lowers_jumps_and_restores_
             out[slot] = 1.0
         """,
     )
+
+
+def test_phases_leave_the_planners_tree_as_it_was_and_share_what_they_keep():
+    """Both phases read the one parse the planner made; an unchanged statement is one object in both."""
+    plan = plan_of("""
+        @wp.kernel
+        def probe(table: wp.array[int], key: int, n: int, out: wp.array[float]):
+            slot = key % n
+            while True:
+                if wp.atomic_cas(table, slot, -1, key) == -1:
+                    break
+                slot = (slot + 1) % n
+            out[slot] = 1.0
+    """)
+    tree = plan.root.unit.tree
+    before = ast.dump(tree, include_attributes=True)
+    annotations = dict.fromkeys(plan.root.record_params(), "wp.array(dtype=wp.int32)")
+    untouched = {}
+    record, replay = (
+        phase_functions(plan, phase, NAMES, annotations, frozenset({"table"}), {}, untouched)[-1]
+        for phase in (RECORD, REPLAY)
+    )
+    assert ast.dump(tree, include_attributes=True) == before
+    store = tree.body[-1]  # out[slot] = 1.0
+    assert record.body[-1] is store and replay.body[-1] is store and untouched[store] == plan.root.unit.text
 
 
 def test_helper_is_cloned_for_each_call_site():
@@ -261,7 +300,7 @@ def test_helper_is_cloned_for_each_call_site():
 
         @wp.kernel
         def uses_replay(count: wp.array[int], out: wp.array[float], atomic_add_records: wp.array(dtype=wp.int32),
-                        atomic_add_records_1: wp.array(dtype=wp.int32), launch_shape: wp.vec4i):
+                        atomic_add_records_1: wp.array(dtype=wp.int32)):
             PROLOGUE
             out[take_replay(count, atomic_add_records, thread)] = 1.0
             out[take_1_replay(count, atomic_add_records_1, thread)] = 2.0
@@ -335,7 +374,7 @@ def test_replay_reads_records_of_a_concrete_dtype_through_a_helper_with_an_empty
         """
         @wp.kernel
         def compact_replay(x: wp.array[float], count: wp.array[int], out: wp.array[float],
-                           slot_records: wp.array(dtype=wp.int32), launch_shape: wp.vec4i):
+                           slot_records: wp.array(dtype=wp.int32)):
             PROLOGUE
             tid = wp.tid()
             slot = recorded_int32(slot_records, thread)

@@ -1,0 +1,62 @@
+"""rewrite.printing: unchanged statements printed from the user's source, the rest by ast.unparse."""
+
+import ast
+import textwrap
+
+from rewrite.printing import unparse_keeping_text
+
+SOURCE = textwrap.dedent('''
+    def kernel(a: float, b: int):
+        x = foo(a,  # the user's comment and layout stay
+                b)
+        if a > 0.0:
+            y = 1
+        elif b:
+            y = 2
+        s = 'é' + a  # bytes, not characters, count the columns
+        t = """two
+      lines"""
+        u = bar(a,
+    \tb)
+        return y
+''').lstrip()
+
+
+def parsed() -> ast.FunctionDef:
+    return ast.parse(SOURCE).body[0]
+
+
+def test_unchanged_statements_keep_their_text_changed_ones_are_unparsed():
+    function = parsed()
+    untouched = dict.fromkeys(function.body[:-1], SOURCE)
+    function.body = [*function.body[:-1], ast.Return(ast.Name("z", ast.Load()))]  # a statement the pass made
+    expected = textwrap.dedent("""
+        def kernel(a: float, b: int):
+            x = foo(a,  # the user's comment and layout stay
+                    b)
+            if a > 0.0:
+                y = 1
+            elif b:
+                y = 2
+            s = 'é' + a
+            t = 'two\\n  lines'
+            u = bar(a, b)
+            return z""")
+    assert unparse_keeping_text(function, untouched) == expected.lstrip()
+
+
+def test_an_elif_is_unparsed_its_unchanged_statements_keep_their_text():
+    function = parsed()
+    branch = function.body[1]
+    elif_branch = branch.orelse[0]
+    untouched = dict.fromkeys([elif_branch, elif_branch.body[0]], SOURCE)
+    printed = unparse_keeping_text(function, untouched)
+    assert "    elif b:\n        y = 2\n" in printed
+    assert ast.dump(ast.parse(printed)) == ast.dump(ast.parse(SOURCE))
+
+
+def test_the_tree_is_left_as_it_was():
+    function = parsed()
+    before = ast.dump(function, include_attributes=True)
+    unparse_keeping_text(function, dict.fromkeys(function.body, SOURCE))
+    assert ast.dump(function, include_attributes=True) == before
