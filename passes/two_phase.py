@@ -1,7 +1,8 @@
 """The core rewrite: one kernel becomes a record kernel and a replay kernel.
 
-The functions here return ASTs meant for ``ast.unparse`` (the generated code is compiled from text), so
-new nodes carry no line numbers.
+The functions here return ASTs meant for printing (the generated code is compiled from text), so new nodes
+carry no line numbers; they never change the trees they read (see ``PhaseWriter``), and a statement they leave
+as it was keeps its position, so it can be printed from the user's source (``rewrite.printing``).
 
 Record kernel: the complete original forward, plus a store of each consumed atomic's returned value into a
 per-launch record array. It runs forward only (``enable_backward=False``).
