@@ -38,6 +38,7 @@ from passes.two_phase import (
 from rewrite import errors, exact, launch_template
 from rewrite.build import refusal_error
 from rewrite.errors import RewriteError
+from rewrite.printing import unparse_keeping_text
 
 BEGIN = (
     "# ---- wp-rewrite: generated from kernel '{kernel}' above ({where}) ----\n"
@@ -748,9 +749,12 @@ def _launch_docstring(kernel: str, record: str, replay: str, display: str, line:
     return "\n\n".join(textwrap.fill(p, _WIDTH - 4, break_on_hyphens=False) for p in paragraphs)
 
 
-def unparse_wrapped(function: ast.FunctionDef) -> str:
-    """``ast.unparse`` of a generated function, with its parameters one a line when the signature is too long."""
-    text = ast.unparse(function)
+def unparse_wrapped(function: ast.FunctionDef, untouched: dict[ast.stmt, str] | None = None) -> str:
+    """A generated function's source, with its parameters one a line when the signature is too long.
+
+    ``untouched``: statements left as they were, printed as the user wrote them (see ``rewrite.printing``).
+    """
+    text = unparse_keeping_text(function, untouched or {})
     lines = text.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("def "))
     if len(lines[at]) <= _WIDTH or function.args.vararg or function.args.kwonlyargs or function.args.kwarg:
@@ -768,6 +772,7 @@ class KernelCode:
     kernel: ast.FunctionDef
     helpers: list[ast.FunctionDef]  # the @wp.func helpers its phases call
     phases: list[ast.FunctionDef]  # cloned helpers and the record kernel, then the same for the replay
+    untouched: dict[ast.stmt, str]  # the phases' statements left as they were, with the text they come from
     launcher: str
     exact: bool
 
@@ -787,8 +792,9 @@ def kernel_code(
     launch = namer.fresh(f"launch_{kernel.name}")
     options = kernel_options(module, kernel)
     record_options = {**options, "enable_backward": False}
-    record_phase = phase_functions(plan, RECORD, names, shape.annotations, shape.int_paths, record_options)
-    replay_phase = phase_functions(plan, REPLAY, names, shape.annotations, shape.int_paths, options)
+    untouched = {}
+    record_phase = phase_functions(plan, RECORD, names, shape.annotations, shape.int_paths, record_options, untouched)
+    replay_phase = phase_functions(plan, REPLAY, names, shape.annotations, shape.int_paths, options, untouched)
     record, replay = record_phase[-1].name, replay_phase[-1].name
     exact_runtime = "None"
     if exact_kinds:
@@ -806,7 +812,8 @@ def kernel_code(
     has_dynamic_for = any(isinstance(loop.node, ast.For) and loop.static_trips is None for loop in plan.loops)
     taken |= namer.taken | {launch}
     code_helpers = helper_functions(names, with_range_length=has_dynamic_for)
-    return KernelCode(kernel, code_helpers, [*record_phase, *replay_phase], launcher, bool(exact_kinds))
+    phases = [*record_phase, *replay_phase]
+    return KernelCode(kernel, code_helpers, phases, untouched, launcher, bool(exact_kinds))
 
 
 def kernel_block(code: KernelCode, module: StaticModule, shared: ModuleNames, preamble: str) -> str:
@@ -816,7 +823,8 @@ def kernel_block(code: KernelCode, module: StaticModule, shared: ModuleNames, pr
     shared.emitted |= {h.name for h in helpers}
     parts = [
         *([preamble] if preamble else []),
-        *(unparse_wrapped(function) for function in [*helpers, *code.phases]),
+        *(unparse_wrapped(function) for function in helpers),
+        *(unparse_wrapped(function, code.untouched) for function in code.phases),
         code.launcher.rstrip("\n"),
     ]
     begin = BEGIN.format(kernel=code.kernel.name, where=f"{module.display}:{code.kernel.lineno}")

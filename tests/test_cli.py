@@ -224,6 +224,36 @@ def test_detached_float_returns_are_read_back_through_a_reader_with_an_empty_gra
     np.testing.assert_allclose(y.numpy(), (10.0 + np.arange(N)) * X.astype(np.float32))
 
 
+LAID_OUT = """
+import warp as wp
+
+
+@wp.kernel
+def compact_tripled(x: wp.array(dtype=wp.float64), count: wp.array(dtype=wp.int32), out: wp.array(dtype=wp.float64)):
+    tid = wp.tid()
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = (x[tid]  # the user's comment
+                 * wp.float64(3.0))
+"""
+
+
+def test_statements_left_as_they_were_keep_the_users_text(tmp_path, capsys):
+    """In the record and the replay kernel alike; out = 3 x in thread order on the CPU, so x.grad = 3."""
+    source, out = tmp_path / "laid_out.py", tmp_path / "laid_out_rewritten.py"
+    source.write_text(LAID_OUT)
+    assert run_cli(capsys, source, "-o", out)[0] == 0
+    statement = "    out[slot] = (x[tid]  # the user's comment\n                 * wp.float64(3.0))\n"
+    assert out.read_text().count(statement) == 3  # the user's kernel, kept as it is, and both phases
+    module = import_file(out, "laid_out_rewritten")
+    x, count, y = f64(X, grad=True), i32([0]), zeros(N)
+    tape = wp.Tape()
+    with tape:
+        module.launch_compact_tripled(N, inputs=[x, count, y], device="cpu")
+    tape.backward(grads={y: wp.ones(N, dtype=wp.float64)})
+    np.testing.assert_allclose(y.numpy(), 3.0 * X)
+    np.testing.assert_allclose(x.grad.numpy(), np.full(N, 3.0))
+
+
 def test_bad_launch_is_refused_before_anything_runs(emitted):
     count = i32([0])
     with pytest.raises(TypeError, match="takes 3 arguments"), wp.Tape():
