@@ -46,6 +46,17 @@ COMPACTION = """
         out[slot] = x[tid]
 """
 
+PROBE = """
+    @wp.kernel
+    def probe(table: wp.array[int], key: int, n: int, out: wp.array[float]):
+        slot = key % n
+        while True:
+            if wp.atomic_cas(table, slot, -1, key) == -1:
+                break
+            slot = (slot + 1) % n
+        out[slot] = 1.0
+"""
+
 
 def parse(source: str) -> ast.FunctionDef:
     return ast.parse(textwrap.dedent(source)).body[0]
@@ -212,16 +223,7 @@ def test_dynamic_loop_gets_a_coordinate_and_counts_its_trips():
 
 
 def test_probe_loop_with_break_replays_recorded_trips_lowers_jumps_and_restores_ints():
-    plan = plan_of("""
-        @wp.kernel
-        def probe(table: wp.array[int], key: int, n: int, out: wp.array[float]):
-            slot = key % n
-            while True:
-                if wp.atomic_cas(table, slot, -1, key) == -1:
-                    break
-                slot = (slot + 1) % n
-            out[slot] = 1.0
-    """)
+    plan = plan_of(PROBE)
     same_code(
         generated(plan, REPLAY, frozenset({"table"})),
         """
@@ -249,16 +251,7 @@ def test_probe_loop_with_break_replays_recorded_trips_lowers_jumps_and_restores_
 
 def test_phases_leave_the_planners_tree_as_it_was_and_share_what_they_keep():
     """Both phases read the one parse the planner made; an unchanged statement is one object in both."""
-    plan = plan_of("""
-        @wp.kernel
-        def probe(table: wp.array[int], key: int, n: int, out: wp.array[float]):
-            slot = key % n
-            while True:
-                if wp.atomic_cas(table, slot, -1, key) == -1:
-                    break
-                slot = (slot + 1) % n
-            out[slot] = 1.0
-    """)
+    plan = plan_of(PROBE)
     tree = plan.root.unit.tree
     before = ast.dump(tree, include_attributes=True)
     annotations = dict.fromkeys(plan.root.record_params(), "wp.array(dtype=wp.int32)")
