@@ -51,8 +51,8 @@ def _source_of(statement: ast.stmt, source_lines: list[str]) -> str | None:
     """The statement's text, later lines without its own indentation; None where that is not safe.
 
     Left to ``ast.unparse``: an ``elif`` (its text starts with the keyword, so it cannot stand alone), and a
-    statement over several lines with a triple-quoted string (re-indenting would change the string) or a tab
-    (re-indenting would mix tabs and spaces).
+    statement over several lines with a triple-quoted string or a backslash at a line's end (re-indenting would
+    change a string that goes on in the next line) or with a tab (re-indenting would mix tabs and spaces).
     """
     lines = source_lines[statement.lineno - 1 : statement.end_lineno]
     column, end_column = statement.col_offset, statement.end_col_offset  # in UTF-8 bytes, as the parser counts
@@ -62,10 +62,14 @@ def _source_of(statement: ast.stmt, source_lines: list[str]) -> str | None:
         segment = [_bytes_slice(lines[0], column, None), *lines[1:-1], _bytes_slice(lines[-1], 0, end_column)]
     if segment[0].startswith("elif"):
         return None
-    if len(segment) > 1 and any('"""' in line or "'''" in line or "\t" in line for line in segment):
+    if len(segment) > 1 and any(_unsafe_to_indent(line) for line in segment):
         return None
     own_indent = " " * column
     return "\n".join([segment[0], *(line.removeprefix(own_indent) for line in segment[1:])])
+
+
+def _unsafe_to_indent(line: str) -> bool:
+    return '"""' in line or "'''" in line or "\t" in line or line.endswith("\\")
 
 
 def _bytes_slice(line: str, start: int, end: int | None) -> str:

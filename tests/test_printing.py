@@ -18,6 +18,8 @@ SOURCE = textwrap.dedent('''
       lines"""
         u = bar(a,
     \tb)
+        v = "one \\
+    string"
         return y
 ''').lstrip()
 
@@ -41,6 +43,7 @@ def test_unchanged_statements_keep_their_text_changed_ones_are_unparsed():
             s = 'é' + a
             t = 'two\\n  lines'
             u = bar(a, b)
+            v = 'one string'
             return z""")
     assert unparse_keeping_text(function, untouched) == expected.lstrip()
 
