@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import copy
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from passes import templates
@@ -306,12 +307,21 @@ class PhaseWriter(ast.NodeTransformer):
         return self._after(loop) or [ast.Pass()]
 
     def visit_For(self, node: ast.For) -> ast.AST | list[ast.stmt]:
+        return self._visit_loop(node, self._rewrite_for)
+
+    def visit_While(self, node: ast.While) -> ast.AST | list[ast.stmt]:
+        return self._visit_loop(node, self._rewrite_while)
+
+    def _visit_loop(self, node: ast.For | ast.While, rewrite: Callable) -> ast.AST | list[ast.stmt]:
+        """A loop around a consumed atomic is rewritten, into a copy; any other loop is visited like any node."""
         loop = self.loops.get(_span(node))
         if loop is None:
             return self.generic_visit(node)
         if loop.opaque:
             return self._opaque(node, loop)
-        node = copy.copy(node)
+        return rewrite(copy.copy(node), loop)
+
+    def _rewrite_for(self, node: ast.For, loop: Loop) -> list[ast.stmt]:
         variable = node.target.id
         node.iter = self.visit(node.iter)
         before = []
@@ -351,13 +361,7 @@ class PhaseWriter(ast.NodeTransformer):
         replay.body = [position, *self._iteration_start(loop, counter), *body]
         return [*before, ast.copy_location(replay, node), *self._after(loop)]
 
-    def visit_While(self, node: ast.While) -> ast.AST | list[ast.stmt]:
-        loop = self.loops.get(_span(node))
-        if loop is None:
-            return self.generic_visit(node)
-        if loop.opaque:
-            return self._opaque(node, loop)
-        node = copy.copy(node)
+    def _rewrite_while(self, node: ast.While, loop: Loop) -> list[ast.stmt]:
         counter, trips = loop.counter, loop.trips_records
         body = self._visit_body(loop, node.body)
         if self.phase == RECORD:

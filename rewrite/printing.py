@@ -10,6 +10,7 @@ kernel's own Python version parsed prints back, with no third-party dependency t
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 _PLACEHOLDER = "__wp_rewrite_kept_"
@@ -23,16 +24,13 @@ def unparse_keeping_text(definition: ast.FunctionDef, untouched: dict[ast.stmt, 
     (``passes.two_phase.phase_function`` collects them).
     """
     kept: list[str] = []
-    lines_of: dict[str, list[str]] = {}  # each source split once
     swapped: list[tuple[list[ast.stmt], int, ast.stmt]] = []
     pending = [definition.body]
     while pending:
         body = pending.pop()
         for index, statement in enumerate(body):
             text = untouched.get(statement)
-            if text is not None and text not in lines_of:
-                lines_of[text] = text.splitlines()
-            spelled = _source_of(statement, lines_of[text]) if text is not None else None
+            spelled = _source_of(statement, _lines(text)) if text is not None else None
             if spelled is not None:
                 body[index] = ast.Expr(ast.Name(f"{_PLACEHOLDER}{len(kept)}", ast.Load()))
                 swapped.append((body, index, statement))
@@ -47,7 +45,13 @@ def unparse_keeping_text(definition: ast.FunctionDef, untouched: dict[ast.stmt, 
     return _PLACEHOLDER_LINE.sub(lambda line: _indented(kept[int(line.group(2))], line.group(1)), printed)
 
 
-def _source_of(statement: ast.stmt, source_lines: list[str]) -> str | None:
+@functools.lru_cache(maxsize=64)
+def _lines(text: str) -> tuple[str, ...]:
+    """A source's lines, split once for all the functions printed from it (the CLI's is a whole file)."""
+    return tuple(text.splitlines())
+
+
+def _source_of(statement: ast.stmt, source_lines: tuple[str, ...]) -> str | None:
     """The statement's text, later lines without its own indentation; None where that is not safe.
 
     Left to ``ast.unparse``: an ``elif`` (its text starts with the keyword, so it cannot stand alone), and a
