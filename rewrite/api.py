@@ -33,6 +33,7 @@ class RewrittenKernel:
     loops: list[LoopInfo] = field(default_factory=list)
     max_records: int | None = None
     launch_arity: int = 4
+    _launches: dict = field(default_factory=dict, repr=False, compare=False)  # see rewrite.launching.PreparedLaunch
 
     @property
     def key(self) -> str:
@@ -59,7 +60,7 @@ class RewrittenKernel:
             dim, inputs, outputs, device, stream, record_tape, block_dim, max_blocks, self.max_records,
             parameters=parameters, sites=sites, records=records, loops=loops,
             exact_runtime=(ExactSite, ExactBackward), launch_arity=self.launch_arity,
-            detached=self._detached_factory,
+            detached=self._detached_factory, launches=self._launches,
         )  # fmt: skip
 
     @functools.cached_property

@@ -440,6 +440,8 @@ class ModuleNames:
     any: str
     numpy: str
     dataclass: str
+    sys: str
+    weakref: str
     support: dict[str, str]  # template name -> module name: record_returned, launch_recorded, RewriteError, ...
     record_exact: dict[tuple[str, int], str] = field(default_factory=dict)  # (op, indices) -> helper
     readers: dict[str, str] = field(default_factory=dict)  # record dtype text -> helper reading such records
@@ -466,9 +468,17 @@ def module_names(module: StaticModule, taken: set[str]) -> ModuleNames:
     dataclass_ = next(
         (local for local, source in module.imported.items() if source == Imported(0, "dataclasses", "dataclass")), None
     )
+    standard = {}  # the launch support's standard modules: the module's own import of them, or a new one
+    for name in ("sys", "weakref"):
+        local = next((local for local, source in module.imported.items() if source == Imported(0, name, None)), None)
+        if local is None:
+            local = namer.fresh(name)
+            imports.append(f"import {name}" + (f" as {local}" if local != name else ""))
+        standard[name] = local
     templates = [*_HELPERS, *(f.__name__ for f in launch_template.SUPPORT), "RewriteError"]
     support = {name: namer.fresh(name) for name in templates}
-    return ModuleNames(warp, any_name, numpy or "", dataclass_ or "", support, imports=imports)
+    return ModuleNames(warp, any_name, numpy or "", dataclass_ or "", standard["sys"], standard["weakref"], support,
+                       imports=imports)  # fmt: skip
 
 
 def _exact_runtime_names(shared: ModuleNames, namer: Namer) -> dict[str, str]:
@@ -493,7 +503,7 @@ def _exact_runtime_names(shared: ModuleNames, namer: Namer) -> dict[str, str]:
 def shared_code(shared: ModuleNames, with_exact: bool) -> str:
     """The imports, launch support and (when float returns are exact) the copy of ``rewrite.exact`` that every
     ``launch_<kernel>`` of the module uses: emitted once, in the first block."""
-    renames = {"wp": shared.warp, **shared.support}
+    renames = {"wp": shared.warp, "sys": shared.sys, "weakref": shared.weakref, **shared.support}
     error = launch_template.copy_module_code(errors, {"RewriteError": shared.support["RewriteError"]}).rstrip("\n")
     parts = [f"# Shared by every launch_<kernel> of this module: its error and the launch glue.\n{error}"]
     parts += [launch_template.render(f, renames).rstrip("\n") for f in launch_template.SUPPORT]
@@ -800,10 +810,13 @@ def kernel_code(
     if exact_kinds:
         _exact_runtime_names(shared, namer)
         exact_runtime = f"({shared.support['ExactSite']}, {shared.support['ExactBackward']})"
-    launcher = launch_template.render(
+    prepared = namer.fresh(f"prepared_{kernel.name}")
+    launcher = f"{prepared} = {{}}  # {launch}'s prepared CPU launches\n\n\n"
+    launcher += launch_template.render(
         launch_template.launch_kernel,
         {"kernel": kernel.name, "record_kernel": record, "replay_kernel": replay, "launch_kernel": launch,
-         "launch_recorded": shared.support["launch_recorded"], "EXACT_RUNTIME": exact_runtime},
+         "launch_recorded": shared.support["launch_recorded"], "EXACT_RUNTIME": exact_runtime,
+         "prepared_launches": prepared},
         constants={"PARAMETERS": tuple(a.arg for a in kernel.args.args), "SITES": shape.sites,
                    "RECORDS": shape.records, "LOOPS": shape.loops, "MAX_RECORDS": max_records,
                    "LAUNCH_ARITY": len(names.coords)},

@@ -27,6 +27,7 @@ from rewrite.launching import launch_recorded
 
 # Placeholders (see the module docstring). They exist so that the templates below are valid, lint-clean Python.
 kernel = record_kernel = replay_kernel = None
+prepared_launches: dict = {}  # the module-level dict where the kernel's CPU launches keep their PreparedLaunch
 PARAMETERS: tuple[str, ...] = ()  # the kernel's parameter names, in order
 # per recorded atomic: (target path, op, "file:line:col", gradient source paths or None: any, exact records)
 SITES: tuple = ()
@@ -53,14 +54,16 @@ def launch_kernel(
         loops=LOOPS,
         exact_runtime=EXACT_RUNTIME,
         launch_arity=LAUNCH_ARITY,
+        launches=prepared_launches,
     )  # fmt: skip
 
 
-# The functions of rewrite/launching.py, emitted once per module, after the first rewritten kernel.
+# The code of rewrite/launching.py (functions and PreparedLaunch), emitted once per module, after the first kernel.
 SUPPORT = tuple(
     getattr(launching, name)
     for name in ("argument_arrays", "argument_at", "is_float_dtype", "requires_grad_path", "scratch_copy",
-                 "phase_arguments", "launch_recorded")
+                 "is_stand_in", "phase_arguments", "held_elsewhere", "signature", "check_trips", "PreparedLaunch",
+                 "remember", "launch_recorded")
 )  # fmt: skip
 
 
@@ -114,7 +117,7 @@ def render(
             indent = line[: len(line) - len(line.lstrip())]
             new = renames[node.id] if node.id in renames else _literal(constants[node.id], indent)
             edits.append((start, start + len(node.id), new))
-        elif isinstance(node, ast.FunctionDef) and node.name in renames:
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name in renames:
             edits.append((*_defined_name_span(node, starts, text), renames[node.name]))
     if docstring is not None:
         edits.append(_docstring_edit(definition, starts, docstring))

@@ -9,7 +9,14 @@ the modules it emits (``rewrite.launch_template``): one launch path for both.
 - records, per record parameter in order: (name, kind, target path or None, fixed dtype or "", ids of the
   loops around it, requires grad); see ``passes.layout.RecordInfo`` for the kinds;
 - loops, per loop around a recorded atomic: (id, constant trip count or None, "file:line:col", opaque).
+
+On the CPU a launch whose arrays were all seen before reuses the record kernel's packed ``wp.Launch`` and, once
+no tape holds them any more, that launch's records (``PreparedLaunch``): ``wp.launch`` costs 30-40 us of
+checking and packing, more than the record stores of a kernel of 10,000 threads.
 """
+
+import sys
+import weakref
 
 import warp as wp
 
@@ -67,6 +74,11 @@ def requires_grad_path(parameters, args, site):
     return None
 
 
+def is_stand_in(kind, target, exact):
+    """Whether a record is an empty stand-in: exact-return records of a target with no exact returns this launch."""
+    return kind in ("values", "order", "addresses", "compares", "tickets") and target not in exact
+
+
 def phase_arguments(parameters, records, loops, args, shape, capacities, device, launch_arity, exact=frozenset()):
     """The arguments both phases take after the kernel's own, and the array of trips needed (or None).
 
@@ -85,7 +97,7 @@ def phase_arguments(parameters, records, loops, args, shape, capacities, device,
         for loop in around:
             size *= capacities[loop]
         array = argument_at(parameters, args, target) if target else None
-        if kind in ("values", "order", "addresses", "compares", "tickets") and target not in exact:
+        if is_stand_in(kind, target, exact):
             empty = (0,) * array.ndim if kind == "tickets" else (0,)
             dtype = array.dtype if kind in ("values", "compares") else wp.int32
             if (empty, dtype) not in empties:
@@ -110,18 +122,134 @@ def phase_arguments(parameters, records, loops, args, shape, capacities, device,
     return extra, trips_needed
 
 
+def held_elsewhere(values, indices):
+    """For each ``values[i]``: whether anything besides the list ``values`` refers to it.
+
+    How many references ``sys.getrefcount`` reports for an object in one list slot differs across Python
+    versions; a probe in a list of its own, read the same way, calibrates it.
+    """
+    probe = [object()]
+    alone = sys.getrefcount(probe[0])
+    return [sys.getrefcount(values[i]) > alone for i in indices]
+
+
+def signature(args, shape, block_dim, max_blocks, max_records):
+    """The key of a launch's ``PreparedLaunch``; None where an argument could change unseen (a struct's fields).
+
+    An array stands for itself by its packed descriptor: Warp keeps one per array and replaces it whenever the
+    array's gradient changes, and a prepared launch keeps the descriptors it was made for alive, so their ids
+    are never reused. Other values are repacked at every launch: only their types count.
+    """
+    key = [shape, block_dim, max_blocks, max_records]
+    for value in args:
+        if type(value) is wp.array:
+            key.append(id(value.__ctype__()))
+        elif wp.types.is_value(value):
+            key.append(type(value))
+        else:
+            return None
+    return tuple(key)
+
+
+def check_trips(kernel_key, loops, needs_room, capacities, needed):
+    """Refuse a launch in which a loop ran more often than its records had room for."""
+    for (loop, _, where, _), room in zip(loops, needs_room, strict=True):
+        if room and needed[loop] > capacities[loop]:
+            raise RewriteError(
+                kernel_key,
+                where,
+                f"this loop ran {needed[loop]} times in one execution but its records had room for "
+                f"{capacities[loop]}; the launch's gradients would be wrong",
+                f"Pass max_records={needed[loop]} or more (to wp_rewrite, or to the generated launch function)",
+            )
+
+
+class PreparedLaunch:
+    """The record kernel's launch, packed once for one signature of arguments, and its last records (CPU only).
+
+    A launch with the same arrays repacks only the other values (as ``wp.launch`` would) and runs. It writes the
+    last launch's records again when no tape holds them any more (they are still warm in the cache), new ones
+    otherwise. Not for CUDA, where a backward enqueued on another stream could still be reading the records.
+    """
+
+    def __init__(self, command, replay_kernel, args, extra, records, trips_needed, loops, needs_room, capacities):
+        command.fwd_args = None  # it would keep the arguments alive; Warp reads it only in graph captures
+        self.command = command  # the record kernel's wp.Launch
+        self.replay_kernel = replay_kernel
+        arrays = [value for value in args if type(value) is wp.array]
+        self.arrays = [weakref.ref(array) for array in arrays]
+        self.descriptors = [array.__ctype__() for array in arrays]  # kept alive: see ``signature``
+        self.values = [index for index, value in enumerate(args) if type(value) is not wp.array]
+        self.first_extra = len(args)  # the parameter index of extra[0]
+        self.extra = extra
+        self.records = [i for i, (_, kind, target, *_) in enumerate(records) if not is_stand_in(kind, target, ())]
+        # A CPU array's numpy() is a view of it: zeroed and read back without a copy or a launch.
+        self.trips = (trips_needed.numpy(), loops, needs_room, capacities) if any(needs_room) else None
+
+    def current(self):
+        """False once Warp has rebuilt the record kernel's module (a function it calls changed, or an option)."""
+        command = self.command
+        return command.kernel.module.load(command.device, command.block_dim) is command.module_exec
+
+    def live(self):
+        """False once an array it was prepared for is gone: no launch can match it again."""
+        return all(array() is not None for array in self.arrays)
+
+    def launch(self, kernel_key, args, inputs, outputs, dim, block_dim, max_blocks, tape):
+        """Run the record kernel on ``args`` and put the replay kernel's adjoint on ``tape``."""
+        command, extra = self.command, self.extra
+        for index in self.values:
+            command.set_param_at_index(index, args[index])
+        if any(held_elsewhere(extra, self.records)):  # a tape may still replay the last ones
+            for index in self.records:
+                extra[index] = wp.empty(extra[index].shape, dtype=extra[index].dtype, device=command.device)
+                command.set_param_at_index(self.first_extra + index, extra[index])
+        if self.trips is not None:
+            self.trips[0].fill(0)
+        command.launch()
+        if self.trips is not None:
+            check_trips(kernel_key, *self.trips[1:], self.trips[0])
+        tape.record_launch(self.replay_kernel, dim, max_blocks, list(inputs), [*outputs, *extra], command.device,
+                           block_dim or 0)  # fmt: skip
+
+
+def remember(launches, key, prepared, most=8):
+    """Keep ``prepared`` for launches with ``key``: with at most ``most`` others, none that can no longer match."""
+    for old_key, old in list(launches.items()):
+        if not old.live():
+            launches.pop(old_key, None)
+    while len(launches) >= most:
+        launches.pop(next(iter(launches)), None)  # the least recently used
+    launches[key] = prepared
+
+
 def launch_recorded(
     kernel, record_kernel, replay_kernel, dim, inputs, outputs, device, stream, record_tape, block_dim, max_blocks,
-    max_records, parameters, sites, records, loops, exact_runtime, launch_arity, detached=None,
+    max_records, parameters, sites, records, loops, exact_runtime, launch_arity, detached=None, launches=None,
 ):  # fmt: skip
     """Launch ``kernel`` like ``wp.launch``; on an active tape, as its record and replay kernels.
 
     ``detached``: for kernels with exact float returns, a function returning (record kernel, replay kernel,
     sites, records, loops) of the variant that records them as constants, or None; launches in which no exact
     gradient can flow use it (it skips the exact-return bookkeeping), the others the kernels passed in.
+    ``launches``: a dict the caller keeps for this kernel, where CPU launches keep their ``PreparedLaunch``.
     """
-    device = wp.get_device(device)
+    device = stream.device if stream is not None else wp.get_device(device)
     args = [*inputs, *outputs]
+    tape = wp._src.context.runtime.tape if record_tape else None  # Warp has no public accessor for it
+    shape = (dim,) if isinstance(dim, int) else tuple(dim)
+    # A CPU launch on a tape with the arrays of an earlier one takes the PreparedLaunch that one left.
+    preparable = launches is not None and tape is not None and device.is_cpu and not device.is_capturing
+    preparable = preparable and not wp.config.verify_autograd_array_access
+    key = signature(args, shape, block_dim, max_blocks, max_records) if preparable else None
+    prepared = None if key is None else launches.pop(key, None)  # out while it runs: one thread at a time uses it
+    if prepared is not None and prepared.current():
+        try:
+            prepared.launch(kernel.key, args, inputs, outputs, dim, block_dim, max_blocks, tape)
+        finally:
+            launches[key] = prepared
+        return
+
     # Refuse a bad launch before anything runs, so counters and outputs stay untouched.
     if len(args) != len(parameters):
         raise TypeError(f"kernel '{kernel.key}' takes {len(parameters)} arguments (inputs + outputs), got {len(args)}")
@@ -131,7 +259,6 @@ def launch_recorded(
                 f"kernel '{kernel.key}': argument '{path}' is on device '{array.device}' "
                 f"but the launch is on '{device}'"
             )
-    tape = wp._src.context.runtime.tape if record_tape else None  # Warp has no public accessor for it
     options = {"device": device, "stream": stream, "block_dim": block_dim, "max_blocks": max_blocks}
     if tape is None:
         # Without a tape nothing will run backward: the original kernel is the exact forward.
@@ -157,7 +284,6 @@ def launch_recorded(
     if variant is not None:
         record_kernel, replay_kernel, sites, records, loops = variant
 
-    shape = (dim,) if isinstance(dim, int) else tuple(dim)
     if len(shape) > launch_arity:
         raise ValueError(
             f"kernel '{kernel.key}' unpacks wp.tid() into {launch_arity} index(es) but is launched with "
@@ -169,7 +295,8 @@ def launch_recorded(
     capacities = [
         max_records if room else (trips or 1) for room, (_, trips, _, _) in zip(needs_room, loops, strict=True)
     ]
-    if None in capacities:
+    counted = None in capacities
+    if counted:
         # A dry run on scratch copies, with no room for records, counts the trips of loops of unknown length.
         scratch = [scratch_copy(value) for value in args]
         no_room = [c or 0 for c in capacities]
@@ -180,18 +307,20 @@ def launch_recorded(
     # Forward: the record kernel runs the original code and stores every consumed atomic's returned value.
     extra, trips_needed = phase_arguments(parameters, records, loops, args, shape, capacities, device, launch_arity,
                                           exact)  # fmt: skip
-    wp.launch(record_kernel, dim, inputs, [*outputs, *extra], record_tape=False, **options)
+    # A launch whose record sizes depend only on its signature is prepared for the next one like it.
+    command = None
+    if key is not None and not exact and not counted:
+        command = wp.launch(record_kernel, dim, inputs, [*outputs, *extra], record_tape=False, record_cmd=True,
+                            **options)  # fmt: skip
+    if command is not None:
+        prepared = PreparedLaunch(command, replay_kernel, args, extra, records, trips_needed, loops, needs_room,
+                                  capacities)  # fmt: skip
+        remember(launches, key, prepared)
+        command.launch()
+    else:
+        wp.launch(record_kernel, dim, inputs, [*outputs, *extra], record_tape=False, **options)
     if any(needs_room):
-        needed = trips_needed.numpy()
-        for (loop, _, where, _), room in zip(loops, needs_room, strict=True):
-            if room and needed[loop] > capacities[loop]:
-                raise RewriteError(
-                    kernel.key,
-                    where,
-                    f"this loop ran {needed[loop]} times in one execution but its records had room for "
-                    f"{capacities[loop]}; the launch's gradients would be wrong",
-                    f"Pass max_records={needed[loop]} or more (to wp_rewrite, or to the generated launch function)",
-                )
+        check_trips(kernel.key, loops, needs_room, capacities, trips_needed.numpy())
     # Exact float returns: a backward step that routes the returned values' adjoints, recorded before the replay
     # launch so that backward runs it right after the replay's adjoint.
     groups = {}

@@ -91,15 +91,50 @@ def assert_same_forward(case: Case) -> list[Any]:
     return args
 
 
+def every_array(values: list[Any]) -> list[wp.array]:
+    """The arrays among ``values``, struct fields included."""
+    arrays = []
+    for value in values:
+        if isinstance(value, wp.array):
+            arrays.append(value)
+        elif isinstance(value, wp._src.codegen.StructInstance):
+            arrays += every_array([getattr(value, name) for name in value._cls.vars])
+    return arrays
+
+
 def tape_gradients(case: Case) -> dict[int, np.ndarray]:
-    """Tape gradients of the rewritten program; its backward must leave every forward result as it was."""
-    args, tape = run_rewritten(case)
-    after_forward = arrays_of(args)
-    grads = {args[i]: wp.array(case.weight(i, args[i]), dtype=args[i].dtype, device="cpu") for i in case.loss_outputs}
-    tape.backward(grads=grads)
-    for i, value in arrays_of(args).items():
-        np.testing.assert_array_equal(value, after_forward[i], err_msg=f"backward changed argument {i}")
-    return {i: args[i].grad.numpy().copy() for i in case.wrt}
+    """Tape gradients of the rewritten program; its backward must leave every forward result as it was.
+
+    The program runs three times on the same arrays, restored in place in between, so that the later runs
+    take the launches prepared by the first (``rewrite.launching.PreparedLaunch``): the second while the
+    first tape still holds its records, the third after both tapes are gone. All three must agree exactly.
+    """
+    args = case.make_args()
+    arrays = every_array(args)
+    initial = [array.numpy().copy() for array in arrays]
+    runs, held = [], []  # held: the first run's tape, kept through the second run
+    for repeat in range(3):
+        for array, values in zip(arrays, initial, strict=True):
+            array.assign(values)
+            if array.grad is not None:
+                array.grad.zero_()
+        tape = wp.Tape()
+        with tape:
+            case.run(args, launch_rewritten)
+        after_forward = arrays_of(args)
+        weights = {i: case.weight(i, args[i]) for i in case.loss_outputs}
+        tape.backward(grads={args[i]: wp.array(w, dtype=args[i].dtype, device="cpu") for i, w in weights.items()})
+        for i, value in arrays_of(args).items():
+            np.testing.assert_array_equal(value, after_forward[i], err_msg=f"backward changed argument {i}")
+        runs.append((after_forward, {i: args[i].grad.numpy().copy() for i in case.wrt}))
+        held[:] = [tape] if repeat == 0 else []
+        del tape
+    for later in runs[1:]:
+        for (i, expected), actual in zip(runs[0][0].items(), later[0].values(), strict=True):
+            np.testing.assert_array_equal(actual, expected, err_msg=f"argument {i} differs after a repeated forward")
+        for i, expected in runs[0][1].items():
+            np.testing.assert_array_equal(later[1][i], expected, err_msg=f"gradient of argument {i} differs on repeat")
+    return runs[0][1]
 
 
 def finite_difference_gradients(case: Case) -> dict[int, np.ndarray]:
