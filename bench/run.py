@@ -455,7 +455,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one repeat: checks that it all runs")
     parser.add_argument("--sizes", nargs="+", type=lambda s: int(float(s)), help="threads per launch (1e4 ok)")
-    parser.add_argument("--repeats", type=int, default=None, help="timed repeats per size (median), default 9")
+    parser.add_argument("--repeats", type=int, default=None, help="timed repeats per size (median), default 21")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present, else cpu)")
     parser.add_argument("--cases", nargs="+", help="only these cases (contacts, emission, running_total, ...)")
     parser.add_argument("--no-compile", action="store_true", help="skip the compile/rewrite-time probe")
@@ -482,7 +482,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
     device = options.device or ("cuda" if wp.is_cuda_available() else "cpu")
     sizes = options.sizes or (SMOKE_SIZES if options.smoke else CUDA_SIZES if device.startswith("cuda") else CPU_SIZES)
-    repeats = options.repeats or (1 if options.smoke else 9)
+    repeats = options.repeats or (1 if options.smoke else 21)
     cases = [c for c in BENCH_CASES if not options.cases or c.name in options.cases]
     results: dict[str, Any] = {"machine": machine(), "device": device, "repeats": repeats, "cases": {}}
     compile_results = {} if options.no_compile else measure_compile([c.name for c in cases], device)
