@@ -184,7 +184,8 @@ class PreparedLaunch:
         self.extra = extra
         self.records = [i for i, (_, kind, target, *_) in enumerate(records) if not is_stand_in(kind, target, ())]
         # A CPU array's numpy() is a view of it: zeroed and read back without a copy or a launch.
-        self.trips = (trips_needed.numpy(), loops, needs_room, capacities) if any(needs_room) else None
+        self.trips_needed = trips_needed.numpy() if any(needs_room) else None
+        self.loops = (loops, needs_room, capacities)
 
     def current(self):
         """False once Warp has rebuilt the record kernel's module (a function it calls changed, or an option)."""
@@ -204,11 +205,11 @@ class PreparedLaunch:
             for index in self.records:
                 extra[index] = wp.empty(extra[index].shape, dtype=extra[index].dtype, device=command.device)
                 command.set_param_at_index(self.first_extra + index, extra[index])
-        if self.trips is not None:
-            self.trips[0].fill(0)
+        if self.trips_needed is not None:
+            self.trips_needed.fill(0)
         command.launch()
-        if self.trips is not None:
-            check_trips(kernel_key, *self.trips[1:], self.trips[0])
+        if self.trips_needed is not None:
+            check_trips(kernel_key, *self.loops, self.trips_needed)
         tape.record_launch(self.replay_kernel, dim, max_blocks, list(inputs), [*outputs, *extra], command.device,
                            block_dim or 0)  # fmt: skip
 
@@ -308,15 +309,14 @@ def launch_recorded(
     extra, trips_needed = phase_arguments(parameters, records, loops, args, shape, capacities, device, launch_arity,
                                           exact)  # fmt: skip
     # A launch whose record sizes depend only on its signature is prepared for the next one like it.
-    command = None
     if key is not None and not exact and not counted:
         command = wp.launch(record_kernel, dim, inputs, [*outputs, *extra], record_tape=False, record_cmd=True,
                             **options)  # fmt: skip
-    if command is not None:
-        prepared = PreparedLaunch(command, replay_kernel, args, extra, records, trips_needed, loops, needs_room,
-                                  capacities)  # fmt: skip
-        remember(launches, key, prepared)
-        command.launch()
+        if command is not None:  # None: no threads, nothing to run
+            prepared = PreparedLaunch(command, replay_kernel, args, extra, records, trips_needed, loops, needs_room,
+                                      capacities)  # fmt: skip
+            remember(launches, key, prepared)
+            command.launch()
     else:
         wp.launch(record_kernel, dim, inputs, [*outputs, *extra], record_tape=False, **options)
     if any(needs_room):

@@ -14,6 +14,7 @@ import numpy as np
 import warp as wp
 
 from rewrite import launch, wp_rewrite
+from rewrite.launching import argument_arrays
 
 EPSILON = 1e-6
 RTOL = 1e-5
@@ -91,17 +92,6 @@ def assert_same_forward(case: Case) -> list[Any]:
     return args
 
 
-def every_array(values: list[Any]) -> list[wp.array]:
-    """The arrays among ``values``, struct fields included."""
-    arrays = []
-    for value in values:
-        if isinstance(value, wp.array):
-            arrays.append(value)
-        elif isinstance(value, wp._src.codegen.StructInstance):
-            arrays += every_array([getattr(value, name) for name in value._cls.vars])
-    return arrays
-
-
 def tape_gradients(case: Case) -> dict[int, np.ndarray]:
     """Tape gradients of the rewritten program; its backward must leave every forward result as it was.
 
@@ -110,7 +100,7 @@ def tape_gradients(case: Case) -> dict[int, np.ndarray]:
     first tape still holds its records, the third after both tapes are gone. All three must agree exactly.
     """
     args = case.make_args()
-    arrays = every_array(args)
+    arrays = [array for _, array in argument_arrays(range(len(args)), args)]  # struct fields included
     initial = [array.numpy().copy() for array in arrays]
     runs, held = [], []  # held: the first run's tape, kept through the second run
     for repeat in range(3):
