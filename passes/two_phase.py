@@ -50,7 +50,7 @@ class Names:
     launch_shape: str
     thread: str
     coordinate: str  # the coordinate parameter of cloned helpers
-    trip_capacity: str
+    trip_capacity: str  # with a loop's id appended: the parameter passing that loop's capacity, where it is one
     trips_needed: str
     coords: tuple[str, ...]  # one per launch dimension the kernel's own wp.tid() unpacks (1 to 4)
     # record dtype text (e.g. "wp.float32") -> helper the replay reads such records with (its empty gradient:
@@ -122,7 +122,8 @@ class PhaseWriter(ast.NodeTransformer):
         phase: str,
         names: Names,
         coordinate: str,
-        trip_loops: int,
+        capacities: dict[int, str],
+        trip_args: list[str],
         int_paths: frozenset[str],
         in_helper: bool,
         readers: dict[str, str],
@@ -134,6 +135,7 @@ class PhaseWriter(ast.NodeTransformer):
         self.phase = phase
         self.names = names
         self.coordinate = coordinate
+        self.capacities = capacities
         self.int_paths = int_paths
         self.readers = readers
         self.kept_calls: set[int] = set()  # atomics and clone calls the phase keeps, by id
@@ -141,8 +143,8 @@ class PhaseWriter(ast.NodeTransformer):
         self.sites = {_span(s.call): s for s in plan.sites}
         self.clones = {_span(call): clone for call, clone in plan.clones.items()}
         self.loops = {_span(node): loop for node, loop in plan.loops.items()}
-        # Every function of a kernel with loops passes the trip arguments on, so signatures stay uniform.
-        self.trip_args = [names.trip_capacity, names.trips_needed] if trip_loops else []
+        # Every function of a phase passes the trip arguments on, so its signatures stay uniform.
+        self.trip_args = trip_args
         self.edited = [*self.unconsumed, *self.sites, *self.clones, *self.loops]
 
     def visit(self, node: ast.AST) -> ast.AST | list[ast.stmt]:
@@ -261,7 +263,7 @@ class PhaseWriter(ast.NodeTransformer):
 
     def _iteration_start(self, loop: Loop, iteration: str) -> list[ast.stmt]:
         """The iteration's coordinate, then its loop-carried ints recorded (or, replaying, restored)."""
-        coordinate = f"{self.coordinate} * {self.names.trip_capacity}[{loop.id}] + {iteration}"
+        coordinate = f"{self.coordinate} * {self.capacities[loop.id]} + {iteration}"
         statements = [_stmt(f"{loop.coordinate} = {coordinate}")]
         for name, records, _ in loop.carried_in:
             if self.phase == RECORD:
@@ -295,7 +297,7 @@ class PhaseWriter(ast.NodeTransformer):
         Only then: an atomic on one address from every thread would serialize them on a GPU. The dry run
         that counts trips passes a capacity of 0, so there every execution reports.
         """
-        capacity = f"{self.names.trip_capacity}[{loop.id}]"
+        capacity = self.capacities[loop.id]
         return _stmt(
             f"if {trips} > {capacity}:\n    {self.names.warp}.atomic_max({self.names.trips_needed}, {loop.id}, {trips})"
         )
@@ -435,6 +437,38 @@ def clone_name(plan: FunctionPlan, phase: str, int_paths: frozenset[str]) -> str
     return f"{plan.name}_{phase}"
 
 
+def compiled_room(loop: Loop, max_records: int | None) -> int | None:
+    """The room for records per execution of a loop the replay runs, where the kernels have it compiled in: a
+    constant ``range()``'s trip count, or ``max_records`` when it is fixed for every launch. None: the launch
+    passes it (and loops the replay skips have no coordinates, so none)."""
+    if loop.opaque:
+        return None
+    return loop.static_trips if loop.static_trips is not None else max_records
+
+
+def trip_capacities(loops: list[Loop], names: Names, max_records: int | None) -> dict[int, str]:
+    """Each loop's room per execution as code (the row stride of its coordinates): a constant, else a parameter.
+
+    A constant costs nothing per iteration and keeps an argument out of every launch (Warp packs each
+    argument, and in backward its adjoint too, at every launch).
+    """
+    capacities = {}
+    for loop in (loop for loop in loops if not loop.opaque):
+        room = compiled_room(loop, max_records)
+        capacities[loop.id] = f"{names.trip_capacity}{loop.id}" if room is None else str(room)
+    return capacities
+
+
+def trip_parameters(loops: list[Loop], phase: str, names: Names, max_records: int | None) -> list[str]:
+    """The trip parameters of the phase's functions: the capacities a launch passes, then (record phase, loops
+    of unknown length) the array where executions report trips beyond their capacity. The replay needs no
+    counts: a launch whose loops outgrew their records is refused before its backward can run."""
+    rewritten = [loop for loop in loops if not loop.opaque]
+    parameters = [f"{names.trip_capacity}{loop.id}" for loop in rewritten if compiled_room(loop, max_records) is None]
+    counted = any(loop.static_trips is None for loop in rewritten)
+    return [*parameters, names.trips_needed] if phase == RECORD and counted else parameters
+
+
 def phase_function(
     plan: FunctionPlan,
     phase: str,
@@ -442,7 +476,8 @@ def phase_function(
     annotations: dict[str, str],
     int_paths: frozenset[str],
     *,
-    trip_loops: int,
+    capacities: dict[int, str],
+    trip_args: list[str],
     options: dict | None = None,
     untouched: dict[ast.stmt, str] | None = None,
 ) -> ast.FunctionDef:
@@ -455,16 +490,13 @@ def phase_function(
     coordinate = names.thread if is_kernel else names.coordinate
     dtypes = {record: record_dtype(annotation, names.warp) for record, annotation in annotations.items()}
     readers = {record: names.readers[dtype] for record, dtype in dtypes.items() if dtype in names.readers}
-    writer = PhaseWriter(plan, phase, names, coordinate, trip_loops, int_paths, not is_kernel, readers, untouched)
+    writer = PhaseWriter(plan, phase, names, coordinate, capacities, trip_args, int_paths, not is_kernel, readers,
+                         untouched)  # fmt: skip
     function = copy.copy(writer.visit(plan.unit.tree))
     function.name = f"{plan.name}_{phase}"
     w = names.warp
     records = [(name, annotations[name]) for name in plan.record_params()]
-    # Capacities by value (a launch builds a vector in microseconds, an array takes tens); counts in an array.
-    trips = []
-    if trip_loops:
-        capacity_type = f"{w}.types.vector(length={trip_loops}, dtype={w}.int32)"
-        trips = [(names.trip_capacity, capacity_type), (names.trips_needed, f"{w}.array(dtype={w}.int32)")]
+    trips = [(name, f"{w}.array(dtype={w}.int32)" if name == names.trips_needed else "int") for name in trip_args]
     if is_kernel:
         function.decorator_list = [_decorator(w, "kernel", options)]
         shape = [(names.launch_shape, f"{w}.vec4i")] if len(names.coords) > 1 else []  # see thread_index_prologue
@@ -501,18 +533,24 @@ def phase_functions(
     int_paths: frozenset[str],
     options: dict,
     untouched: dict[ast.stmt, str] | None = None,
+    max_records: int | None = None,
 ) -> list[ast.FunctionDef]:
-    """The kernel for ``phase`` preceded by its cloned helpers, callees first (``untouched``: see phase_function)."""
-    trip_loops = len(plan.loops) if any(not loop.opaque for loop in plan.loops) else 0
+    """The kernel for ``phase`` preceded by its cloned helpers, callees first.
+
+    ``untouched``: see phase_function. ``max_records``: the room per execution of loops of unknown length, when
+    it is fixed for every launch of the kernels; None leaves it to each launch (see ``trip_capacities``).
+    """
+    capacities = trip_capacities(plan.loops, names, max_records)
     rewrite = functools.partial(phase_function, names=names, annotations=annotations, int_paths=int_paths,
-                                trip_loops=trip_loops, untouched=untouched)  # fmt: skip
+                                capacities=capacities, untouched=untouched)  # fmt: skip
     functions = []
+    trip_args = trip_parameters(plan.loops, phase, names, max_records)  # a forward twin's are its replay's
     for clone in reversed([p for p in plan.root.walk() if p is not plan.root]):
-        functions.append(rewrite(clone, phase))
+        functions.append(rewrite(clone, phase, trip_args=trip_args))
         if phase == REPLAY and needs_forward_twin(clone, int_paths):
-            twin = rewrite(clone, REPLAY_FORWARD)
+            twin = rewrite(clone, REPLAY_FORWARD, trip_args=trip_args)
             functions += [twin, _replay_registration(twin, functions[-1].name, names.warp)]
-    return [*functions, rewrite(plan.root, phase, options=options)]
+    return [*functions, rewrite(plan.root, phase, trip_args=trip_args, options=options)]
 
 
 def helper_functions(names: Names, with_range_length: bool) -> list[ast.FunctionDef]:

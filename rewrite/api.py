@@ -76,7 +76,7 @@ class RewrittenKernel:
         been loaded make Warp compile it all again, and a program that never needs the variant never compiles it.
         """
         try:
-            generated = generate(self.kernel, detach_returns=True, module_suffix=".detached")
+            generated = generate(self.kernel, True, ".detached", self.max_records)
         except RewriteError:
             return None  # refused without exact returns (not expected): the exact variant is right for every launch
         tables = _as_launch_tables(generated.sites, generated.records, generated.loops)
@@ -99,11 +99,11 @@ def _as_launch_tables(
         for s in sites
     )  # fmt: skip
     record_table = tuple((r.name, r.kind, r.target, r.dtype, r.loops, r.requires_grad) for r in records)
-    loop_table = tuple((loop.id, loop.static_trips, loop.location, loop.opaque) for loop in loops)
+    loop_table = tuple((loop.id, loop.static_trips, loop.location, loop.opaque, loop.room) for loop in loops)
     return site_table, record_table, loop_table
 
 
-_generated: weakref.WeakKeyDictionary[wp.Kernel, dict[bool, Generated | None]] = weakref.WeakKeyDictionary()
+_generated: weakref.WeakKeyDictionary[wp.Kernel, dict[tuple, Generated | None]] = weakref.WeakKeyDictionary()
 _rewritten: weakref.WeakKeyDictionary[wp.Kernel, dict[tuple, RewrittenKernel]] = weakref.WeakKeyDictionary()
 
 
@@ -129,10 +129,7 @@ def wp_rewrite(kernel: wp.Kernel, *, max_records: int | None = None, detach_retu
     by_option = _rewritten.setdefault(kernel, {})
     key = (max_records, bool(detach_returns))
     if key not in by_option:
-        generated_by_mode = _generated.setdefault(kernel, {})
-        if bool(detach_returns) not in generated_by_mode:
-            generated_by_mode[bool(detach_returns)] = generate(kernel, bool(detach_returns))
-        generated = generated_by_mode[bool(detach_returns)]
+        generated = _generated_for(kernel, bool(detach_returns), max_records)
         if generated is None:
             source = f"# kernel '{kernel.key}' uses no atomic's return: launched unchanged\n"
             by_option[key] = RewrittenKernel(kernel, source=source, max_records=max_records)
@@ -149,6 +146,17 @@ def wp_rewrite(kernel: wp.Kernel, *, max_records: int | None = None, detach_retu
                 generated.launch_arity,
             )
     return by_option[key]
+
+
+def _generated_for(kernel: wp.Kernel, detach_returns: bool, max_records: int | None) -> Generated | None:
+    """The generated kernels for these options: one with no loop of unknown length serves every max_records."""
+    by_options = _generated.setdefault(kernel, {})
+    for (detached, _), generated in by_options.items():
+        if detached == detach_returns and not any(loop.needs_capacity for loop in getattr(generated, "loops", ())):
+            return generated
+    if (detach_returns, max_records) not in by_options:
+        by_options[detach_returns, max_records] = generate(kernel, detach_returns, max_records=max_records)
+    return by_options[detach_returns, max_records]
 
 
 def launch(

@@ -30,6 +30,7 @@ from passes.two_phase import (
     RECORD,
     REPLAY,
     Names,
+    compiled_room,
     helper_functions,
     launch_arity,
     phase_functions,
@@ -515,7 +516,12 @@ def shared_code(shared: ModuleNames, with_exact: bool) -> str:
 
 
 def _names(
-    shared: ModuleNames, namer: Namer, exact_kinds: list[tuple[str, int]], arity: int, read_dtypes: set[str]
+    shared: ModuleNames,
+    namer: Namer,
+    exact_kinds: list[tuple[str, int]],
+    arity: int,
+    read_dtypes: set[str],
+    loop_ids: tuple[str, ...],
 ) -> Names:
     """The names ``passes.two_phase`` needs: the shared ones, and kernel-local ones fresh in ``namer``."""
     for op, indices in exact_kinds:
@@ -536,7 +542,7 @@ def _names(
         launch_shape=namer.fresh("launch_shape"),
         thread=namer.fresh("thread"),
         coordinate=namer.fresh("coordinate"),
-        trip_capacity=namer.fresh("trip_capacity"),
+        trip_capacity=namer.fresh_base("trip_capacity", loop_ids),
         trips_needed=namer.fresh("trips_needed"),
         coords=tuple(namer.fresh(f"coord{i}") for i in range(arity)),
         readers={dtype: shared.readers[dtype] for dtype in read_dtypes},
@@ -681,7 +687,7 @@ class Layout:
 
     sites: tuple  # (target, op, where, gradient sources or None, exact records)
     records: tuple  # (name, kind, target or None, fixed dtype or "", loop ids, requires grad), in parameter order
-    loops: tuple  # (id, constant trips or None, where, opaque)
+    loops: tuple  # (id, constant trips or None, where, opaque, room compiled in or None)
     annotations: dict[str, str]  # record parameter -> its annotation's source text
     int_paths: frozenset[str]  # atomic targets known to hold integers (no adjoint)
 
@@ -727,7 +733,10 @@ def layout(module: StaticModule, kernel: ast.FunctionDef, plan: KernelPlan, sour
         check_replay_twins(plan, annotations, int_paths, any_name)
     except Refusal as refusal:
         raise refusal_error(source, refusal) from None
-    loops = tuple((loop.id, loop.static_trips, loop.location, loop.opaque) for loop in plan.loops)
+    # The launch functions take max_records per launch: only constant ranges' rooms are compiled in.
+    loops = tuple(
+        (loop.id, loop.static_trips, loop.location, loop.opaque, compiled_room(loop, None)) for loop in plan.loops
+    )
     ordered = tuple(
         (name, info.kind, info.target, info.dtype, info.loops, info.requires_grad)
         for name, info in ((name, records[name]) for name in plan.root.record_params())
@@ -798,7 +807,9 @@ def kernel_code(
         return None
     exact_kinds = sorted({(s.op, s.indices) for s in plan.sites if s.exact})
     shape = layout(module, kernel, plan, source, helpers, shared.warp, shared.any)
-    names = _names(shared, namer, exact_kinds, launch_arity(kernel), _read_dtypes(module, plan, shape, shared.warp))
+    read_dtypes = _read_dtypes(module, plan, shape, shared.warp)
+    loop_ids = tuple(str(loop.id) for loop in plan.loops)
+    names = _names(shared, namer, exact_kinds, launch_arity(kernel), read_dtypes, loop_ids)
     launch = namer.fresh(f"launch_{kernel.name}")
     options = kernel_options(module, kernel)
     record_options = {**options, "enable_backward": False}

@@ -33,7 +33,8 @@ PARAMETERS: tuple[str, ...] = ()  # the kernel's parameter names, in order
 SITES: tuple = ()
 # per record parameter, in order: (name, kind, target path or None, fixed dtype or "", ids of loops around, grad)
 RECORDS: tuple = ()
-# per loop around a recorded atomic: (id, constant trip count or None, "file:line:col", opaque: the replay skips it)
+# per loop around a recorded atomic: (id, constant trip count or None, "file:line:col", opaque: the replay skips it,
+# room per execution compiled into the kernels or None: passed by the launch)
 LOOPS: tuple = ()
 MAX_RECORDS = None  # records per execution of a loop whose trip count is not a constant; None: counted by a dry run
 EXACT_RUNTIME = None  # (ExactSite, ExactBackward) of the module's copy of rewrite.exact, for exact float returns
@@ -62,8 +63,8 @@ def launch_kernel(
 SUPPORT = tuple(
     getattr(launching, name)
     for name in ("argument_arrays", "argument_at", "is_float_dtype", "requires_grad_path", "scratch_copy",
-                 "is_stand_in", "phase_arguments", "held_elsewhere", "signature", "check_trips", "PreparedLaunch",
-                 "remember", "launch_recorded")
+                 "is_stand_in", "phase_arguments", "replay_arguments", "held_elsewhere", "signature", "check_trips",
+                 "PreparedLaunch", "remember", "launch_recorded")
 )  # fmt: skip
 
 

@@ -8,7 +8,8 @@ the modules it emits (``rewrite.launch_template``): one launch path for both.
   exact records: (returned, values, order, addresses, compares) or ());
 - records, per record parameter in order: (name, kind, target path or None, fixed dtype or "", ids of the
   loops around it, requires grad); see ``passes.layout.RecordInfo`` for the kinds;
-- loops, per loop around a recorded atomic: (id, constant trip count or None, "file:line:col", opaque).
+- loops, per loop around a recorded atomic: (id, constant trip count or None, "file:line:col", opaque, room
+  per execution compiled into the kernels or None: passed by the launch; see ``passes.two_phase``).
 
 On the CPU a launch whose arrays were all seen before reuses the record kernel's packed ``wp.Launch`` and, once
 no tape holds them any more, that launch's records (``PreparedLaunch``): ``wp.launch`` costs 30-40 us of
@@ -80,10 +81,11 @@ def is_stand_in(kind, target, exact):
 
 
 def phase_arguments(parameters, records, loops, args, shape, capacities, device, launch_arity, exact=frozenset()):
-    """The arguments both phases take after the kernel's own, and the array of trips needed (or None).
+    """The arguments the record kernel takes after the kernel's own, and the array of trips needed (or None).
 
-    They are: the records, the trip capacities and the array of trips needed (for loops of unknown length), and
-    the launch shape (for kernels unpacking ``wp.tid()`` into several indices: they compute their row from it).
+    They are: the records, the capacities of loops whose kernels do not have them compiled in, the array of trips
+    needed (for loops of unknown length), and the launch shape (for kernels unpacking ``wp.tid()`` into several
+    indices: they compute their row from it). The replay kernel takes the same but the trips needed.
     ``exact``: targets whose float returns need exact gradients in this launch; the other targets' exact-return
     records are empty (their returns are exact as constants).
     """
@@ -112,14 +114,20 @@ def phase_arguments(parameters, records, loops, args, shape, capacities, device,
             # The replay reads only records the record kernel wrote, so they need no zero fill.
             grad = requires_grad and target in exact
             extra.append(wp.empty(size, dtype=dtype, device=device, requires_grad=grad))
+    counted = [trips is None and not opaque for _, trips, _, opaque, _ in loops]
+    extra += [capacities[loop[0]] for loop, count in zip(loops, counted, strict=True) if count and loop[4] is None]
     trips_needed = None
-    if any(not opaque for *_, opaque in loops):
-        trip_capacity = wp.types.vector(len(capacities), wp.int32)(*capacities)
-        trips_needed = wp.zeros(len(capacities), dtype=wp.int32, device=device)
-        extra += [trip_capacity, trips_needed]
+    if any(counted):
+        trips_needed = wp.zeros(len(loops), dtype=wp.int32, device=device)
+        extra.append(trips_needed)
     if launch_arity > 1:
         extra.append(wp.vec4i(*shape, *(1,) * (4 - len(shape))))
     return extra, trips_needed
+
+
+def replay_arguments(extra, trips_needed):
+    """The replay kernel's arguments after the kernel's own: the record kernel's but the trips needed."""
+    return [value for value in extra if value is not trips_needed]
 
 
 def held_elsewhere(values, indices):
@@ -153,7 +161,7 @@ def signature(args, shape, block_dim, max_blocks, max_records):
 
 def check_trips(kernel_key, loops, needs_room, capacities, needed):
     """Refuse a launch in which a loop ran more often than its records had room for."""
-    for (loop, _, where, _), room in zip(loops, needs_room, strict=True):
+    for (loop, _, where, _, _), room in zip(loops, needs_room, strict=True):
         if room and needed[loop] > capacities[loop]:
             raise RewriteError(
                 kernel_key,
@@ -183,8 +191,9 @@ class PreparedLaunch:
         self.first_extra = len(args)  # the parameter index of extra[0]
         self.extra = extra
         self.records = [i for i, (_, kind, target, *_) in enumerate(records) if not is_stand_in(kind, target, ())]
+        self.trips_needed = trips_needed  # an argument of the record kernel only
         # A CPU array's numpy() is a view of it: zeroed and read back without a copy or a launch.
-        self.trips_needed = trips_needed.numpy() if any(needs_room) else None
+        self.trips_view = trips_needed.numpy() if any(needs_room) else None
         self.loops = (loops, needs_room, capacities)
 
     def current(self):
@@ -205,13 +214,14 @@ class PreparedLaunch:
             for index in self.records:
                 extra[index] = wp.empty(extra[index].shape, dtype=extra[index].dtype, device=command.device)
                 command.set_param_at_index(self.first_extra + index, extra[index])
-        if self.trips_needed is not None:
-            self.trips_needed.fill(0)
+        if self.trips_view is not None:
+            self.trips_view.fill(0)
         command.launch()
-        if self.trips_needed is not None:
-            check_trips(kernel_key, *self.loops, self.trips_needed)
-        tape.record_launch(self.replay_kernel, dim, max_blocks, list(inputs), [*outputs, *extra], command.device,
-                           block_dim or 0)  # fmt: skip
+        if self.trips_view is not None:
+            check_trips(kernel_key, *self.loops, self.trips_view)
+        replay_extra = replay_arguments(extra, self.trips_needed)
+        tape.record_launch(self.replay_kernel, dim, max_blocks, list(inputs), [*outputs, *replay_extra],
+                           command.device, block_dim or 0)  # fmt: skip
 
 
 def remember(launches, key, prepared, most=8):
@@ -291,10 +301,12 @@ def launch_recorded(
             f"{len(shape)} dimensions: its records are kept per thread by those indices. Unpack all "
             f"{len(shape)} (e.g. i, j = wp.tid()) or launch with fewer dimensions"
         )
-    # Loops of unknown length not skipped by the replay need room for max_records executions.
-    needs_room = [trips is None and not opaque for _, trips, _, opaque in loops]
+    # Loops of unknown length not skipped by the replay need room for max_records executions (unless the kernels
+    # have it compiled in), and their trips checked.
+    needs_room = [trips is None and not opaque for _, trips, _, opaque, _ in loops]
     capacities = [
-        max_records if room else (trips or 1) for room, (_, trips, _, _) in zip(needs_room, loops, strict=True)
+        room if room is not None else max_records if needed else (trips or 1)
+        for needed, (_, trips, _, _, room) in zip(needs_room, loops, strict=True)
     ]
     counted = None in capacities
     if counted:
@@ -323,6 +335,7 @@ def launch_recorded(
         check_trips(kernel.key, loops, needs_room, capacities, trips_needed.numpy())
     # Exact float returns: a backward step that routes the returned values' adjoints, recorded before the replay
     # launch so that backward runs it right after the replay's adjoint.
+    replay_extra = replay_arguments(extra, trips_needed)
     groups = {}
     by_name = dict(zip([record[0] for record in records], extra, strict=False)) if exact else {}
     for target, op, where, _, exact_records in sites:
@@ -332,10 +345,10 @@ def launch_recorded(
             group[3].append(exact_runtime[0](op, returned, values, order, addresses, compares))
     if groups:
         exact_targets = list(groups.values())
-        step = exact_runtime[1](kernel.key, replay_kernel, dim, list(inputs), [*outputs, *extra], device, block_dim,
-                                max_blocks, exact_targets)  # fmt: skip
+        step = exact_runtime[1](kernel.key, replay_kernel, dim, list(inputs), [*outputs, *replay_extra], device,
+                                block_dim, max_blocks, exact_targets)  # fmt: skip
         tape.record_func(backward=step, arrays=[s.returned for *_, exact_sites in exact_targets for s in exact_sites])
     # Backward: the replay kernel's adjoint runs, reading the recorded values back.
-    tape.record_launch(replay_kernel, dim, max_blocks, list(inputs), [*outputs, *extra], device, block_dim or 0)
+    tape.record_launch(replay_kernel, dim, max_blocks, list(inputs), [*outputs, *replay_extra], device, block_dim or 0)
     if wp.config.verify_autograd_array_access:
-        tape._check_kernel_array_access(replay_kernel, [*args, *extra])
+        tape._check_kernel_array_access(replay_kernel, [*args, *replay_extra])

@@ -28,8 +28,13 @@ def launch_original(kernel: wp.Kernel, dim: Any, inputs: list[Any]) -> None:
     wp.launch(kernel, dim, inputs=inputs, device="cpu")
 
 
-def launch_rewritten(kernel: wp.Kernel, dim: Any, inputs: list[Any]) -> None:
-    launch(wp_rewrite(kernel), dim, inputs=inputs, device="cpu")
+def rewritten_launcher(max_records: int | None = None) -> Launcher:
+    """Launches through ``wp_rewrite(kernel, max_records=max_records)``."""
+
+    def launch_rewritten(kernel: wp.Kernel, dim: Any, inputs: list[Any]) -> None:
+        launch(wp_rewrite(kernel, max_records=max_records), dim, inputs=inputs, device="cpu")
+
+    return launch_rewritten
 
 
 @dataclass
@@ -47,6 +52,7 @@ class Case:
     wrt: Sequence[int]  # argument indices to differentiate with respect to
     program: Callable[[list[Any], Launcher], None] | None = None
     weights: dict[int, np.ndarray] = field(default_factory=dict)
+    max_records: int | None = None  # wp_rewrite's option for the rewritten runs
 
     def run(self, args: list[Any], launcher: Launcher) -> None:
         if self.program is None:
@@ -74,7 +80,7 @@ def run_rewritten(case: Case) -> tuple[list[Any], wp.Tape]:
     args = case.make_args()
     tape = wp.Tape()
     with tape:
-        case.run(args, launch_rewritten)
+        case.run(args, rewritten_launcher(case.max_records))
     return args, tape
 
 
@@ -110,7 +116,7 @@ def tape_gradients(case: Case) -> dict[int, np.ndarray]:
                 array.grad.zero_()
         tape = wp.Tape()
         with tape:
-            case.run(args, launch_rewritten)
+            case.run(args, rewritten_launcher(case.max_records))
         after_forward = arrays_of(args)
         weights = {i: case.weight(i, args[i]) for i in case.loss_outputs}
         tape.backward(grads={args[i]: wp.array(w, dtype=args[i].dtype, device="cpu") for i, w in weights.items()})

@@ -271,10 +271,20 @@ def test_without_a_tape_the_original_kernel_runs(emitted):
 
 
 def test_explicit_max_records_and_a_too_small_one(emitted):
-    args = [i32([2, 0, 3, 1, 2, 1]), f64(X[:6], True), i32([0]), zeros(9)]
-    with wp.Tape():
-        emitted.launch_emit_particles(6, inputs=args, device="cpu", max_records=3)
-    args = [i32([2, 0, 3, 1, 2, 1]), f64(X[:6], True), i32([0]), zeros(9)]
+    """A launch function takes max_records per launch: the kernels take the room as an argument (the replay
+    no trip counter), where wp_rewrite(kernel, max_records=N) compiles it in."""
+    replay_params = [arg.label for arg in emitted.emit_particles_replay.adj.args]
+    assert replay_params[-1] == "trip_capacity0" and not any(p.startswith("trips_needed") for p in replay_params)
+
+    def program(args, launcher):
+        if launcher is harness.launch_original:
+            wp.launch(emitted.emit_particles, 6, inputs=args, device="cpu")
+        else:
+            emitted.launch_emit_particles(6, inputs=args, device="cpu", max_records=3)
+
+    make_args = lambda: [i32([2, 0, 3, 1, 2, 1]), f64(X[:6], True), i32([0]), zeros(9)]  # noqa: E731
+    check(Case(None, 6, make_args, [3], [1], program=program))
+    args = make_args()
     with (
         pytest.raises(emitted.RewriteError, match=r"ran 3 times in one execution but its records had room for 2"),
         wp.Tape(),

@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 import pytest
 import warp as wp
-from harness import Case, check, f64, i32, run_rewritten
+from harness import Case, check, f64, i32
 from patterns import (
     PairWriter,
     append_imported,
@@ -142,19 +142,23 @@ def test_probe_loop_keeps_only_the_final_slot():
 # --- 3. record capacity ---------------------------------------------------------------------------------
 
 
-def test_explicit_max_records_skips_the_dry_run_and_matches():
+def test_explicit_max_records_is_compiled_in_and_matches():
+    """The room is a constant of both kernels (no dry run, no capacity argument) and the replay takes no trip
+    counter; forward and gradients are those of the original."""
     rewritten = wp_rewrite(emit_particles, max_records=3)
     assert rewritten is wp_rewrite(emit_particles, max_records=3)
-    args = [i32(COUNTS), f64(X, True), i32([0]), zeros(9)]
-    tape = wp.Tape()
-    with tape:
-        launch(rewritten, N, inputs=args, device="cpu")
-    tape.backward(grads={args[3]: f64(np.ones(9))})
-    reference, reference_tape = run_rewritten(
-        Case(emit_particles, N, lambda: [i32(COUNTS), f64(X, True), i32([0]), zeros(9)], [3], [1])
-    )
-    reference_tape.backward(grads={reference[3]: f64(np.ones(9))})
-    np.testing.assert_array_equal(args[1].grad.numpy(), reference[1].grad.numpy())
+    assert "coordinate0 = thread * 3 + k" in rewritten.source
+    assert rewritten.record_kernel.module.name.endswith(".max_records3")
+    record_params = [arg.label for arg in rewritten.record_kernel.adj.args]
+    replay_params = [arg.label for arg in rewritten.replay_kernel.adj.args]
+    assert record_params[-1] == "trips_needed" and replay_params == record_params[:-1]
+    assert rewritten.record_kernel is not wp_rewrite(emit_particles, max_records=4).record_kernel
+    check(Case(emit_particles, N, lambda: [i32(COUNTS), f64(X, True), i32([0]), zeros(9)], [3], [1], max_records=3))
+
+
+def test_without_a_loop_of_unknown_length_every_max_records_shares_the_kernels():
+    """Nothing to compile max_records into: no new kernels, so no new module to compile."""
+    assert wp_rewrite(insert_keys, max_records=5).record_kernel is wp_rewrite(insert_keys).record_kernel
 
 
 def test_too_small_max_records_raises_right_after_the_launch():

@@ -85,10 +85,15 @@ def plan_of(source: str, helpers: dict[str, Unit] | None = None) -> KernelPlan:
 
 
 def generated(
-    plan: KernelPlan, phase: str, int_paths: frozenset[str] = frozenset({"count"}), names: Names = NAMES
+    plan: KernelPlan,
+    phase: str,
+    int_paths: frozenset[str] = frozenset({"count"}),
+    names: Names = NAMES,
+    max_records: int | None = None,
 ) -> str:
     annotations = dict.fromkeys(plan.root.record_params(), "wp.array(dtype=wp.int32)")
-    return "\n\n".join(ast.unparse(f) for f in phase_functions(plan, phase, names, annotations, int_paths, {}))
+    functions = phase_functions(plan, phase, names, annotations, int_paths, {}, max_records=max_records)
+    return "\n\n".join(ast.unparse(f) for f in functions)
 
 
 def same_code(actual: str, expected: str) -> None:
@@ -192,32 +197,72 @@ def test_replay_reads_a_detached_float_return_back_without_its_atomic():
     )
 
 
+EMIT = """
+    @wp.kernel
+    def emit(n: wp.array[int], count: wp.array[int], out: wp.array[float]):
+        tid = wp.tid()
+        for k in range(n[tid]):
+            out[wp.atomic_add(count, 0, 1)] = 1.0
+"""
+
+
 def test_dynamic_loop_gets_a_coordinate_and_counts_its_trips():
-    plan = plan_of("""
-        @wp.kernel
-        def emit(n: wp.array[int], count: wp.array[int], out: wp.array[float]):
-            tid = wp.tid()
-            for k in range(n[tid]):
-                out[wp.atomic_add(count, 0, 1)] = 1.0
-    """)
     same_code(
-        generated(plan, RECORD),
+        generated(plan_of(EMIT), RECORD),
         """
         @wp.kernel
         def emit_record(n: wp.array[int], count: wp.array[int], out: wp.array[float],
-                        atomic_add_records: wp.array(dtype=wp.int32),
-                        trip_capacity: wp.types.vector(length=1, dtype=wp.int32),
+                        atomic_add_records: wp.array(dtype=wp.int32), trip_capacity0: int,
                         trips_needed: wp.array(dtype=wp.int32)):
             PROLOGUE
             tid = wp.tid()
             start0 = 0
             stop0 = n[tid]
             step0 = 1
-            if range_length(start0, stop0, step0) > trip_capacity[0]:
+            if range_length(start0, stop0, step0) > trip_capacity0:
                 wp.atomic_max(trips_needed, 0, range_length(start0, stop0, step0))
             for k in range(start0, stop0, step0):
-                coordinate0 = thread * trip_capacity[0] + k
+                coordinate0 = thread * trip_capacity0 + k
                 out[record_returned(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)] = 1.0
+        """,
+    )
+
+
+def test_a_fixed_max_records_is_compiled_in_and_the_replay_takes_no_trip_arguments():
+    """The record kernel still counts trips beyond the room; the replay has nothing but the records to read."""
+    record, replay = (generated(plan_of(EMIT), phase, max_records=4) for phase in (RECORD, REPLAY))
+    same_code(
+        record,
+        """
+        @wp.kernel
+        def emit_record(n: wp.array[int], count: wp.array[int], out: wp.array[float],
+                        atomic_add_records: wp.array(dtype=wp.int32), trips_needed: wp.array(dtype=wp.int32)):
+            PROLOGUE
+            tid = wp.tid()
+            start0 = 0
+            stop0 = n[tid]
+            step0 = 1
+            if range_length(start0, stop0, step0) > 4:
+                wp.atomic_max(trips_needed, 0, range_length(start0, stop0, step0))
+            for k in range(start0, stop0, step0):
+                coordinate0 = thread * 4 + k
+                out[record_returned(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)] = 1.0
+        """,
+    )
+    same_code(
+        replay,
+        """
+        @wp.kernel
+        def emit_replay(n: wp.array[int], count: wp.array[int], out: wp.array[float],
+                        atomic_add_records: wp.array(dtype=wp.int32)):
+            PROLOGUE
+            tid = wp.tid()
+            start0 = 0
+            stop0 = n[tid]
+            step0 = 1
+            for k in range(start0, stop0, step0):
+                coordinate0 = thread * 4 + k
+                out[atomic_add_records[coordinate0]] = 1.0
         """,
     )
 
@@ -231,12 +276,11 @@ def test_probe_loop_with_break_replays_recorded_trips_lowers_jumps_and_restores_
         def probe_replay(table: wp.array[int], key: int, n: int, out: wp.array[float],
                          atomic_cas_records: wp.array(dtype=wp.int32), trips0_records: wp.array(dtype=wp.int32),
                          slot_in_loop0: wp.array(dtype=wp.int32), slot_after_loop0: wp.array(dtype=wp.int32),
-                         trip_capacity: wp.types.vector(length=1, dtype=wp.int32),
-                         trips_needed: wp.array(dtype=wp.int32)):
+                         trip_capacity0: int):
             PROLOGUE
             slot = key % n
             for trips0 in range(trips0_records[thread]):
-                coordinate0 = thread * trip_capacity[0] + trips0
+                coordinate0 = thread * trip_capacity0 + trips0
                 slot = slot_in_loop0[coordinate0]
                 iteration0_active = True
                 if atomic_cas_records[coordinate0] == -1:

@@ -26,6 +26,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--count", type=int, default=1000, help="kernels to check (default 1000)")
     parser.add_argument("--start", type=int, default=0, help="index of the first kernel (default 0)")
     parser.add_argument("--batch", type=int, default=50, help="kernels per compiled module (default 50)")
+    parser.add_argument("--max-records", type=int, metavar="N", help="wp_rewrite's max_records for every kernel")
     parser.add_argument("--show", type=int, metavar="INDEX", help="print kernel INDEX of the stream and exit")
     parser.add_argument("--verbose", action="store_true", help="let Warp log each module's load and compile time")
     parser.add_argument("--refusals", action="store_true", help="print every refusal's message too")
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         elapsed = time.perf_counter() - began
         print(f"  ... {len(summary.outcomes)} kernels, {elapsed:.0f} s: {summary.line()}", file=sys.stderr, flush=True)
 
-    summary = run(args.seed, args.count, args.batch, args.start, progress)
+    summary = run(args.seed, args.count, args.batch, args.start, progress, max_records=args.max_records)
     print(summary.line())
     return 1 if summary.count(FAILED) else 0
 

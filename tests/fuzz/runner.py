@@ -73,7 +73,7 @@ def make_array(spec: ArraySpec) -> wp.array:
     return wp.array(values, dtype=dtype, requires_grad=spec.requires_grad, device="cpu")
 
 
-def harness_case(case: KernelCase, kernel: wp.Kernel) -> Case:
+def harness_case(case: KernelCase, kernel: wp.Kernel, max_records: int | None) -> Case:
     """The harness's view of a generated case: fresh arguments, loss outputs, arrays to differentiate."""
     return Case(
         kernel,
@@ -81,6 +81,7 @@ def harness_case(case: KernelCase, kernel: wp.Kernel) -> Case:
         lambda: [make_array(spec) for spec in case.arrays],
         [i for i, spec in enumerate(case.arrays) if spec.loss],
         [i for i, spec in enumerate(case.arrays) if spec.wrt],
+        max_records=max_records,
     )
 
 
@@ -137,9 +138,9 @@ def compare_gradients(case: Case) -> str | None:
     return None
 
 
-def check_case(case: KernelCase, kernel: wp.Kernel) -> Outcome:
+def check_case(case: KernelCase, kernel: wp.Kernel, max_records: int | None) -> Outcome:
     """Forward equality and gradients of one rewritten kernel; a ``RewriteError`` at launch is a refusal."""
-    checked = harness_case(case, kernel)
+    checked = harness_case(case, kernel, max_records)
     try:
         assert_same_forward(checked)
         problem = compare_gradients(checked)
@@ -167,13 +168,15 @@ def _culprits(error: Exception, cases: list[KernelCase]) -> list[KernelCase]:
     return [case for case in cases if case.name in named]
 
 
-def _rewrite_all(cases: list[KernelCase], module: ModuleType) -> tuple[dict[str, Outcome], set]:
+def _rewrite_all(
+    cases: list[KernelCase], module: ModuleType, max_records: int | None
+) -> tuple[dict[str, Outcome], set]:
     """Rewrite every kernel (refusals are outcomes); returns the outcomes so far and the modules to compile."""
     outcomes: dict[str, Outcome] = {}
     modules = {getattr(module, cases[0].name).module}
     for case in cases:
         try:
-            result = wp_rewrite(getattr(module, case.name))
+            result = wp_rewrite(getattr(module, case.name), max_records=max_records)
             if result.record_kernel is not None:
                 modules.add(result.record_kernel.module)
         except RewriteError as error:
@@ -190,16 +193,19 @@ class Batch:
     compile breaks them all: such a kernel fails, and the batch is built again without it.
     """
 
-    def __init__(self, cases: list[KernelCase], directory: Path):
+    def __init__(self, cases: list[KernelCase], directory: Path, max_records: int | None):
         self.cases = cases
         self.directory = directory
+        self.max_records = max_records
         self.broken: dict[str, Outcome] = {}
         self.prepare([*cases])
 
     def prepare(self, remaining: list[KernelCase]) -> None:
         self.remaining = remaining
         self.module = load_batch(remaining, self.directory) if remaining else None
-        self.outcomes, self.modules = _rewrite_all(remaining, self.module) if remaining else ({}, set())
+        self.outcomes, self.modules = (
+            _rewrite_all(remaining, self.module, self.max_records) if remaining else ({}, set())
+        )
         if remaining:
             compile_cheaply(self.modules, getattr(self.module, remaining[0].name).module)
 
@@ -220,7 +226,7 @@ class Batch:
         self.compile()
         for case in self.remaining:
             if case.name not in self.outcomes:
-                self.outcomes[case.name] = check_case(case, getattr(self.module, case.name))
+                self.outcomes[case.name] = check_case(case, getattr(self.module, case.name), self.max_records)
         results = {**self.outcomes, **self.broken}
         return [results[case.name] for case in self.cases]
 
@@ -242,10 +248,12 @@ def run(
     start: int = 0,
     progress: Callable[[Summary, list[Outcome]], None] | None = None,
     wave: int = 4,
+    max_records: int | None = None,
 ) -> Summary:
     """Generate and check kernels ``start .. start+count-1`` of the stream ``seed``.
 
     Batches are prepared ``wave`` at a time, their modules compiled together, then checked one by one.
+    ``max_records``: wp_rewrite's option for every kernel (None: each launch counts its loops' trips).
     """
     summary = Summary()
     end = start + count
@@ -253,7 +261,7 @@ def run(
     with tempfile.TemporaryDirectory(prefix="wp-fuzz-") as directory:
         for w in range(0, len(ranges), wave):
             cases = [[generate_kernel(seed, i) for i in r] for r in ranges[w : w + wave]]
-            batches = [Batch(batch, Path(directory)) for batch in cases]
+            batches = [Batch(batch, Path(directory), max_records) for batch in cases]
             precompile(batches)
             for batch in batches:
                 outcomes = batch.check()
