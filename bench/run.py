@@ -36,6 +36,10 @@ VARIANTS = ("original", "handwritten", "rewritten")
 CPU_SIZES = (10_000, 100_000, 1_000_000)
 CUDA_SIZES = (10_000, 100_000, 1_000_000, 10_000_000)
 SMOKE_SIZES = (64, 200)
+# Quick sizes repeat more, up to this much time per variant: a launch of 10,000 threads takes under a
+# millisecond, where one stretch of a busy shared machine moves a median of 21 by 5%.
+REPEAT_SECONDS = 1.0
+MOST_REPEATS = 301
 TARGETS = {
     "forward vs hand-written": 1.05,
     "backward vs hand-written": 1.05,
@@ -104,18 +108,27 @@ def record_bytes(tape: Any, arguments: Any) -> int:
 
 
 def time_case(case: Any, size: int, device: str, repeats: int) -> dict[str, Any]:
-    """Median forward/backward seconds of every variant at one size, plus record bytes per thread."""
+    """Median forward/backward seconds of every variant at one size, plus record bytes per thread.
+
+    ``repeats`` is the least number of timed repeats; quick sizes get more (``REPEAT_SECONDS``).
+    """
     variants, unsupported = variants_of(case)
     arguments = case.make_arguments(size, device)
     times: dict[str, dict[str, list[float]]] = {v.name: {"forward": [], "backward": []} for v in variants}
     result: dict[str, Any] = {"record_bytes_per_thread": {}}
+    slowest = 0.0
     for variant in variants:  # warm-up: compiles, and measures what each variant keeps for backward
         _, _, tape = run_once(variant, arguments, device)
+        forward, backward, _ = run_once(variant, arguments, device)  # compiled now: how long a repeat takes
+        slowest = max(slowest, forward + backward)
         if variant.name == "handwritten":
             result["record_bytes_per_thread"][variant.name] = sum(r.capacity for r in arguments.records) / size
         elif variant.name == "rewritten":
             result["record_bytes_per_thread"][variant.name] = record_bytes(tape, arguments) / size
         tape.reset()
+    if repeats > 1:  # not in smoke runs
+        repeats = max(repeats, min(MOST_REPEATS, int(REPEAT_SECONDS / slowest)))
+    result["repeats"] = repeats
     for repeat in range(repeats):
         shift = repeat % len(variants)  # rotate the order so no variant always runs first
         for variant in variants[shift:] + variants[:shift]:
@@ -455,7 +468,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one repeat: checks that it all runs")
     parser.add_argument("--sizes", nargs="+", type=lambda s: int(float(s)), help="threads per launch (1e4 ok)")
-    parser.add_argument("--repeats", type=int, default=None, help="timed repeats per size (median), default 21")
+    parser.add_argument("--repeats", type=int, default=None, help="least timed repeats per size, default 21")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when present, else cpu)")
     parser.add_argument("--cases", nargs="+", help="only these cases (contacts, emission, running_total, ...)")
     parser.add_argument("--no-compile", action="store_true", help="skip the compile/rewrite-time probe")

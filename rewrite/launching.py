@@ -187,7 +187,7 @@ class PreparedLaunch:
         arrays = [value for value in args if type(value) is wp.array]
         self.arrays = [weakref.ref(array) for array in arrays]
         self.descriptors = [array.__ctype__() for array in arrays]  # kept alive: see ``signature``
-        self.values = [index for index, value in enumerate(args) if type(value) is not wp.array]
+        self.values = {index: value for index, value in enumerate(args) if type(value) is not wp.array}  # as packed
         self.first_extra = len(args)  # the parameter index of extra[0]
         self.extra = extra
         self.records = [i for i, (_, kind, target, *_) in enumerate(records) if not is_stand_in(kind, target, ())]
@@ -208,8 +208,12 @@ class PreparedLaunch:
     def launch(self, kernel_key, args, inputs, outputs, dim, block_dim, max_blocks, tape):
         """Run the record kernel on ``args`` and put the replay kernel's adjoint on ``tape``."""
         command, extra = self.command, self.extra
-        for index in self.values:
-            command.set_param_at_index(index, args[index])
+        for index, packed in self.values.items():
+            value = args[index]
+            # Packing a value costs microseconds; an int, float or bool equal to the one packed need not be.
+            if type(value) is not type(packed) or type(value) not in (int, float, bool) or value != packed:
+                command.set_param_at_index(index, value)
+                self.values[index] = value
         if any(held_elsewhere(extra, self.records)):  # a tape may still replay the last ones
             for index in self.records:
                 extra[index] = wp.empty(extra[index].shape, dtype=extra[index].dtype, device=command.device)
