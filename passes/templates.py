@@ -21,10 +21,16 @@ if TYPE_CHECKING:
 
 
 def record_returned(value: Any, records: wp.array(dtype=Any), index: int):
-    """Store an atomic's returned value for the replay kernel and pass it on unchanged.
+    """Store an atomic's returned value (or another int the replay needs) for the replay kernel and pass it on."""
+    records[index] = value
+    return value
 
-    An index past the end means a loop ran more often than the records have room for: the launch
-    checks the trip counts afterwards and raises, so the store is only skipped, never out of bounds.
+
+def record_if_room(value: Any, records: wp.array(dtype=Any), index: int):
+    """``record_returned`` inside a loop of unknown length, which may run more often than its records have room for.
+
+    The launch then checks the trip counts afterwards and raises; until then the store past the end is only
+    skipped, never out of bounds. Only such loops pay for the check (a few percent of a memory-bound kernel).
     """
     if index < records.shape[0]:
         records[index] = value

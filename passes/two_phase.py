@@ -43,6 +43,7 @@ class Names:
     warp: str
     any: str
     record_helper: str
+    record_if_room: str  # the record helper inside loops that may outgrow their records
     replay_helper: str
     exact_returned: str
     record_exact: dict[tuple[str, int], str]  # (op, number of indices) -> recording helper of exact sites
@@ -124,6 +125,7 @@ class PhaseWriter(ast.NodeTransformer):
         coordinate: str,
         capacities: dict[int, str],
         trip_args: list[str],
+        may_outgrow: frozenset[int],
         int_paths: frozenset[str],
         in_helper: bool,
         readers: dict[str, str],
@@ -136,6 +138,7 @@ class PhaseWriter(ast.NodeTransformer):
         self.names = names
         self.coordinate = coordinate
         self.capacities = capacities
+        self.may_outgrow = may_outgrow
         self.int_paths = int_paths
         self.readers = readers
         self.kept_calls: set[int] = set()  # atomics and clone calls the phase keeps, by id
@@ -202,7 +205,8 @@ class PhaseWriter(ast.NodeTransformer):
             return self._exact_site(call, site)
         if self.phase == RECORD:
             self.kept_calls.add(id(call))
-            return ast.Call(_expr(self.names.record_helper), [call, _expr(site.records), _expr(self.coordinate)], [])
+            recorder = _expr(self._recorder(site.loops))
+            return ast.Call(recorder, [call, _expr(site.records), _expr(self.coordinate)], [])
         keeps_inner = any(id(n) in self.kept_calls for arg in call.args for n in walk(arg))
         if self.phase == REPLAY_FORWARD or not keeps_inner:
             # Just the recorded value. The atomic's own adjoint (d target / d value) is zero here: an int
@@ -261,13 +265,18 @@ class PhaseWriter(ast.NodeTransformer):
             return ast.copy_location(ast.Expr(self.visit(ast.copy_location(call, node))), node)
         return ast.Pass() if self._drops(node) else self.generic_visit(node)
 
+    def _recorder(self, loops: tuple[int, ...]) -> str:
+        """The record helper for a coordinate inside ``loops``: one checking for room if a loop may outgrow it."""
+        return self.names.record_if_room if self.may_outgrow.intersection(loops) else self.names.record_helper
+
     def _iteration_start(self, loop: Loop, iteration: str) -> list[ast.stmt]:
         """The iteration's coordinate, then its loop-carried ints recorded (or, replaying, restored)."""
         coordinate = f"{self.coordinate} * {self.capacities[loop.id]} + {iteration}"
         statements = [_stmt(f"{loop.coordinate} = {coordinate}")]
         for name, records, _ in loop.carried_in:
             if self.phase == RECORD:
-                statements.append(_stmt(f"{self.names.record_helper}({name}, {records}, {loop.coordinate})"))
+                recorder = self._recorder((*loop.outer_loops, loop.id))
+                statements.append(_stmt(f"{recorder}({name}, {records}, {loop.coordinate})"))
             else:
                 statements.append(_stmt(f"{name} = {records}[{loop.coordinate}]"))
         return statements
@@ -286,9 +295,8 @@ class PhaseWriter(ast.NodeTransformer):
         if self.phase == RECORD:
             kept = [(loop.counter, loop.trips_records)] if loop.trips_records else []
             kept += [(name, records) for name, records, _ in loop.carried]
-            return [
-                _stmt(f"{self.names.record_helper}({name}, {records}, {self.coordinate})") for name, records in kept
-            ]
+            recorder = self._recorder(loop.outer_loops)
+            return [_stmt(f"{recorder}({name}, {records}, {self.coordinate})") for name, records in kept]
         return [_stmt(f"{name} = {records}[{self.coordinate}]") for name, records, _ in loop.carried]
 
     def _report_trips(self, loop: Loop, trips: str) -> ast.stmt:
@@ -459,13 +467,19 @@ def trip_capacities(loops: list[Loop], names: Names, max_records: int | None) ->
     return capacities
 
 
+def loops_that_may_outgrow(loops: list[Loop]) -> frozenset[int]:
+    """Ids of the loops that may run more often than their records have room for: those of unknown length the
+    replay runs. Records at coordinates inside them are stored with ``record_if_room``."""
+    return frozenset(loop.id for loop in loops if loop.static_trips is None and not loop.opaque)
+
+
 def trip_parameters(loops: list[Loop], phase: str, names: Names, max_records: int | None) -> list[str]:
     """The trip parameters of the phase's functions: the capacities a launch passes, then (record phase, loops
     of unknown length) the array where executions report trips beyond their capacity. The replay needs no
     counts: a launch whose loops outgrew their records is refused before its backward can run."""
     rewritten = [loop for loop in loops if not loop.opaque]
     parameters = [f"{names.trip_capacity}{loop.id}" for loop in rewritten if compiled_room(loop, max_records) is None]
-    counted = any(loop.static_trips is None for loop in rewritten)
+    counted = bool(loops_that_may_outgrow(loops))
     return [*parameters, names.trips_needed] if phase == RECORD and counted else parameters
 
 
@@ -478,6 +492,7 @@ def phase_function(
     *,
     capacities: dict[int, str],
     trip_args: list[str],
+    may_outgrow: frozenset[int],
     options: dict | None = None,
     untouched: dict[ast.stmt, str] | None = None,
 ) -> ast.FunctionDef:
@@ -490,8 +505,8 @@ def phase_function(
     coordinate = names.thread if is_kernel else names.coordinate
     dtypes = {record: record_dtype(annotation, names.warp) for record, annotation in annotations.items()}
     readers = {record: names.readers[dtype] for record, dtype in dtypes.items() if dtype in names.readers}
-    writer = PhaseWriter(plan, phase, names, coordinate, capacities, trip_args, int_paths, not is_kernel, readers,
-                         untouched)  # fmt: skip
+    writer = PhaseWriter(plan, phase, names, coordinate, capacities, trip_args, may_outgrow, int_paths, not is_kernel,
+                         readers, untouched)  # fmt: skip
     function = copy.copy(writer.visit(plan.unit.tree))
     function.name = f"{plan.name}_{phase}"
     w = names.warp
@@ -542,7 +557,8 @@ def phase_functions(
     """
     capacities = trip_capacities(plan.loops, names, max_records)
     rewrite = functools.partial(phase_function, names=names, annotations=annotations, int_paths=int_paths,
-                                capacities=capacities, untouched=untouched)  # fmt: skip
+                                capacities=capacities, may_outgrow=loops_that_may_outgrow(plan.loops),
+                                untouched=untouched)  # fmt: skip
     functions = []
     trip_args = trip_parameters(plan.loops, phase, names, max_records)  # a forward twin's are its replay's
     for clone in reversed([p for p in plan.root.walk() if p is not plan.root]):
@@ -553,13 +569,18 @@ def phase_functions(
     return [*functions, rewrite(plan.root, phase, trip_args=trip_args, options=options)]
 
 
-def helper_functions(names: Names, with_range_length: bool) -> list[ast.FunctionDef]:
-    """The small ``@wp.func`` helpers the phases call (shared between rewrites: read them, do not change them)."""
+def helper_functions(names: Names, with_range_length: bool, with_room_check: bool) -> list[ast.FunctionDef]:
+    """The small ``@wp.func`` helpers the phases call (shared between rewrites: read them, do not change them).
+
+    ``range_length`` only for kernels with a ``for`` loop of unknown length, ``record_if_room`` only for kernels
+    with a loop that may outgrow its records.
+    """
     exact = tuple(sorted(names.record_exact.items()))
     range_length = names.range_length if with_range_length else None
+    record_if_room = names.record_if_room if with_room_check else None
     readers = tuple(sorted(names.readers.items()))
-    return list(_helpers(names.warp, names.any, names.record_helper, names.replay_helper, names.exact_returned,
-                         exact, range_length, readers))  # fmt: skip
+    return list(_helpers(names.warp, names.any, names.record_helper, record_if_room, names.replay_helper,
+                         names.exact_returned, exact, range_length, readers))  # fmt: skip
 
 
 @functools.lru_cache(maxsize=64)
@@ -567,6 +588,7 @@ def _helpers(
     w: str,
     any_name: str,
     record: str,
+    record_if_room: str | None,
     replay: str,
     exact_returned: str,
     exact: tuple,
@@ -578,6 +600,9 @@ def _helpers(
         templates.instantiate(templates.record_returned, wp=w, Any=any_name, record_returned=record),
         templates.instantiate(templates.replay_returned, wp=w, Any=any_name, replay_returned=replay),
     ]
+    if record_if_room is not None:
+        template = templates.record_if_room
+        helpers.append(templates.instantiate(template, wp=w, Any=any_name, record_if_room=record_if_room))
     if exact:
         template = templates.exact_returned
         helpers.append(templates.instantiate(template, wp=w, Any=any_name, exact_returned=exact_returned))

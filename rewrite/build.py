@@ -21,7 +21,16 @@ from passes.layout import (
 )
 from passes.plan import KernelPlan, Refusal, Unit
 from passes.syntax import walk
-from passes.two_phase import RECORD, REPLAY, Names, compiled_room, helper_functions, launch_arity, phase_functions
+from passes.two_phase import (
+    RECORD,
+    REPLAY,
+    Names,
+    compiled_room,
+    helper_functions,
+    launch_arity,
+    loops_that_may_outgrow,
+    phase_functions,
+)
 from rewrite.errors import RewriteError
 from rewrite.printing import unparse_keeping_text
 from rewrite.source import FunctionSource, compile_generated
@@ -149,7 +158,7 @@ def _record_exact_name(op: str, indices: int) -> str:
     return f"record_exact_{op}" + (f"_{indices}d" if indices > 1 else "")
 
 
-def _helper_bindings(names: Names, with_range_length: bool) -> dict[str, Function]:
+def _helper_bindings(names: Names, with_range_length: bool, with_room_check: bool) -> dict[str, Function]:
     """The ``@wp.func`` helpers the phases call, under the names the generated code calls them by.
 
     They are the same for every kernel, so each is rendered and built into a Warp function once per process, in
@@ -161,21 +170,22 @@ def _helper_bindings(names: Names, with_range_length: bool) -> dict[str, Functio
         warp="wp",
         any="Any",
         record_helper="record_returned",
+        record_if_room="record_if_room",
         replay_helper="replay_returned",
         exact_returned="exact_returned",
         record_exact={key: _record_exact_name(*key) for key in names.record_exact},
         range_length="range_length",
         readers={_usual_dtype(dtype): _reader_name(dtype) for dtype in names.readers},
     )
-    definitions = helper_functions(usual, with_range_length)
+    definitions = helper_functions(usual, with_range_length, with_room_check)
     missing = [d for d in definitions if d.name not in _shared_helpers]
     if missing:
         text = "\n\n\n".join(ast.unparse(d) for d in missing) + "\n"
         scope = compile_generated(text, {"wp": wp, "Any": typing.Any}, "helpers", "wp_rewrite.helpers")
         _shared_helpers.update((d.name, scope[d.name]) for d in missing)
-    called = {names.record_helper, names.replay_helper, names.exact_returned, names.range_length}
+    called = {names.record_helper, names.record_if_room, names.replay_helper, names.exact_returned, names.range_length}
     called |= {*names.record_exact.values(), *names.readers.values()}  # not the gradients registered for readers
-    chosen = helper_functions(names, with_range_length)  # the same helpers, in the same order
+    chosen = helper_functions(names, with_range_length, with_room_check)  # the same helpers, in the same order
     return {
         mine.name: _shared_helpers[theirs.name]
         for mine, theirs in zip(chosen, definitions, strict=True)
@@ -238,6 +248,7 @@ def generate(
         warp=warp_alias,
         any=any_alias,
         record_helper=namer.fresh("record_returned"),
+        record_if_room=namer.fresh("record_if_room"),
         replay_helper=namer.fresh("replay_returned"),
         exact_returned=namer.fresh("exact_returned"),
         record_exact={(op, n): namer.fresh(_record_exact_name(op, n)) for op, n in exact_kinds},
@@ -270,7 +281,8 @@ def generate(
         raise refusal_error(source, refusal) from None
     record_options = {**kernel.options, "enable_backward": False}
     has_dynamic_for = any(isinstance(loop.node, ast.For) and loop.static_trips is None for loop in plan.loops)
-    helper_bindings = _helper_bindings(names, with_range_length=has_dynamic_for)
+    may_outgrow = bool(loops_that_may_outgrow(plan.loops))
+    helper_bindings = _helper_bindings(names, with_range_length=has_dynamic_for, with_room_check=may_outgrow)
     untouched = {}
     definitions = [
         *phase_functions(plan, RECORD, names, annotations, int_paths, record_options, untouched, max_records),

@@ -33,6 +33,7 @@ from passes.two_phase import (
     compiled_room,
     helper_functions,
     launch_arity,
+    loops_that_may_outgrow,
     phase_functions,
     record_dtype,
 )
@@ -450,7 +451,7 @@ class ModuleNames:
     emitted: set[str] = field(default_factory=set)
 
 
-_HELPERS = ("record_returned", "replay_returned", "exact_returned", "range_length")
+_HELPERS = ("record_returned", "record_if_room", "replay_returned", "exact_returned", "range_length")
 
 
 def module_names(module: StaticModule, taken: set[str]) -> ModuleNames:
@@ -535,6 +536,7 @@ def _names(
         warp=shared.warp,
         any=shared.any,
         record_helper=shared.support["record_returned"],
+        record_if_room=shared.support["record_if_room"],
         replay_helper=shared.support["replay_returned"],
         exact_returned=shared.support["exact_returned"],
         record_exact={kind: shared.record_exact[kind] for kind in exact_kinds},
@@ -835,7 +837,8 @@ def kernel_code(
     )  # fmt: skip
     has_dynamic_for = any(isinstance(loop.node, ast.For) and loop.static_trips is None for loop in plan.loops)
     taken |= namer.taken | {launch}
-    code_helpers = helper_functions(names, with_range_length=has_dynamic_for)
+    may_outgrow = bool(loops_that_may_outgrow(plan.loops))
+    code_helpers = helper_functions(names, with_range_length=has_dynamic_for, with_room_check=may_outgrow)
     phases = [*record_phase, *replay_phase]
     return KernelCode(kernel, code_helpers, phases, untouched, launcher, bool(exact_kinds))
 

@@ -26,6 +26,7 @@ NAMES = Names(
     warp="wp",
     any="Any",
     record_helper="record_returned",
+    record_if_room="record_if_room",
     replay_helper="replay_returned",
     exact_returned="exact_returned",
     record_exact={},
@@ -223,7 +224,7 @@ def test_dynamic_loop_gets_a_coordinate_and_counts_its_trips():
                 wp.atomic_max(trips_needed, 0, range_length(start0, stop0, step0))
             for k in range(start0, stop0, step0):
                 coordinate0 = thread * trip_capacity0 + k
-                out[record_returned(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)] = 1.0
+                out[record_if_room(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)] = 1.0
         """,
     )
 
@@ -246,7 +247,7 @@ def test_a_fixed_max_records_is_compiled_in_and_the_replay_takes_no_trip_argumen
                 wp.atomic_max(trips_needed, 0, range_length(start0, stop0, step0))
             for k in range(start0, stop0, step0):
                 coordinate0 = thread * 4 + k
-                out[record_returned(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)] = 1.0
+                out[record_if_room(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)] = 1.0
         """,
     )
     same_code(
@@ -288,6 +289,35 @@ def test_probe_loop_with_break_replays_recorded_trips_lowers_jumps_and_restores_
                 if iteration0_active:
                     slot = (slot + 1) % n
             slot = slot_after_loop0[thread]
+            out[slot] = 1.0
+        """,
+    )
+
+
+def test_only_stores_inside_a_loop_that_may_outgrow_its_records_check_for_room():
+    """The trip count and the slot the probe hands on are stored at the thread's own row, always in bounds."""
+    same_code(
+        generated(plan_of(PROBE), RECORD, frozenset({"table"})),
+        """
+        @wp.kernel
+        def probe_record(table: wp.array[int], key: int, n: int, out: wp.array[float],
+                         atomic_cas_records: wp.array(dtype=wp.int32), trips0_records: wp.array(dtype=wp.int32),
+                         slot_in_loop0: wp.array(dtype=wp.int32), slot_after_loop0: wp.array(dtype=wp.int32),
+                         trip_capacity0: int, trips_needed: wp.array(dtype=wp.int32)):
+            PROLOGUE
+            slot = key % n
+            trips0 = int(0)
+            while True:
+                coordinate0 = thread * trip_capacity0 + trips0
+                record_if_room(slot, slot_in_loop0, coordinate0)
+                trips0 = trips0 + 1
+                if record_if_room(wp.atomic_cas(table, slot, -1, key), atomic_cas_records, coordinate0) == -1:
+                    break
+                slot = (slot + 1) % n
+            if trips0 > trip_capacity0:
+                wp.atomic_max(trips_needed, 0, trips0)
+            record_returned(trips0, trips0_records, thread)
+            record_returned(slot, slot_after_loop0, thread)
             out[slot] = 1.0
         """,
     )
@@ -395,9 +425,22 @@ def test_int_locals_settle_on_loop_carried_updates():
 
 def test_helpers_take_the_modules_names():
     names = Names(
-        "warp", "AnyT", "rec", "rep", "exact", {}, "length", "shape", "t", "c", "cap", "need", ("a", "b", "c", "d")
+        "warp",
+        "AnyT",
+        "rec",
+        "room",
+        "rep",
+        "exact",
+        {},
+        "length",
+        "shape",
+        "t",
+        "c",
+        "cap",
+        "need",
+        ("a", "b", "c", "d"),
     )
-    record, replay = helper_functions(names, with_range_length=False)
+    record, replay = helper_functions(names, with_range_length=False, with_room_check=False)
     assert ast.unparse(record).startswith(
         "@warp.func\ndef rec(value: AnyT, records: warp.array(dtype=AnyT), index: int):"
     )
@@ -418,7 +461,7 @@ def test_replay_reads_records_of_a_concrete_dtype_through_a_helper_with_an_empty
             out[slot] = x[tid]
         """,
     )
-    *_, reader, gradient = helper_functions(names, with_range_length=False)
+    *_, reader, gradient = helper_functions(names, with_range_length=False, with_room_check=False)
     assert ast.unparse(reader).startswith(
         "@wp.func\ndef recorded_int32(records: wp.array(dtype=wp.int32), index: int) -> wp.int32:"
     )
