@@ -236,7 +236,8 @@ def generate(
         raise refusal_error(source, refusal) from None
     if not plan.sites and not plan.loops:  # a probe loop's consumed atomics may leave only a loop to record
         return None
-    if max_records is not None and any(loop.static_trips is None and not loop.opaque for loop in plan.loops):
+    may_outgrow = bool(loops_that_may_outgrow(plan.loops))  # the loops whose room max_records sets
+    if max_records is not None and may_outgrow:
         module = room_module
     else:
         max_records = None  # nothing to compile it into
@@ -281,7 +282,6 @@ def generate(
         raise refusal_error(source, refusal) from None
     record_options = {**kernel.options, "enable_backward": False}
     has_dynamic_for = any(isinstance(loop.node, ast.For) and loop.static_trips is None for loop in plan.loops)
-    may_outgrow = bool(loops_that_may_outgrow(plan.loops))
     helper_bindings = _helper_bindings(names, with_range_length=has_dynamic_for, with_room_check=may_outgrow)
     untouched = {}
     definitions = [

@@ -115,7 +115,10 @@ def phase_arguments(parameters, records, loops, args, shape, capacities, device,
             grad = requires_grad and target in exact
             extra.append(wp.empty(size, dtype=dtype, device=device, requires_grad=grad))
     counted = [trips is None and not opaque for _, trips, _, opaque, _ in loops]
-    extra += [capacities[loop[0]] for loop, count in zip(loops, counted, strict=True) if count and loop[4] is None]
+    # The capacities not compiled in, in loop order: the kernels' trip_capacity<id> parameters.
+    extra += [
+        capacities[loop_id] for (loop_id, *_, room), count in zip(loops, counted, strict=True) if count and room is None
+    ]
     trips_needed = None
     if any(counted):
         trips_needed = wp.zeros(len(loops), dtype=wp.int32, device=device)
