@@ -23,7 +23,8 @@ from __future__ import annotations
 import ast
 import copy
 import functools
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from passes import templates
@@ -467,7 +468,7 @@ def trip_capacities(loops: list[Loop], names: Names, max_records: int | None) ->
     return capacities
 
 
-def loops_that_may_outgrow(loops: list[Loop]) -> frozenset[int]:
+def loops_that_may_outgrow(loops: Sequence[Loop]) -> frozenset[int]:
     """Ids of the loops that may run more often than their records have room for: those of unknown length the
     replay runs. Records at coordinates inside them are stored with ``record_if_room``."""
     return frozenset(loop.id for loop in loops if loop.static_trips is None and not loop.opaque)
@@ -569,15 +570,27 @@ def phase_functions(
     return [*functions, rewrite(plan.root, phase, trip_args=trip_args, options=options)]
 
 
-def helper_functions(names: Names, with_range_length: bool, with_room_check: bool) -> list[ast.FunctionDef]:
-    """The small ``@wp.func`` helpers the phases call (shared between rewrites: read them, do not change them).
+def record_exact_name(op: str, indices: int) -> str:
+    """The usual name of the helper recording ``wp.atomic_<op>`` with ``indices`` indices for exact returns."""
+    return f"record_exact_{op}" + (f"_{indices}d" if indices > 1 else "")
+
+
+def reader_name(dtype: str) -> str:
+    """The usual name of the helper reading records of ``dtype`` back: ``recorded_float32`` for ``wp.float32``."""
+    return "recorded_" + re.sub(r"\W", "_", dtype.rsplit(".", 1)[-1])
+
+
+def helper_functions(names: Names, loops: Sequence[Loop] = ()) -> list[ast.FunctionDef]:
+    """The small ``@wp.func`` helpers the phases of a kernel with ``loops`` call (shared between rewrites: read
+    them, do not change them).
 
     ``range_length`` only for kernels with a ``for`` loop of unknown length, ``record_if_room`` only for kernels
     with a loop that may outgrow its records.
     """
     exact = tuple(sorted(names.record_exact.items()))
+    with_range_length = any(isinstance(loop.node, ast.For) and loop.static_trips is None for loop in loops)
     range_length = names.range_length if with_range_length else None
-    record_if_room = names.record_if_room if with_room_check else None
+    record_if_room = names.record_if_room if loops_that_may_outgrow(loops) else None
     readers = tuple(sorted(names.readers.items()))
     return list(_helpers(names.warp, names.any, names.record_helper, record_if_room, names.replay_helper,
                          names.exact_returned, exact, range_length, readers))  # fmt: skip

@@ -19,7 +19,7 @@ from passes.layout import (
     record_infos,
     site_gradient_sources,
 )
-from passes.plan import KernelPlan, Refusal, Unit
+from passes.plan import KernelPlan, Loop, Refusal, Unit
 from passes.syntax import walk
 from passes.two_phase import (
     RECORD,
@@ -30,6 +30,8 @@ from passes.two_phase import (
     launch_arity,
     loops_that_may_outgrow,
     phase_functions,
+    reader_name,
+    record_exact_name,
 )
 from rewrite.errors import RewriteError
 from rewrite.printing import unparse_keeping_text
@@ -154,11 +156,7 @@ _defined_in_module: dict[str, set[str]] = {}
 _shared_helpers: dict[str, Function] = {}  # by template name: built once per process, called by every rewrite
 
 
-def _record_exact_name(op: str, indices: int) -> str:
-    return f"record_exact_{op}" + (f"_{indices}d" if indices > 1 else "")
-
-
-def _helper_bindings(names: Names, with_range_length: bool, with_room_check: bool) -> dict[str, Function]:
+def _helper_bindings(names: Names, loops: list[Loop]) -> dict[str, Function]:
     """The ``@wp.func`` helpers the phases call, under the names the generated code calls them by.
 
     They are the same for every kernel, so each is rendered and built into a Warp function once per process, in
@@ -173,11 +171,11 @@ def _helper_bindings(names: Names, with_range_length: bool, with_room_check: boo
         record_if_room="record_if_room",
         replay_helper="replay_returned",
         exact_returned="exact_returned",
-        record_exact={key: _record_exact_name(*key) for key in names.record_exact},
+        record_exact={key: record_exact_name(*key) for key in names.record_exact},
         range_length="range_length",
-        readers={_usual_dtype(dtype): _reader_name(dtype) for dtype in names.readers},
+        readers={_usual_dtype(dtype): reader_name(dtype) for dtype in names.readers},
     )
-    definitions = helper_functions(usual, with_range_length, with_room_check)
+    definitions = helper_functions(usual, loops)
     missing = [d for d in definitions if d.name not in _shared_helpers]
     if missing:
         text = "\n\n\n".join(ast.unparse(d) for d in missing) + "\n"
@@ -185,7 +183,7 @@ def _helper_bindings(names: Names, with_range_length: bool, with_room_check: boo
         _shared_helpers.update((d.name, scope[d.name]) for d in missing)
     called = {names.record_helper, names.record_if_room, names.replay_helper, names.exact_returned, names.range_length}
     called |= {*names.record_exact.values(), *names.readers.values()}  # not the gradients registered for readers
-    chosen = helper_functions(names, with_range_length, with_room_check)  # the same helpers, in the same order
+    chosen = helper_functions(names, loops)  # the same helpers, in the same order
     return {
         mine.name: _shared_helpers[theirs.name]
         for mine, theirs in zip(chosen, definitions, strict=True)
@@ -196,10 +194,6 @@ def _helper_bindings(names: Names, with_range_length: bool, with_room_check: boo
 def _usual_dtype(dtype: str) -> str:
     """``wp.float32`` for ``warp.float32``: the shared helpers are written against ``import warp as wp``."""
     return "wp." + dtype.rsplit(".", 1)[-1]
-
-
-def _reader_name(dtype: str) -> str:
-    return "recorded_" + dtype.rsplit(".", 1)[-1]
 
 
 def generate(
@@ -236,8 +230,7 @@ def generate(
         raise refusal_error(source, refusal) from None
     if not plan.sites and not plan.loops:  # a probe loop's consumed atomics may leave only a loop to record
         return None
-    may_outgrow = bool(loops_that_may_outgrow(plan.loops))  # the loops whose room max_records sets
-    if max_records is not None and may_outgrow:
+    if max_records is not None and loops_that_may_outgrow(plan.loops):  # the loops whose room it sets
         module = room_module
     else:
         max_records = None  # nothing to compile it into
@@ -252,7 +245,7 @@ def generate(
         record_if_room=namer.fresh("record_if_room"),
         replay_helper=namer.fresh("replay_returned"),
         exact_returned=namer.fresh("exact_returned"),
-        record_exact={(op, n): namer.fresh(_record_exact_name(op, n)) for op, n in exact_kinds},
+        record_exact={(op, n): namer.fresh(record_exact_name(op, n)) for op, n in exact_kinds},
         range_length=namer.fresh("range_length"),
         launch_shape=namer.fresh("launch_shape"),
         thread=namer.fresh("thread"),
@@ -261,7 +254,7 @@ def generate(
         trips_needed=namer.fresh("trips_needed"),
         coords=tuple(namer.fresh(f"coord{i}") for i in range(launch_arity(source.tree))),
         readers={
-            dtype: namer.fresh(_reader_name(dtype))
+            dtype: namer.fresh(reader_name(dtype))
             for dtype in sorted({_dtype_text(kernel, s.target, warp_alias, "") for s in plan.sites if not s.exact})
             if dtype
         },
@@ -281,8 +274,7 @@ def generate(
     except Refusal as refusal:
         raise refusal_error(source, refusal) from None
     record_options = {**kernel.options, "enable_backward": False}
-    has_dynamic_for = any(isinstance(loop.node, ast.For) and loop.static_trips is None for loop in plan.loops)
-    helper_bindings = _helper_bindings(names, with_range_length=has_dynamic_for, with_room_check=may_outgrow)
+    helper_bindings = _helper_bindings(names, plan.loops)
     untouched = {}
     definitions = [
         *phase_functions(plan, RECORD, names, annotations, int_paths, record_options, untouched, max_records),

@@ -33,9 +33,10 @@ from passes.two_phase import (
     compiled_room,
     helper_functions,
     launch_arity,
-    loops_that_may_outgrow,
     phase_functions,
+    reader_name,
     record_dtype,
+    record_exact_name,
 )
 from rewrite import errors, exact, launch_template
 from rewrite.build import refusal_error
@@ -527,11 +528,9 @@ def _names(
     """The names ``passes.two_phase`` needs: the shared ones, and kernel-local ones fresh in ``namer``."""
     for op, indices in exact_kinds:
         if (op, indices) not in shared.record_exact:
-            base = f"record_exact_{op}" + (f"_{indices}d" if indices > 1 else "")
-            shared.record_exact[op, indices] = namer.fresh(base)
+            shared.record_exact[op, indices] = namer.fresh(record_exact_name(op, indices))
     for dtype in read_dtypes - shared.readers.keys():  # the reader and its gradient, ``<reader>_adjoint``
-        base = "recorded_" + re.sub(r"\W", "_", dtype.rsplit(".", 1)[-1])
-        shared.readers[dtype] = namer.fresh_base(base, ("", "_adjoint"))
+        shared.readers[dtype] = namer.fresh_base(reader_name(dtype), ("", "_adjoint"))
     return Names(
         warp=shared.warp,
         any=shared.any,
@@ -835,10 +834,8 @@ def kernel_code(
                    "LAUNCH_ARITY": len(names.coords)},
         docstring=_launch_docstring(kernel.name, record, replay, module.display, kernel.lineno),
     )  # fmt: skip
-    has_dynamic_for = any(isinstance(loop.node, ast.For) and loop.static_trips is None for loop in plan.loops)
     taken |= namer.taken | {launch}
-    may_outgrow = bool(loops_that_may_outgrow(plan.loops))
-    code_helpers = helper_functions(names, with_range_length=has_dynamic_for, with_room_check=may_outgrow)
+    code_helpers = helper_functions(names, plan.loops)
     phases = [*record_phase, *replay_phase]
     return KernelCode(kernel, code_helpers, phases, untouched, launcher, bool(exact_kinds))
 

@@ -440,7 +440,7 @@ def test_helpers_take_the_modules_names():
         "need",
         ("a", "b", "c", "d"),
     )
-    record, replay = helper_functions(names, with_range_length=False, with_room_check=False)
+    record, replay = helper_functions(names)
     assert ast.unparse(record).startswith(
         "@warp.func\ndef rec(value: AnyT, records: warp.array(dtype=AnyT), index: int):"
     )
@@ -461,7 +461,7 @@ def test_replay_reads_records_of_a_concrete_dtype_through_a_helper_with_an_empty
             out[slot] = x[tid]
         """,
     )
-    *_, reader, gradient = helper_functions(names, with_range_length=False, with_room_check=False)
+    *_, reader, gradient = helper_functions(names)
     assert ast.unparse(reader).startswith(
         "@wp.func\ndef recorded_int32(records: wp.array(dtype=wp.int32), index: int) -> wp.int32:"
     )
