@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import warp as wp
 
-from rewrite import RewriteError, launch, wp_rewrite
+from warp_rewrite import RewriteError, launch, wp_rewrite
 
 VARIANTS = ("original", "handwritten", "rewritten")
 CPU_SIZES = (10_000, 100_000, 1_000_000)
@@ -279,8 +279,8 @@ def _uncached_rewrite_ms(case: Any, first_ms: float) -> tuple[float, float]:
     rewrite-time target is about. The caches are private: the kernel is dropped from every weak-keyed
     dictionary of ``rewrite.api``, whatever they are called. Were there none, the first call is all there is.
     """
-    from rewrite import api as rewrite_api
-    from rewrite import build
+    from warp_rewrite import api as rewrite_api
+    from warp_rewrite import build
 
     caches = [v for v in vars(rewrite_api).values() if isinstance(v, weakref.WeakKeyDictionary)]
     if not caches:

@@ -6,7 +6,7 @@ import numpy as np
 import warp as wp
 
 from examples.kernels import compact_positive, running_sum, scale_by_previous
-from rewrite import launch, wp_rewrite
+from warp_rewrite import launch, wp_rewrite
 
 wp.config.log_level = logging.WARNING  # no init banner, no per-module load lines
 

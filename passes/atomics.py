@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from passes.syntax import walk
+from warp_rewrite.passes.syntax import walk
 
 ATOMIC_OPS = ("add", "sub", "min", "max", "cas", "exch", "and", "or", "xor")
 

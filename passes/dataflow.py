@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import ast
 
-from passes.atomics import AtomicCall, WarpNames
-from passes.syntax import walk
+from warp_rewrite.passes.atomics import AtomicCall, WarpNames
+from warp_rewrite.passes.syntax import walk
 
 # Casts and tests whose result carries no derivative, whatever their operands.
 _NON_DIFFERENTIABLE_CALLS = frozenset(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-from passes.syntax import walk
+from warp_rewrite.passes.syntax import walk
 
 INT, BOOL = "int32", "bool"
 _UNKNOWN = "?"

@@ -9,12 +9,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from passes.atomics import AtomicCall, WarpNames
-from passes.dataflow import argument_path, gradient_sources, single_assignments
-from passes.naming import Namer
-from passes.plan import HelperResolver, KernelPlan, Planner, Refusal, Unit
-from passes.syntax import walk
-from passes.two_phase import needs_forward_twin
+from warp_rewrite.passes.atomics import AtomicCall, WarpNames
+from warp_rewrite.passes.dataflow import argument_path, gradient_sources, single_assignments
+from warp_rewrite.passes.naming import Namer
+from warp_rewrite.passes.plan import HelperResolver, KernelPlan, Planner, Refusal, Unit
+from warp_rewrite.passes.syntax import walk
+from warp_rewrite.passes.two_phase import needs_forward_twin
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from passes.syntax import walk
+from warp_rewrite.passes.syntax import walk
 
 
 class Namer:

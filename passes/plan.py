@@ -18,11 +18,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from passes.atomics import AtomicCall, WarpNames, find_atomic_calls, find_augmented_writes
-from passes.dataflow import argument_path, is_view, single_assignments
-from passes.int_types import IntLocals
-from passes.naming import Namer
-from passes.syntax import parent_map, walk
+from warp_rewrite.passes.atomics import AtomicCall, WarpNames, find_atomic_calls, find_augmented_writes
+from warp_rewrite.passes.dataflow import argument_path, is_view, single_assignments
+from warp_rewrite.passes.int_types import IntLocals
+from warp_rewrite.passes.naming import Namer
+from warp_rewrite.passes.syntax import parent_map, walk
 
 
 class Unit(Protocol):

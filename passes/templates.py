@@ -14,7 +14,7 @@ import textwrap
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from passes.syntax import walk
+from warp_rewrite.passes.syntax import walk
 
 if TYPE_CHECKING:
     import warp as wp

@@ -27,9 +27,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from passes import templates
-from passes.plan import FunctionPlan, KernelPlan, Loop, Site
-from passes.syntax import walk
+from warp_rewrite.passes import templates
+from warp_rewrite.passes.plan import FunctionPlan, KernelPlan, Loop, Site
+from warp_rewrite.passes.syntax import walk
 
 RECORD, REPLAY = "record", "replay"
 # A cloned helper's replay variant with no atomic at all: what backward's forward replay runs instead of it

@@ -1,5 +1,5 @@
 import sys
 
-from rewrite.cli import main
+from warp_rewrite.cli import main
 
 sys.exit(main())

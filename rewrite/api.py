@@ -10,10 +10,10 @@ from typing import Any
 
 import warp as wp
 
-from rewrite.build import Generated, LoopInfo, RecordInfo, SiteInfo, generate
-from rewrite.errors import RewriteError
-from rewrite.exact import ExactBackward, ExactSite
-from rewrite.launching import launch_recorded
+from warp_rewrite.build import Generated, LoopInfo, RecordInfo, SiteInfo, generate
+from warp_rewrite.errors import RewriteError
+from warp_rewrite.exact import ExactBackward, ExactSite
+from warp_rewrite.launching import launch_recorded
 
 
 @dataclass

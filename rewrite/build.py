@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import warp as wp
 from warp._src.context import Function
 
-from passes.layout import (
+from warp_rewrite.errors import RewriteError
+from warp_rewrite.passes.layout import (
     RecordInfo,
     check_replay_twins,
     plan_kernel,
@@ -19,9 +20,9 @@ from passes.layout import (
     record_infos,
     site_gradient_sources,
 )
-from passes.plan import KernelPlan, Loop, Refusal, Unit
-from passes.syntax import walk
-from passes.two_phase import (
+from warp_rewrite.passes.plan import KernelPlan, Loop, Refusal, Unit
+from warp_rewrite.passes.syntax import walk
+from warp_rewrite.passes.two_phase import (
     RECORD,
     REPLAY,
     Names,
@@ -33,9 +34,8 @@ from passes.two_phase import (
     reader_name,
     record_exact_name,
 )
-from rewrite.errors import RewriteError
-from rewrite.printing import unparse_keeping_text
-from rewrite.source import FunctionSource, compile_generated
+from warp_rewrite.printing import unparse_keeping_text
+from warp_rewrite.source import FunctionSource, compile_generated
 
 
 @dataclass(frozen=True)

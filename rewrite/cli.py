@@ -1,4 +1,4 @@
-"""The ``wp-rewrite`` command line (also ``python -m rewrite``).
+"""The ``wp-rewrite`` command line (also ``python -m warp_rewrite``).
 
     wp-rewrite FILE.py [-o OUT.py | --in-place | --diff] [--max-records N] [--detach-returns]
     wp-rewrite --check PATH...
@@ -35,8 +35,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from rewrite.emit import ParseError, Project, StaticModule, check_module, emit_module
-from rewrite.errors import RewriteError
+from warp_rewrite.emit import ParseError, Project, StaticModule, check_module, emit_module
+from warp_rewrite.errors import RewriteError
 
 OK, FINDINGS, USAGE = 0, 1, 2
 

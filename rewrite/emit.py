@@ -20,13 +20,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from passes.atomics import ATOMIC_OPS, AtomicCall, WarpNames, find_atomic_calls
-from passes.layout import check_replay_twins, record_annotations, record_infos, site_gradient_sources
-from passes.layout import plan_kernel as plan_with_names
-from passes.naming import Namer
-from passes.plan import FunctionPlan, KernelPlan, Refusal
-from passes.syntax import walk
-from passes.two_phase import (
+from warp_rewrite import errors, exact, launch_template
+from warp_rewrite.build import refusal_error
+from warp_rewrite.errors import RewriteError
+from warp_rewrite.passes.atomics import ATOMIC_OPS, AtomicCall, WarpNames, find_atomic_calls
+from warp_rewrite.passes.layout import check_replay_twins, record_annotations, record_infos, site_gradient_sources
+from warp_rewrite.passes.layout import plan_kernel as plan_with_names
+from warp_rewrite.passes.naming import Namer
+from warp_rewrite.passes.plan import FunctionPlan, KernelPlan, Refusal
+from warp_rewrite.passes.syntax import walk
+from warp_rewrite.passes.two_phase import (
     RECORD,
     REPLAY,
     Names,
@@ -38,10 +41,7 @@ from passes.two_phase import (
     record_dtype,
     record_exact_name,
 )
-from rewrite import errors, exact, launch_template
-from rewrite.build import refusal_error
-from rewrite.errors import RewriteError
-from rewrite.printing import unparse_keeping_text
+from warp_rewrite.printing import unparse_keeping_text
 
 BEGIN = (
     "# ---- wp-rewrite: generated from kernel '{kernel}' above ({where}) ----\n"

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import warp as wp
 
-from rewrite.errors import RewriteError
+from warp_rewrite.errors import RewriteError
 
 ADD, EXCH, HOLD = 0, 1, 2  # how a returned value is made: running sum; the op before; the last op that stored
 _KIND = {"add": ADD, "sub": ADD, "exch": EXCH, "max": HOLD, "min": HOLD, "cas": HOLD}

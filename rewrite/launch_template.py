@@ -22,8 +22,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from rewrite import launching
-from rewrite.launching import launch_recorded
+from warp_rewrite import launching
+from warp_rewrite.launching import launch_recorded
 
 # Placeholders (see the module docstring). They exist so that the templates below are valid, lint-clean Python.
 kernel = record_kernel = replay_kernel = None

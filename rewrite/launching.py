@@ -21,7 +21,7 @@ import weakref
 
 import warp as wp
 
-from rewrite.errors import RewriteError
+from warp_rewrite.errors import RewriteError
 
 
 def argument_arrays(parameters, args):

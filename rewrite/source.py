@@ -14,7 +14,7 @@ import warp as wp
 from warp._src.codegen import get_closure_vars
 from warp._src.context import Function
 
-from passes.atomics import ATOMIC_OPS, WarpNames
+from warp_rewrite.passes.atomics import ATOMIC_OPS, WarpNames
 
 
 @dataclass

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import warp as wp
 
-from rewrite import launch, wp_rewrite
-from rewrite.launching import argument_arrays
+from warp_rewrite import launch, wp_rewrite
+from warp_rewrite.launching import argument_arrays
 
 EPSILON = 1e-6
 RTOL = 1e-5

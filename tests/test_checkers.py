@@ -148,7 +148,7 @@ def _child() -> None:
     wp.init()
     from harness import check
 
-    from rewrite import wp_rewrite
+    from warp_rewrite import wp_rewrite
 
     recorder = _Recorder()
     wp.set_logger(recorder)

@@ -20,8 +20,8 @@ import pytest
 import warp as wp
 from harness import Case, check, f64, i32, vec3d
 
-from rewrite import launch, wp_rewrite
-from rewrite.cli import main
+from warp_rewrite import launch, wp_rewrite
+from warp_rewrite.cli import main
 
 TESTS = Path(__file__).parent
 SAMPLES = TESTS / "cli_samples"

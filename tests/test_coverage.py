@@ -21,7 +21,7 @@ from patterns import (
 )
 from shared_helpers import Counter
 
-from rewrite import RewriteError, launch, wp_rewrite
+from warp_rewrite import RewriteError, launch, wp_rewrite
 
 N = 6
 X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1])

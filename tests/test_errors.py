@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 import warp as wp
 
-from rewrite import RewriteError, wp_rewrite
+from warp_rewrite import RewriteError, wp_rewrite
 
 
 def where(marker: str, token: str = "wp.atomic") -> str:
@@ -120,7 +120,7 @@ def test_generic_helper_whose_replay_keeps_a_float_atomic():
 
 
 def test_unreadable_source(monkeypatch):
-    from rewrite import build
+    from warp_rewrite import build
 
     def unreadable(_):
         raise OSError("could not get source code")

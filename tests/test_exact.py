@@ -12,7 +12,7 @@ from patterns import (
     record_high,
 )
 
-from rewrite import RewriteError, launch, wp_rewrite
+from warp_rewrite import RewriteError, launch, wp_rewrite
 
 N = 8
 X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1, 2.3, -2.1])

@@ -9,7 +9,7 @@ import pytest
 import warp as wp
 from harness import Case, check, f64, i32, vec3d
 
-from rewrite import wp_rewrite
+from warp_rewrite import wp_rewrite
 
 # --- vec3d min/max: each component has its own holder ------------------------------------------------
 

@@ -6,12 +6,12 @@ import textwrap
 
 import pytest
 
-from passes.atomics import WarpNames, find_atomic_calls
-from passes.dataflow import argument_path, gradient_sources, single_assignments
-from passes.int_types import IntLocals
-from passes.naming import Namer
-from passes.plan import KernelPlan, Planner, Refusal
-from passes.two_phase import (
+from warp_rewrite.passes.atomics import WarpNames, find_atomic_calls
+from warp_rewrite.passes.dataflow import argument_path, gradient_sources, single_assignments
+from warp_rewrite.passes.int_types import IntLocals
+from warp_rewrite.passes.naming import Namer
+from warp_rewrite.passes.plan import KernelPlan, Planner, Refusal
+from warp_rewrite.passes.two_phase import (
     RECORD,
     REPLAY,
     Names,

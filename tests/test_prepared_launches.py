@@ -11,7 +11,7 @@ import warp as wp
 from harness import Case, check, f64, i32
 from patterns import compact_positive, compact_with_capacity, emit_particles, scale_by_previous, write_pairs
 
-from rewrite import RewriteError, launch, wp_rewrite
+from warp_rewrite import RewriteError, launch, wp_rewrite
 
 N = 8
 X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1, 2.3, -2.1])

@@ -3,7 +3,7 @@
 import ast
 import textwrap
 
-from rewrite.printing import unparse_keeping_text
+from warp_rewrite.printing import unparse_keeping_text
 
 SOURCE = textwrap.dedent('''
     def kernel(a: float, b: int):

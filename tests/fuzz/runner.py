@@ -26,7 +26,7 @@ import warp as wp
 from harness import Case, assert_same_forward, finite_difference_gradients, tape_gradients
 
 from fuzz.generator import ArraySpec, KernelCase, generate_kernel, module_source
-from rewrite import RewriteError, wp_rewrite
+from warp_rewrite import RewriteError, wp_rewrite
 
 RTOL = 1e-5
 ATOL = 1e-6  # losses sum many outputs: float64 finite differences carry ~1e-8 of rounding noise
