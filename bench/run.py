@@ -238,22 +238,22 @@ def quiet_warp() -> None:
 
 def _generated_kernels(rewritten: Any) -> list[Any]:
     """One generated kernel per Warp module the rewrite created (whatever attributes hold them)."""
-    kernels = [v for v in vars(rewritten).values() if isinstance(v, wp.Kernel) and v is not rewritten.kernel]
+    kernels = [rewritten.record_kernel, rewritten.replay_kernel] if rewritten.pair else []
     return list({id(k.module): k for k in kernels}.values())
 
 
 def _detached_compile(rewritten: Any, device: str) -> dict[str, float]:
     """Rewrite and compile time of the variant that launches needing no exact gradient use, if there is one.
 
-    Kernels with float returns get it at their first such launch (``RewrittenKernel._detached``), in a Warp
+    Kernels with float returns get it at their first such launch (``RewrittenKernel.detached``), in a Warp
     module of its own: a program compiles it, the exact variant, or both, depending on what its launches need.
     """
-    if not any(site.exact_records for site in rewritten.sites):
+    if not rewritten.pair or not any(site.exact for site in rewritten.pair.spec.sites):
         return {}
     start = time.perf_counter()
-    record_kernel, *_ = rewritten._detached
+    detached = rewritten.detached()
     rewrite_ms = (time.perf_counter() - start) * 1e3
-    return {"detached_rewrite_ms": rewrite_ms, "detached_s": _load_seconds(record_kernel, device)}
+    return {"detached_rewrite_ms": rewrite_ms, "detached_s": _load_seconds(detached.record, device)}
 
 
 def _load_seconds(kernel: Any, device: str) -> float:
@@ -275,17 +275,16 @@ def _uncached_rewrite_ms(case: Any, first_ms: float) -> tuple[float, float]:
     """Median time of a rewrite that misses wp_rewrite's caches, whole and without Warp's part.
 
     Warp's part is building the generated ``wp.Kernel`` objects from the generated source (inside
-    ``rewrite.build.compile_generated``); what is left is the AST passes and their bookkeeping, which the
+    ``warp_rewrite.api.compile_generated``); what is left is the AST passes and their bookkeeping, which the
     rewrite-time target is about. The caches are private: the kernel is dropped from every weak-keyed
-    dictionary of ``rewrite.api``, whatever they are called. Were there none, the first call is all there is.
+    dictionary of ``warp_rewrite.api``, whatever they are called. Were there none, the first call is all there is.
     """
     from warp_rewrite import api as rewrite_api
-    from warp_rewrite import build
 
     caches = [v for v in vars(rewrite_api).values() if isinstance(v, weakref.WeakKeyDictionary)]
     if not caches:
         return first_ms, first_ms
-    build_kernels = build.compile_generated
+    build_kernels = rewrite_api.compile_generated
     warp_seconds = []
 
     def timed_build(*args: Any) -> Any:
@@ -300,7 +299,7 @@ def _uncached_rewrite_ms(case: Any, first_ms: float) -> tuple[float, float]:
         warp_seconds.append(0.0)
         wp_rewrite(case.original, **case.rewrite_options)
 
-    build.compile_generated = timed_build
+    rewrite_api.compile_generated = timed_build
     try:
         samples = []
         for _ in range(15):
@@ -308,7 +307,7 @@ def _uncached_rewrite_ms(case: Any, first_ms: float) -> tuple[float, float]:
             rewrite_uncached()
             samples.append((time.perf_counter() - start, warp_seconds[-1]))
     finally:
-        build.compile_generated = build_kernels
+        rewrite_api.compile_generated = build_kernels
     whole = statistics.median(total for total, _ in samples) * 1e3
     passes = statistics.median(total - warp for total, warp in samples) * 1e3
     return whole, passes

@@ -9,12 +9,13 @@ flags, probe positions) carry no gradient, so only they can be restored without 
 from __future__ import annotations
 
 import ast
+from typing import Any
 
+from warp_rewrite.passes import dtypes
+from warp_rewrite.passes.dtypes import BOOL, INT
 from warp_rewrite.passes.syntax import walk
 
-INT, BOOL = "int32", "bool"
 _UNKNOWN = "?"
-_INT_NAMES = {"int", "int32"}
 _INT_CASTS = {"int", "int32"}
 _INT_RESULTS = {"tid", "len", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_cas", "atomic_exch",
                 "atomic_and", "atomic_or", "atomic_xor", "min", "max", "abs", "select", "where"}  # fmt: skip
@@ -28,30 +29,18 @@ def _name(expr: ast.expr | None) -> str | None:
     return None
 
 
-def _array_dtype(annotation: ast.expr | None) -> str | None:
-    """``int32`` for ``wp.array[wp.int32]`` or ``wp.array(dtype=int)``, else None."""
-    if isinstance(annotation, ast.Subscript):
-        return _name(annotation.slice)
-    if isinstance(annotation, ast.Call):
-        dtype = next((k.value for k in annotation.keywords if k.arg == "dtype"), None)
-        return _name(dtype)
-    return None
-
-
 class IntLocals:
     """Fixpoint over a function: a local is int (bool) when every value assigned to it is."""
 
-    def __init__(self, func: ast.FunctionDef, nodes: list[ast.AST] | None = None):
-        """``nodes``: ``walk(func)``, if known."""
-        self.params: dict[str, str] = {}
+    def __init__(self, func: ast.FunctionDef, parameter_types: dict[str, Any], nodes: list[ast.AST] | None = None):
+        """``parameter_types``: the function's parameters' Warp types, where known; ``nodes``: ``walk(func)``."""
+        self.params: dict[str, Any] = {}
         self.int_arrays: set[str] = set()
-        for arg in func.args.args:
-            if _name(arg.annotation) in _INT_NAMES:
-                self.params[arg.arg] = INT
-            elif _name(arg.annotation) == "bool":
-                self.params[arg.arg] = BOOL
-            elif _array_dtype(arg.annotation) in _INT_NAMES:
-                self.int_arrays.add(arg.arg)
+        for name, annotation in parameter_types.items():
+            if annotation is INT or annotation is BOOL:
+                self.params[name] = annotation
+            elif dtypes.is_array(annotation) and annotation.dtype is INT:
+                self.int_arrays.add(name)
         assignments: dict[str, list[ast.expr | None]] = {}
         for node in walk(func) if nodes is None else nodes:
             if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
@@ -70,7 +59,7 @@ class IntLocals:
                 assignments.setdefault(node.target.id, []).append(ast.Constant(0))
         # Optimistic fixpoint, so that ``slot = (slot + 1) % n`` can be an int: every local starts unknown
         # ("?", compatible with anything) and settles on the one kind all its assignments agree on.
-        self.locals: dict[str, str | None] = dict.fromkeys(assignments, _UNKNOWN)
+        self.locals: dict[str, Any] = dict.fromkeys(assignments, _UNKNOWN)
         changed = True
         while changed:
             changed = False
@@ -82,7 +71,7 @@ class IntLocals:
                     changed = True
         self.locals = {name: kind for name, kind in self.locals.items() if kind not in (None, _UNKNOWN)}
 
-    def kind(self, expr: ast.expr | None) -> str | None:
+    def kind(self, expr: ast.expr | None) -> Any:
         """INT, BOOL or None (not known to be either)."""
         if expr is None:
             return None

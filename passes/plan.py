@@ -16,8 +16,9 @@ import functools
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
+from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import AtomicCall, WarpNames, find_atomic_calls, find_augmented_writes
 from warp_rewrite.passes.dataflow import argument_path, is_view, single_assignments
 from warp_rewrite.passes.int_types import IntLocals
@@ -26,7 +27,7 @@ from warp_rewrite.passes.syntax import parent_map, walk
 
 
 class Unit(Protocol):
-    """A kernel's or helper's parsed source (``rewrite.source.FunctionSource`` in practice)."""
+    """A kernel's or helper's parsed source, as a front end reads it."""
 
     name: str
     text: str  # the source ``tree`` was parsed from: its node positions refer to this text
@@ -35,14 +36,43 @@ class Unit(Protocol):
     def location(self, node: ast.AST) -> str: ...
 
 
+class Frontend(Protocol):
+    """What the passes need to know about a kernel beyond its tree, from live Warp objects (the API,
+    ``warp_rewrite.live``) or from source files (the command line, ``warp_rewrite.static_types``)."""
+
+    kernel: Unit
+
+    def warp_names(self, unit: Unit) -> WarpNames:
+        """How the function's module spells Warp and its atomics."""
+
+    def resolve_helper(self, unit: Unit, call: ast.Call) -> Unit | None:
+        """The ``@wp.func`` a call in ``unit`` refers to; None for anything else. Raises ``Refusal`` for a
+        helper whose source cannot be read."""
+
+    def parameter_types(self, unit: Unit) -> dict[str, Any]:
+        """The Warp type of each parameter of the function, where known (``passes.dtypes.normalized``)."""
+
+    def array(self, path: str) -> dtypes.ArrayInfo | None:
+        """What is known of the array argument (or struct field of one) at ``path``; None if it is no array."""
+
+
+HelperResolver = Callable[[Unit, ast.Call], "Unit | None"]
+
+
+def is_int_path(frontend: Frontend, path: str) -> bool:
+    """Is the array at argument ``path`` known, before launch, to hold integers (no adjoint)?"""
+    array = frontend.array(path)
+    return array is not None and dtypes.is_int(array.dtype)
+
+
 class _Analysis:
     """What the planner reads off one function's tree, computed once per rewrite and only when asked for.
 
     Most helpers a kernel calls are only asked whether they consume an atomic's return (``atomics``, ``calls``).
     """
 
-    def __init__(self, tree: ast.FunctionDef, names: WarpNames):
-        self.tree, self.names = tree, names
+    def __init__(self, tree: ast.FunctionDef, names: WarpNames, parameter_types: dict[str, Any]):
+        self.tree, self.names, self.parameter_types = tree, names, parameter_types
 
     @functools.cached_property
     def nodes(self) -> list[ast.AST]:
@@ -70,7 +100,7 @@ class _Analysis:
 
     @functools.cached_property
     def kinds(self) -> dict[str, str]:
-        return IntLocals(self.tree, self.nodes).locals
+        return IntLocals(self.tree, self.parameter_types, self.nodes).locals
 
 
 class Refusal(Exception):
@@ -83,6 +113,15 @@ class Refusal(Exception):
         super().__init__(problem)
         self.unit, self.node, self.problem, self.advice = unit, node, problem, advice
         self.location = location or unit.location(node)
+
+
+@dataclass(frozen=True)
+class Carried:
+    """An int a loop changes and later code reads, kept in records for the replay (``Loop.carried``)."""
+
+    local: str
+    records: str
+    dtype: Any  # passes.dtypes.INT or BOOL
 
 
 @dataclass
@@ -101,11 +140,17 @@ class Loop:
     jumps: bool = False  # the body has its own break or continue
     opaque: bool = False  # nothing differentiable inside: the replay skips it (see Planner._opaque_loops)
     active: str = ""  # replay: flag lowering break/continue, which Warp's reverse pass mishandles
-    # Ints a loop changes, as (local, records, dtype): read by later iterations (kept at each iteration's
-    # start) or after the loop (kept at its exit). Warp's backward replays loop bodies with loop-carried
-    # locals at their final values, so the replay kernel restores them from these records.
-    carried_in: list[tuple[str, str, str]] = field(default_factory=list)
-    carried: list[tuple[str, str, str]] = field(default_factory=list)
+    # Ints a loop changes: read by later iterations (kept at each iteration's start) or after the loop (kept at
+    # its exit). Warp's backward replays loop bodies with loop-carried locals at their final values, so the replay
+    # kernel restores them from these records.
+    carried_in: list[Carried] = field(default_factory=list)
+    carried: list[Carried] = field(default_factory=list)
+
+    @property
+    def needs_room(self) -> bool:
+        """Of unknown length and replayed: it may run more often than its records have room for, so its trips are
+        counted (records inside it are stored with ``record_if_room``, and each launch checks the counts)."""
+        return self.static_trips is None and not self.opaque
 
 
 @dataclass
@@ -150,6 +195,7 @@ class Clone:
 class FunctionPlan:
     unit: Unit
     name: str  # generated base name (the phase is appended)
+    parents: dict[ast.AST, ast.AST] = field(default_factory=dict, repr=False)  # of the unit's tree's nodes
     sites: list[Site] = field(default_factory=list)
     loops: dict[ast.AST, Loop] = field(default_factory=dict)
     clones: dict[ast.Call, Clone] = field(default_factory=dict)
@@ -172,7 +218,7 @@ class FunctionPlan:
                     tickets.append(site.tickets)
             for loop in plan.loops.values():
                 names += [loop.trips_records] if loop.trips_records else []
-                names += [records for _, records, _ in loop.carried_in + loop.carried]
+                names += [carried.records for carried in loop.carried_in + loop.carried]
         return names + tickets
 
 
@@ -183,7 +229,13 @@ class KernelPlan:
     sites: list[Site]
 
 
-HelperResolver = Callable[[Unit, ast.Call], "Unit | None"]
+def needs_forward_twin(plan: FunctionPlan, int_paths: frozenset[str]) -> bool:
+    """Does a cloned helper's replay variant still contain an atomic (one with an adjoint to keep)?"""
+    if any(site.target not in int_paths and not site.exact for site in plan.sites):
+        return True
+    if any(path not in int_paths for path in plan.unconsumed.values()):
+        return True
+    return any(needs_forward_twin(clone.plan, int_paths) for clone in plan.clones.values())
 
 
 def _static_trips(loop: ast.For) -> int | None:
@@ -285,33 +337,37 @@ def _check_loop(unit: Unit, loop: ast.AST, names: WarpNames) -> None:
 
 
 class Planner:
-    """Builds the plan of one kernel; ``resolve_helper`` finds the ``@wp.func`` a call refers to."""
+    """Builds the plan of one kernel, with names fresh in ``namer``.
+
+    ``exact_targets``: argument paths of the targets whose float returns get exact gradients; ``analyses``: what
+    an earlier planner of the same kernel read off its functions, to be read again rather than recomputed.
+    """
 
     def __init__(
         self,
-        kernel: Unit,
-        params: list[str],
-        resolve_helper: HelperResolver,
+        frontend: Frontend,
+        namer: Namer,
         exact_targets: frozenset[str] = frozenset(),
-        is_int_path: Callable[[str], bool] = lambda path: False,
         analyses: dict[int, _Analysis] | None = None,
     ):
-        self.kernel = kernel
-        self.params = params
+        self.frontend = frontend
+        self.kernel = frontend.kernel
+        self.params = [a.arg for a in self.kernel.tree.args.args]
+        self.namer = namer
         self.exact_targets = exact_targets
-        self.is_int_path = is_int_path
+        self.resolve_helper = frontend.resolve_helper
         self.tickets: dict[str, str] = {}
-        self._analyses = {} if analyses is None else analyses  # shareable between plannings of one kernel
+        self._analyses = {} if analyses is None else analyses
         self._consuming: dict[int, bool] = {}
-        self.resolve_helper = resolve_helper
         self.loop_ids = itertools.count()
         self.loops: list[Loop] = []
         self.sites: list[Site] = []
-        self.namer: Namer | None = None
 
-    def plan(self, namer: Namer, unit_names: Callable[[Unit], WarpNames]) -> KernelPlan:
-        self.namer = namer
-        self.unit_names = unit_names
+    def is_int_path(self, path: str) -> bool:
+        return is_int_path(self.frontend, path)
+
+    def plan(self) -> KernelPlan:
+        namer = self.namer
         identity = {p: p for p in self.params}
         root = self._plan(self.kernel, identity, (), namer.fresh_base(self.kernel.name))
         ops: dict[str, set[str]] = {}
@@ -335,7 +391,8 @@ class Planner:
 
     def analysis(self, unit: Unit) -> _Analysis:
         if id(unit.tree) not in self._analyses:
-            self._analyses[id(unit.tree)] = _Analysis(unit.tree, self.unit_names(unit))
+            names, types = self.frontend.warp_names(unit), self.frontend.parameter_types(unit)
+            self._analyses[id(unit.tree)] = _Analysis(unit.tree, names, types)
         return self._analyses[id(unit.tree)]
 
     def _plan(
@@ -348,10 +405,10 @@ class Planner:
     ) -> FunctionPlan:
         """The plan of one function; ``paths``: the kernel path each parameter names, ``views``: the parameters
         bound to a view of an array (``arr[i]``) rather than a whole one."""
-        names = self.unit_names(unit)
-        plan = FunctionPlan(unit, name)
         facts = self.analysis(unit)
+        names = facts.names
         parents, aliases = facts.parents, facts.aliases
+        plan = FunctionPlan(unit, name, parents)
         unit_params = [a.arg for a in unit.tree.args.args]
 
         def kernel_path(target: ast.expr) -> str | None:
@@ -484,7 +541,7 @@ class Planner:
         return loops
 
     def _is_opaque(self, unit: Unit, loop: ast.AST, kernel_path: Callable, kinds: dict[str, str]) -> bool:
-        names = self.unit_names(unit)
+        names = self.analysis(unit).names
         for node in walk(loop):
             if isinstance(node, ast.Return):
                 return False
@@ -510,7 +567,7 @@ class Planner:
         loop = Loop(node, loop_id, None, unit.location(node), "", opaque=True)
         fresh = self.namer.fresh
         _, carried_out = _carried(unit, node, self.analysis(unit))
-        loop.carried = [(name, fresh(f"{name}_after_loop{loop_id}"), dtype) for name, dtype in carried_out]
+        loop.carried = [Carried(name, fresh(f"{name}_after_loop{loop_id}"), dtype) for name, dtype in carried_out]
         self.loops.append(loop)
         return loop
 
@@ -533,8 +590,8 @@ class Planner:
             loop.counter = fresh(f"trips{loop_id}")
             loop.trips_records = fresh(f"trips{loop_id}_records")
         carried_in, carried_out = _carried(unit, node, self.analysis(unit))
-        loop.carried_in = [(name, fresh(f"{name}_in_loop{loop_id}"), dtype) for name, dtype in carried_in]
-        loop.carried = [(name, fresh(f"{name}_after_loop{loop_id}"), dtype) for name, dtype in carried_out]
+        loop.carried_in = [Carried(name, fresh(f"{name}_in_loop{loop_id}"), dtype) for name, dtype in carried_in]
+        loop.carried = [Carried(name, fresh(f"{name}_after_loop{loop_id}"), dtype) for name, dtype in carried_out]
         self.loops.append(loop)
         return loop
 

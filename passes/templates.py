@@ -1,8 +1,10 @@
-"""Code templates, written as real Python (Warp) functions whose names are placeholders.
+"""The helpers recording exact float atomics, written as real Python (Warp) functions whose names are
+placeholders: one is generated per atomic op and number of indices, beside the kernels that call it.
 
 ``instantiate`` parses a template's source and renames its placeholders, so generated code reads like
-code a Warp expert would write by hand. ``wp`` and ``Any`` are placeholders too: they become whatever
-names the user's module binds to ``warp`` and ``typing.Any``.
+code a Warp expert would write by hand. ``wp`` and ``Any`` are placeholders too: they become the name the
+user's module binds to ``warp`` and the runtime's ``Any``. (Every other helper the generated kernels call is a
+real ``@wp.func`` of ``warp_rewrite.runtime``.)
 """
 
 from __future__ import annotations
@@ -18,32 +20,6 @@ from warp_rewrite.passes.syntax import walk
 
 if TYPE_CHECKING:
     import warp as wp
-
-
-def record_returned(value: Any, records: wp.array(dtype=Any), index: int):
-    """Store an atomic's returned value (or another int the replay needs) for the replay kernel and pass it on."""
-    records[index] = value
-    return value
-
-
-def record_if_room(value: Any, records: wp.array(dtype=Any), index: int):
-    """``record_returned`` inside a loop of unknown length, which may run more often than its records have room for.
-
-    The launch then checks the trip counts afterwards and raises; until then the store past the end is only
-    skipped, never out of bounds. Only such loops pay for the check (a few percent of a memory-bound kernel).
-    """
-    if index < records.shape[0]:
-        records[index] = value
-    return value
-
-
-def replay_returned(value: Any, records: wp.array(dtype=Any), index: int):
-    """Stand in for an atomic's returned value: the value recorded in forward.
-
-    The atomic passed in as ``value`` keeps its own adjoint (d target / d value), but its side effect
-    never runs: the replay kernel is only launched in backward, where Warp skips every atomic.
-    """
-    return records[index]
 
 
 def record_exact(
@@ -104,40 +80,6 @@ def record_exact_cas(
     if record_index < returned.shape[0]:
         returned[record_index] = returned_value
     return returned_value
-
-
-def exact_returned(value: Any, values: wp.array(dtype=Any), returned: wp.array(dtype=Any), record_index: int):
-    """Stand in for a float atomic in the replay kernel: its recorded returned value.
-
-    Storing the operand gives it an adjoint entry point: backward seeds ``values``' adjoint with the gradient
-    that reaches this operand through later operations' returned values (see ``rewrite.exact``).
-    """
-    if record_index < values.shape[0]:
-        values[record_index] = values.dtype(value)
-    return returned[record_index]
-
-
-dtype = Any  # placeholder: a record's concrete dtype, e.g. wp.float32
-
-
-def recorded(records: wp.array(dtype=dtype), index: int) -> dtype:
-    """A value the record kernel stored, read back by the replay kernel.
-
-    Records never need a gradient, but a plain read would still cost the backward its adjoint: the gradient
-    registered below is empty. Warp allows custom gradients only for concrete types, hence one per record dtype.
-    """
-    return records[index]
-
-
-def recorded_adjoint(records: wp.array(dtype=dtype), index: int, adj_ret: dtype):
-    pass
-
-
-def range_length(start: int, stop: int, step: int):
-    """How many iterations ``range(start, stop, step)`` makes: the capacity a loop's records need."""
-    if step > 0:
-        return wp.max((stop - start + step - 1) // step, 0)
-    return wp.max((start - stop - step - 1) // (-step), 0)
 
 
 class _Rename(ast.NodeTransformer):

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import ast
 import copy
-import functools
-import re
-from collections.abc import Callable, Sequence
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from warp_rewrite.passes import templates
-from warp_rewrite.passes.plan import FunctionPlan, KernelPlan, Loop, Site
+from warp_rewrite import runtime
+from warp_rewrite.passes import dtypes, templates
+from warp_rewrite.passes.layout import RecordParam
+from warp_rewrite.passes.plan import FunctionPlan, KernelPlan, Loop, Site, needs_forward_twin
 from warp_rewrite.passes.syntax import walk
 
 RECORD, REPLAY = "record", "replay"
@@ -38,37 +39,45 @@ REPLAY_FORWARD = "replay_forward"
 
 
 @dataclass(frozen=True)
-class Names:
-    """Names chosen for the generated code (all fresh in the user's namespace)."""
+class ModuleNames:
+    """How generated code names what lives outside the kernels: Warp and warp-rewrite's runtime.
+
+    Both are names of the kernel's module (the user's alias of warp, and a name fresh there for the runtime).
+    """
 
     warp: str
-    any: str
-    record_helper: str
-    record_if_room: str  # the record helper inside loops that may outgrow their records
-    replay_helper: str
-    exact_returned: str
-    record_exact: dict[tuple[str, int], str]  # (op, number of indices) -> recording helper of exact sites
-    range_length: str
-    launch_shape: str
-    thread: str
+    runtime: str
+
+    def runtime_function(self, name: str) -> str:
+        return f"{self.runtime}.{name}"
+
+
+@dataclass(frozen=True)
+class KernelNames:
+    """Parameters and locals the generated kernels and clones add, fresh in the kernel and every helper involved."""
+
+    thread: str  # the thread's row in the record arrays
     coordinate: str  # the coordinate parameter of cloned helpers
+    launch_shape: str
+    coords: tuple[str, ...]  # one per launch dimension the kernel's own wp.tid() unpacks (1 to 4)
     trip_capacity: str  # with a loop's id appended: the parameter passing that loop's capacity, where it is one
     trips_needed: str
-    coords: tuple[str, ...]  # one per launch dimension the kernel's own wp.tid() unpacks (1 to 4)
-    # record dtype text (e.g. "wp.float32") -> helper the replay reads such records with (its empty gradient:
-    # ``<helper>_adjoint``); records of other dtypes are read plainly
-    readers: dict[str, str] = field(default_factory=dict)
+    # (op, number of indices) -> the helper recording such an exact float atomic, defined beside the kernels
+    record_exact: dict[tuple[str, int], str] = field(default_factory=dict)
 
 
-def _span(node: ast.AST) -> tuple[int, int, int, int]:
-    return (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
+@dataclass(frozen=True)
+class PhaseSettings:
+    """What every function of one phase of one kernel is written with."""
 
-
-def _holds(node: ast.AST, span: tuple[int, int, int, int]) -> bool:
-    """Does the node's source span enclose ``span``?"""
-    line, column, end_line, end_column = span
-    starts_before = (node.lineno, node.col_offset) <= (line, column)
-    return starts_before and (end_line, end_column) <= (node.end_lineno, node.end_col_offset)
+    phase: str
+    module: ModuleNames
+    names: KernelNames
+    int_paths: frozenset[str]  # atomic targets holding integers: no adjoint
+    capacities: dict[int, str]  # each replayed loop's room per execution, as code (a constant or a parameter)
+    trip_args: tuple[str, ...]  # the trip parameters every function of the phase takes and passes on
+    may_outgrow: frozenset[int]  # loops whose records are stored with record_if_room
+    readers: dict[str, str]  # record parameter -> the runtime function reading it back (replay)
 
 
 def _expr(text: str) -> ast.expr:
@@ -115,54 +124,34 @@ class PhaseWriter(ast.NodeTransformer):
     """Rewrites one function of the plan (kernel or cloned helper) for one phase.
 
     It never changes the tree it reads: a node with a changed child is copied (``generic_visit``), so the
-    planner's tree serves both phases without a new parse each, and the phases share their unchanged parts.
+    planner's tree serves both phases without a new parse each, the phases share their unchanged parts, and a
+    statement of the result that is a statement of the planner's tree is one the phase left as it was (printed
+    from the user's text: ``warp_rewrite.printing``). The plan's entries are the planner's nodes themselves, so
+    the writer finds them by identity.
     """
 
-    def __init__(
-        self,
-        plan: FunctionPlan,
-        phase: str,
-        names: Names,
-        coordinate: str,
-        capacities: dict[int, str],
-        trip_args: list[str],
-        may_outgrow: frozenset[int],
-        int_paths: frozenset[str],
-        in_helper: bool,
-        readers: dict[str, str],
-        untouched: dict[ast.stmt, str] | None = None,
-    ):
+    def __init__(self, plan: FunctionPlan, settings: PhaseSettings, coordinate: str, in_helper: bool):
         self.plan = plan
-        self.untouched = untouched
-        self.in_helper = in_helper
-        self.phase = phase
-        self.names = names
+        self.settings = settings
+        self.phase = settings.phase
         self.coordinate = coordinate
-        self.capacities = capacities
-        self.may_outgrow = may_outgrow
-        self.int_paths = int_paths
-        self.readers = readers
+        self.in_helper = in_helper
         self.kept_calls: set[int] = set()  # atomics and clone calls the phase keeps, by id
-        self.unconsumed = {_span(stmt): path for stmt, path in plan.unconsumed.items()}
-        self.sites = {_span(s.call): s for s in plan.sites}
-        self.clones = {_span(call): clone for call, clone in plan.clones.items()}
-        self.loops = {_span(node): loop for node, loop in plan.loops.items()}
-        # Every function of a phase passes the trip arguments on, so its signatures stay uniform.
-        self.trip_args = trip_args
-        self.edited = [*self.unconsumed, *self.sites, *self.clones, *self.loops]
+        self.sites = {site.statement or site.call: site for site in plan.sites}
+        edited = [*plan.unconsumed, *self.sites, *plan.clones, *plan.loops]
+        parents = plan.parents
+        self.on_path: set[int] = set()  # ids of the edited nodes and every node above them
+        for node in edited:
+            while node is not None and id(node) not in self.on_path:
+                self.on_path.add(id(node))
+                node = parents.get(node)
 
     def visit(self, node: ast.AST) -> ast.AST | list[ast.stmt]:
         """Visit only subtrees that hold something this phase changes; the rest (most math) stays as it is."""
         positioned = getattr(node, "end_col_offset", None) is not None  # nodes this pass made have no position
-        if positioned and not any(_holds(node, span) for span in self.edited):
-            return self._unchanged(node)
+        if positioned and id(node) not in self.on_path:
+            return node
         return super().visit(node)
-
-    def _unchanged(self, node: ast.AST) -> ast.AST:
-        """A node this phase keeps as it is; a statement is noted as one its source text may spell."""
-        if self.untouched is not None and isinstance(node, ast.stmt):
-            self.untouched[node] = self.plan.unit.text
-        return node
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
         """Visit the children; return the node itself if none changed, else a copy holding the new ones."""
@@ -187,21 +176,23 @@ class PhaseWriter(ast.NodeTransformer):
         return node
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
-        node = self.generic_visit(node)  # inner calls first: an index may come from another atomic
-        site = self.sites.get(_span(node))
+        site, clone = self.sites.get(node), self.plan.clones.get(node)
+        visited = self.generic_visit(node)  # inner calls first: an index may come from another atomic
         if site is not None:
-            return ast.copy_location(self._site(node, site), node)
-        clone = self.clones.get(_span(node))
+            return ast.copy_location(self._site(visited, site), node)
         if clone is not None:
-            extra = [*clone.plan.record_params(), *self.trip_args, self.coordinate]
-            node = copy.copy(node)
-            node.func = ast.copy_location(_expr(clone_name(clone.plan, self.phase, self.int_paths)), node.func)
-            node.args = [*node.args, *(_expr(name) for name in extra)]
-            self.kept_calls.add(id(node))
-        return node
+            extra = [*clone.plan.record_params(), *self.settings.trip_args, self.coordinate]
+            visited = copy.copy(visited)
+            name = clone_name(clone.plan, self.phase, self.settings.int_paths)
+            visited.func = ast.copy_location(_expr(name), node.func)
+            visited.args = [*visited.args, *(_expr(name) for name in extra)]
+            self.kept_calls.add(id(visited))
+        return visited
+
+    def _runtime(self, name: str) -> ast.expr:
+        return _expr(self.settings.module.runtime_function(name))
 
     def _site(self, call: ast.Call, site: Site) -> ast.expr:
-        records = f"{site.records}[{self.coordinate}]"
         if site.exact:
             return self._exact_site(call, site)
         if self.phase == RECORD:
@@ -213,73 +204,73 @@ class PhaseWriter(ast.NodeTransformer):
             # Just the recorded value. The atomic's own adjoint (d target / d value) is zero here: an int
             # target has none, and a float site that is not exact is replayed only in launches where neither
             # the target nor anything written into it requires grad (the launch checks that).
-            reader = self.readers.get(site.records)
+            reader = self.settings.readers.get(site.records)
             if self.phase == REPLAY and reader:
-                return ast.Call(_expr(reader), [_expr(site.records), _expr(self.coordinate)], [])
-            return _expr(records)
+                return ast.Call(self._runtime(reader), [_expr(site.records), _expr(self.coordinate)], [])
+            return _expr(f"{site.records}[{self.coordinate}]")
         # The atomic stays, as the stand-in's argument, for the calls inside it that keep adjoints: Warp skips
         # it when replaying but still generates its adjoint.
         self.kept_calls.add(id(call))
-        helper = self.names.replay_helper
-        return ast.Call(_expr(helper), [call, _expr(site.records), _expr(self.coordinate)], [])
+        stand_in = self._runtime("replay_returned")
+        return ast.Call(stand_in, [call, _expr(site.records), _expr(self.coordinate)], [])
 
     def _exact_site(self, call: ast.Call, site: Site) -> ast.expr:
-        """A float atomic whose returned values get exact gradients (see ``rewrite.exact``)."""
+        """A float atomic whose returned values get exact gradients (see the runtime's ``ExactBackward``)."""
         coordinate = _expr(self.coordinate)
         if self.phase == RECORD:
             self.kept_calls.add(id(call))
             names = [site.tickets, site.records, site.values, site.order, site.addresses]
             names += [site.compares] if site.compares else []
-            helper = self.names.record_exact[site.op, site.indices]
+            helper = self.settings.names.record_exact[site.op, site.indices]
             return ast.Call(_expr(helper), [*call.args, *(_expr(n) for n in names), coordinate], [])
         if self.phase == REPLAY_FORWARD:
             return _expr(f"{site.records}[{self.coordinate}]")
         value = call.args[-1]
-        return ast.Call(
-            _expr(self.names.exact_returned), [value, _expr(site.values), _expr(site.records), coordinate], []
-        )
+        stand_in = self._runtime("exact_returned")
+        return ast.Call(stand_in, [value, _expr(site.values), _expr(site.records), coordinate], [])
 
     def _drops(self, stmt: ast.stmt) -> bool:
         """Does this phase leave out an atomic whose value is discarded?"""
-        key = _span(stmt)
-        if key not in self.unconsumed:
+        if stmt not in self.plan.unconsumed:
             return False
         if self.phase == REPLAY_FORWARD:
             return True
         # In a helper's replay an int atomic would run again in backward and has no adjoint to keep.
-        return self.phase == REPLAY and self.in_helper and self.unconsumed[key] in self.int_paths
+        return self.phase == REPLAY and self.in_helper and self.plan.unconsumed[stmt] in self.settings.int_paths
 
     def visit_Expr(self, node: ast.Expr) -> ast.stmt:
-        site = self.sites.get(_span(node.value))
-        if self._drops(node) or (site is not None and self.phase == REPLAY_FORWARD):
+        if self._drops(node) or (node.value in self.sites and self.phase == REPLAY_FORWARD):
             return ast.Pass()
         return self.generic_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt:
-        site = self.sites.get(_span(node))  # ``arr[i] += v`` on a target with exact float returns
+        site = self.sites.get(node)  # ``arr[i] += v`` on a target with exact float returns
         if site is not None:
             if self.phase == REPLAY_FORWARD:
                 return ast.Pass()
-            index = node.target.slice
+            visited = self.generic_visit(node)
+            index = visited.target.slice
             indices = index.elts if isinstance(index, ast.Tuple) else [index]
-            call = ast.Call(_expr(f"{self.names.warp}.atomic_{site.op}"), [node.target.value, *indices, node.value], [])
-            return ast.copy_location(ast.Expr(self.visit(ast.copy_location(call, node))), node)
+            atomic = _expr(f"{self.settings.module.warp}.atomic_{site.op}")
+            call = ast.copy_location(ast.Call(atomic, [visited.target.value, *indices, visited.value], []), node)
+            return ast.copy_location(ast.Expr(self._site(call, site)), node)
         return ast.Pass() if self._drops(node) else self.generic_visit(node)
 
     def _recorder(self, loops: tuple[int, ...]) -> str:
         """The record helper for a coordinate inside ``loops``: one checking for room if a loop may outgrow it."""
-        return self.names.record_if_room if self.may_outgrow.intersection(loops) else self.names.record_helper
+        name = "record_if_room" if self.settings.may_outgrow.intersection(loops) else "record_returned"
+        return self.settings.module.runtime_function(name)
 
     def _iteration_start(self, loop: Loop, iteration: str) -> list[ast.stmt]:
         """The iteration's coordinate, then its loop-carried ints recorded (or, replaying, restored)."""
-        coordinate = f"{self.coordinate} * {self.capacities[loop.id]} + {iteration}"
+        coordinate = f"{self.coordinate} * {self.settings.capacities[loop.id]} + {iteration}"
         statements = [_stmt(f"{loop.coordinate} = {coordinate}")]
-        for name, records, _ in loop.carried_in:
+        for carried in loop.carried_in:
             if self.phase == RECORD:
                 recorder = self._recorder((*loop.outer_loops, loop.id))
-                statements.append(_stmt(f"{recorder}({name}, {records}, {loop.coordinate})"))
+                statements.append(_stmt(f"{recorder}({carried.local}, {carried.records}, {loop.coordinate})"))
             else:
-                statements.append(_stmt(f"{name} = {records}[{loop.coordinate}]"))
+                statements.append(_stmt(f"{carried.local} = {carried.records}[{loop.coordinate}]"))
         return statements
 
     def _visit_body(self, loop: Loop, body: list[ast.stmt]) -> list[ast.stmt]:
@@ -295,10 +286,10 @@ class PhaseWriter(ast.NodeTransformer):
         """Record (or, replaying, restore) the trip count and the locals the loop hands on."""
         if self.phase == RECORD:
             kept = [(loop.counter, loop.trips_records)] if loop.trips_records else []
-            kept += [(name, records) for name, records, _ in loop.carried]
+            kept += [(carried.local, carried.records) for carried in loop.carried]
             recorder = self._recorder(loop.outer_loops)
             return [_stmt(f"{recorder}({name}, {records}, {self.coordinate})") for name, records in kept]
-        return [_stmt(f"{name} = {records}[{self.coordinate}]") for name, records, _ in loop.carried]
+        return [_stmt(f"{carried.local} = {carried.records}[{self.coordinate}]") for carried in loop.carried]
 
     def _report_trips(self, loop: Loop, trips: str) -> ast.stmt:
         """Tell the launch about an execution with more trips than the records have room for.
@@ -306,15 +297,14 @@ class PhaseWriter(ast.NodeTransformer):
         Only then: an atomic on one address from every thread would serialize them on a GPU. The dry run
         that counts trips passes a capacity of 0, so there every execution reports.
         """
-        capacity = self.capacities[loop.id]
-        return _stmt(
-            f"if {trips} > {capacity}:\n    {self.names.warp}.atomic_max({self.names.trips_needed}, {loop.id}, {trips})"
-        )
+        capacity = self.settings.capacities[loop.id]
+        report = f"{self.settings.module.warp}.atomic_max({self.settings.names.trips_needed}, {loop.id}, {trips})"
+        return _stmt(f"if {trips} > {capacity}:\n    {report}")
 
     def _opaque(self, node: ast.For | ast.While, loop: Loop) -> list[ast.stmt]:
         """Record: the loop as it is, then the ints it hands on. Replay: just those ints, restored."""
         if self.phase == RECORD:
-            return [self._unchanged(node), *self._after(loop)]
+            return [node, *self._after(loop)]
         return self._after(loop) or [ast.Pass()]
 
     def visit_For(self, node: ast.For) -> ast.AST | list[ast.stmt]:
@@ -325,7 +315,7 @@ class PhaseWriter(ast.NodeTransformer):
 
     def _visit_loop(self, node: ast.For | ast.While, rewrite: Callable) -> ast.AST | list[ast.stmt]:
         """A loop around a consumed atomic is rewritten, into a copy; any other loop is visited like any node."""
-        loop = self.loops.get(_span(node))
+        loop = self.plan.loops.get(node)
         if loop is None:
             return self.generic_visit(node)
         if loop.opaque:
@@ -346,7 +336,7 @@ class PhaseWriter(ast.NodeTransformer):
             ]
             node.iter = _expr(f"range({start}, {stop}, {step})")
             if self.phase == RECORD:
-                length = f"{self.names.range_length}({start}, {stop}, {step})"
+                length = f"{self.settings.module.runtime_function('range_length')}({start}, {stop}, {step})"
                 before.append(self._report_trips(loop, length))
         else:
             constants = [a.value for a in args]
@@ -405,14 +395,14 @@ def _called(call: ast.Call) -> str | None:
     return call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
 
 
-def thread_index_prologue(names: Names) -> list[ast.stmt]:
+def thread_index_prologue(names: KernelNames, warp: str) -> list[ast.stmt]:
     """This thread's row in the record arrays: ``wp.tid()`` itself on 1-D launches (no divisions)."""
     if len(names.coords) == 1:
-        return [_stmt(f"{names.thread} = {names.warp}.tid()")]
+        return [_stmt(f"{names.thread} = {warp}.tid()")]
     linear = names.coords[0]
     for axis, coord in enumerate(names.coords[1:], start=1):
         linear = f"({linear}) * {names.launch_shape}[{axis}] + {coord}"
-    return [_stmt(f"{', '.join(names.coords)} = {names.warp}.tid()"), _stmt(f"{names.thread} = {linear}")]
+    return [_stmt(f"{', '.join(names.coords)} = {warp}.tid()"), _stmt(f"{names.thread} = {linear}")]
 
 
 def _decorator(warp: str, kind: str, options: dict) -> ast.expr:
@@ -420,24 +410,18 @@ def _decorator(warp: str, kind: str, options: dict) -> ast.expr:
     return _expr(f"{warp}.{kind}({keywords})" if keywords else f"{warp}.{kind}")
 
 
-def record_dtype(annotation: str, warp: str) -> str:
-    """``wp.float32`` for a record annotated ``wp.array(dtype=wp.float32)``; "" for others (tickets' carry ndim)."""
-    prefix = f"{warp}.array(dtype="
-    return annotation[len(prefix) : -1] if annotation.startswith(prefix) else ""
+def record_annotation(record: RecordParam, module: ModuleNames) -> str:
+    """``wp.array(dtype=wp.float32)``; the runtime's ``Any`` where the dtype is only known at launch."""
+    generic = module.runtime_function("Any")
+    if record.kind == "tickets":
+        return f"{module.warp}.array(dtype={module.warp}.int32, ndim={record.ndim})" if record.ndim else generic
+    dtype = dtypes.source(record.dtype, module.warp) if record.dtype is not None else None
+    return f"{module.warp}.array(dtype={dtype or generic})"
 
 
 def _add_params(function: ast.FunctionDef, params: list[tuple[str, str]]) -> None:
     function.args = copy.copy(function.args)
     function.args.args = [*function.args.args, *(ast.arg(name, _expr(annotation)) for name, annotation in params)]
-
-
-def needs_forward_twin(plan: FunctionPlan, int_paths: frozenset[str]) -> bool:
-    """Does a cloned helper's replay variant still contain an atomic (one with an adjoint to keep)?"""
-    if any(site.target not in int_paths and not site.exact for site in plan.sites):
-        return True
-    if any(path not in int_paths for path in plan.unconsumed.values()):
-        return True
-    return any(needs_forward_twin(clone.plan, int_paths) for clone in plan.clones.values())
 
 
 def clone_name(plan: FunctionPlan, phase: str, int_paths: frozenset[str]) -> str:
@@ -455,7 +439,7 @@ def compiled_room(loop: Loop, max_records: int | None) -> int | None:
     return loop.static_trips if loop.static_trips is not None else max_records
 
 
-def trip_capacities(loops: list[Loop], names: Names, max_records: int | None) -> dict[int, str]:
+def trip_capacities(loops: list[Loop], names: KernelNames, max_records: int | None) -> dict[int, str]:
     """Each loop's room per execution as code (the row stride of its coordinates): a constant, else a parameter.
 
     A constant costs nothing per iteration and keeps an argument out of every launch (Warp packs each
@@ -468,61 +452,44 @@ def trip_capacities(loops: list[Loop], names: Names, max_records: int | None) ->
     return capacities
 
 
-def loops_that_may_outgrow(loops: Sequence[Loop]) -> frozenset[int]:
-    """Ids of the loops that may run more often than their records have room for: those of unknown length the
-    replay runs. Records at coordinates inside them are stored with ``record_if_room``."""
-    return frozenset(loop.id for loop in loops if loop.static_trips is None and not loop.opaque)
-
-
-def trip_parameters(loops: list[Loop], phase: str, names: Names, max_records: int | None) -> list[str]:
+def trip_parameters(loops: list[Loop], phase: str, names: KernelNames, max_records: int | None) -> tuple[str, ...]:
     """The trip parameters of the phase's functions: the capacities a launch passes, then (record phase, loops
     of unknown length) the array where executions report trips beyond their capacity. The replay needs no
     counts: a launch whose loops outgrew their records is refused before its backward can run."""
     rewritten = [loop for loop in loops if not loop.opaque]
     parameters = [f"{names.trip_capacity}{loop.id}" for loop in rewritten if compiled_room(loop, max_records) is None]
-    counted = bool(loops_that_may_outgrow(loops))
-    return [*parameters, names.trips_needed] if phase == RECORD and counted else parameters
+    counted = any(loop.needs_room for loop in loops)
+    return (*parameters, names.trips_needed) if phase == RECORD and counted else tuple(parameters)
 
 
 def phase_function(
     plan: FunctionPlan,
-    phase: str,
-    names: Names,
-    annotations: dict[str, str],
-    int_paths: frozenset[str],
-    *,
-    capacities: dict[int, str],
-    trip_args: list[str],
-    may_outgrow: frozenset[int],
+    settings: PhaseSettings,
+    records: dict[str, RecordParam],
     options: dict | None = None,
-    untouched: dict[ast.stmt, str] | None = None,
 ) -> ast.FunctionDef:
-    """One function of the plan rewritten for ``phase``: the kernel when ``options`` is given, else a helper.
-
-    ``untouched``, if given, collects the statements left as they were, with the source text their positions
-    refer to (see ``rewrite.printing``).
-    """
+    """One function of the plan rewritten for ``settings.phase``: the kernel when ``options`` is given, else a
+    cloned helper."""
     is_kernel = options is not None
+    names, module = settings.names, settings.module
     coordinate = names.thread if is_kernel else names.coordinate
-    dtypes = {record: record_dtype(annotation, names.warp) for record, annotation in annotations.items()}
-    readers = {record: names.readers[dtype] for record, dtype in dtypes.items() if dtype in names.readers}
-    writer = PhaseWriter(plan, phase, names, coordinate, capacities, trip_args, may_outgrow, int_paths, not is_kernel,
-                         readers, untouched)  # fmt: skip
-    function = copy.copy(writer.visit(plan.unit.tree))
-    function.name = f"{plan.name}_{phase}"
-    w = names.warp
-    records = [(name, annotations[name]) for name in plan.record_params()]
-    trips = [(name, f"{w}.array(dtype={w}.int32)" if name == names.trips_needed else "int") for name in trip_args]
+    function = copy.copy(PhaseWriter(plan, settings, coordinate, in_helper=not is_kernel).visit(plan.unit.tree))
+    function.name = f"{plan.name}_{settings.phase}"
+    w = module.warp
+    params = [(name, record_annotation(records[name], module)) for name in plan.record_params()]
+    for name in settings.trip_args:
+        params.append((name, f"{w}.array(dtype={w}.int32)" if name == names.trips_needed else "int"))
     if is_kernel:
         function.decorator_list = [_decorator(w, "kernel", options)]
-        shape = [(names.launch_shape, f"{w}.vec4i")] if len(names.coords) > 1 else []  # see thread_index_prologue
-        _add_params(function, [*records, *trips, *shape])
-        prologue = thread_index_prologue(names)
+        if len(names.coords) > 1:  # see thread_index_prologue
+            params.append((names.launch_shape, f"{w}.vec4i"))
+        _add_params(function, params)
+        prologue = thread_index_prologue(names, w)
         at = 0 if ast.get_docstring(function) is None else 1
         function.body = [*function.body[:at], *prologue, *function.body[at:]]
     else:
         function.decorator_list = [_decorator(w, "func", {})]
-        _add_params(function, [*records, *trips, (names.coordinate, "int")])
+        _add_params(function, [*params, (names.coordinate, "int")])
     return function
 
 
@@ -544,30 +511,41 @@ def _replay_registration(twin: ast.FunctionDef, replay_name: str, warp: str) -> 
 def phase_functions(
     plan: KernelPlan,
     phase: str,
-    names: Names,
-    annotations: dict[str, str],
+    module: ModuleNames,
+    names: KernelNames,
+    records: dict[str, RecordParam],
     int_paths: frozenset[str],
     options: dict,
-    untouched: dict[ast.stmt, str] | None = None,
     max_records: int | None = None,
 ) -> list[ast.FunctionDef]:
     """The kernel for ``phase`` preceded by its cloned helpers, callees first.
 
-    ``untouched``: see phase_function. ``max_records``: the room per execution of loops of unknown length, when
-    it is fixed for every launch of the kernels; None leaves it to each launch (see ``trip_capacities``).
+    ``max_records``: the room per execution of loops of unknown length, when it is fixed for every launch of the
+    kernels; None leaves it to each launch (see ``trip_capacities``).
     """
-    capacities = trip_capacities(plan.loops, names, max_records)
-    rewrite = functools.partial(phase_function, names=names, annotations=annotations, int_paths=int_paths,
-                                capacities=capacities, may_outgrow=loops_that_may_outgrow(plan.loops),
-                                untouched=untouched)  # fmt: skip
+    readers = {}
+    for site in plan.sites:
+        dtype = records[site.records].dtype
+        reader = runtime.reader_name(dtype) if dtype is not None else None
+        if reader and not site.exact:  # exact returns are read by exact_returned
+            readers[site.records] = reader
+    settings = PhaseSettings(
+        phase,
+        module,
+        names,
+        int_paths,
+        capacities=trip_capacities(plan.loops, names, max_records),
+        trip_args=trip_parameters(plan.loops, phase, names, max_records),  # a forward twin's are its replay's
+        may_outgrow=frozenset(loop.id for loop in plan.loops if loop.needs_room),
+        readers=readers,
+    )
     functions = []
-    trip_args = trip_parameters(plan.loops, phase, names, max_records)  # a forward twin's are its replay's
     for clone in reversed([p for p in plan.root.walk() if p is not plan.root]):
-        functions.append(rewrite(clone, phase, trip_args=trip_args))
+        functions.append(phase_function(clone, settings, records))
         if phase == REPLAY and needs_forward_twin(clone, int_paths):
-            twin = rewrite(clone, REPLAY_FORWARD, trip_args=trip_args)
-            functions += [twin, _replay_registration(twin, functions[-1].name, names.warp)]
-    return [*functions, rewrite(plan.root, phase, trip_args=trip_args, options=options)]
+            twin = phase_function(clone, dataclasses.replace(settings, phase=REPLAY_FORWARD), records)
+            functions += [twin, _replay_registration(twin, functions[-1].name, module.warp)]
+    return [*functions, phase_function(plan.root, settings, records, options)]
 
 
 def record_exact_name(op: str, indices: int) -> str:
@@ -575,62 +553,11 @@ def record_exact_name(op: str, indices: int) -> str:
     return f"record_exact_{op}" + (f"_{indices}d" if indices > 1 else "")
 
 
-def reader_name(dtype: str) -> str:
-    """The usual name of the helper reading records of ``dtype`` back: ``recorded_float32`` for ``wp.float32``."""
-    return "recorded_" + re.sub(r"\W", "_", dtype.rsplit(".", 1)[-1])
-
-
-def helper_functions(names: Names, loops: Sequence[Loop] = ()) -> list[ast.FunctionDef]:
-    """The small ``@wp.func`` helpers the phases of a kernel with ``loops`` call (shared between rewrites: read
-    them, do not change them).
-
-    ``range_length`` only for kernels with a ``for`` loop of unknown length, ``record_if_room`` only for kernels
-    with a loop that may outgrow its records.
-    """
-    exact = tuple(sorted(names.record_exact.items()))
-    with_range_length = any(isinstance(loop.node, ast.For) and loop.static_trips is None for loop in loops)
-    range_length = names.range_length if with_range_length else None
-    record_if_room = names.record_if_room if loops_that_may_outgrow(loops) else None
-    readers = tuple(sorted(names.readers.items()))
-    return list(_helpers(names.warp, names.any, names.record_helper, record_if_room, names.replay_helper,
-                         names.exact_returned, exact, range_length, readers))  # fmt: skip
-
-
-@functools.lru_cache(maxsize=64)
-def _helpers(
-    w: str,
-    any_name: str,
-    record: str,
-    record_if_room: str | None,
-    replay: str,
-    exact_returned: str,
-    exact: tuple,
-    range_length: str | None,
-    readers: tuple,
-) -> tuple[ast.FunctionDef, ...]:
-    """Rendered once per choice of names: most rewrites in a program choose the same ones."""
-    helpers = [
-        templates.instantiate(templates.record_returned, wp=w, Any=any_name, record_returned=record),
-        templates.instantiate(templates.replay_returned, wp=w, Any=any_name, replay_returned=replay),
-    ]
-    if record_if_room is not None:
-        template = templates.record_if_room
-        helpers.append(templates.instantiate(template, wp=w, Any=any_name, record_if_room=record_if_room))
-    if exact:
-        template = templates.exact_returned
-        helpers.append(templates.instantiate(template, wp=w, Any=any_name, exact_returned=exact_returned))
-    for (op, indices), name in exact:
-        helpers.append(templates.instantiate_record_exact(op, indices, name, w, any_name))
-    if range_length is not None:
-        helpers.append(templates.instantiate(templates.range_length, wp=w, range_length=range_length))
-    for helper in helpers:
-        helper.decorator_list = [_expr(f"{w}.func")]
-    for dtype, name in readers:
-        reader = templates.instantiate(templates.recorded, wp=w, dtype=dtype, recorded=name)
-        reader.decorator_list = [_expr(f"{w}.func")]
-        gradient = templates.instantiate(
-            templates.recorded_adjoint, wp=w, dtype=dtype, recorded_adjoint=f"{name}_adjoint"
-        )
-        gradient.decorator_list = [_expr(f"{w}.func_grad({name})")]
-        helpers += [reader, gradient]
-    return tuple(helpers)
+def exact_recorders(names: KernelNames, module: ModuleNames) -> list[ast.FunctionDef]:
+    """The helpers recording the kernel's exact float atomics, defined beside its phases."""
+    recorders = []
+    for (op, indices), name in sorted(names.record_exact.items()):
+        recorder = templates.instantiate_record_exact(op, indices, name, module.warp, module.runtime_function("Any"))
+        recorder.decorator_list = [_expr(f"{module.warp}.func")]
+        recorders.append(recorder)
+    return recorders

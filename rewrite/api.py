@@ -2,108 +2,20 @@
 
 from __future__ import annotations
 
-import functools
 import weakref
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 import warp as wp
 
-from warp_rewrite.build import Generated, LoopInfo, RecordInfo, SiteInfo, generate
-from warp_rewrite.errors import RewriteError
-from warp_rewrite.exact import ExactBackward, ExactSite
-from warp_rewrite.launching import launch_recorded
+from warp_rewrite.live import LiveFrontend, compile_generated
+from warp_rewrite.pipeline import RewriteOptions, rewrite_kernel
+from warp_rewrite.runtime import KernelPair, RewrittenKernel
 
-
-@dataclass
-class RewrittenKernel:
-    """A kernel rewritten into a record kernel (forward) and a replay kernel (backward).
-
-    Launch it with ``launch(...)`` or ``.launch(...)``, exactly as you would launch ``kernel`` with
-    ``wp.launch``. A kernel that consumes no atomic return has no phases and launches unchanged.
-    """
-
-    kernel: wp.Kernel
-    record_kernel: wp.Kernel | None = None
-    replay_kernel: wp.Kernel | None = None
-    source: str = ""
-    sites: list[SiteInfo] = field(default_factory=list)
-    records: list[RecordInfo] = field(default_factory=list)
-    loops: list[LoopInfo] = field(default_factory=list)
-    max_records: int | None = None
-    launch_arity: int = 4
-    _launches: dict = field(default_factory=dict, repr=False, compare=False)  # see rewrite.launching.PreparedLaunch
-
-    @property
-    def key(self) -> str:
-        return self.kernel.key
-
-    def launch(
-        self,
-        dim: int | Sequence[int],
-        inputs: Sequence[Any] = (),
-        outputs: Sequence[Any] = (),
-        device: wp.context.Devicelike = None,
-        stream: wp.Stream | None = None,
-        record_tape: bool = True,
-        block_dim: int | None = None,
-        max_blocks: int = 0,
-    ) -> None:
-        if self.record_kernel is None:
-            wp.launch(self.kernel, dim, inputs, outputs, device=device, stream=stream, record_tape=record_tape,
-                      block_dim=block_dim, max_blocks=max_blocks)  # fmt: skip
-            return
-        parameters, sites, records, loops = self._launch_tables
-        launch_recorded(
-            self.kernel, self.record_kernel, self.replay_kernel,
-            dim, inputs, outputs, device, stream, record_tape, block_dim, max_blocks, self.max_records,
-            parameters=parameters, sites=sites, records=records, loops=loops,
-            exact_runtime=(ExactSite, ExactBackward), launch_arity=self.launch_arity,
-            detached=self._detached_factory, launches=self._launches,
-        )  # fmt: skip
-
-    @functools.cached_property
-    def _detached_factory(self) -> Callable[[], tuple | None] | None:
-        """How a launch gets the detached variant: only kernels with exact float returns have one."""
-        return (lambda: self._detached) if any(site.exact_records for site in self.sites) else None
-
-    @functools.cached_property
-    def _detached(self) -> tuple | None:
-        """The variant recording float returns as constants, for launches where no exact gradient can flow.
-
-        Generated at the first such launch, into a Warp module of its own: kernels added to a module that has
-        been loaded make Warp compile it all again, and a program that never needs the variant never compiles it.
-        """
-        try:
-            generated = generate(self.kernel, True, ".detached", self.max_records)
-        except RewriteError:
-            return None  # refused without exact returns (not expected): the exact variant is right for every launch
-        tables = _as_launch_tables(generated.sites, generated.records, generated.loops)
-        return generated.record_kernel, generated.replay_kernel, *tables
-
-    @functools.cached_property
-    def _launch_tables(self) -> tuple[tuple, tuple, tuple, tuple]:
-        """This kernel's parameters, sites, records and loops as the plain tuples ``rewrite.launching`` reads."""
-        parameters = tuple(arg.label for arg in self.kernel.adj.args)
-        return parameters, *_as_launch_tables(self.sites, self.records, self.loops)
-
-
-def _as_launch_tables(
-    sites: list[SiteInfo], records: list[RecordInfo], loops: list[LoopInfo]
-) -> tuple[tuple, tuple, tuple]:
-    """Sites, records and loops as the plain tuples ``rewrite.launching`` reads."""
-    site_table = tuple(
-        (s.target, s.op, s.location, None if s.gradient_sources is None else tuple(sorted(s.gradient_sources)),
-         s.exact_records)
-        for s in sites
-    )  # fmt: skip
-    record_table = tuple((r.name, r.kind, r.target, r.dtype, r.loops, r.requires_grad) for r in records)
-    loop_table = tuple((loop.id, loop.static_trips, loop.location, loop.opaque, loop.room) for loop in loops)
-    return site_table, record_table, loop_table
-
-
-_generated: weakref.WeakKeyDictionary[wp.Kernel, dict[tuple, Generated | None]] = weakref.WeakKeyDictionary()
+_defined_in_module: dict[str, set[str]] = {}  # Warp module -> names the generated code defined there
+_generated: weakref.WeakKeyDictionary[wp.Kernel, dict[tuple, tuple[KernelPair, str] | None]] = (
+    weakref.WeakKeyDictionary()
+)
 _rewritten: weakref.WeakKeyDictionary[wp.Kernel, dict[tuple, RewrittenKernel]] = weakref.WeakKeyDictionary()
 
 
@@ -132,31 +44,68 @@ def wp_rewrite(kernel: wp.Kernel, *, max_records: int | None = None, detach_retu
         generated = _generated_for(kernel, bool(detach_returns), max_records)
         if generated is None:
             source = f"# kernel '{kernel.key}' uses no atomic's return: launched unchanged\n"
-            by_option[key] = RewrittenKernel(kernel, source=source, max_records=max_records)
+            by_option[key] = RewrittenKernel(kernel, None, max_records=max_records, source=source)
         else:
-            by_option[key] = RewrittenKernel(
-                kernel,
-                generated.record_kernel,
-                generated.replay_kernel,
-                generated.source,
-                generated.sites,
-                generated.records,
-                generated.loops,
-                max_records,
-                generated.launch_arity,
-            )
+            pair, source = generated
+            exact = any(site.exact for site in pair.spec.sites)
+            detached = (lambda: _detached(kernel, max_records)) if exact else None
+            by_option[key] = RewrittenKernel(kernel, pair, detached=detached, max_records=max_records, source=source)
     return by_option[key]
 
 
-def _generated_for(kernel: wp.Kernel, detach_returns: bool, max_records: int | None) -> Generated | None:
+def _generated_for(kernel: wp.Kernel, detach_returns: bool, max_records: int | None) -> tuple[KernelPair, str] | None:
     """The generated kernels for these options: one with no loop of unknown length serves every max_records."""
     by_options = _generated.setdefault(kernel, {})
     for (detached, _), generated in by_options.items():
-        if detached == detach_returns and not any(loop.needs_capacity for loop in getattr(generated, "loops", ())):
+        if detached == detach_returns and (generated is None or not _takes_room(generated[0])):
             return generated
     if (detach_returns, max_records) not in by_options:
-        by_options[detach_returns, max_records] = generate(kernel, detach_returns, max_records=max_records)
+        by_options[detach_returns, max_records] = generate(kernel, detach_returns, max_records)
     return by_options[detach_returns, max_records]
+
+
+def _takes_room(pair: KernelPair) -> bool:
+    return any(loop.counted for loop in pair.spec.loops)
+
+
+def _detached(kernel: wp.Kernel, max_records: int | None) -> KernelPair | None:
+    """The variant recording float returns as constants, for launches where no exact gradient can flow.
+
+    Generated at the first such launch, into a Warp module of its own: kernels added to a module that has been
+    loaded make Warp compile it all again, and a program that never needs the variant never compiles it.
+    """
+    generated = generate(kernel, True, max_records, ".detached")
+    return generated[0] if generated else None
+
+
+def generate(
+    kernel: wp.Kernel, detach_returns: bool = False, max_records: int | None = None, module_suffix: str = ""
+) -> tuple[KernelPair, str] | None:
+    """The compiled record/replay kernels of ``kernel`` and their source, or None when it consumes no atomic's
+    return.
+
+    The kernels join the Warp module ``wp_rewrite.<kernel's module><module_suffix>``; those of a kernel with loops
+    of unknown length and a ``max_records``, which they have compiled in, a module of their own per
+    ``max_records`` (beside the others, they would make Warp compile those again).
+    """
+    module = f"wp_rewrite.{kernel.module.name}{module_suffix}"
+    room_module = f"{module}.max_records{max_records}"
+    # Fresh names avoid those of both modules the kernels may join (which one, the plan tells).
+    taken = set(_defined_in_module.get(module, ()))
+    taken |= _defined_in_module.get(room_module, set()) if max_records is not None else set()
+    frontend = LiveFrontend(kernel, taken)
+    generated = rewrite_kernel(frontend, RewriteOptions(max_records, detach_returns))
+    if generated is None:
+        return None
+    if generated.max_records is not None:
+        module = room_module
+    _defined_in_module.setdefault(module, set()).update(generated.definitions)
+    source = frontend.kernel
+    header = f"# Generated by warp-rewrite from kernel '{kernel.key}' ({source.filename}:{source.first_line})\n\n\n"
+    text = header + generated.source
+    scope = compile_generated(text, frontend.namespace(generated.plan), kernel.key, module)
+    wp.get_module(module).options.update(kernel.module.options)
+    return KernelPair(scope[generated.record_kernel], scope[generated.replay_kernel], generated.spec), text
 
 
 def launch(
@@ -164,7 +113,7 @@ def launch(
     dim: int | Sequence[int],
     inputs: Sequence[Any] = (),
     outputs: Sequence[Any] = (),
-    device: wp.context.Devicelike = None,
+    device: Any = None,
     stream: wp.Stream | None = None,
     record_tape: bool = True,
     block_dim: int | None = None,

@@ -3,16 +3,15 @@
     wp-rewrite FILE.py [-o OUT.py | --in-place | --diff] [--max-records N] [--detach-returns]
     wp-rewrite --check PATH...
 
-Rewrite mode writes a standalone module: FILE.py unchanged, plus, right after each kernel ``k`` that uses a
-value an atomic returns, the kernels ``k_record`` and ``k_replay`` (and clones of the helpers they call) and
-``launch_k(dim, inputs=(), outputs=(), device=None, stream=None, record_tape=True, block_dim=None,
-max_blocks=0, max_records=None)``, which launches them with ``wp.launch``'s meaning and the API's tape
-behaviour. The first block also holds what every ``launch_k`` shares: the launch glue, a copy of
-``RewriteError`` (raised as the API raises it) and, when some float return gets exact gradients, a copy of
-``rewrite/exact.py``. The output never imports this project: only what FILE.py imports, warp, numpy and the
-standard library's ``typing.Any`` and ``dataclasses.dataclass`` when FILE.py lacks them. Without ``-o`` it goes
-to stdout; ``--diff`` prints a unified diff instead. Running it on its own output changes nothing: generated
-blocks are fenced by marker comments and kernels that have one are skipped.
+Rewrite mode writes FILE.py unchanged, plus, right after each kernel ``k`` that uses a value an atomic returns,
+a block with the kernels ``k_record`` and ``k_replay`` (and clones of the helpers they call), ``k_rewritten``
+(the ``RewrittenKernel`` of the API) and ``launch_k = k_rewritten.launch``, which takes ``wp.launch``'s
+arguments (and ``max_records=``) and behaves on a tape as the API does. The blocks call warp-rewrite's runtime,
+which the output imports from ``wp_rewrite_runtime.py`` beside it: ``-o`` and ``--in-place`` write that file (a
+copy of ``warp_rewrite/runtime.py``, warp, numpy and the standard library its only imports), so the output runs
+without this project installed. Without ``-o`` the module goes to stdout; ``--diff`` prints a unified diff
+instead. Running it on its own output changes nothing: generated blocks are fenced by marker comments and
+kernels that have one are skipped.
 
 Check mode reports, without importing or running anything, every use of an atomic's returned value:
 
@@ -35,8 +34,10 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from warp_rewrite.emit import ParseError, Project, StaticModule, check_module, emit_module
-from warp_rewrite.errors import RewriteError
+from warp_rewrite.emit import RUNTIME_FILE, emit_module, write_runtime
+from warp_rewrite.lint import check_module
+from warp_rewrite.runtime import RewriteError
+from warp_rewrite.static_module import ParseError, Project, StaticModule
 
 OK, FINDINGS, USAGE = 0, 1, 2
 
@@ -144,10 +145,15 @@ def run_rewrite(args: argparse.Namespace) -> int:
         try:
             with output.open("w", encoding="utf-8", newline="") as file:
                 file.write(emitted.text)
+            if emitted.rewritten:
+                write_runtime(output.parent)
         except OSError as error:
             raise UserError(f"{output}: cannot write: {error}") from None
     if not emitted.rewritten and output is not None:
         print(f"{display}: no kernel to rewrite (none uses an atomic's returned value)", file=sys.stderr)
+    elif emitted.rewritten and output is None and not args.diff:
+        print(f"note: the rewritten module imports {RUNTIME_FILE}; -o or --in-place write it beside the module",
+              file=sys.stderr)  # fmt: skip
     return OK
 
 

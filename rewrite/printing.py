@@ -17,11 +17,12 @@ _PLACEHOLDER = "__wp_rewrite_kept_"
 _PLACEHOLDER_LINE = re.compile(rf"^( *){_PLACEHOLDER}(\d+)$", re.MULTILINE)
 
 
-def unparse_keeping_text(definition: ast.FunctionDef, untouched: dict[ast.stmt, str]) -> str:
-    """``ast.unparse(definition)``, but the statements of ``untouched`` spelled as in the text they map to.
+def unparse_keeping_text(definition: ast.FunctionDef, originals: dict[ast.stmt, str]) -> str:
+    """``ast.unparse(definition)``, but the statements of ``originals`` spelled as in the text they map to.
 
-    ``untouched``: statements the passes did not change, each with the source its positions refer to
-    (``passes.two_phase.phase_function`` collects them).
+    ``originals``: the statements of the user's functions, each with the source its positions refer to. The
+    passes never change a tree they read, so a statement of ``definition`` that is one of these was left as it
+    was (``passes.two_phase.PhaseWriter``).
     """
     kept: list[str] = []
     swapped: list[tuple[list[ast.stmt], int, ast.stmt]] = []
@@ -29,7 +30,7 @@ def unparse_keeping_text(definition: ast.FunctionDef, untouched: dict[ast.stmt, 
     while pending:
         body = pending.pop()
         for index, statement in enumerate(body):
-            text = untouched.get(statement)
+            text = originals.get(statement)
             spelled = _source_of(statement, _lines(text)) if text is not None else None
             if spelled is not None:
                 body[index] = ast.Expr(ast.Name(f"{_PLACEHOLDER}{len(kept)}", ast.Load()))
@@ -84,3 +85,19 @@ def _bytes_slice(line: str, start: int, end: int | None) -> str:
 
 def _indented(source: str, indent: str) -> str:
     return indent + source.replace("\n", "\n" + indent)
+
+
+_WIDTH = 120  # the longest signature printed on one line
+
+
+def unparse_wrapped(function: ast.FunctionDef, originals: dict[ast.stmt, str]) -> str:
+    """``unparse_keeping_text``, with the parameters one a line when the signature would be too long."""
+    text = unparse_keeping_text(function, originals)
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("def "))
+    if len(lines[at]) <= _WIDTH or function.args.vararg or function.args.kwonlyargs or function.args.kwarg:
+        return text
+    params = "".join(f"    {ast.unparse(arg)},\n" for arg in function.args.args)
+    returns = f" -> {ast.unparse(function.returns)}" if function.returns else ""
+    lines[at] = f"def {function.name}(\n{params}){returns}:"
+    return "\n".join(lines)

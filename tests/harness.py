@@ -14,7 +14,7 @@ import numpy as np
 import warp as wp
 
 from warp_rewrite import launch, wp_rewrite
-from warp_rewrite.launching import argument_arrays
+from warp_rewrite.runtime import argument_arrays
 
 EPSILON = 1e-6
 RTOL = 1e-5
@@ -102,7 +102,7 @@ def tape_gradients(case: Case) -> dict[int, np.ndarray]:
     """Tape gradients of the rewritten program; its backward must leave every forward result as it was.
 
     The program runs three times on the same arrays, restored in place in between, so that the later runs
-    take the launches prepared by the first (``rewrite.launching.PreparedLaunch``): the second while the
+    take the launches prepared by the first (``warp_rewrite.runtime.PreparedLaunch``): the second while the
     first tape still holds its records, the third after both tapes are gone. All three must agree exactly.
     """
     args = case.make_args()

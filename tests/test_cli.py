@@ -20,6 +20,7 @@ import pytest
 import warp as wp
 from harness import Case, check, f64, i32, vec3d
 
+import warp_rewrite.runtime
 from warp_rewrite import launch, wp_rewrite
 from warp_rewrite.cli import main
 
@@ -43,6 +44,9 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def import_file(path: Path, name: str):
+    """Import an emitted module as its own folder's code would: with the runtime written beside it importable."""
+    if str(path.parent) not in sys.path:
+        sys.path.append(str(path.parent))
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -190,7 +194,7 @@ def test_detach_returns_records_float_returns_as_constants(tmp_path, capsys):
         module.launch_scale_by_running_sum(N, inputs=[x, acc, out_])
     x.requires_grad = True
     refusal = r"detached\.py:7:14: kernel 'scale_by_running_sum': .*depends on 'x'"
-    with pytest.raises(module.RewriteError, match=refusal), wp.Tape():
+    with pytest.raises(module.wp_rewrite_runtime.RewriteError, match=refusal), wp.Tape():
         module.launch_scale_by_running_sum(N, inputs=[x, acc, out_])
     assert acc.numpy().tolist() == [1.0 + X.sum().astype(np.float32)]
 
@@ -212,7 +216,7 @@ def test_detached_float_returns_are_read_back_through_a_reader_with_an_empty_gra
     source, out = tmp_path / "counted.py", tmp_path / "counted_rewritten.py"
     source.write_text(COUNTED)
     assert run_cli(capsys, source, "--detach-returns", "-o", out)[0] == 0
-    assert "previous = recorded_float32(previous_records, thread)" in out.read_text()
+    assert "previous = wp_rewrite_runtime.recorded_float32(previous_records, thread)" in out.read_text()
     module = import_file(out, "counted_rewritten")
     x = wp.array(X, dtype=wp.float32, requires_grad=True)
     total, y = wp.array([10.0], dtype=wp.float32), wp.zeros(N, dtype=wp.float32, requires_grad=True)
@@ -286,7 +290,10 @@ def test_explicit_max_records_and_a_too_small_one(emitted):
     check(Case(None, 6, make_args, [3], [1], program=program))
     args = make_args()
     with (
-        pytest.raises(emitted.RewriteError, match=r"ran 3 times in one execution but its records had room for 2"),
+        pytest.raises(
+            emitted.wp_rewrite_runtime.RewriteError,
+            match=r"ran 3 times in one execution but its records had room for 2",
+        ),
         wp.Tape(),
     ):
         emitted.launch_emit_particles(6, inputs=args, device="cpu", max_records=2)
@@ -297,8 +304,8 @@ def test_module_with_its_own_warp_alias_and_a_bare_atomic(tmp_path, capsys):
     assert run_cli(capsys, SAMPLES / "aliased.py", "-o", out)[0] == 0
     text = out.read_text()
     assert "@w.kernel(enable_backward=False)\ndef pop_and_scale_record(" in text
-    assert "top = record_returned(atomic_sub(stack, 0, 1), top_records, thread)" in text
-    assert "\nfrom typing import Any\n" in text  # the generic record helpers need it; the input does not import it
+    assert "top = wp_rewrite_runtime.record_returned(atomic_sub(stack, 0, 1), top_records, thread)" in text
+    assert "\nimport wp_rewrite_runtime\n" in text
     module = import_file(out, "aliased_rewritten")
     make = lambda: [i32([N]), f64(X, True), zeros(N)]  # noqa: E731
     check(Case(None, N, make, [2], [1], program=through(module, "pop_and_scale", N)))
@@ -317,15 +324,22 @@ GENERATED_BLOCK = re.compile(
     r"# ---- wp-rewrite: end of the code generated from kernel '\1' ----\n",
     re.DOTALL,
 )
+RUNTIME_IMPORT = "import wp_rewrite_runtime\n"
+
+
+def without_generated(text: str) -> str:
+    """An emitted module without its generated blocks and the import of the runtime: the input, if all is well."""
+    return GENERATED_BLOCK.sub("", text).replace(RUNTIME_IMPORT, "", 1)
 
 
 def test_original_text_is_kept_byte_for_byte(rewritten_text):
-    """Take out each generated block (with the blank lines before it): what is left is the input, exactly."""
-    assert GENERATED_BLOCK.sub("", rewritten_text) == PATTERNS.read_text()
+    """Take out each generated block (with the blank lines before it) and the runtime's import: what is left is
+    the input, exactly."""
+    assert without_generated(rewritten_text) == PATTERNS.read_text()
     assert set(GENERATED_BLOCK.findall(rewritten_text)) == {*CASES, "scale_by_previous"}  # not plain_accumulate
 
 
-def test_emitted_module_imports_only_what_the_input_imports(rewritten_text):
+def test_emitted_module_imports_only_what_the_input_imports(emitted, rewritten_text):
     def imported(text):
         modules = set()
         for node in ast.walk(ast.parse(text)):
@@ -336,8 +350,10 @@ def test_emitted_module_imports_only_what_the_input_imports(rewritten_text):
         return modules
 
     added = imported(rewritten_text) - imported(PATTERNS.read_text())
-    assert added - {"warp", "numpy"} <= set(sys.stdlib_module_names)  # dataclasses, for the copy of rewrite.exact
-    assert not {"rewrite", "passes"} & imported(rewritten_text)
+    assert added == {"wp_rewrite_runtime"}  # written beside the module, a copy of warp_rewrite.runtime
+    assert not {"warp_rewrite", "rewrite", "passes"} & imported(rewritten_text)
+    runtime = Path(emitted.__file__).parent / "wp_rewrite_runtime.py"
+    assert runtime.read_bytes() == Path(warp_rewrite.runtime.__file__).read_bytes()
 
 
 def test_generated_code_points_back_to_the_kernel(rewritten_text):
@@ -349,8 +365,8 @@ def test_generated_code_points_back_to_the_kernel(rewritten_text):
     assert f"# ---- wp-rewrite: generated from kernel 'compact_positive' above (patterns.py:{line + 1})" in (
         rewritten_text.replace(str(TESTS) + "/", "")
     )
-    assert "def launch_compact_positive(" in rewritten_text
-    assert "def launch_plain_accumulate(" not in rewritten_text  # nothing to rewrite there
+    assert "\nlaunch_compact_positive = compact_positive_rewritten.launch" in rewritten_text
+    assert "launch_plain_accumulate" not in rewritten_text  # nothing to rewrite there
 
 
 def test_running_on_its_own_output_changes_nothing(emitted, tmp_path, capsys):
@@ -470,7 +486,7 @@ def test_diff_prints_a_unified_diff_and_writes_nothing(tmp_path, capsys):
     status, out, _ = run_cli(capsys, source, "--diff")
     assert status == 0
     assert out.startswith(f"--- {source}\n+++ {source}\n@@ ")
-    assert "+def compact_record(" in out and "+def launch_compact(" in out
+    assert "+def compact_record(" in out and "+launch_compact = compact_rewritten.launch" in out
     assert not any(line.startswith("-") and not line.startswith("---") for line in out.splitlines())
     assert source.read_text() == SMALL
 
@@ -479,13 +495,13 @@ def test_stdout_without_output_and_in_place(tmp_path, capsys):
     source = tmp_path / "small.py"
     source.write_text(SMALL)
     status, out, _ = run_cli(capsys, source)
-    assert status == 0 and out.startswith(SMALL) and "def launch_compact(" in out
+    assert status == 0 and without_generated(out) == SMALL and "\nlaunch_compact = " in out
     assert run_cli(capsys, source, "--in-place")[0] == 0
     assert source.read_text() == out
 
 
 @pytest.mark.parametrize(
-    "command", [[sys.executable, "-m", "rewrite"], [str(Path(sys.executable).with_name("wp-rewrite"))]]
+    "command", [[sys.executable, "-m", "warp_rewrite"], [str(Path(sys.executable).with_name("wp-rewrite"))]]
 )
 def test_console_script_and_python_dash_m(tmp_path, command):
     if not Path(command[0]).exists():
@@ -494,7 +510,7 @@ def test_console_script_and_python_dash_m(tmp_path, command):
     source.write_text(SMALL)
     result = subprocess.run([*command, str(source)], capture_output=True, text=True, cwd=Path(__file__).parents[1])
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith(SMALL) and "def launch_compact(" in result.stdout
+    assert without_generated(result.stdout) == SMALL and "\nlaunch_compact = " in result.stdout
     result = subprocess.run([*command, "--check", str(tmp_path / "missing.py")], capture_output=True, text=True)
     assert result.returncode == 2 and "Traceback" not in result.stderr
 
@@ -503,7 +519,7 @@ def test_max_records_option_becomes_the_launch_default(tmp_path, capsys):
     source = tmp_path / "small.py"
     source.write_text(SMALL)
     status, out, _ = run_cli(capsys, source, "--max-records", "7")
-    assert status == 0 and "\n    max_records=7,\n):" in out
+    assert status == 0 and "\n    max_records=7,\n)\n" in out
 
 
 def test_line_endings_and_form_feeds_are_kept(tmp_path, capsys):
@@ -512,7 +528,8 @@ def test_line_endings_and_form_feeds_are_kept(tmp_path, capsys):
     source.write_bytes(text.encode())
     assert run_cli(capsys, source, "-o", out)[0] == 0
     result = out.read_bytes().decode()
-    assert result.startswith(text) and "def launch_compact(" in result
+    assert without_generated(result.replace("\r\n", "\n")).replace("\n", "\r\n") == text
+    assert "\nlaunch_compact = " in result.replace("\r\n", "\n")
     assert "\n" not in result.replace("\r\n", "")
 
 
@@ -523,8 +540,8 @@ def test_helper_imported_from_a_file_not_found_is_a_warning(tmp_path, capsys):
             "out[slot] = x[tid]", "out[slot] = scale(x[tid])"
         )
     )
-    status, out, err = run_cli(capsys, source)
-    assert status == 0 and "def launch_compact(" in out
+    status, _, err = run_cli(capsys, source, "-o", tmp_path / "out.py")
+    assert status == 0 and "\nlaunch_compact = " in (tmp_path / "out.py").read_text()
     assert err == (
         f"{source}:10:17: warning: kernel 'compact' calls 'scale' from 'elsewhere', whose file wp-rewrite could not "
         "find; if it uses an atomic's returned value, its gradients stay wrong\n"
@@ -568,7 +585,7 @@ def test_output_naming_the_input_is_refused_unless_in_place(tmp_path, capsys):
     assert status == 2 and "pass --in-place" in err
     assert source.read_text() == SMALL
     assert run_cli(capsys, source, "-o", source, "--in-place")[0] == 0
-    assert "def launch_compact(" in source.read_text()
+    assert "\nlaunch_compact = " in source.read_text()
 
 
 AMBIGUOUS = """import warp as wp

@@ -136,7 +136,7 @@ def test_probe_loop_keeps_only_the_final_slot():
     """Nothing differentiable happens in the probe: the replay skips it and restores the slot it found."""
     rewritten = wp_rewrite(insert_keys)
     assert [record.kind for record in rewritten.records] == ["carried"]
-    assert not any(loop.needs_capacity for loop in rewritten.loops)  # so no dry run either
+    assert not any(loop.counted for loop in rewritten.pair.spec.loops)  # so no dry run either
 
 
 # --- 3. record capacity ---------------------------------------------------------------------------------

@@ -120,14 +120,14 @@ def test_generic_helper_whose_replay_keeps_a_float_atomic():
 
 
 def test_unreadable_source(monkeypatch):
-    from warp_rewrite import build
+    from warp_rewrite import api, live
 
     def unreadable(_):
         raise OSError("could not get source code")
 
-    monkeypatch.setattr(build.FunctionSource, "of", unreadable)
+    monkeypatch.setattr(live.FunctionSource, "of", unreadable)
     with pytest.raises(RewriteError, match=r"kernel 'keyword_value': its source cannot be read \(could not get"):
-        build.generate(keyword_value)
+        api.generate(keyword_value)
 
 
 def test_error_carries_its_parts():

@@ -5,38 +5,34 @@ import dataclasses
 import textwrap
 
 import pytest
+import warp as wp
 
+from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import WarpNames, find_atomic_calls
 from warp_rewrite.passes.dataflow import argument_path, gradient_sources, single_assignments
 from warp_rewrite.passes.int_types import IntLocals
+from warp_rewrite.passes.layout import record_params
 from warp_rewrite.passes.naming import Namer
-from warp_rewrite.passes.plan import KernelPlan, Planner, Refusal
+from warp_rewrite.passes.plan import KernelPlan, Planner, Refusal, is_int_path
 from warp_rewrite.passes.two_phase import (
     RECORD,
     REPLAY,
-    Names,
-    helper_functions,
+    KernelNames,
+    ModuleNames,
     launch_arity,
     phase_functions,
     thread_index_prologue,
 )
 
 WARP = WarpNames(frozenset({"wp"}), (("atomic_add", "add"),))
-NAMES = Names(
-    warp="wp",
-    any="Any",
-    record_helper="record_returned",
-    record_if_room="record_if_room",
-    replay_helper="replay_returned",
-    exact_returned="exact_returned",
-    record_exact={},
-    range_length="range_length",
-    launch_shape="launch_shape",
+MODULE = ModuleNames(warp="wp", runtime="rt")
+NAMES = KernelNames(
     thread="thread",
     coordinate="coordinate",
+    launch_shape="launch_shape",
+    coords=("c0",),
     trip_capacity="trip_capacity",
     trips_needed="trips_needed",
-    coords=("c0",),
 )
 PROLOGUE = ["thread = wp.tid()"]
 COMPACTION = """
@@ -54,6 +50,7 @@ PROBE = """
         while True:
             if wp.atomic_cas(table, slot, -1, key) == -1:
                 break
+            out[0] += 1.0
             slot = (slot + 1) % n
         out[slot] = 1.0
 """
@@ -75,25 +72,51 @@ class Unit:
         return f"test.py:{node.lineno}:{node.col_offset + 1}"
 
 
+def parameter_types(unit: Unit) -> dict:
+    """The parameters' Warp types, from annotations evaluated against warp (None where that fails)."""
+    types = {}
+    for arg in unit.tree.args.args:
+        try:
+            types[arg.arg] = dtypes.normalized(eval(ast.unparse(arg.annotation), {"wp": wp}))
+        except Exception:
+            types[arg.arg] = None
+    return types
+
+
+class Frontend:
+    """``passes.plan.Frontend`` over test sources: helpers found by name, types from the annotations."""
+
+    def __init__(self, kernel: Unit, helpers: dict[str, Unit]):
+        self.kernel, self.helpers = kernel, helpers
+
+    def warp_names(self, unit: Unit) -> WarpNames:
+        return WARP
+
+    def resolve_helper(self, unit: Unit, call: ast.Call) -> Unit | None:
+        return self.helpers.get(getattr(call.func, "id", None))
+
+    def parameter_types(self, unit: Unit) -> dict:
+        return parameter_types(unit)
+
+    def array(self, path: str) -> dtypes.ArrayInfo | None:
+        return dtypes.array_info(parameter_types(self.kernel).get(path))
+
+
+def frontend_of(source: str, helpers: dict[str, Unit] | None = None) -> Frontend:
+    return Frontend(Unit(source), helpers or {})
+
+
 def plan_of(source: str, helpers: dict[str, Unit] | None = None) -> KernelPlan:
-    unit = Unit(source)
-    helpers = helpers or {}
-    params = [a.arg for a in unit.tree.args.args]
-    everything = ast.Module([unit.tree, *(h.tree for h in helpers.values())], [])
-    namer = Namer.for_tree(everything, {"wp"})
-    planner = Planner(unit, params, lambda _, call: helpers.get(getattr(call.func, "id", None)))
-    return planner.plan(namer, lambda _: WARP)
+    frontend = frontend_of(source, helpers)
+    everything = ast.Module([frontend.kernel.tree, *(h.tree for h in frontend.helpers.values())], [])
+    return Planner(frontend, Namer.for_tree(everything, {"wp"})).plan()
 
 
-def generated(
-    plan: KernelPlan,
-    phase: str,
-    int_paths: frozenset[str] = frozenset({"count"}),
-    names: Names = NAMES,
-    max_records: int | None = None,
-) -> str:
-    annotations = dict.fromkeys(plan.root.record_params(), "wp.array(dtype=wp.int32)")
-    functions = phase_functions(plan, phase, names, annotations, int_paths, {}, max_records=max_records)
+def generated(plan: KernelPlan, phase: str, names: KernelNames = NAMES, max_records: int | None = None) -> str:
+    frontend = Frontend(plan.root.unit, {})
+    records = record_params(plan, frontend.array)
+    int_paths = frozenset(s.target for s in plan.sites if is_int_path(frontend, s.target))
+    functions = phase_functions(plan, phase, MODULE, names, records, int_paths, {}, max_records)
     return "\n\n".join(ast.unparse(f) for f in functions)
 
 
@@ -138,7 +161,7 @@ def test_record_kernel_before_after():
                            slot_records: wp.array(dtype=wp.int32)):
             PROLOGUE
             tid = wp.tid()
-            slot = record_returned(wp.atomic_add(count, 0, 1), slot_records, thread)
+            slot = rt.record_returned(wp.atomic_add(count, 0, 1), slot_records, thread)
             out[slot] = x[tid]
         """,
     )
@@ -146,7 +169,7 @@ def test_record_kernel_before_after():
 
 def test_a_kernel_unpacking_several_indices_takes_the_launch_shape():
     """Its row in the records is computed from the launch shape; a 1-D kernel's row is wp.tid() itself."""
-    two_d = Names(**{**NAMES.__dict__, "coords": ("c0", "c1")})
+    two_d = dataclasses.replace(NAMES, coords=("c0", "c1"))
     same_code(
         generated(plan_of(COMPACTION.replace("tid = wp.tid()", "tid, j = wp.tid()")), RECORD, names=two_d),
         """
@@ -156,7 +179,7 @@ def test_a_kernel_unpacking_several_indices_takes_the_launch_shape():
             c0, c1 = wp.tid()
             thread = c0 * launch_shape[1] + c1
             tid, j = wp.tid()
-            slot = record_returned(wp.atomic_add(count, 0, 1), slot_records, thread)
+            slot = rt.record_returned(wp.atomic_add(count, 0, 1), slot_records, thread)
             out[slot] = x[tid]
         """,
     )
@@ -171,7 +194,7 @@ def test_replay_kernel_reads_an_int_return_back():
                            slot_records: wp.array(dtype=wp.int32)):
             PROLOGUE
             tid = wp.tid()
-            slot = slot_records[thread]
+            slot = rt.recorded_int32(slot_records, thread)
             out[slot] = x[tid]
         """,
     )
@@ -186,14 +209,15 @@ def test_replay_reads_a_detached_float_return_back_without_its_atomic():
             out[0] = wp.atomic_add(acc, wp.atomic_add(c, 0, 1), 2.0)
     ''')
     same_code(
-        generated(plan, REPLAY, frozenset({"c"})),
+        generated(plan, REPLAY),
         '''
         @wp.kernel
         def nested_replay(c: wp.array[int], acc: wp.array[float], out: wp.array[float],
-                          atomic_add_records: wp.array(dtype=wp.int32), atomic_add_records_1: wp.array(dtype=wp.int32)):
+                          atomic_add_records: wp.array(dtype=wp.float32),
+                          atomic_add_records_1: wp.array(dtype=wp.int32)):
             """Docstring stays first."""
             PROLOGUE
-            out[0] = atomic_add_records[thread]
+            out[0] = rt.recorded_float32(atomic_add_records, thread)
         ''',
     )
 
@@ -220,11 +244,11 @@ def test_dynamic_loop_gets_a_coordinate_and_counts_its_trips():
             start0 = 0
             stop0 = n[tid]
             step0 = 1
-            if range_length(start0, stop0, step0) > trip_capacity0:
-                wp.atomic_max(trips_needed, 0, range_length(start0, stop0, step0))
+            if rt.range_length(start0, stop0, step0) > trip_capacity0:
+                wp.atomic_max(trips_needed, 0, rt.range_length(start0, stop0, step0))
             for k in range(start0, stop0, step0):
                 coordinate0 = thread * trip_capacity0 + k
-                out[record_if_room(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)] = 1.0
+                out[rt.record_if_room(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)] = 1.0
         """,
     )
 
@@ -243,11 +267,11 @@ def test_a_fixed_max_records_is_compiled_in_and_the_replay_takes_no_trip_argumen
             start0 = 0
             stop0 = n[tid]
             step0 = 1
-            if range_length(start0, stop0, step0) > 4:
-                wp.atomic_max(trips_needed, 0, range_length(start0, stop0, step0))
+            if rt.range_length(start0, stop0, step0) > 4:
+                wp.atomic_max(trips_needed, 0, rt.range_length(start0, stop0, step0))
             for k in range(start0, stop0, step0):
                 coordinate0 = thread * 4 + k
-                out[record_if_room(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)] = 1.0
+                out[rt.record_if_room(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)] = 1.0
         """,
     )
     same_code(
@@ -263,7 +287,7 @@ def test_a_fixed_max_records_is_compiled_in_and_the_replay_takes_no_trip_argumen
             step0 = 1
             for k in range(start0, stop0, step0):
                 coordinate0 = thread * 4 + k
-                out[atomic_add_records[coordinate0]] = 1.0
+                out[rt.recorded_int32(atomic_add_records, coordinate0)] = 1.0
         """,
     )
 
@@ -271,7 +295,7 @@ def test_a_fixed_max_records_is_compiled_in_and_the_replay_takes_no_trip_argumen
 def test_probe_loop_with_break_replays_recorded_trips_lowers_jumps_and_restores_ints():
     plan = plan_of(PROBE)
     same_code(
-        generated(plan, REPLAY, frozenset({"table"})),
+        generated(plan, REPLAY),
         """
         @wp.kernel
         def probe_replay(table: wp.array[int], key: int, n: int, out: wp.array[float],
@@ -284,9 +308,10 @@ def test_probe_loop_with_break_replays_recorded_trips_lowers_jumps_and_restores_
                 coordinate0 = thread * trip_capacity0 + trips0
                 slot = slot_in_loop0[coordinate0]
                 iteration0_active = True
-                if atomic_cas_records[coordinate0] == -1:
+                if rt.recorded_int32(atomic_cas_records, coordinate0) == -1:
                     iteration0_active = False
                 if iteration0_active:
+                    out[0] += 1.0
                     slot = (slot + 1) % n
             slot = slot_after_loop0[thread]
             out[slot] = 1.0
@@ -297,7 +322,7 @@ def test_probe_loop_with_break_replays_recorded_trips_lowers_jumps_and_restores_
 def test_only_stores_inside_a_loop_that_may_outgrow_its_records_check_for_room():
     """The trip count and the slot the probe hands on are stored at the thread's own row, always in bounds."""
     same_code(
-        generated(plan_of(PROBE), RECORD, frozenset({"table"})),
+        generated(plan_of(PROBE), RECORD),
         """
         @wp.kernel
         def probe_record(table: wp.array[int], key: int, n: int, out: wp.array[float],
@@ -309,15 +334,16 @@ def test_only_stores_inside_a_loop_that_may_outgrow_its_records_check_for_room()
             trips0 = int(0)
             while True:
                 coordinate0 = thread * trip_capacity0 + trips0
-                record_if_room(slot, slot_in_loop0, coordinate0)
+                rt.record_if_room(slot, slot_in_loop0, coordinate0)
                 trips0 = trips0 + 1
-                if record_if_room(wp.atomic_cas(table, slot, -1, key), atomic_cas_records, coordinate0) == -1:
+                if rt.record_if_room(wp.atomic_cas(table, slot, -1, key), atomic_cas_records, coordinate0) == -1:
                     break
+                out[0] += 1.0
                 slot = (slot + 1) % n
             if trips0 > trip_capacity0:
                 wp.atomic_max(trips_needed, 0, trips0)
-            record_returned(trips0, trips0_records, thread)
-            record_returned(slot, slot_after_loop0, thread)
+            rt.record_returned(trips0, trips0_records, thread)
+            rt.record_returned(slot, slot_after_loop0, thread)
             out[slot] = 1.0
         """,
     )
@@ -328,15 +354,13 @@ def test_phases_leave_the_planners_tree_as_it_was_and_share_what_they_keep():
     plan = plan_of(PROBE)
     tree = plan.root.unit.tree
     before = ast.dump(tree, include_attributes=True)
-    annotations = dict.fromkeys(plan.root.record_params(), "wp.array(dtype=wp.int32)")
-    untouched = {}
+    records = record_params(plan, Frontend(plan.root.unit, {}).array)
     record, replay = (
-        phase_functions(plan, phase, NAMES, annotations, frozenset({"table"}), {}, untouched)[-1]
-        for phase in (RECORD, REPLAY)
+        phase_functions(plan, phase, MODULE, NAMES, records, frozenset({"table"}), {})[-1] for phase in (RECORD, REPLAY)
     )
     assert ast.dump(tree, include_attributes=True) == before
-    store = tree.body[-1]  # out[slot] = 1.0
-    assert record.body[-1] is store and replay.body[-1] is store and untouched[store] == plan.root.unit.text
+    store = tree.body[-1]  # out[slot] = 1.0: printed from the user's text (warp_rewrite.printing)
+    assert record.body[-1] is store and replay.body[-1] is store
 
 
 def test_helper_is_cloned_for_each_call_site():
@@ -359,11 +383,11 @@ def test_helper_is_cloned_for_each_call_site():
         """
         @wp.func
         def take_1_replay(count: wp.array[int], atomic_add_records_1: wp.array(dtype=wp.int32), coordinate: int) -> int:
-            return atomic_add_records_1[coordinate]
+            return rt.recorded_int32(atomic_add_records_1, coordinate)
 
         @wp.func
         def take_replay(count: wp.array[int], atomic_add_records: wp.array(dtype=wp.int32), coordinate: int) -> int:
-            return atomic_add_records[coordinate]
+            return rt.recorded_int32(atomic_add_records, coordinate)
 
         @wp.kernel
         def uses_replay(count: wp.array[int], out: wp.array[float], atomic_add_records: wp.array(dtype=wp.int32),
@@ -379,9 +403,10 @@ def test_refusals_name_the_construct():
     with pytest.raises(Refusal, match="atomic in a while loop's condition"):
         plan_of("""
             @wp.kernel
-            def probe(table: wp.array[int], key: int, n: int):
+            def probe(table: wp.array[int], key: int, n: int, out: wp.array[float]):
                 slot = key % n
                 while wp.atomic_cas(table, slot, -1, key) != -1:
+                    out[slot] += 1.0  # differentiable work: the replay runs the loop
                     slot = (slot + 1) % n
         """)
     with pytest.raises(Refusal, match=r"'total' is changed in a loop .* and is not an int"):
@@ -396,9 +421,9 @@ def test_refusals_name_the_construct():
 
 
 def test_thread_index_follows_the_kernels_own_tid():
-    two_d = Names(**{**NAMES.__dict__, "coords": ("c0", "c1")})
+    two_d = dataclasses.replace(NAMES, coords=("c0", "c1"))
     same_code(
-        "\n".join(ast.unparse(s) for s in thread_index_prologue(two_d)),
+        "\n".join(ast.unparse(s) for s in thread_index_prologue(two_d, "wp")),
         """
         c0, c1 = wp.tid()
         thread = c0 * launch_shape[1] + c1
@@ -419,56 +444,8 @@ def test_int_locals_settle_on_loop_carried_updates():
                 done = 1
                 v = v * 2.0
     """)
-    kinds = IntLocals(kernel).locals
-    assert kinds["slot"] == "int32" and kinds["done"] == "int32" and "v" not in kinds
-
-
-def test_helpers_take_the_modules_names():
-    names = Names(
-        "warp",
-        "AnyT",
-        "rec",
-        "room",
-        "rep",
-        "exact",
-        {},
-        "length",
-        "shape",
-        "t",
-        "c",
-        "cap",
-        "need",
-        ("a", "b", "c", "d"),
-    )
-    record, replay = helper_functions(names)
-    assert ast.unparse(record).startswith(
-        "@warp.func\ndef rec(value: AnyT, records: warp.array(dtype=AnyT), index: int):"
-    )
-    assert replay.name == "rep" and ast.unparse(replay.body[-1]) == "return records[index]"
-
-
-def test_replay_reads_records_of_a_concrete_dtype_through_a_helper_with_an_empty_gradient():
-    names = dataclasses.replace(NAMES, readers={"wp.int32": "recorded_int32"})
-    same_code(
-        generated(plan_of(COMPACTION), REPLAY, names=names),
-        """
-        @wp.kernel
-        def compact_replay(x: wp.array[float], count: wp.array[int], out: wp.array[float],
-                           slot_records: wp.array(dtype=wp.int32)):
-            PROLOGUE
-            tid = wp.tid()
-            slot = recorded_int32(slot_records, thread)
-            out[slot] = x[tid]
-        """,
-    )
-    *_, reader, gradient = helper_functions(names)
-    assert ast.unparse(reader).startswith(
-        "@wp.func\ndef recorded_int32(records: wp.array(dtype=wp.int32), index: int) -> wp.int32:"
-    )
-    assert ast.unparse(gradient) == (
-        "@wp.func_grad(recorded_int32)\n"
-        "def recorded_int32_adjoint(records: wp.array(dtype=wp.int32), index: int, adj_ret: wp.int32):\n    pass"
-    )
+    kinds = IntLocals(kernel, parameter_types(Unit(ast.unparse(kernel)))).locals
+    assert kinds["slot"] is wp.int32 and kinds["done"] is wp.int32 and "v" not in kinds
 
 
 def test_argument_paths_follow_struct_fields_views_and_aliases():

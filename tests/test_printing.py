@@ -30,7 +30,7 @@ def parsed() -> ast.FunctionDef:
 
 def test_unchanged_statements_keep_their_text_changed_ones_are_unparsed():
     function = parsed()
-    untouched = dict.fromkeys(function.body[:-1], SOURCE)
+    originals = dict.fromkeys(function.body[:-1], SOURCE)
     function.body = [*function.body[:-1], ast.Return(ast.Name("z", ast.Load()))]  # a statement the pass made
     expected = textwrap.dedent("""
         def kernel(a: float, b: int):
@@ -45,15 +45,15 @@ def test_unchanged_statements_keep_their_text_changed_ones_are_unparsed():
             u = bar(a, b)
             v = 'one string'
             return z""")
-    assert unparse_keeping_text(function, untouched) == expected.lstrip()
+    assert unparse_keeping_text(function, originals) == expected.lstrip()
 
 
 def test_an_elif_is_unparsed_its_unchanged_statements_keep_their_text():
     function = parsed()
     branch = function.body[1]
     elif_branch = branch.orelse[0]
-    untouched = dict.fromkeys([elif_branch, elif_branch.body[0]], SOURCE)
-    printed = unparse_keeping_text(function, untouched)
+    originals = dict.fromkeys([elif_branch, elif_branch.body[0]], SOURCE)
+    printed = unparse_keeping_text(function, originals)
     assert "    elif b:\n        y = 2\n" in printed
     assert ast.dump(ast.parse(printed)) == ast.dump(ast.parse(SOURCE))
 

@@ -1,0 +1,58 @@
+"""Warp dtypes as the passes see them: Warp's own type objects, classified by Warp's own tables.
+
+Both front ends describe a kernel's arguments with these objects (the API takes them from Warp, the command line
+resolves annotations to them), so the passes have one notion of an int, a float or a printable dtype.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import warp as wp
+from warp._src import types as warp_types
+
+INT = wp.int32  # the type of the int locals the rewrite records (slots, flags, probe positions)
+BOOL = wp.bool
+
+# Python's scalar annotations, as Warp reads them.
+_PYTHON_SCALARS = {int: wp.int32, float: wp.float32, bool: wp.bool}
+
+
+@dataclass(frozen=True)
+class ArrayInfo:
+    """What the passes know about an array argument before launch."""
+
+    dtype: Any = None  # a Warp scalar, vector or matrix type; None: generic (known at launch)
+    ndim: int | None = None
+
+
+def normalized(annotation: Any) -> Any:
+    """A parameter's Warp type: Python's ``int``, ``float`` and ``bool`` as Warp reads them, others as they are."""
+    return _PYTHON_SCALARS.get(annotation, annotation) if isinstance(annotation, type) else annotation
+
+
+def is_int(dtype: Any) -> bool:
+    return dtype in warp_types.int_types
+
+
+def is_array(annotation: Any) -> bool:
+    return warp_types.is_array(annotation)
+
+
+def array_info(annotation: Any) -> ArrayInfo | None:
+    """An array annotation's dtype and ndim (a generic dtype as None); None for anything but an array."""
+    if not is_array(annotation):
+        return None
+    dtype = annotation.dtype
+    return ArrayInfo(None if warp_types.type_is_generic(dtype) else dtype, annotation.ndim)
+
+
+def is_generic(annotation: Any) -> bool:
+    return annotation is Any or warp_types.type_is_generic(annotation)
+
+
+def source(dtype: Any, warp_alias: str) -> str | None:
+    """``wp.float32``: how generated code spells a dtype Warp exports; None for any other (a user's own vector)."""
+    name = getattr(dtype, "__name__", None)
+    return f"{warp_alias}.{name}" if name and getattr(wp, name, None) is dtype else None

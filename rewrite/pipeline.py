@@ -1,0 +1,243 @@
+"""One pipeline for both front ends: a kernel becomes its record and replay kernels, as source text.
+
+``rewrite_kernel(frontend, options)`` runs the stages of ``STAGES`` in order. Each is a function of the
+``Rewrite`` the stages before it filled in, and adds its own part; the passes they call are pure functions of
+the kernel's tree. The API (``warp_rewrite.api``, with ``warp_rewrite.live.LiveFrontend``) compiles the result,
+the command line (``warp_rewrite.emit``, with ``warp_rewrite.static_types.StaticFrontend``) writes it into a
+file: the same kernels either way.
+
+Set ``WP_REWRITE_DEBUG=1`` in the environment (or ``warp_rewrite.pipeline.DEBUG = True``) to print what each
+stage made.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from warp_rewrite.passes.layout import RecordParam, check_replay_twins, record_params, site_gradient_sources
+from warp_rewrite.passes.naming import Namer
+from warp_rewrite.passes.plan import Frontend as PlanFrontend
+from warp_rewrite.passes.plan import KernelPlan, Planner, Refusal, is_int_path
+from warp_rewrite.passes.syntax import walk
+from warp_rewrite.passes.two_phase import (
+    RECORD,
+    REPLAY,
+    KernelNames,
+    ModuleNames,
+    compiled_room,
+    exact_recorders,
+    launch_arity,
+    phase_functions,
+    record_exact_name,
+)
+from warp_rewrite.printing import unparse_wrapped
+from warp_rewrite.runtime import ExactRecords, KernelSpec, LoopSpec, RecordSpec, RewriteError, SiteSpec
+
+DEBUG = bool(os.environ.get("WP_REWRITE_DEBUG"))
+
+
+class Frontend(PlanFrontend, Protocol):
+    """What the pipeline needs to know about one kernel: what the passes ask (``passes.plan.Frontend``), plus
+    how its module names Warp and the runtime, which module-level names are taken, and the kernel's options."""
+
+    module: ModuleNames
+    taken: set[str]  # names generated module-level definitions must avoid; the pipeline adds the ones it uses
+    options: dict[str, Any]  # the kernel's options (@wp.kernel(enable_backward=...)), for the generated kernels
+    placement: dict[str, Any]  # @wp.kernel(module=..., module_options=...) for the generated kernels, if any
+
+
+@dataclass(frozen=True)
+class RewriteOptions:
+    """``wp_rewrite``'s options (the command line's ``--max-records`` and ``--detach-returns``)."""
+
+    # records per execution of a loop of unknown length, compiled into the kernels; None: passed by each launch
+    max_records: int | None = None
+    detach_returns: bool = False  # record float returns as constants instead of giving them exact gradients
+
+
+@dataclass
+class GeneratedKernel:
+    """What the pipeline makes of one kernel."""
+
+    kernel: str  # the kernel's name
+    source: str  # the generated definitions: exact recorders, then each phase's clones and kernel
+    definitions: list[str]  # their names, in order
+    record_kernel: str
+    replay_kernel: str
+    spec: KernelSpec
+    plan: KernelPlan
+    max_records: int | None  # the room compiled in, where some loop takes it; None where none does
+
+
+@dataclass
+class Rewrite:
+    """The state the stages pass on: each fills in its part."""
+
+    frontend: Frontend
+    options: RewriteOptions
+    plan: KernelPlan | None = None
+    names: KernelNames | None = None
+    max_records: int | None = None
+    records: dict[str, RecordParam] = field(default_factory=dict)
+    int_paths: frozenset[str] = frozenset()
+    functions: list[ast.FunctionDef] = field(default_factory=list)  # generated so far, in the order printed
+    record_kernel: str = ""
+    replay_kernel: str = ""
+    source: str = ""
+    spec: KernelSpec | None = None
+
+
+def plan(rewrite: Rewrite) -> None:
+    """Which atomics get records, in which loops and helper clones, under which names (``passes.plan``).
+
+    The first planning finds the functions involved and the targets whose float returns get exact gradients (all
+    but int targets, unless ``detach_returns``). A second one, with those targets and with names fresh in every
+    function involved, is needed only when there are exact targets or the first one's names clash with a helper's.
+    """
+    frontend = rewrite.frontend
+    kernel = frontend.kernel
+    analyses = {}
+    namer = Namer.for_tree(kernel.tree, frontend.taken)
+    planner = Planner(frontend, namer, analyses=analyses)
+    result = planner.plan()
+    exact = frozenset() if rewrite.options.detach_returns else {s.target for s in result.sites}
+    exact = frozenset(path for path in exact if not is_int_path(frontend, path))
+    helpers = [f.unit.tree for f in result.root.walk() if f.unit is not kernel]
+    if exact or (helpers and namer.issued & Namer.for_tree(ast.Module(helpers, [])).taken):
+        namer = Namer.for_tree(ast.Module([f.unit.tree for f in result.root.walk()], []), frontend.taken)
+        result = Planner(frontend, namer, exact, analyses).plan()
+    rewrite.plan = result
+    exact_kinds = sorted({(s.op, s.indices) for s in result.sites if s.exact})
+    rewrite.names = KernelNames(
+        thread=namer.fresh("thread"),
+        coordinate=namer.fresh("coordinate"),
+        launch_shape=namer.fresh("launch_shape"),
+        coords=tuple(namer.fresh(f"coord{i}") for i in range(launch_arity(kernel.tree))),
+        trip_capacity=namer.fresh_base("trip_capacity", tuple(str(loop.id) for loop in result.loops)),
+        trips_needed=namer.fresh("trips_needed"),
+        record_exact={(op, n): namer.fresh(record_exact_name(op, n)) for op, n in exact_kinds},
+    )
+    room_needed = any(loop.needs_room for loop in result.loops)
+    rewrite.max_records = rewrite.options.max_records if room_needed else None  # nothing to compile it into
+
+
+def layout(rewrite: Rewrite) -> None:
+    """The record parameters and their dtypes (``passes.layout``), and the refusals that need them."""
+    frontend, plan_ = rewrite.frontend, rewrite.plan
+    rewrite.records = record_params(plan_, frontend.array)
+    paths = {s.target for s in plan_.sites} | {p for f in plan_.root.walk() for p in f.unconsumed.values() if p}
+    rewrite.int_paths = frozenset(path for path in paths if is_int_path(frontend, path))
+    check_replay_twins(plan_, rewrite.records, rewrite.int_paths, frontend.parameter_types)
+
+
+def record_phase(rewrite: Rewrite) -> None:
+    """The record kernel and its cloned helpers, after the helpers recording exact float atomics
+    (``passes.two_phase``)."""
+    frontend = rewrite.frontend
+    options = {**frontend.placement, **frontend.options, "enable_backward": False}
+    functions = phase_functions(rewrite.plan, RECORD, frontend.module, rewrite.names, rewrite.records,
+                                rewrite.int_paths, options, rewrite.max_records)  # fmt: skip
+    rewrite.functions = [*exact_recorders(rewrite.names, frontend.module), *functions]
+    rewrite.record_kernel = functions[-1].name
+
+
+def replay_phase(rewrite: Rewrite) -> None:
+    """The replay kernel, its cloned helpers and their ``@wp.func_replay`` twins (``passes.two_phase``)."""
+    frontend = rewrite.frontend
+    functions = phase_functions(rewrite.plan, REPLAY, frontend.module, rewrite.names, rewrite.records,
+                                rewrite.int_paths, {**frontend.placement, **frontend.options},
+                                rewrite.max_records)  # fmt: skip
+    rewrite.functions += functions
+    rewrite.replay_kernel = functions[-1].name
+
+
+def print_source(rewrite: Rewrite) -> None:
+    """The generated source, with the user's own text for every statement the phases left as it was."""
+    originals = {}
+    for function in rewrite.plan.root.walk():
+        unit = function.unit
+        originals.update({node: unit.text for node in walk(unit.tree) if isinstance(node, ast.stmt)})
+    rewrite.source = "\n\n\n".join(unparse_wrapped(f, originals) for f in rewrite.functions) + "\n"
+
+
+def launch_spec(rewrite: Rewrite) -> None:
+    """What a launch of the two kernels needs to know about them (``warp_rewrite.runtime.KernelSpec``)."""
+    frontend, plan_ = rewrite.frontend, rewrite.plan
+    kernel = frontend.kernel
+    params = [a.arg for a in kernel.tree.args.args]
+    sources = site_gradient_sources(kernel, plan_, params, frontend.warp_names(kernel), frontend.resolve_helper,
+                                    rewrite.int_paths)  # fmt: skip
+    sites = []
+    for s in plan_.sites:
+        gradient_sources = sources.get(id(s), frozenset())
+        exact = ExactRecords(s.records, s.values, s.order, s.addresses, s.compares or None) if s.exact else None
+        sites.append(SiteSpec(s.target, s.op, s.location, None if gradient_sources is None else
+                              tuple(sorted(gradient_sources)), exact))  # fmt: skip
+    records = []
+    for name in plan_.root.record_params():
+        r = rewrite.records[name]
+        fixed = r.dtype if r.kind in ("trips", "carried") else None  # the others' follow the target at launch
+        records.append(RecordSpec(name, r.kind, r.target, fixed, r.loops, r.requires_grad))
+    loops = [
+        LoopSpec(loop.id, loop.location, loop.static_trips, compiled_room(loop, rewrite.max_records), loop.needs_room)
+        for loop in plan_.loops
+    ]
+    rewrite.spec = KernelSpec(kernel.name, tuple(params), tuple(sites), tuple(records), tuple(loops),
+                              len(rewrite.names.coords))  # fmt: skip
+
+
+STAGES: tuple[tuple[str, Callable[[Rewrite], None]], ...] = (
+    ("plan", plan),
+    ("layout", layout),
+    ("record", record_phase),
+    ("replay", replay_phase),
+    ("print", print_source),
+    ("spec", launch_spec),
+)
+
+
+def rewrite_kernel(frontend: Frontend, options: RewriteOptions = RewriteOptions()) -> GeneratedKernel | None:
+    """The record and replay kernels of ``frontend.kernel``, or None when it consumes no atomic's return.
+
+    Raises ``RewriteError`` for what the rewrite cannot handle correctly.
+    """
+    rewrite = Rewrite(frontend, options)
+    kernel = frontend.kernel
+    for name, stage in STAGES:
+        try:
+            stage(rewrite)
+        except Refusal as refusal:
+            problem = refusal.problem
+            if refusal.unit is not kernel:
+                problem += f" (in helper '{refusal.unit.name}')"
+            raise RewriteError(kernel.name, refusal.location, problem, refusal.advice) from None
+        if DEBUG:
+            _show(name, rewrite)
+        if name == "plan" and not rewrite.plan.sites and not rewrite.plan.loops:
+            return None  # nothing to record (a probe loop's consumed atomics may leave only a loop to record)
+    frontend.taken.update(f.name for f in rewrite.functions)
+    return GeneratedKernel(kernel.name, rewrite.source, [f.name for f in rewrite.functions], rewrite.record_kernel,
+                           rewrite.replay_kernel, rewrite.spec, rewrite.plan, rewrite.max_records)  # fmt: skip
+
+
+def _show(stage: str, rewrite: Rewrite) -> None:
+    """What a stage made, on stderr (``DEBUG``)."""
+    kernel = rewrite.frontend.kernel.name
+    if stage == "plan":
+        lines = [f"{s.location}: wp.atomic_{s.op} on '{s.target}' -> {s.records}" for s in rewrite.plan.sites]
+        lines += [f"{loop.location}: loop {loop.id}" + (" (skipped by the replay)" if loop.opaque else "")
+                  for loop in rewrite.plan.loops]  # fmt: skip
+    elif stage == "layout":
+        lines = [f"{r.name}: {r.kind} of {getattr(r.dtype, '__name__', 'generic')}" for r in rewrite.records.values()]
+    elif stage in ("record", "replay"):
+        lines = [ast.unparse(f) for f in rewrite.functions]
+    elif stage == "print":
+        lines = [rewrite.source]
+    else:
+        lines = [repr(rewrite.spec)]
+    print(f"--- wp-rewrite: kernel '{kernel}' after stage '{stage}' ---", *lines, sep="\n", file=sys.stderr)
