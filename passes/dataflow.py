@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 
 from warp_rewrite.passes.atomics import AtomicCall, WarpNames
+from warp_rewrite.passes.memory import stored_arrays
 from warp_rewrite.passes.syntax import walk
 
 # Casts and tests whose result carries no derivative, whatever their operands.
@@ -141,12 +142,13 @@ class _Dependencies:
 
 
 def gradient_sources(
-    func: ast.FunctionDef, params: list[str], names: WarpNames, consumed: list[AtomicCall]
-) -> dict[ast.Call, frozenset[str]]:
-    """For each consumed atomic: the argument paths its returned value may be differentiable in.
+    func: ast.FunctionDef, params: list[str], names: WarpNames, targets: dict[ast.AST, str]
+) -> dict[ast.AST, frozenset[str]]:
+    """For each recorded value (an atomic's return, or a read), by node: the argument paths it may be
+    differentiable in, given the path of the array it comes from (``targets``).
 
-    That is its target array (the initial values) plus everything written into the same target by any
-    atomic, augmented assignment or store in the kernel.
+    That is the array itself (its initial values) plus everything written into it by any atomic, augmented
+    assignment or store in the function.
     """
     deps = _Dependencies(func, params, names)
     written: dict[str, frozenset[str]] = {}
@@ -160,15 +162,7 @@ def gradient_sources(
         if isinstance(node, ast.Call) and (op := names.atomic_op(node)) is not None:
             call = AtomicCall(node, op, consumed=False)
             note_write(call.target, call.value_args)
-        elif isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Subscript):
-                    note_write(target, [node.value])
-        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Subscript):
-            note_write(node.target, [node.value])
-
-    result = {}
-    for call in consumed:
-        path = argument_path(call.target, params, deps.aliases)
-        result[call.node] = frozenset({path}) | written.get(path, frozenset())
-    return result
+        elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign) and node.value is not None:
+            for array in stored_arrays(node):
+                note_write(array, [node.value])
+    return {node: frozenset({path}) | written.get(path, frozenset()) for node, path in targets.items()}

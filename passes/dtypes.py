@@ -48,6 +48,11 @@ def array_info(annotation: Any) -> ArrayInfo | None:
     return ArrayInfo(None if warp_types.type_is_generic(dtype) else dtype, annotation.ndim)
 
 
+def is_value_type(annotation: Any) -> bool:
+    """A scalar, vector, matrix, quaternion or transform type: a parameter of it holds no memory of the caller's."""
+    return annotation is not None and warp_types.type_is_value(annotation)
+
+
 def is_generic(annotation: Any) -> bool:
     return annotation is Any or warp_types.type_is_generic(annotation)
 

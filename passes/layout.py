@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from warp_rewrite.passes import dtypes
-from warp_rewrite.passes.atomics import AtomicCall, WarpNames
+from warp_rewrite.passes.atomics import WarpNames
 from warp_rewrite.passes.dataflow import argument_path, gradient_sources, single_assignments
 from warp_rewrite.passes.plan import HelperResolver, KernelPlan, Refusal, Unit, needs_forward_twin
 from warp_rewrite.passes.syntax import walk
@@ -62,28 +62,32 @@ def site_gradient_sources(
     resolve_helper: HelperResolver,
     int_paths: frozenset[str],
 ) -> dict[int, frozenset[str] | None]:
-    """For each float (or not-known-int) site, by id: the argument paths its returned value may be
-    differentiable in. None means any array: the site is in a helper, or a helper may write into its target.
+    """For each float (or not-known-int) site, by id: the argument paths its recorded value may be
+    differentiable in. None means any array: the site is in a helper, or a helper may write into its array.
     """
     if all(site.target in int_paths for site in plan.sites):
-        return {}  # int returns carry no gradient
+        return {}  # int values carry no gradient
     aliases = single_assignments(kernel.tree)
     passed_to_helpers = {
         argument_path(arg, params, aliases)
         for node in walk(kernel.tree)
         if isinstance(node, ast.Call) and resolve_helper(kernel, node) is not None
-        for arg in node.args
-    }
-    local = [s for s in plan.sites if s.target not in int_paths and not s.in_helper]
-    calls = [AtomicCall(s.call, s.op, consumed=True) for s in local]
-    sources = gradient_sources(kernel.tree, params, names, calls) if calls else {}
+        for arg in [*node.args, *(keyword.value for keyword in node.keywords)]
+    } - {None}
+    local = {s.node: s.target for s in plan.sites if s.target not in int_paths and not s.in_helper}
+    sources = gradient_sources(kernel.tree, params, names, local) if local else {}
     result = {}
     for site in plan.sites:
         if site.target in int_paths:
             continue
-        in_reach_of_helpers = site.in_helper or site.target in passed_to_helpers
-        result[id(site)] = None if in_reach_of_helpers else sources[site.call]
+        in_reach_of_helpers = site.in_helper or any(_overlap(site.target, path) for path in passed_to_helpers)
+        result[id(site)] = None if in_reach_of_helpers else sources[site.node]
     return result
+
+
+def _overlap(path: str, other: str) -> bool:
+    """Do two argument paths name the same memory, or one a struct holding the other (``s`` and ``s.count``)?"""
+    return path == other or path.startswith(other + ".") or other.startswith(path + ".")
 
 
 def check_replay_twins(

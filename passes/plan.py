@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from warp_rewrite.passes import dtypes
+from warp_rewrite.passes import dtypes, memory
 from warp_rewrite.passes.atomics import AtomicCall, WarpNames, find_atomic_calls, find_augmented_writes
 from warp_rewrite.passes.dataflow import argument_path, is_view, single_assignments
 from warp_rewrite.passes.int_types import IntLocals
@@ -51,6 +51,10 @@ class Frontend(Protocol):
 
     def parameter_types(self, unit: Unit) -> dict[str, Any]:
         """The Warp type of each parameter of the function, where known (``passes.dtypes.normalized``)."""
+
+    def is_builtin(self, unit: Unit, call: ast.Call) -> bool:
+        """Is the callee one whose effect on memory is known: a Warp builtin (atomics aside), a Python builtin,
+        a struct or vector constructor? (A ``@wp.func`` is a helper instead: ``resolve_helper``.)"""
 
     def array(self, path: str) -> dtypes.ArrayInfo | None:
         """What is known of the array argument (or struct field of one) at ``path``; None if it is no array."""
@@ -155,9 +159,12 @@ class Loop:
 
 @dataclass
 class Site:
-    """A recorded atomic: one whose value is consumed, or any atomic on a target with exact float returns."""
+    """A recorded value: an atomic whose value is consumed, any atomic on a target with exact float returns, or
+    a plain read of an array the launch writes (``op`` "read", see ``passes.memory``)."""
 
-    call: ast.Call  # for ``arr[i] += v``, an equivalent ``wp.atomic_add(arr, i, v)`` at the statement's place
+    # the atomic call (for ``arr[i] += v``, an equivalent ``wp.atomic_add(arr, i, v)`` at the statement's place),
+    # or the read ``arr[i]``
+    node: ast.Call | ast.Subscript
     op: str
     records: str  # the returned values
     target: str  # kernel argument path of the target array, e.g. "count" or "w.count"
@@ -196,6 +203,7 @@ class FunctionPlan:
     unit: Unit
     name: str  # generated base name (the phase is appended)
     parents: dict[ast.AST, ast.AST] = field(default_factory=dict, repr=False)  # of the unit's tree's nodes
+    paths: dict[str, str | None] = field(default_factory=dict)  # the kernel path each parameter names
     sites: list[Site] = field(default_factory=list)
     loops: dict[ast.AST, Loop] = field(default_factory=dict)
     clones: dict[ast.Call, Clone] = field(default_factory=dict)
@@ -227,6 +235,7 @@ class KernelPlan:
     root: FunctionPlan
     loops: list[Loop]
     sites: list[Site]
+    written: frozenset[str] = frozenset()  # argument paths of the arrays the launch writes
 
 
 def needs_forward_twin(plan: FunctionPlan, int_paths: frozenset[str]) -> bool:
@@ -362,13 +371,18 @@ class Planner:
         self.loop_ids = itertools.count()
         self.loops: list[Loop] = []
         self.sites: list[Site] = []
+        self.written: frozenset[str] = frozenset()  # argument paths of the arrays the launch writes
+        self._reading: dict[tuple, bool] = {}
 
     def is_int_path(self, path: str) -> bool:
         return is_int_path(self.frontend, path)
 
     def plan(self) -> KernelPlan:
         namer = self.namer
+        if not self._consumes(self.kernel, set()):
+            return KernelPlan(FunctionPlan(self.kernel, self.kernel.name), [], [])  # nothing to record
         identity = {p: p for p in self.params}
+        self.written = self._written_paths()
         root = self._plan(self.kernel, identity, (), namer.fresh_base(self.kernel.name))
         ops: dict[str, set[str]] = {}
         for site in self.sites:
@@ -387,13 +401,145 @@ class Planner:
                     "Use one kind of atomic per target array, or rewrite with detach_returns=True",
                     location=odd_one.location,
                 )
-        return KernelPlan(root, self.loops, self.sites)
+        return KernelPlan(root, self.loops, self.sites, self.written)
 
     def analysis(self, unit: Unit) -> _Analysis:
         if id(unit.tree) not in self._analyses:
             names, types = self.frontend.warp_names(unit), self.frontend.parameter_types(unit)
             self._analyses[id(unit.tree)] = _Analysis(unit.tree, names, types)
         return self._analyses[id(unit.tree)]
+
+    def _path_of(self, unit: Unit, paths: dict[str, str | None]) -> Callable[[ast.expr], str | None]:
+        """The kernel argument path an expression of ``unit`` names (an array, a view of one, a struct field)."""
+        params, aliases = [a.arg for a in unit.tree.args.args], self.analysis(unit).aliases
+        return lambda expr: self._kernel_path(argument_path(expr, params, aliases), paths)
+
+    def _ndim(self, unit: Unit, expr: ast.expr, path: str | None) -> int | None:
+        """The number of dimensions of the array ``expr`` indexes (``path`` in the kernel), as the function sees it:
+        a helper's array parameter may be a view of the kernel's array, so its own annotation counts first."""
+        facts = self.analysis(unit)
+        local = argument_path(expr, [a.arg for a in unit.tree.args.args], facts.aliases)
+        declared = facts.parameter_types.get(local) if local is not None else None
+        if dtypes.is_array(declared):
+            return declared.ndim
+        array = self.frontend.array(path) if path is not None else None
+        return (array.ndim or 1) if array is not None else None
+
+    def _names_memory(self, unit: Unit, expr: ast.expr, path: str | None) -> bool:
+        """Does ``expr`` (naming ``path``) stand for memory: an array or a view of one, or a struct that may hold
+        arrays, rather than an element's value?"""
+        if path is None:
+            return False
+        ndim = self._ndim(unit, expr, path)
+        if ndim is not None:
+            return memory.depth(expr, self.analysis(unit).aliases) < ndim
+        root_type = self.frontend.parameter_types(self.kernel).get(path.partition(".")[0])
+        return not dtypes.is_value_type(root_type)
+
+    def _is_element_read(self, unit: Unit, node: ast.Subscript, path: str | None) -> bool:
+        """Does the load ``node`` read an element of the argument array at ``path`` (not a view, not a component
+        of a value already read)?"""
+        if path is None or self.frontend.array(path) is None:
+            return False
+        aliases = self.analysis(unit).aliases
+        return memory.depth(node, aliases) >= self._ndim(unit, node, path) > memory.depth(node.value, aliases)
+
+    def _bind(self, unit: Unit, call: ast.Call, helper: Unit, path_of: Callable) -> dict[str, str | None]:
+        """The kernel path each of the helper's parameters names at this call: the memory it is handed (arrays,
+        views, structs), None for values."""
+        paths = {}
+        for param, arg in _bound_arguments(call, helper).items():
+            path = path_of(arg)
+            paths[param] = path if self._names_memory(unit, arg, path) else None
+        return paths
+
+    def _written_paths(self) -> frozenset[str]:
+        """Argument paths of the arrays this launch writes: with atomics, stores and augmented assignments, in the
+        kernel and in every helper it calls (through the paths each call binds), and any array handed to a Warp
+        builtin that might write it. A call the planner cannot see into, handed memory, is refused."""
+        written, seen = set(), set()
+        pending = [(self.kernel, {p: p for p in self.params})]
+        while pending:
+            unit, paths = pending.pop()
+            key = (id(unit.tree), tuple(sorted(paths.items(), key=repr)))
+            if key in seen:
+                continue
+            seen.add(key)
+            facts = self.analysis(unit)
+            path_of = self._path_of(unit, paths)
+            written.update(path_of(call.target) for call in facts.atomics)
+            written.update(path_of(array) for node in facts.nodes for array in memory.stored_arrays(node))
+            for call in facts.calls:
+                if facts.names.atomic_op(call) is not None:
+                    continue
+                helper = self.resolve_helper(unit, call)
+                arguments = [*call.args, *(keyword.value for keyword in call.keywords)]
+                handed = [path_of(a) for a in arguments if self._names_memory(unit, a, path_of(a))]
+                if helper is not None:
+                    pending.append((helper, self._bind(unit, call, helper, path_of)))
+                elif not handed:
+                    continue
+                elif not self.frontend.is_builtin(unit, call):
+                    path = handed[0]
+                    raise Refusal(
+                        unit,
+                        call,
+                        f"'{ast.unparse(call.func)}' is handed '{path}' but the rewrite cannot see what it does with "
+                        "it (it might write it, or read what this launch wrote)",
+                        "Call a @wp.func the rewrite can read (defined in a .py file), or pass it values, not arrays",
+                    )
+                elif _called_name(call) not in memory.READ_ONLY_BUILTINS:
+                    written.update(handed)  # it might write them
+        return frozenset(path for path in written if path is not None and self.frontend.array(path) is not None)
+
+    def _reads(self, unit: Unit, path_of: Callable[[ast.expr], str | None]) -> list[tuple[ast.Subscript, str]]:
+        """The function's reads of elements of arrays the launch writes, with their paths."""
+        facts = self.analysis(unit)
+        found = []
+        for node in memory.loads(facts.nodes, facts.parents, facts.names):
+            path = path_of(node)
+            if path in self.written and self._is_element_read(unit, node, path):
+                found.append((node, path))
+        return found
+
+    def _reads_written(self, unit: Unit, paths: dict[str, str | None], seen: set[tuple]) -> bool:
+        """Does the function read an element of an array the launch writes, itself or in a helper it calls?"""
+        key = (id(unit.tree), tuple(sorted(paths.items(), key=repr)))
+        if key in self._reading:
+            return self._reading[key]
+        if key in seen:
+            return False
+        seen.add(key)
+        path_of = self._path_of(unit, paths)
+        callees = ((call, self.resolve_helper(unit, call)) for call in self.analysis(unit).calls)
+        reads = bool(self._reads(unit, path_of)) or any(
+            self._reads_written(helper, self._bind(unit, call, helper, path_of), seen)
+            for call, helper in callees
+            if helper is not None
+        )
+        self._reading[key] = reads
+        return reads
+
+    def _check_builtin_reads(self, unit: Unit, path_of: Callable[[ast.expr], str | None]) -> None:
+        """Refuse a Warp builtin handed an array the launch writes: it would read it in the replay, after the
+        forward changed it (an element read with ``arr[i]`` is recorded instead)."""
+        facts = self.analysis(unit)
+        for call in facts.calls:
+            if facts.names.atomic_op(call) is not None or _called_name(call) == "len":
+                continue
+            if self.resolve_helper(unit, call) is not None or not self.frontend.is_builtin(unit, call):
+                continue
+            for arg in [*call.args, *(keyword.value for keyword in call.keywords)]:
+                path = path_of(arg)
+                if path in self.written and self._names_memory(unit, arg, path):
+                    raise Refusal(
+                        unit,
+                        call,
+                        f"'{ast.unparse(call.func)}' reads '{path}', which this launch also writes: the replay would "
+                        "read it after the forward changed it",
+                        f"Read the elements you need with {path}[i] (those reads are recorded), or pass an array "
+                        "this launch does not write",
+                    )
 
     def _plan(
         self,
@@ -408,11 +554,10 @@ class Planner:
         facts = self.analysis(unit)
         names = facts.names
         parents, aliases = facts.parents, facts.aliases
-        plan = FunctionPlan(unit, name, parents)
+        plan = FunctionPlan(unit, name, parents, paths)
         unit_params = [a.arg for a in unit.tree.args.args]
 
-        def kernel_path(target: ast.expr) -> str | None:
-            return self._kernel_path(argument_path(target, unit_params, aliases), paths)
+        kernel_path = self._path_of(unit, paths)
 
         atomics = facts.atomics
         exact = [c for c in atomics if kernel_path(c.target) in self.exact_targets]
@@ -425,7 +570,8 @@ class Planner:
             if kernel_path(write.target) not in self.exact_targets:
                 plan.unconsumed[write] = kernel_path(write.target)
         self._check_exact_writes(unit, paths, unit_params, aliases)
-        helper_calls = self._helper_calls(unit, [c for c in atomics if c.consumed])
+        self._check_builtin_reads(unit, kernel_path)
+        helper_calls = self._helper_calls(unit, [c for c in atomics if c.consumed], kernel_path)
 
         # A loop with nothing differentiable inside needs no replay: keep only what it hands on.
         opaque = self._opaque_loops(unit, atomics, kernel_path)
@@ -433,8 +579,9 @@ class Planner:
             plan.loops[loop] = self._new_opaque_loop(unit, loop)
         hidden = lambda node: any(loop in opaque for loop in _enclosing(node, parents, unit.tree))  # noqa: E731
         recorded = [c for c in recorded if not hidden(_statement_or_call(c))]
+        reads = [(node, path) for node, path in self._reads(unit, kernel_path) if not hidden(node)]
         relevant: list[ast.AST] = [_statement_or_call(c) for c in recorded] + [call for call, _ in helper_calls]
-        relevant += list(opaque)
+        relevant += [node for node, _ in reads] + list(opaque)
         for node in sorted(relevant, key=lambda n: (n.lineno, n.col_offset)):
             for loop in _enclosing(node, parents, unit.tree):
                 if loop not in plan.loops:
@@ -465,9 +612,25 @@ class Planner:
             plan.sites.append(site)
             self.sites.append(site)
 
+        for node, path in reads:
+            if path in self.exact_targets:
+                raise Refusal(
+                    unit,
+                    node,
+                    f"a plain read of '{path}', whose float atomic returns need exact gradients",
+                    "Use the value the atomic returns instead, or rewrite with detach_returns=True",
+                )
+            loops = outer + tuple(plan.loops[loop].id for loop in _enclosing(node, parents, unit.tree))
+            records = self.namer.fresh(f"{path.replace('.', '_')}_reads")
+            location, in_helper = unit.location(node), unit is not self.kernel
+            site = Site(node, "read", records, path, loops, location, in_helper, memory.index_count(node))
+            plan.sites.append(site)
+            self.sites.append(site)
+        plan.sites.sort(key=lambda site: (site.node.lineno, site.node.col_offset))
+
         for call, helper in helper_calls:
             bound = _bound_arguments(call, helper)
-            helper_paths = {param: kernel_path(arg) for param, arg in bound.items()}
+            helper_paths = self._bind(unit, call, helper, kernel_path)
             helper_views = frozenset(param for param, arg in bound.items() if is_view(arg, aliases, views))
             loops = outer + tuple(plan.loops[loop].id for loop in _enclosing(call, parents, unit.tree))
             clone = self._plan(helper, helper_paths, loops, self.namer.fresh_base(helper.name), helper_views)
@@ -595,14 +758,21 @@ class Planner:
         self.loops.append(loop)
         return loop
 
-    def _helper_calls(self, unit: Unit, consumed: list[AtomicCall]) -> list[tuple[ast.Call, Unit]]:
-        """Calls to helpers that consume an atomic return somewhere inside."""
+    def _helper_calls(
+        self, unit: Unit, consumed: list[AtomicCall], path_of: Callable[[ast.expr], str | None]
+    ) -> list[tuple[ast.Call, Unit]]:
+        """Calls to helpers that need a clone: they consume an atomic's return, or read an array the launch writes
+        (their replay must read records instead), somewhere inside."""
         atomic_nodes = {c.node for c in consumed}
         found = []
         for node in self.analysis(unit).calls:
             if node not in atomic_nodes:
                 helper = self.resolve_helper(unit, node)
-                if helper is not None and self._consumes(helper, set()):
+                if helper is None:
+                    continue
+                if self._consumes(helper, set()) or self._reads_written(
+                    helper, self._bind(unit, node, helper, path_of), set()
+                ):
                     found.append((node, helper))
         return sorted(found, key=lambda pair: (pair[0].lineno, pair[0].col_offset))
 
@@ -640,6 +810,11 @@ class Planner:
         if mapped is None:
             return None
         return f"{mapped}.{rest}" if rest else mapped
+
+
+def _called_name(call: ast.Call) -> str | None:
+    """``tile_load`` for ``wp.tile_load(...)`` or a bare ``tile_load(...)``."""
+    return call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
 
 
 def _stored_into(node: ast.AST) -> list[ast.expr]:

@@ -137,7 +137,7 @@ class PhaseWriter(ast.NodeTransformer):
         self.coordinate = coordinate
         self.in_helper = in_helper
         self.kept_calls: set[int] = set()  # atomics and clone calls the phase keeps, by id
-        self.sites = {site.statement or site.call: site for site in plan.sites}
+        self.sites = {site.statement or site.node: site for site in plan.sites}
         edited = [*plan.unconsumed, *self.sites, *plan.clones, *plan.loops]
         parents = plan.parents
         self.on_path: set[int] = set()  # ids of the edited nodes and every node above them
@@ -189,17 +189,23 @@ class PhaseWriter(ast.NodeTransformer):
             self.kept_calls.add(id(visited))
         return visited
 
+    def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
+        site = self.sites.get(node)  # a read of an array the launch writes (passes.memory)
+        visited = self.generic_visit(node)
+        return visited if site is None else ast.copy_location(self._site(visited, site), node)
+
     def _runtime(self, name: str) -> ast.expr:
         return _expr(self.settings.module.runtime_function(name))
 
-    def _site(self, call: ast.Call, site: Site) -> ast.expr:
+    def _site(self, call: ast.Call | ast.Subscript, site: Site) -> ast.expr:
+        """The recorded value: stored by the record phase, read back by the replay."""
         if site.exact:
             return self._exact_site(call, site)
         if self.phase == RECORD:
             self.kept_calls.add(id(call))
             recorder = _expr(self._recorder(site.loops))
             return ast.Call(recorder, [call, _expr(site.records), _expr(self.coordinate)], [])
-        keeps_inner = any(id(n) in self.kept_calls for arg in call.args for n in walk(arg))
+        keeps_inner = any(id(n) in self.kept_calls for n in walk(call)[1:])
         if self.phase == REPLAY_FORWARD or not keeps_inner:
             # Just the recorded value. The atomic's own adjoint (d target / d value) is zero here: an int
             # target has none, and a float site that is not exact is replayed only in launches where neither

@@ -8,8 +8,9 @@ from typing import Any
 
 import warp as wp
 
+from warp_rewrite import pipeline
 from warp_rewrite.live import LiveFrontend, compile_generated
-from warp_rewrite.pipeline import RewriteOptions, rewrite_kernel
+from warp_rewrite.pipeline import RewriteOptions
 from warp_rewrite.runtime import KernelPair, RewrittenKernel
 
 _defined_in_module: dict[str, set[str]] = {}  # Warp module -> names the generated code defined there
@@ -94,7 +95,7 @@ def generate(
     taken = set(_defined_in_module.get(module, ()))
     taken |= _defined_in_module.get(room_module, set()) if max_records is not None else set()
     frontend = LiveFrontend(kernel, taken)
-    generated = rewrite_kernel(frontend, RewriteOptions(max_records, detach_returns))
+    generated = pipeline.rewrite_kernel(frontend, RewriteOptions(max_records, detach_returns))
     if generated is None:
         return None
     if generated.max_records is not None:

@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from warp_rewrite import runtime
+from warp_rewrite import pipeline, runtime
 from warp_rewrite.lint import helper_hazards
 from warp_rewrite.live import RUNTIME_NAME
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.syntax import walk
 from warp_rewrite.passes.two_phase import ModuleNames
-from warp_rewrite.pipeline import GeneratedKernel, RewriteOptions, rewrite_kernel
+from warp_rewrite.pipeline import GeneratedKernel, RewriteOptions
 from warp_rewrite.runtime import RewriteError
 from warp_rewrite.static_module import Imported, Project, StaticModule, split_lines
 from warp_rewrite.static_types import StaticFrontend
@@ -146,7 +146,8 @@ def kernel_block(module: StaticModule, frontend: StaticFrontend, max_records: in
                  detach_returns: bool) -> str | None:  # fmt: skip
     """One kernel's generated block, fenced by its begin and end markers; None when the kernel has nothing to
     record (as when ``wp_rewrite`` leaves a kernel unchanged)."""
-    generated = rewrite_kernel(frontend, RewriteOptions(None, detach_returns))  # max_records: a launch default
+    # max_records is the launches' default, not compiled in
+    generated = pipeline.rewrite_kernel(frontend, RewriteOptions(None, detach_returns))
     if generated is None:
         return None
     for function in generated.plan.root.walk():

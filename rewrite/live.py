@@ -7,6 +7,7 @@ Warp knows each argument's type and each helper a call refers to; the source com
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 import itertools
 import linecache
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import warp as wp
-from warp._src.codegen import get_closure_vars
+from warp._src.codegen import Struct, get_closure_vars
 from warp._src.context import Function
 
 from warp_rewrite import runtime
@@ -69,12 +70,19 @@ class FunctionSource:
         return WarpNames(modules or frozenset({"wp"}), bare)
 
     def resolve(self, expr: ast.expr) -> Any:
-        """The object a ``name`` or ``module.attr`` expression denotes in this namespace, or None."""
+        """The object a ``name``, ``module.attr`` or ``wp.static(expr)`` expression denotes in this namespace (a
+        Python builtin's name, where the namespace does not bind it, denotes the builtin), or None."""
         if isinstance(expr, ast.Name):
-            return self.namespace.get(expr.id)
+            return self.namespace.get(expr.id, getattr(builtins, expr.id, None))
         if isinstance(expr, ast.Attribute):
             owner = self.resolve(expr.value)
             return getattr(owner, expr.attr, None) if owner is not None else None
+        if isinstance(expr, ast.Call) and self.resolve(expr.func) is wp.static and len(expr.args) == 1:
+            # Warp evaluates wp.static(...) when it builds the kernel, in the kernel's namespace: so does this.
+            try:
+                return eval(compile(ast.Expression(expr.args[0]), "<wp.static>", "eval"), dict(self.namespace))
+            except Exception:
+                return None
         return None
 
 
@@ -116,6 +124,13 @@ class LiveFrontend:
         if id(func) not in self._helpers:
             self._helpers[id(func)] = read_source(func, unit, call)
         return self._helpers[id(func)]
+
+    def is_builtin(self, unit: FunctionSource, call: ast.Call) -> bool:
+        callee = unit.resolve(call.func)
+        if isinstance(callee, Function):
+            return callee.is_builtin()
+        python_builtin = getattr(builtins, getattr(callee, "__name__", ""), None) is callee
+        return python_builtin or isinstance(callee, type | Struct)
 
     def parameter_types(self, unit: FunctionSource) -> dict[str, Any]:
         return {arg.label: dtypes.normalized(arg.type) for arg in unit.obj.adj.args}

@@ -105,7 +105,8 @@ def plan(rewrite: Rewrite) -> None:
     namer = Namer.for_tree(kernel.tree, frontend.taken)
     planner = Planner(frontend, namer, analyses=analyses)
     result = planner.plan()
-    exact = frozenset() if rewrite.options.detach_returns else {s.target for s in result.sites}
+    atomics = {s.target for s in result.sites if s.op != "read"}  # reads get no exact gradients
+    exact = frozenset() if rewrite.options.detach_returns else atomics
     exact = frozenset(path for path in exact if not is_int_path(frontend, path))
     helpers = [f.unit.tree for f in result.root.walk() if f.unit is not kernel]
     if exact or (helpers and namer.issued & Namer.for_tree(ast.Module(helpers, [])).taken):
@@ -187,8 +188,16 @@ def launch_spec(rewrite: Rewrite) -> None:
         LoopSpec(loop.id, loop.location, loop.static_trips, compiled_room(loop, rewrite.max_records), loop.needs_room)
         for loop in plan_.loops
     ]
-    rewrite.spec = KernelSpec(kernel.name, tuple(params), tuple(sites), tuple(records), tuple(loops),
-                              len(rewrite.names.coords))  # fmt: skip
+    rewrite.spec = KernelSpec(
+        kernel.name,
+        tuple(params),
+        kernel.location(kernel.tree),
+        tuple(sorted(plan_.written)),
+        tuple(sites),
+        tuple(records),
+        tuple(loops),
+        len(rewrite.names.coords),
+    )
 
 
 STAGES: tuple[tuple[str, Callable[[Rewrite], None]], ...] = (

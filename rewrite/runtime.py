@@ -57,7 +57,7 @@ class SiteSpec:
     """One recorded atomic."""
 
     target: str  # argument path of the target array: "count", or a struct field's "state.count"
-    op: str  # "add", "cas", ...
+    op: str  # "add", "cas", ...; "read": a plain read of an array the launch writes
     location: str  # "file:line:col" of the atomic in the user's source
     # argument paths a float return may be differentiable in; None: any array argument
     gradient_sources: tuple[str, ...] | None = ()
@@ -98,6 +98,8 @@ class KernelSpec:
 
     key: str  # the original kernel's name, for messages
     parameters: tuple[str, ...]  # the original kernel's parameters, in order
+    location: str = ""  # "file:line:col" of the kernel's definition
+    written: tuple[str, ...] = ()  # argument paths of the arrays the launch writes
     sites: tuple[SiteSpec, ...] = ()
     records: tuple[RecordSpec, ...] = ()  # in the order of the generated kernels' record parameters
     loops: tuple[LoopSpec, ...] = ()
@@ -206,9 +208,10 @@ class KernelPair:
 
 
 def argument_arrays(parameters: Sequence[str], args: Sequence[Any]):
-    """Every array among a launch's arguments, struct fields included, with its path ("state.count")."""
+    """Every array among a launch's arguments (of any of Warp's array kinds), struct fields included, with its
+    path ("state.count")."""
     for path, value in zip(parameters, args, strict=True):
-        if isinstance(value, wp.array):
+        if isinstance(value, wp._src.types.Array):
             yield path, value
         elif isinstance(value, wp._src.codegen.StructInstance):
             fields = value._cls.vars
@@ -229,16 +232,57 @@ def is_float_dtype(dtype: type) -> bool:
     return wp._src.types.type_scalar_type(dtype) in wp._src.types.float_types
 
 
-def scratch_copy(value: Any) -> Any:
-    """A copy a dry run may write into: arrays cloned, struct fields copied, plain values as they are."""
-    if isinstance(value, wp.array):
-        return wp.clone(value, requires_grad=False)
+def memory_extent(array: Any) -> tuple[int, int] | None:
+    """The bytes ``[start, end)`` an array's elements lie in (an indexed array's: its data's); None where unknown."""
+    if isinstance(array, wp.indexedarray):
+        array = array.data
+    if not isinstance(array, wp.array) or not array.ptr or array.size == 0:
+        return None
+    last = sum((extent - 1) * stride for extent, stride in zip(array.shape, array.strides, strict=True))
+    return array.ptr, array.ptr + last + wp._src.types.type_size_in_bytes(array.dtype)
+
+
+def check_aliasing(spec: KernelSpec, args: Sequence[Any]) -> None:
+    """Refuse, before anything runs, a launch that binds memory the kernel writes to two arguments (or struct fields).
+
+    The rewrite knows what a kernel writes and reads by argument: a write through one name and a read through another
+    would go unrecorded.
+    """
+    extents = []
+    for path, array in argument_arrays(spec.parameters, args):
+        extent = memory_extent(array)
+        if extent is not None:
+            extents.append((path, array.device, extent))
+    written = set(spec.written)
+    for i, (path, device, (start, end)) in enumerate(extents):
+        for other, other_device, (other_start, other_end) in extents[i + 1 :]:
+            shared = device == other_device and start < other_end and other_start < end
+            if shared and (path in written or other in written):
+                writes = path if path in written else other
+                raise RewriteError(
+                    spec.key,
+                    spec.location,
+                    f"arguments '{path}' and '{other}' share memory and the kernel writes '{writes}': the rewrite "
+                    "records reads and writes per argument, so it would miss those through the other one",
+                    "Pass the array once (one parameter), or pass a copy",
+                )
+
+
+def scratch_copy(value: Any, path: str, written: frozenset[str]) -> Any:
+    """What a dry run may run on in place of ``value`` (the argument at ``path``): a copy of each array the launch
+    writes, struct fields copied likewise; everything else as it is (the kernel never writes it)."""
     if isinstance(value, wp._src.codegen.StructInstance):
         copy = type(value)()
         for name in value._cls.vars:
-            setattr(copy, name, scratch_copy(getattr(value, name)))
+            setattr(copy, name, scratch_copy(getattr(value, name), f"{path}.{name}", written))
         return copy
-    return value
+    if path not in written:
+        return value
+    if isinstance(value, wp.array):
+        return wp.clone(value, requires_grad=False)
+    if isinstance(value, wp.indexedarray):
+        return wp.indexedarray(wp.clone(value.data, requires_grad=False), value.indices[: value.ndim])
+    return None  # not copyable: the caller refuses
 
 
 def requires_grad_path(parameters: Sequence[str], args: Sequence[Any], site: SiteSpec) -> str | None:
@@ -541,6 +585,7 @@ class RewrittenKernel:
                     f"kernel '{self.key}': argument '{path}' is on device '{array.device}' "
                     f"but the launch is on '{device}'"
                 )
+        check_aliasing(spec, args)
         if len(shape) > spec.launch_arity:
             raise ValueError(
                 f"kernel '{self.key}' unpacks wp.tid() into {spec.launch_arity} index(es) but is launched with "
@@ -552,9 +597,19 @@ class RewrittenKernel:
                         max_records, key) -> None:  # fmt: skip
         pair = self.pair
         parameters = pair.spec.parameters
-        # A detached float return is replayed as a constant: exact only if nothing it is made of needs a gradient.
+        # A detached float return, or a float read of an array the launch writes, is replayed as a constant: exact
+        # only if nothing it is made of needs a gradient.
         for site in pair.spec.sites:
             path = None if site.exact else requires_grad_path(parameters, args, site)
+            if path is not None and site.op == "read":
+                raise RewriteError(
+                    self.key,
+                    site.location,
+                    f"this reads '{site.target}', which the launch also writes, and the value read is a float that "
+                    f"depends on '{path}', which requires grad: its gradient through what the launch wrote there is "
+                    "not supported",
+                    f"Write the result into a separate array, or launch with '{path}' not requiring grad",
+                )
             if path is not None:
                 raise RewriteError(
                     self.key,
@@ -577,7 +632,16 @@ class RewrittenKernel:
         counted = None in capacities.values()
         if counted:
             # A dry run on scratch copies, with no room for records, counts the trips of loops of unknown length.
-            scratch = [scratch_copy(value) for value in args]
+            written = frozenset(spec.written)
+            scratch = [scratch_copy(value, path, written) for value, path in zip(args, parameters, strict=True)]
+            uncopyable = next((path for path, value in zip(parameters, scratch, strict=True) if value is None), None)
+            if uncopyable is not None:
+                raise RewriteError(
+                    self.key, spec.location,
+                    f"counting the trips of its loops of unknown length would need a copy of '{uncopyable}', which "
+                    "the kernel writes, and that kind of array cannot be copied",
+                    "Pass max_records (to wp_rewrite, or to the launch) so that no count is needed",
+                )  # fmt: skip
             no_room = {loop: room or 0 for loop, room in capacities.items()}
             dry, dry_trips = phase_arguments(spec, scratch, shape, no_room, device)
             wp.launch(pair.record, shape, scratch, dry, record_tape=False, **options)

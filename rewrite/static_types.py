@@ -159,6 +159,18 @@ class StaticFrontend:
         found = self.project.resolve(unit.owner, call)
         return self.unit(*found) if isinstance(found, tuple) else None
 
+    def is_builtin(self, unit: StaticUnit, call: ast.Call) -> bool:
+        owner, func = unit.owner, call.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in owner.warp.modules:
+            return func.attr != "static"  # wp.static(...) itself is a builtin; what it returns is not known here
+        if not isinstance(func, ast.Name):
+            return False
+        if func.id in owner.warp.members:
+            return True
+        if isinstance(resolve_annotation(owner, func), StaticStruct):
+            return True
+        return hasattr(builtins, func.id) and func.id not in owner.imported and func.id not in owner.helpers()
+
     def parameter_types(self, unit: StaticUnit) -> dict[str, Any]:
         return {a.arg: resolve_annotation(unit.owner, a.annotation) for a in unit.tree.args.args}
 

@@ -2,8 +2,30 @@ import logging
 import sys
 from pathlib import Path
 
+import pytest
 import warp as wp
 
 sys.path.insert(0, str(Path(__file__).parent))
 wp.config.log_level = logging.WARNING  # no init banner, no per-module load lines
 wp.init()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def every_replay_reads_only_unwritten_memory_or_records():
+    """Check every kernel the suite rewrites, through the API or the command line, with ``replay_reads``."""
+    from replay_reads import unrecorded_reads
+
+    from warp_rewrite import pipeline
+
+    rewrite_kernel = pipeline.rewrite_kernel
+
+    def checked(frontend, *options):
+        generated = rewrite_kernel(frontend, *options)
+        if generated is not None:
+            problems = unrecorded_reads(frontend, generated)
+            assert not problems, f"kernel '{generated.kernel}': unrecorded reads in its replay:\n" + "\n".join(problems)
+        return generated
+
+    pipeline.rewrite_kernel = checked
+    yield
+    pipeline.rewrite_kernel = rewrite_kernel

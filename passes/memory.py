@@ -1,0 +1,88 @@
+"""What a function does to the memory of its array arguments: which arrays it writes, which elements it reads.
+
+The replay kernel runs after the forward, against memory in its final state: a plain read of an array that the
+launch writes (in the kernel, in a helper, by any thread) would see what the launch left there, not what the
+forward read. The planner therefore records every such read, like an atomic's returned value, and the replay
+reads the record (``passes.plan``); arrays the launch never writes keep their plain reads. These functions
+find the reads and writes in one function's tree; the planner follows them through helper calls.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from warp_rewrite.passes.atomics import WarpNames
+
+# Warp builtins known to read the arrays they are handed and write none of them; any other builtin handed an
+# array may write it, as far as the planner knows.
+READ_ONLY_BUILTINS = frozenset({"len", "lower_bound", "tile_load"})
+
+
+def stored_arrays(node: ast.AST) -> list[ast.expr]:
+    """The array expressions a statement stores into: ``arr`` for ``arr[i] = v``, ``arr[i].x = v``,
+    ``arr[i][0] += v`` or ``s.arr[i] = v``; nothing for stores into locals (``v[0] = 1.0`` of a local vector is
+    not told apart here: the caller keeps only expressions that name an argument array)."""
+    if isinstance(node, ast.Assign):
+        targets = [t for target in node.targets for t in _elements(target)]
+    elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+        targets = [node.target]
+    else:
+        return []
+    arrays = []
+    for target in targets:
+        indexed = None
+        while isinstance(target, ast.Subscript | ast.Attribute):
+            if isinstance(target, ast.Subscript):
+                indexed = target.value  # the outermost indexing decides nothing: the innermost array is written
+            target = target.value
+        if indexed is not None:
+            arrays.append(indexed)
+    return arrays
+
+
+def _elements(target: ast.expr) -> Iterator[ast.expr]:
+    """The targets of ``a, b[i] = ...`` one by one."""
+    if isinstance(target, ast.Tuple | ast.List):
+        for element in target.elts:
+            yield from _elements(element)
+    else:
+        yield target
+
+
+def index_count(subscript: ast.Subscript) -> int:
+    """How many indices one ``[...]`` applies: ``arr[i, j]`` two, ``arr[i]`` one."""
+    return len(subscript.slice.elts) if isinstance(subscript.slice, ast.Tuple) else 1
+
+
+def depth(expr: ast.expr, aliases: dict[str, ast.expr]) -> int:
+    """How many indices ``expr`` has applied to an argument array, through locals bound to views
+    (``row = grid[i]; row[j]``: two)."""
+    total, seen = 0, set()
+    while True:
+        if isinstance(expr, ast.Subscript):
+            total += index_count(expr)
+            expr = expr.value
+        elif isinstance(expr, ast.Name) and expr.id in aliases and expr.id not in seen:
+            seen.add(expr.id)
+            expr = aliases[expr.id]
+        else:
+            return total
+
+
+def loads(nodes: list[ast.AST], parents: dict[ast.AST, ast.AST], names: WarpNames) -> list[ast.Subscript]:
+    """The ``[...]`` loads of a function, in source order: candidates for reads of an array's element. Which of
+    them reads one, the caller decides from the array's number of dimensions (``depth``): in ``pos[i][0]`` the
+    load ``pos[i]`` reads a vector element of a 1-D ``pos``, and ``[0]`` takes a component of the value read.
+
+    Subscripts that are stored into, or the target of an atomic (a view ``arr[i]`` handed to it), are not loads.
+    """
+    found = []
+    for node in nodes:
+        if not isinstance(node, ast.Subscript) or not isinstance(node.ctx, ast.Load):
+            continue
+        parent = parents.get(node)
+        if isinstance(parent, ast.Call) and parent.args and parent.args[0] is node and names.atomic_op(parent):
+            continue
+        found.append(node)
+    return sorted(found, key=lambda n: (n.lineno, n.col_offset))
