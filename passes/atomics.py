@@ -13,6 +13,16 @@ from dataclasses import dataclass
 from warp_rewrite.passes.syntax import walk
 
 ATOMIC_OPS = ("add", "sub", "min", "max", "cas", "exch", "and", "or", "xor")
+# The keywords Warp's atomics take, in the order of their parameters: atomic_op(arr, i[, j[, k[, l]]], value) and
+# atomic_cas(arr, i..., compare, value).
+_PARAMETERS = ("arr", "i", "j", "k", "l", "compare", "value")
+
+
+def positional_arguments(call: ast.Call) -> list[ast.expr]:
+    """An atomic call's arguments in parameter order, however they were passed (``wp.atomic_add(arr=c, i=0,
+    value=1)`` is ``wp.atomic_add(c, 0, 1)``)."""
+    named = {keyword.arg: keyword.value for keyword in call.keywords if keyword.arg}
+    return [*call.args, *(named[name] for name in _PARAMETERS if name in named)]
 
 
 @dataclass(frozen=True)
@@ -45,17 +55,22 @@ class AtomicCall:
     statement: ast.AugAssign | None = None  # set when the call stands for ``arr[i] += v``
 
     @property
+    def arguments(self) -> list[ast.expr]:
+        return positional_arguments(self.node)
+
+    @property
     def target(self) -> ast.expr:
-        return self.node.args[0]
+        return self.arguments[0]
 
     @property
     def value_args(self) -> list[ast.expr]:
         """The operands written into the target (cas: compare and value)."""
-        return self.node.args[-2:] if self.op == "cas" else self.node.args[-1:]
+        return self.arguments[-2:] if self.op == "cas" else self.arguments[-1:]
 
     @property
     def index_args(self) -> list[ast.expr]:
-        return self.node.args[1 : len(self.node.args) - len(self.value_args)]
+        arguments = self.arguments
+        return arguments[1 : len(arguments) - len(self.value_args)]
 
 
 def find_atomic_calls(tree: ast.AST, names: WarpNames, nodes: list[ast.AST] | None = None) -> list[AtomicCall]:

@@ -12,8 +12,9 @@ from typing import Any
 import warp as wp
 from warp._src import types as warp_types
 
-INT = wp.int32  # the type of the int locals the rewrite records (slots, flags, probe positions)
+INT = wp.int32  # the type of int literals, int(x), wp.tid(), and of the records of trip counts and tickets
 BOOL = wp.bool
+INT_TYPES = tuple(warp_types.int_types)
 
 # Python's scalar annotations, as Warp reads them.
 _PYTHON_SCALARS = {int: wp.int32, float: wp.float32, bool: wp.bool}

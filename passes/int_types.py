@@ -1,9 +1,12 @@
-"""Which locals of a kernel are ints or bools, read off the source alone.
+"""Which locals of a function are ints or bools, and of which Warp type.
 
 Warp's backward replays a dynamic loop's body at most once before running the reverse pass, so a local that a
 loop changes and later code reads has the wrong value in backward. The rewrite records such locals at the
 loop's exit and restores them in the replay kernel, which needs their Warp type; only ints and bools (slots,
 flags, probe positions) carry no gradient, so only they can be restored without losing one.
+
+Where the front end knows a local's type (the API: Warp's own, once it has built the kernel), that counts.
+Otherwise it is read off the source: a local is an int of one type when every value assigned to it is.
 """
 
 from __future__ import annotations
@@ -12,13 +15,16 @@ import ast
 from typing import Any
 
 from warp_rewrite.passes import dtypes
+from warp_rewrite.passes.atomics import positional_arguments
 from warp_rewrite.passes.dtypes import BOOL, INT
 from warp_rewrite.passes.syntax import walk
 
-_UNKNOWN = "?"
-_INT_CASTS = {"int", "int32"}
-_INT_RESULTS = {"tid", "len", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_cas", "atomic_exch",
-                "atomic_and", "atomic_or", "atomic_xor", "min", "max", "abs", "select", "where"}  # fmt: skip
+_UNKNOWN = "?"  # not settled yet: compatible with anything
+_LITERAL = "literal"  # an int literal: takes the type of the int it meets, int32 on its own
+# Warp's int types by the names that cast to them (int(x) makes an int32).
+_INT_CASTS = {"int": INT, **{t.__name__: t for t in dtypes.INT_TYPES}}
+_SAME_AS_OPERANDS = {"min", "max", "abs", "select", "where"}
+_INT_RESULTS = {"tid": INT, "len": INT}
 
 
 def _name(expr: ast.expr | None) -> str | None:
@@ -29,18 +35,39 @@ def _name(expr: ast.expr | None) -> str | None:
     return None
 
 
-class IntLocals:
-    """Fixpoint over a function: a local is int (bool) when every value assigned to it is."""
+def _unify(kinds: set) -> Any:
+    """The one int type a set of operand kinds makes, ``_UNKNOWN`` while undecided, None if none."""
+    kinds = kinds - {_UNKNOWN}
+    types = kinds - {_LITERAL}
+    if len(types) > 1 or not all(dtypes.is_int(t) for t in types):
+        return None
+    if types:
+        return next(iter(types))
+    return _LITERAL if kinds else _UNKNOWN
 
-    def __init__(self, func: ast.FunctionDef, parameter_types: dict[str, Any], nodes: list[ast.AST] | None = None):
-        """``parameter_types``: the function's parameters' Warp types, where known; ``nodes``: ``walk(func)``."""
+
+class IntLocals:
+    """The int and bool locals of a function (``locals``: name -> Warp type)."""
+
+    def __init__(
+        self,
+        func: ast.FunctionDef,
+        parameter_types: dict[str, Any],
+        nodes: list[ast.AST] | None = None,
+        local_types: dict[str, Any] | None = None,
+        call_types: dict[ast.Call, Any] | None = None,
+    ):
+        """``parameter_types``: the function's parameters' Warp types, where known; ``nodes``: ``walk(func)``;
+        ``local_types``: the locals' Warp types, where the front end knows them; ``call_types``: the return type
+        of each call of a helper, where known."""
         self.params: dict[str, Any] = {}
-        self.int_arrays: set[str] = set()
+        self.int_arrays: dict[str, Any] = {}
         for name, annotation in parameter_types.items():
-            if annotation is INT or annotation is BOOL:
+            if dtypes.is_int(annotation) or annotation is BOOL:
                 self.params[name] = annotation
-            elif dtypes.is_array(annotation) and annotation.dtype is INT:
-                self.int_arrays.add(name)
+            elif dtypes.is_array(annotation) and dtypes.is_int(annotation.dtype):
+                self.int_arrays[name] = annotation.dtype
+        self.call_types = call_types or {}
         assignments: dict[str, list[ast.expr | None]] = {}
         for node in walk(func) if nodes is None else nodes:
             if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
@@ -56,27 +83,37 @@ class IntLocals:
                             if isinstance(element, ast.Name):
                                 assignments.setdefault(element.id, []).append(value if _is_tid(value) else None)
             elif isinstance(node, ast.For) and isinstance(node.target, ast.Name):
-                assignments.setdefault(node.target.id, []).append(ast.Constant(0))
+                assignments.setdefault(node.target.id, []).append(ast.Call(ast.Name("int"), [], []))
         # Optimistic fixpoint, so that ``slot = (slot + 1) % n`` can be an int: every local starts unknown
-        # ("?", compatible with anything) and settles on the one kind all its assignments agree on.
+        # (compatible with anything) and settles on the one type all its assignments agree on.
         self.locals: dict[str, Any] = dict.fromkeys(assignments, _UNKNOWN)
         changed = True
         while changed:
             changed = False
             for name, values in assignments.items():
-                kinds = {self.kind(v) for v in values} - {_UNKNOWN}
-                settled = next(iter(kinds)) if len(kinds) == 1 else (_UNKNOWN if not kinds else None)
+                kinds = {self.kind(v) for v in values}
+                settled = BOOL if kinds - {_UNKNOWN} == {BOOL} else _unify(kinds)
                 if settled != self.locals[name]:
                     self.locals[name] = settled
                     changed = True
-        self.locals = {name: kind for name, kind in self.locals.items() if kind not in (None, _UNKNOWN)}
+        self.locals = {
+            name: INT if kind is _LITERAL else kind
+            for name, kind in self.locals.items()
+            if kind not in (None, _UNKNOWN)
+        }
+        # What the front end knows wins (Warp's symbols keep only the locals still in scope at the function's end).
+        for name, known in (local_types or {}).items():
+            if dtypes.is_int(known) or known is BOOL:
+                self.locals[name] = known
+            else:
+                self.locals.pop(name, None)
 
     def kind(self, expr: ast.expr | None) -> Any:
-        """INT, BOOL or None (not known to be either)."""
+        """An int type, BOOL, ``_LITERAL``, ``_UNKNOWN`` (a local not settled yet) or None (neither)."""
         if expr is None:
             return None
         if isinstance(expr, ast.Constant):
-            return BOOL if isinstance(expr.value, bool) else INT if isinstance(expr.value, int) else None
+            return BOOL if isinstance(expr.value, bool) else _LITERAL if isinstance(expr.value, int) else None
         if isinstance(expr, ast.Name):
             return self.locals.get(expr.id) or self.params.get(expr.id)
         if isinstance(expr, ast.Compare | ast.BoolOp) or (
@@ -84,25 +121,39 @@ class IntLocals:
         ):
             return BOOL
         if isinstance(expr, ast.UnaryOp):
-            operand = self.kind(expr.operand)
-            return operand if operand in (INT, _UNKNOWN) else None
+            return _unify({self.kind(expr.operand)})
         if isinstance(expr, ast.BinOp):
-            kinds = {self.kind(expr.left), self.kind(expr.right)}
-            if isinstance(expr.op, ast.Div) or not kinds <= {INT, _UNKNOWN}:
-                return None
-            return INT if INT in kinds else _UNKNOWN
+            return None if isinstance(expr.op, ast.Div) else _unify({self.kind(expr.left), self.kind(expr.right)})
         if isinstance(expr, ast.Subscript):
-            return INT if isinstance(expr.value, ast.Name) and expr.value.id in self.int_arrays else None
+            return self._subscript_kind(expr)
         if isinstance(expr, ast.Call):
-            called = _name(expr.func)
-            if called in _INT_CASTS or (called == "tid" and not expr.args):
-                return INT
-            if called in _INT_RESULTS and expr.args:
-                if called.startswith("atomic_"):
-                    target = expr.args[0]
-                    return INT if isinstance(target, ast.Name) and target.id in self.int_arrays else None
-                kinds = {self.kind(a) for a in expr.args if called not in {"select", "where"} or a is not expr.args[0]}
-                return INT if INT in kinds and kinds <= {INT, _UNKNOWN} else None
+            return self._call_kind(expr)
+        return None
+
+    def _subscript_kind(self, expr: ast.Subscript) -> Any:
+        if isinstance(expr.value, ast.Name) and expr.value.id in self.int_arrays:
+            return self.int_arrays[expr.value.id]
+        if isinstance(expr.value, ast.Attribute) and expr.value.attr == "shape":  # arr.shape[0]
+            return INT
+        return None
+
+    def _call_kind(self, expr: ast.Call) -> Any:
+        called = _name(expr.func)
+        if expr in self.call_types:
+            declared = dtypes.normalized(self.call_types[expr])
+            return declared if dtypes.is_int(declared) or declared is BOOL else None
+        if called == "bool":
+            return BOOL
+        if called in _INT_CASTS:
+            return _INT_CASTS[called]
+        if called in _INT_RESULTS and (called != "tid" or not expr.args):
+            return _INT_RESULTS[called]
+        if called and called.startswith("atomic_") and expr.args:
+            target = positional_arguments(expr)[0]
+            return self.int_arrays.get(target.id) if isinstance(target, ast.Name) else None
+        if called in _SAME_AS_OPERANDS and expr.args:
+            operands = expr.args[1:] if called in ("select", "where") else expr.args
+            return _unify({self.kind(a) for a in operands})
         return None
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from warp_rewrite.passes.atomics import WarpNames
+from warp_rewrite.passes.atomics import WarpNames, positional_arguments
 
 # Warp builtins known to read the arrays they are handed and write none of them; any other builtin handed an
 # array may write it, as far as the planner knows.
@@ -82,7 +82,7 @@ def loads(nodes: list[ast.AST], parents: dict[ast.AST, ast.AST], names: WarpName
         if not isinstance(node, ast.Subscript) or not isinstance(node.ctx, ast.Load):
             continue
         parent = parents.get(node)
-        if isinstance(parent, ast.Call) and parent.args and parent.args[0] is node and names.atomic_op(parent):
+        if isinstance(parent, ast.Call) and names.atomic_op(parent) and positional_arguments(parent)[0] is node:
             continue
         found.append(node)
     return sorted(found, key=lambda n: (n.lineno, n.col_offset))

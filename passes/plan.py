@@ -19,7 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from warp_rewrite.passes import dtypes, memory
-from warp_rewrite.passes.atomics import AtomicCall, WarpNames, find_atomic_calls, find_augmented_writes
+from warp_rewrite.passes.atomics import (
+    AtomicCall,
+    WarpNames,
+    find_atomic_calls,
+    find_augmented_writes,
+    positional_arguments,
+)
 from warp_rewrite.passes.dataflow import argument_path, is_view, single_assignments
 from warp_rewrite.passes.int_types import IntLocals
 from warp_rewrite.passes.naming import Namer
@@ -52,6 +58,12 @@ class Frontend(Protocol):
     def parameter_types(self, unit: Unit) -> dict[str, Any]:
         """The Warp type of each parameter of the function, where known (``passes.dtypes.normalized``)."""
 
+    def local_types(self, unit: Unit) -> dict[str, Any]:
+        """The Warp type of each local of the function, where the front end knows it (else the passes infer ints)."""
+
+    def return_type(self, unit: Unit) -> Any:
+        """The function's declared return type, where known."""
+
     def is_builtin(self, unit: Unit, call: ast.Call) -> bool:
         """Is the callee one whose effect on memory is known: a Warp builtin (atomics aside), a Python builtin,
         a struct or vector constructor? (A ``@wp.func`` is a helper instead: ``resolve_helper``.)"""
@@ -75,8 +87,10 @@ class _Analysis:
     Most helpers a kernel calls are only asked whether they consume an atomic's return (``atomics``, ``calls``).
     """
 
-    def __init__(self, tree: ast.FunctionDef, names: WarpNames, parameter_types: dict[str, Any]):
-        self.tree, self.names, self.parameter_types = tree, names, parameter_types
+    def __init__(self, unit: Unit, frontend: Frontend):
+        self.unit, self.frontend, self.tree = unit, frontend, unit.tree
+        self.names = frontend.warp_names(unit)
+        self.parameter_types = frontend.parameter_types(unit)
 
     @functools.cached_property
     def nodes(self) -> list[ast.AST]:
@@ -104,7 +118,10 @@ class _Analysis:
 
     @functools.cached_property
     def kinds(self) -> dict[str, str]:
-        return IntLocals(self.tree, self.parameter_types, self.nodes).locals
+        local_types = self.frontend.local_types(self.unit)
+        helpers = ((call, self.frontend.resolve_helper(self.unit, call)) for call in self.calls)
+        call_types = {call: self.frontend.return_type(helper) for call, helper in helpers if helper is not None}
+        return IntLocals(self.tree, self.parameter_types, self.nodes, local_types, call_types).locals
 
 
 class Refusal(Exception):
@@ -271,7 +288,6 @@ def _carried(
     kinds = facts.kinds
     loop_nodes = walk(loop)
     inside = {id(n) for n in loop_nodes}
-    names_in = [n for n in loop_nodes if isinstance(n, ast.Name)]
     names_out = [n for n in facts.nodes if isinstance(n, ast.Name) and id(n) not in inside]
     changed = {
         n.id for stmt in loop.body for n in walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
@@ -282,10 +298,20 @@ def _carried(
     defined_before = {a.arg for a in unit.tree.args.args} | {
         n.id for n in names_out if isinstance(n.ctx, ast.Store) and (n.lineno, n.col_offset) < start
     }
-    read_in = {n.id for n in names_in if isinstance(n.ctx, ast.Load)}
-    read_out = {n.id for n in names_out if isinstance(n.ctx, ast.Load)}
+    read_in = _read_before_assigned(loop.body)
+    if isinstance(loop, ast.While):  # its condition is read before every iteration
+        read_in |= {n.id for n in walk(loop.test) if isinstance(n, ast.Name)}
+    # Read after the loop: later in the function, or anywhere in a loop around it (its next iteration comes later).
+    end = (loop.end_lineno, loop.end_col_offset)
+    around = [outer for outer in _enclosing(loop, facts.parents, unit.tree)]
+    in_around = {id(n) for outer in around for n in walk(outer)}
+    read_out = {
+        n.id
+        for n in names_out
+        if isinstance(n.ctx, ast.Load) and ((n.lineno, n.col_offset) > end or id(n) in in_around)
+    }
     carried = (sorted(changed & defined_before & read_in), sorted(changed & read_out))
-    for name in {*carried[0], *carried[1]} - kinds.keys():
+    for name in sorted({*carried[0], *carried[1]} - kinds.keys()):
         raise Refusal(
             unit,
             loop,
@@ -295,6 +321,20 @@ def _carried(
             "or move the float computation out of the loop",
         )
     return [(n, kinds[n]) for n in carried[0]], [(n, kinds[n]) for n in carried[1]]
+
+
+def _read_before_assigned(body: list[ast.stmt]) -> set[str]:
+    """Names an iteration of ``body`` may read before assigning them: only those carry a value from one iteration
+    to the next (``s = x[i] * k`` at the top of the body does not, whatever later lines do with ``s``)."""
+    assigned, read = set(), set()
+    for statement in body:
+        for node in walk(statement):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in assigned:
+                read.add(node.id)
+        if isinstance(statement, ast.Assign | ast.AnnAssign):  # assigned on every path through the body from here
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            assigned |= {n.id for t in targets for n in walk(t) if isinstance(n, ast.Name)}
+    return read
 
 
 def _enclosing(node: ast.AST, parents: dict[ast.AST, ast.AST], root: ast.AST) -> list[ast.AST]:
@@ -405,8 +445,7 @@ class Planner:
 
     def analysis(self, unit: Unit) -> _Analysis:
         if id(unit.tree) not in self._analyses:
-            names, types = self.frontend.warp_names(unit), self.frontend.parameter_types(unit)
-            self._analyses[id(unit.tree)] = _Analysis(unit.tree, names, types)
+            self._analyses[id(unit.tree)] = _Analysis(unit, self.frontend)
         return self._analyses[id(unit.tree)]
 
     def _path_of(self, unit: Unit, paths: dict[str, str | None]) -> Callable[[ast.expr], str | None]:
@@ -591,7 +630,6 @@ class Planner:
             plan.loops[loop].outer_loops = outer + self._ids(plan, loop, parents, unit)
 
         for call in sorted(recorded, key=lambda c: (c.node.lineno, c.node.col_offset)):
-            self._check_call(unit, call)
             target = kernel_path(call.target)
             if target is None:
                 raise Refusal(
@@ -712,7 +750,7 @@ class Planner:
                 op = names.atomic_op(node)
                 if op is None and self.resolve_helper(unit, node) is not None:
                     return False
-                if op is not None and not self._int_path(kernel_path(node.args[0])):
+                if op is not None and not self._int_path(kernel_path(positional_arguments(node)[0])):
                     return False
             if any(isinstance(t, ast.Subscript) and not self._int_path(kernel_path(t)) for t in _stored_into(node)):
                 return False
@@ -791,15 +829,6 @@ class Planner:
         )
         self._consuming[key] = consumes
         return consumes
-
-    def _check_call(self, unit: Unit, call: AtomicCall) -> None:
-        if call.node.keywords:
-            raise Refusal(
-                unit,
-                call.node,
-                f"wp.atomic_{call.op}() called with keyword arguments",
-                "Pass its arguments by position",
-            )
 
     @staticmethod
     def _kernel_path(local: str | None, paths: dict[str, str | None]) -> str | None:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from warp_rewrite import runtime
 from warp_rewrite.passes import dtypes, templates
+from warp_rewrite.passes.atomics import positional_arguments
 from warp_rewrite.passes.layout import RecordParam
 from warp_rewrite.passes.plan import FunctionPlan, KernelPlan, Loop, Site, needs_forward_twin
 from warp_rewrite.passes.syntax import walk
@@ -114,6 +115,18 @@ def _lower_jumps(body: list[ast.stmt], active: str) -> list[ast.stmt]:
     return lowered
 
 
+def _every_argument(call: ast.Call, helper: ast.FunctionDef) -> list[ast.expr]:
+    """The call's arguments in the helper's parameter order, defaults filled in for those it leaves out: a clone's
+    record parameters come after all of the helper's, so none of them can be left to a default or a keyword."""
+    params = helper.args.args
+    defaults = dict(
+        zip([p.arg for p in params[len(params) - len(helper.args.defaults) :]], helper.args.defaults, strict=True)
+    )
+    given = dict(zip([p.arg for p in params], call.args, strict=False))
+    given.update({keyword.arg: keyword.value for keyword in call.keywords if keyword.arg})
+    return [given[p.arg] if p.arg in given else copy.deepcopy(defaults[p.arg]) for p in params]
+
+
 def _has_jump(stmt: ast.stmt) -> bool:
     if isinstance(stmt, ast.Break | ast.Continue):
         return True
@@ -185,7 +198,8 @@ class PhaseWriter(ast.NodeTransformer):
             visited = copy.copy(visited)
             name = clone_name(clone.plan, self.phase, self.settings.int_paths)
             visited.func = ast.copy_location(_expr(name), node.func)
-            visited.args = [*visited.args, *(_expr(name) for name in extra)]
+            visited.args = [*_every_argument(visited, clone.plan.unit.tree), *(_expr(name) for name in extra)]
+            visited.keywords = []
             self.kept_calls.add(id(visited))
         return visited
 
@@ -228,10 +242,11 @@ class PhaseWriter(ast.NodeTransformer):
             names = [site.tickets, site.records, site.values, site.order, site.addresses]
             names += [site.compares] if site.compares else []
             helper = self.settings.names.record_exact[site.op, site.indices]
-            return ast.Call(_expr(helper), [*call.args, *(_expr(n) for n in names), coordinate], [])
+            arguments = positional_arguments(call)
+            return ast.Call(_expr(helper), [*arguments, *(_expr(n) for n in names), coordinate], [])
         if self.phase == REPLAY_FORWARD:
             return _expr(f"{site.records}[{self.coordinate}]")
-        value = call.args[-1]
+        value = positional_arguments(call)[-1]
         stand_in = self._runtime("exact_returned")
         return ast.Call(stand_in, [value, _expr(site.values), _expr(site.records), coordinate], [])
 
@@ -349,13 +364,16 @@ class PhaseWriter(ast.NodeTransformer):
             start, step = (0, 1) if len(constants) == 1 else (constants[0], constants[2] if len(constants) == 3 else 1)
         body = self._visit_body(loop, node.body)
         if not loop.trips_records:
-            # range(n) and range(a, b) step by one: no division per iteration.
+            # The loop variable as an int32, whatever Warp made of it (it unrolls a constant range(), and its variable
+            # is then a constant that C++ cannot add to an int without a cast); range(n) and range(a, b) step by one:
+            # no division per iteration.
+            counted = f"{self.settings.module.warp}.int32({variable})"
             if (start, step) == (0, 1) or len(args) == 1:
-                iteration = variable
+                iteration = counted
             elif step == 1 or len(args) == 2:
-                iteration = f"{variable} - {start}"
+                iteration = f"{counted} - {start}"
             else:
-                iteration = f"({variable} - {start}) // {step}"
+                iteration = f"({counted} - {start}) // {step}"
             node.body = [*self._iteration_start(loop, iteration), *body]
             return [*before, node, *self._after(loop)]
         counter = loop.counter
@@ -412,7 +430,14 @@ def thread_index_prologue(names: KernelNames, warp: str) -> list[ast.stmt]:
 
 
 def _decorator(warp: str, kind: str, options: dict) -> ast.expr:
-    keywords = ", ".join(f"{key}={value!r}" for key, value in options.items())
+    """``@wp.kernel(key=value, ...)``; with a ``**expr`` of the user's (an option "**expr"), one dict of them all,
+    the named ones last, so that ``enable_backward=False`` wins over whatever ``expr`` holds."""
+    unpacked = [key for key in options if key.startswith("**")]
+    named = {key: value for key, value in options.items() if not key.startswith("**")}
+    if unpacked:
+        entries = [*unpacked, *(f"{key!r}: {value!r}" for key, value in named.items())]
+        return _expr(f"{warp}.{kind}(**{{{', '.join(entries)}}})")
+    keywords = ", ".join(f"{key}={value!r}" for key, value in named.items())
     return _expr(f"{warp}.{kind}({keywords})" if keywords else f"{warp}.{kind}")
 
 
@@ -425,9 +450,12 @@ def record_annotation(record: RecordParam, module: ModuleNames) -> str:
     return f"{module.warp}.array(dtype={dtype or generic})"
 
 
-def _add_params(function: ast.FunctionDef, params: list[tuple[str, str]]) -> None:
+def _add_params(function: ast.FunctionDef, params: list[tuple[str, str]], keep_defaults: bool = True) -> None:
+    """Append parameters; a clone's calls pass every argument (``_every_argument``), so it keeps no defaults."""
     function.args = copy.copy(function.args)
     function.args.args = [*function.args.args, *(ast.arg(name, _expr(annotation)) for name, annotation in params)]
+    if not keep_defaults:
+        function.args.defaults = []
 
 
 def clone_name(plan: FunctionPlan, phase: str, int_paths: frozenset[str]) -> str:
@@ -495,7 +523,7 @@ def phase_function(
         function.body = [*function.body[:at], *prologue, *function.body[at:]]
     else:
         function.decorator_list = [_decorator(w, "func", {})]
-        _add_params(function, [*params, (names.coordinate, "int")])
+        _add_params(function, [*params, (names.coordinate, "int")], keep_defaults=False)
     return function
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 import functools
 import itertools
 import linecache
@@ -15,14 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import warp as wp
-from warp._src.codegen import Struct, get_closure_vars
-from warp._src.context import Function
+from warp._src.codegen import Adjoint, Struct, get_closure_vars
+from warp._src.context import Function, ModuleBuilder
 
 from warp_rewrite import runtime
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import ATOMIC_OPS, WarpNames
 from warp_rewrite.passes.naming import Namer
-from warp_rewrite.passes.plan import KernelPlan, Refusal
+from warp_rewrite.passes.plan import Refusal
 from warp_rewrite.passes.syntax import walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.runtime import RewriteError
@@ -51,7 +52,34 @@ class FunctionSource:
         original = linecache.getline(adj.filename, first_line)
         indent = len(original) - len(original.lstrip()) if original.strip() else 0
         tree = next(node for node in ast.parse(adj.source).body if isinstance(node, ast.FunctionDef))
-        return cls(adj.fun_name, adj.source, tree, namespace, adj.filename, first_line, indent, obj)
+        source = cls(adj.fun_name, adj.source, tree, namespace, adj.filename, first_line, indent, obj)
+        source.namespace.update(source.annotation_names())
+        return source
+
+    def annotation_names(self) -> dict[str, Any]:
+        """What the names in the parameters' annotations meant where the function was defined.
+
+        Python evaluates annotations in the enclosing scope, so a factory's parameter used only there
+        (``def make(dtype): @wp.kernel def k(a: wp.array(dtype=dtype))``) is no closure variable of the function,
+        and a global of that name would mean something else. Warp's types of the parameters tell the values back,
+        for the annotations people write: ``T``, ``wp.array(dtype=T, ndim=N)`` and ``wp.array[T]``.
+        """
+        body_names = {n.id for statement in self.tree.body for n in walk(statement) if isinstance(n, ast.Name)}
+        found = {}
+        for arg, var in zip(self.tree.args.args, self.obj.adj.args, strict=False):
+            for name, value in _names_in_annotation(arg.annotation, var.type):
+                meant = self.namespace.get(name, getattr(builtins, name, None))
+                if meant is value or dtypes.normalized(meant) is value:  # ``wp.array[float]`` holds wp.float32s
+                    continue
+                if name in body_names:
+                    raise RewriteError(
+                        self.name,
+                        self.location(arg),
+                        f"'{name}' means one thing in its parameters' annotations and another in its body",
+                        f"Rename the factory's parameter '{name}', or the global it hides",
+                    )
+                found[name] = value
+        return found
 
     def location(self, node: ast.AST) -> str:
         """``file:line:col`` (1-based, as editors and ruff print them) of a node of ``tree``."""
@@ -100,6 +128,32 @@ def read_source(obj: wp.Kernel | Function, unit: FunctionSource | None = None, n
         ) from None
 
 
+class _TypeProbe(ModuleBuilder):
+    """What an adjoint needs of a module builder to work out its types, without building (or compiling) the module."""
+
+    def __init__(self, module: wp.context.Module, options: dict[str, Any]):  # not ModuleBuilder's: it builds all
+        self.target, self.module, self.options = None, module, options
+        self.functions, self.structs, self.native_types, self.deferred_functions = {}, {}, {}, []
+        self.fatbins, self.ltoirs, self.ltoirs_decl, self.shared_memory_bytes = {}, {}, {}, {}
+
+
+def _names_in_annotation(annotation: ast.expr | None, value: Any) -> list[tuple[str, Any]]:
+    """The names of ``annotation`` (a parameter's), with the values that make it evaluate to ``value`` (Warp's
+    type of the parameter), for the forms ``T``, ``wp.array(dtype=T, ndim=N)`` and ``wp.array[T]``."""
+    if isinstance(annotation, ast.Name):
+        return [(annotation.id, value)]
+    if not dtypes.is_array(value):
+        return []
+    if isinstance(annotation, ast.Subscript) and isinstance(annotation.slice, ast.Name):
+        return [(annotation.slice.id, value.dtype)]
+    if isinstance(annotation, ast.Call):
+        named = {keyword.arg: keyword.value for keyword in annotation.keywords}
+        dtype, ndim = named.get("dtype", annotation.args[0] if annotation.args else None), named.get("ndim")
+        found = [(dtype.id, value.dtype)] if isinstance(dtype, ast.Name) else []
+        return found + ([(ndim.id, value.ndim)] if isinstance(ndim, ast.Name) else [])
+    return []
+
+
 class LiveFrontend:
     """``warp_rewrite.pipeline.Frontend`` for a ``wp.Kernel``; ``taken``: names already defined where the generated
     kernels go (the rewritten kernels of one user module share a Warp module)."""
@@ -112,6 +166,7 @@ class LiveFrontend:
         self.taken = set(taken) | set(self.kernel.namespace)
         warp = min(self.kernel.warp_names.modules)
         self.module = ModuleNames(warp, Namer(self.taken).fresh(RUNTIME_NAME))
+        self.bound = dict(self.kernel.namespace)  # see namespace()
         self._helpers: dict[int, FunctionSource] = {}
 
     def warp_names(self, unit: FunctionSource) -> WarpNames:
@@ -122,7 +177,7 @@ class LiveFrontend:
         if not isinstance(func, Function) or func.is_builtin() or getattr(func, "adj", None) is None:
             return None
         if id(func) not in self._helpers:
-            self._helpers[id(func)] = read_source(func, unit, call)
+            self._helpers[id(func)] = self._fit(read_source(func, unit, call))
         return self._helpers[id(func)]
 
     def is_builtin(self, unit: FunctionSource, call: ast.Call) -> bool:
@@ -131,6 +186,27 @@ class LiveFrontend:
             return callee.is_builtin()
         python_builtin = getattr(builtins, getattr(callee, "__name__", ""), None) is callee
         return python_builtin or isinstance(callee, type | Struct)
+
+    def local_types(self, unit: FunctionSource) -> dict[str, Any]:
+        if unit is self.kernel:
+            return self._kernel_locals
+        adj = unit.obj.adj  # built for the kernel's (see _kernel_locals), unless generic
+        return {name: var.type for name, var in getattr(adj, "symbols", {}).items() if not dtypes.is_generic(var.type)}
+
+    @functools.cached_property
+    def _kernel_locals(self) -> dict[str, Any]:
+        """Warp's types of the kernel's locals: a copy of its adjoint built as Warp builds it (not the kernel's own,
+        which stays as it was), which also builds the helpers it calls. Empty where that fails (a generic kernel)."""
+        kernel = self.warp_kernel
+        adjoint = Adjoint(kernel.func, transformers=kernel.adj.transformers)
+        try:
+            adjoint.build(_TypeProbe(kernel.module, kernel.module.options | kernel.options | {"output_arch": None}))
+        except Exception:
+            return {}
+        return {name: var.type for name, var in adjoint.symbols.items()}
+
+    def return_type(self, unit: FunctionSource) -> Any:
+        return dtypes.normalized(getattr(unit.obj.func, "__annotations__", {}).get("return"))
 
     def parameter_types(self, unit: FunctionSource) -> dict[str, Any]:
         return {arg.label: dtypes.normalized(arg.type) for arg in unit.obj.adj.args}
@@ -143,29 +219,43 @@ class LiveFrontend:
             arg_type = struct_var.type if struct_var is not None else None
         return dtypes.array_info(arg_type)
 
-    def namespace(self, plan: KernelPlan) -> dict[str, Any]:
-        """The kernel's namespace plus what cloned helpers from other modules refer to, and the runtime."""
-        kernel = self.kernel
-        namespace = {**kernel.namespace, self.module.runtime: runtime}
-        for function in plan.root.walk():
-            unit = function.unit
-            if unit is kernel:
-                continue
-            local = {a.arg for a in unit.tree.args.args} | {
-                n.id for n in walk(unit.tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-            }
-            for name in {n.id for n in walk(unit.tree) if isinstance(n, ast.Name)} - local:
-                if name not in unit.namespace:
-                    continue
-                if name in namespace and namespace[name] is not unit.namespace[name]:
-                    raise RewriteError(
-                        kernel.name,
-                        unit.location(unit.tree),
-                        f"helper '{unit.name}' uses '{name}', which means something else in the kernel's module",
-                        f"Import '{name}' in the kernel's module under the same name, or rename one of them",
-                    )
-                namespace[name] = unit.namespace[name]
-        return namespace
+    def namespace(self) -> dict[str, Any]:
+        """What the generated code refers to: the kernel's namespace, the runtime, and what cloned helpers from other
+        modules use (under a fresh name where the kernel's module means something else by it)."""
+        return {**self.bound, self.module.runtime: runtime}
+
+    def _fit(self, helper: FunctionSource) -> FunctionSource:
+        """``helper`` with each global name it uses that means something else in the generated code renamed, and
+        its names added to what the generated code binds (``namespace``). Two modules may, say, each define a
+        ``@wp.struct`` of the same name: a clone of a helper from the other module must keep its own."""
+        local = {a.arg for a in helper.tree.args.args} | {
+            n.id for n in walk(helper.tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }
+        used = sorted({n.id for n in walk(helper.tree) if isinstance(n, ast.Name)} - local)
+        namer = Namer(self.taken | set(self.bound))
+        renames = {}
+        for name in (name for name in used if name in helper.namespace):
+            if name in self.bound and self.bound[name] is not helper.namespace[name]:
+                renames[name] = namer.fresh(name)
+        if renames:
+            helper = _renamed(helper, renames)
+        self.bound.update({name: helper.namespace[name] for name in {renames.get(n, n) for n in used}
+                           if name in helper.namespace})  # fmt: skip
+        return helper
+
+
+def _renamed(source: FunctionSource, renames: dict[str, str]) -> FunctionSource:
+    """The function with some of its names renamed in its text (and so in its tree), bound to what they meant."""
+    lines = source.text.splitlines(keepends=True)
+    names = [n for n in walk(source.tree) if isinstance(n, ast.Name) and n.id in renames]
+    for node in sorted(names, key=lambda n: (n.lineno, n.col_offset), reverse=True):
+        line = lines[node.lineno - 1].encode()
+        edited = line[: node.col_offset] + renames[node.id].encode() + line[node.end_col_offset :]
+        lines[node.lineno - 1] = edited.decode()
+    text = "".join(lines)
+    tree = next(node for node in ast.parse(text).body if isinstance(node, ast.FunctionDef))
+    namespace = {**source.namespace, **{alias: source.namespace[name] for name, alias in renames.items()}}
+    return dataclasses.replace(source, text=text, tree=tree, namespace=namespace)
 
 
 _generated_modules = itertools.count()

@@ -573,6 +573,25 @@ class RewrittenKernel:
         self._launch_on_tape(tape, dim, shape, inputs, outputs, args, device, stream, block_dim, max_blocks,
                              max_records, key)  # fmt: skip
 
+    def _compile(self, pair: KernelPair, device: wp.Device, block_dim: int | None) -> None:
+        """Load the generated kernels' module; where it does not compile but the kernel's own does, say whose fault
+        it is rather than leave the user with the compiler's output."""
+        if pair.record.is_generic or pair.replay.is_generic:
+            return  # compiled per overload at launch
+        try:
+            for kernel in (pair.record, pair.replay):
+                kernel.module.load(device, block_dim)
+        except Exception as error:
+            self.kernel.module.load(device, block_dim)  # the kernel's own error, if it has one, is the user's
+            first = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+            raise RewriteError(
+                self.key,
+                self.pair.spec.location,
+                f"the kernels warp-rewrite generated for it do not compile ({first}), although the kernel does: this "
+                "is a bug in warp-rewrite",
+                "Please report it, with the kernel's source and RewrittenKernel.source",
+            ) from error
+
     def _check_arguments(self, args: list[Any], shape: tuple[int, ...], device: wp.Device) -> None:
         """Refuse a bad launch before anything runs, so counters and outputs stay untouched."""
         spec = self.pair.spec
@@ -626,6 +645,7 @@ class RewrittenKernel:
         )
         if not exact:
             pair = self.detached() or pair
+        self._compile(pair, device, block_dim)
         spec = pair.spec
         options = {"device": device, "stream": stream, "block_dim": block_dim, "max_blocks": max_blocks}
         capacities = capacities_of(spec, max_records)

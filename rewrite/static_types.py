@@ -115,11 +115,14 @@ class _Verbatim(str):
 
 
 def kernel_options(module: StaticModule, kernel: ast.FunctionDef) -> dict[str, object]:
-    """The keyword arguments of the kernel's ``@wp.kernel(...)`` decorator."""
+    """The keyword arguments of the kernel's ``@wp.kernel(...)`` decorator (``**expr`` under the key "**expr")."""
     for decorator in kernel.decorator_list:
         if isinstance(decorator, ast.Call) and module.warp.is_warp(decorator.func, "kernel"):
             options = {}
             for keyword in decorator.keywords:
+                if keyword.arg is None:  # @wp.kernel(**options): passed on as it is
+                    options[f"**{ast.unparse(keyword.value)}"] = None
+                    continue
                 try:
                     options[keyword.arg] = ast.literal_eval(keyword.value)
                 except (ValueError, TypeError, SyntaxError, RecursionError):
@@ -170,6 +173,12 @@ class StaticFrontend:
         if isinstance(resolve_annotation(owner, func), StaticStruct):
             return True
         return hasattr(builtins, func.id) and func.id not in owner.imported and func.id not in owner.helpers()
+
+    def local_types(self, unit: StaticUnit) -> dict[str, Any]:
+        return {}  # not known without running the module: the passes infer ints from the source
+
+    def return_type(self, unit: StaticUnit) -> Any:
+        return resolve_annotation(unit.owner, unit.tree.returns)
 
     def parameter_types(self, unit: StaticUnit) -> dict[str, Any]:
         return {a.arg: resolve_annotation(unit.owner, a.annotation) for a in unit.tree.args.args}

@@ -98,6 +98,12 @@ class Frontend:
     def parameter_types(self, unit: Unit) -> dict:
         return parameter_types(unit)
 
+    def local_types(self, unit: Unit) -> dict:
+        return {}
+
+    def return_type(self, unit: Unit) -> None:
+        return None
+
     def is_builtin(self, unit: Unit, call: ast.Call) -> bool:
         return True  # the test kernels call only Warp's builtins and the helpers they are given
 
@@ -250,7 +256,7 @@ def test_dynamic_loop_gets_a_coordinate_and_counts_its_trips():
             if rt.range_length(start0, stop0, step0) > trip_capacity0:
                 wp.atomic_max(trips_needed, 0, rt.range_length(start0, stop0, step0))
             for k in range(start0, stop0, step0):
-                coordinate0 = thread * trip_capacity0 + k
+                coordinate0 = thread * trip_capacity0 + wp.int32(k)
                 out[rt.record_if_room(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)] = 1.0
         """,
     )
@@ -273,7 +279,7 @@ def test_a_fixed_max_records_is_compiled_in_and_the_replay_takes_no_trip_argumen
             if rt.range_length(start0, stop0, step0) > 4:
                 wp.atomic_max(trips_needed, 0, rt.range_length(start0, stop0, step0))
             for k in range(start0, stop0, step0):
-                coordinate0 = thread * 4 + k
+                coordinate0 = thread * 4 + wp.int32(k)
                 out[rt.record_if_room(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)] = 1.0
         """,
     )
@@ -289,7 +295,7 @@ def test_a_fixed_max_records_is_compiled_in_and_the_replay_takes_no_trip_argumen
             stop0 = n[tid]
             step0 = 1
             for k in range(start0, stop0, step0):
-                coordinate0 = thread * 4 + k
+                coordinate0 = thread * 4 + wp.int32(k)
                 out[rt.recorded_int32(atomic_add_records, coordinate0)] = 1.0
         """,
     )

@@ -1,0 +1,182 @@
+"""Idioms of real code (issue 16): each rewrites, compiles where the original does, and gives the original's forward
+and gradients equal to finite differences; through the API and, where the command line can read them, through
+wp-rewrite too. The kernels are in tests/idioms.py (modelled on Newton's and Warp's own, not copied)."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import harness
+import idioms
+import idioms_buffers_in
+import idioms_buffers_out
+import idioms_structs
+import numpy as np
+import pytest
+import warp as wp
+from harness import Case, check, f64, i32
+
+from warp_rewrite import RewriteError, launch, wp_rewrite
+from warp_rewrite.cli import main
+
+N = 6
+X = np.array([0.7, 1.3, 1.9, 0.4, 0.6, 1.1])
+
+
+def zeros(n: int) -> wp.array:
+    return f64(np.zeros(n), True)
+
+
+# name -> (arguments, loss outputs, differentiate with respect to)
+CASES = {
+    "append_with_defaults": (lambda: [f64(X, True), i32([0]), zeros(3 * N)], [2], [0]),
+    "atomics_by_keyword": (lambda: [f64(X, True), i32([0, 0]), i32([0]), zeros(N)], [3], [0]),
+    "emit_weighted": (lambda: [f64(X, True), i32([0]), zeros(3 * N)], [2], [0]),
+    "probe_with_a_helper": (lambda: [i32([0] * 8), f64(X, True), zeros(8)], [2], [1]),
+    "probe_sized_by_shape": (lambda: [i32([0] * 8), f64(X, True), zeros(8)], [2], [1]),
+    "probe_with_a_wide_hash": (lambda: [i32([0] * 8), f64(X, True), zeros(8)], [2], [1]),
+    "count_while_working": (lambda: [i32([0]), f64(X, True), zeros(N)], [2], [1]),
+    "float_assigned_before_read": (lambda: [i32([0]), f64(X, True), zeros(N)], [2], [1]),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_api_takes_the_idiom(name):
+    make, loss, wrt = CASES[name]
+    check(Case(getattr(idioms, name), N, make, loss, wrt))
+
+
+@pytest.fixture(scope="module")
+def emitted(tmp_path_factory):
+    """tests/idioms.py through wp-rewrite, imported from where it was written."""
+    out = tmp_path_factory.mktemp("idioms") / "idioms_rewritten.py"
+    assert main([str(Path(idioms.__file__)), "-o", str(out)]) == 0
+    sys.path.append(str(out.parent))
+    spec = importlib.util.spec_from_file_location("idioms_rewritten", out)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["idioms_rewritten"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_command_line_takes_the_idiom(emitted, name):
+    make, loss, wrt = CASES[name]
+
+    def program(args, launcher):
+        if launcher is harness.launch_original:
+            wp.launch(getattr(emitted, name), N, inputs=args, device="cpu")
+        else:
+            getattr(emitted, f"launch_{name}")(N, inputs=args, device="cpu")
+
+    check(Case(None, N, make, loss, wrt, program=program))
+
+
+# --- kernel factories ------------------------------------------------------------------------------------------
+
+
+def make_annotated_only(dtype):
+    """The factory's value appears only in annotations: it is no closure variable of the kernel."""
+
+    @wp.kernel
+    def scatter(x: wp.array(dtype=dtype), count: wp.array(dtype=wp.int32), out: wp.array(dtype=dtype)):
+        tid = wp.tid()
+        slot = wp.atomic_add(count, 0, 1)
+        out[slot] = x[tid] * x[tid]
+
+    return scatter
+
+
+scalar = wp.float32  # a global of the name of the factory's parameter below, meaning something else
+
+
+def make_shadowing(scalar):
+    @wp.kernel
+    def scatter(x: wp.array(dtype=scalar), count: wp.array(dtype=wp.int32), out: wp.array(dtype=scalar)):
+        tid = wp.tid()
+        slot = wp.atomic_add(count, 0, 1)
+        out[slot] = x[tid] * x[tid]
+
+    return scatter
+
+
+def make_typed(type):
+    @wp.kernel
+    def scatter(x: wp.array[type], count: wp.array(dtype=wp.int32), out: wp.array[type]):
+        tid = wp.tid()
+        slot = wp.atomic_add(count, 0, 1)
+        out[slot] = x[tid] * x[tid]
+
+    return scatter
+
+
+@pytest.mark.parametrize("factory", [make_annotated_only, make_shadowing, make_typed])
+def test_factories_whose_values_appear_in_annotations(factory):
+    check(Case(factory(wp.float64), N, lambda: [f64(X, True), i32([0]), zeros(N)], [2], [0]))
+
+
+# --- two structs of one name -------------------------------------------------------------------------------------
+
+
+def test_structs_and_helpers_of_one_name_from_two_modules():
+    def program(args, launcher):
+        source, target = idioms_buffers_in.Buffers(), idioms_buffers_out.Buffers()
+        source.count, source.data = args[0], args[1]
+        target.scale, target.values, target.written = wp.float64(0.5), args[2], args[3]
+        launcher(idioms_structs.scatter_between_buffers, N, [source, target])
+
+    make = lambda: [i32([0]), f64(X, True), zeros(N), i32([0])]  # noqa: E731
+    check(Case(None, N, make, [2], [1], program=program))
+
+
+# --- generated code that does not compile ------------------------------------------------------------------------
+
+
+def test_generated_code_that_does_not_compile_is_reported_as_the_rewrites_fault(monkeypatch):
+    rewritten = wp_rewrite(idioms.count_while_working)
+
+    @wp.kernel(module="unique")
+    def broken(count: wp.array(dtype=wp.int32), x: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
+        out[0] = x[0] + wp.float32(1.0)  # float64 + float32: Warp refuses it
+
+    pair = rewritten.pair
+    monkeypatch.setattr(rewritten, "pair", type(pair)(broken, pair.replay, pair.spec))
+    with pytest.raises(RewriteError, match=r"kernel 'count_while_working': the kernels warp-rewrite generated for it "
+                       r"do not compile .* this is a bug in warp-rewrite. Please report it"), wp.Tape():  # fmt: skip
+        launch(rewritten, N, inputs=[i32([0]), f64(X, True), zeros(N)], device="cpu")
+
+
+UNPACKED_OPTIONS = """
+import warp as wp
+
+OPTIONS = {"enable_backward": True, "launch_bounds": 128}
+
+
+@wp.kernel(**OPTIONS)
+def compact_with_options(x: wp.array(dtype=wp.float64), count: wp.array(dtype=wp.int32), out: wp.array[wp.float64]):
+    tid = wp.tid()
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = x[tid] * x[tid]
+"""
+
+
+def test_options_unpacked_into_the_decorator_are_passed_on(tmp_path):
+    """``@wp.kernel(**options)``: the generated kernels take the same, the record kernel without a backward."""
+    source, out = tmp_path / "unpacked.py", tmp_path / "unpacked_rewritten.py"
+    source.write_text(UNPACKED_OPTIONS)
+    assert main([str(source), "-o", str(out)]) == 0
+    text = out.read_text()
+    assert "@wp.kernel(**{**OPTIONS, 'enable_backward': False})\ndef compact_with_options_record(" in text
+    assert "@wp.kernel(**{**OPTIONS})\ndef compact_with_options_replay(" in text
+    sys.path.append(str(tmp_path))
+    spec = importlib.util.spec_from_file_location("unpacked_rewritten", out)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def program(args, launcher):
+        if launcher is harness.launch_original:
+            wp.launch(module.compact_with_options, N, inputs=args, device="cpu")
+        else:
+            module.launch_compact_with_options(N, inputs=args, device="cpu")
+
+    check(Case(None, N, lambda: [f64(X, True), i32([0]), zeros(N)], [2], [0], program=program))
