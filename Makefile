@@ -22,7 +22,7 @@ lint: $(INSTALLED)
 test: lint
 	$(PY) -m pytest
 
-# A long differential fuzz run: make fuzz SEED=7 COUNT=5000
+# A long differential fuzz run, with how many kernels exercised each feature: make fuzz SEED=7 COUNT=5000
 SEED ?= 0
 COUNT ?= 2000
 fuzz: $(INSTALLED)

@@ -226,6 +226,8 @@ class FunctionPlan:
     clones: dict[ast.Call, Clone] = field(default_factory=dict)
     # atomics whose value is discarded (bare calls, ``arr[i] += v``): statement -> target's argument path
     unconsumed: dict[ast.stmt, str | None] = field(default_factory=dict)
+    # plain stores into argument arrays (``out[slot] = v``): statement -> the array's argument path
+    stores: dict[ast.stmt, str] = field(default_factory=dict)
 
     def walk(self) -> Iterator[FunctionPlan]:
         yield self
@@ -256,10 +258,14 @@ class KernelPlan:
 
 
 def needs_forward_twin(plan: FunctionPlan, int_paths: frozenset[str]) -> bool:
-    """Does a cloned helper's replay variant still contain an atomic (one with an adjoint to keep)?"""
-    if any(site.target not in int_paths and not site.exact for site in plan.sites):
+    """Does a cloned helper's replay variant still write memory (an atomic or a store, kept for its adjoint)?
+
+    Warp's backward runs a helper's forward again, side effects included, unless it has a ``@wp.func_replay``:
+    the twin, which writes nothing.
+    """
+    if any(site.target not in int_paths and not site.exact and site.op != "read" for site in plan.sites):
         return True
-    if any(path not in int_paths for path in plan.unconsumed.values()):
+    if any(path not in int_paths for path in [*plan.unconsumed.values(), *plan.stores.values()]):
         return True
     return any(needs_forward_twin(clone.plan, int_paths) for clone in plan.clones.values())
 
@@ -608,6 +614,10 @@ class Planner:
         for write in facts.writes:
             if kernel_path(write.target) not in self.exact_targets:
                 plan.unconsumed[write] = kernel_path(write.target)
+        for node in facts.nodes:
+            stored = [path for array in memory.stored_arrays(node) if (path := kernel_path(array)) in self.written]
+            if stored and not isinstance(node, ast.AugAssign):
+                plan.stores[node] = stored[0]
         self._check_exact_writes(unit, paths, unit_params, aliases)
         self._check_builtin_reads(unit, kernel_path)
         helper_calls = self._helper_calls(unit, [c for c in atomics if c.consumed], kernel_path)

@@ -151,7 +151,7 @@ class PhaseWriter(ast.NodeTransformer):
         self.in_helper = in_helper
         self.kept_calls: set[int] = set()  # atomics and clone calls the phase keeps, by id
         self.sites = {site.statement or site.node: site for site in plan.sites}
-        edited = [*plan.unconsumed, *self.sites, *plan.clones, *plan.loops]
+        edited = [*plan.unconsumed, *self.sites, *plan.clones, *plan.loops, *(plan.stores if in_helper else ())]
         parents = plan.parents
         self.on_path: set[int] = set()  # ids of the edited nodes and every node above them
         for node in edited:
@@ -251,13 +251,19 @@ class PhaseWriter(ast.NodeTransformer):
         return ast.Call(stand_in, [value, _expr(site.values), _expr(site.records), coordinate], [])
 
     def _drops(self, stmt: ast.stmt) -> bool:
-        """Does this phase leave out an atomic whose value is discarded?"""
-        if stmt not in self.plan.unconsumed:
+        """Does this phase leave out a write into memory: an atomic whose value is discarded, or a store?"""
+        path = self.plan.unconsumed.get(stmt, self.plan.stores.get(stmt, ""))
+        if path == "":
             return False
         if self.phase == REPLAY_FORWARD:
             return True
-        # In a helper's replay an int atomic would run again in backward and has no adjoint to keep.
-        return self.phase == REPLAY and self.in_helper and self.plan.unconsumed[stmt] in self.settings.int_paths
+        # In a helper's replay an int write would run again in backward and has no adjoint to keep.
+        return self.phase == REPLAY and self.in_helper and path in self.settings.int_paths
+
+    def visit_Assign(self, node: ast.Assign) -> ast.stmt:
+        return ast.Pass() if self._drops(node) else self.generic_visit(node)
+
+    visit_AnnAssign = visit_Assign
 
     def visit_Expr(self, node: ast.Expr) -> ast.stmt:
         if self._drops(node) or (node.value in self.sites and self.phase == REPLAY_FORWARD):

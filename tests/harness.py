@@ -84,8 +84,9 @@ def run_rewritten(case: Case) -> tuple[list[Any], wp.Tape]:
     return args, tape
 
 
-def arrays_of(args: list[Any]) -> dict[int, np.ndarray]:
-    return {i: a.numpy().copy() for i, a in enumerate(args) if isinstance(a, wp.array)}
+def arrays_of(args: list[Any]) -> dict[str, np.ndarray]:
+    """Every array among the arguments (of any of Warp's array kinds, struct fields included), by its path."""
+    return {str(path): array.numpy().copy() for path, array in argument_arrays(range(len(args)), args)}
 
 
 def assert_same_forward(case: Case) -> list[Any]:
@@ -112,7 +113,7 @@ def tape_gradients(case: Case) -> dict[int, np.ndarray]:
     for repeat in range(3):
         for array, values in zip(arrays, initial, strict=True):
             array.assign(values)
-            if array.grad is not None:
+            if getattr(array, "grad", None) is not None:
                 array.grad.zero_()
         tape = wp.Tape()
         with tape:

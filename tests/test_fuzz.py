@@ -5,10 +5,9 @@ original, or be refused with a ``RewriteError``. Longer runs: ``python -m tests.
 A failure found here or there is minimized by hand into tests/test_fuzz_regressions.py.
 """
 
-import re
-
 import pytest
-from fuzz.generator import FLOAT_OPS, INT_OPS, generate_kernel
+from fuzz.features import FEATURES, exercised
+from fuzz.generator import generate_kernel
 from fuzz.runner import PASSED, REFUSED, Outcome, run
 
 SEED = 2026
@@ -58,38 +57,10 @@ def test_most_kernels_are_checked_rather_than_refused(outcomes):
     assert refused <= COUNT // 10, f"{refused} of {COUNT} kernels refused"
 
 
-FEATURES = {
-    **{f"int atomic_{op}": rf"s\d+ = wp\.atomic_{op}\(c\d" for op in INT_OPS},
-    **{f"float atomic_{op}": rf"a\d+ = wp\.atomic_{op}\(f\d" for op in FLOAT_OPS},
-    "int target with 4 indices": r"s\d+ = wp\.atomic_\w+\(c\d+, [^,]+, 0, 0, 0, ",
-    "float target with 2 indices": r"a\d+ = wp\.atomic_\w+\(f\d+, [^,]+, 0, ",
-    "vec3d target": r"f\d+: wp\.array\(dtype=wp\.vec3d\)",
-    "if": r"\n\s+if (xv|tid|keys)",
-    "for over a constant range": r"for k\d+ in range\((0, )?\d\)",
-    "for over an array-read bound": r"for k\d+ in range\(trips\[tid\]\)",
-    "nested for": r"\n( +)for k\d+ in range[^\n]*\n(\1 [^\n]*\n)*?\1 +for k\d+ in range",
-    "break": r"\bbreak\b",
-    "continue": r"\bcontinue\b",
-    "while probe loop": r"while (True|done\d+ == 0):\n\s+prev\d+ = wp\.atomic_cas",
-    "helper": r"@wp\.func",
-    "helper two calls deep": r"@wp\.func\ndef \w+\([^\n]*\n(    [^\n]*\n)*?    [^\n]*fz_\d+_\d+_h\d+\(",
-    "helper returning a slot": r"r\d+ = fz_\d+_\d+_h\d+\(",
-    "int chain": r"i\d+ = s\d+ % \d\n\s+s\d+ = wp\.atomic",
-    "slot indexing a float target": r"a\d+ = wp\.atomic_\w+\(f\d+, s\d+ % \d",
-    "float chain": r"a\d+ = wp\.atomic_\w+\(f\d+, [^,]+, [^\n]*a\d+",
-    "plain store at a slot": r"o\d+\[\w+, s\d+( - 1)?\] = ",
-    "float return in math": r"wp\.sin\(a\d+\)",
-    "unconsumed augmented assignment": r"\n\s+[cf]\d+\[[^]]+\] [-+&|^]= ",
-    "unconsumed bare call": r"\n\s+wp\.atomic_\w+\([cf]\d+",
-    "int carried through a loop": r"n\d+ = n\d+ \+ s\d+",
-}
-
-
 def test_the_slice_covers_every_pattern():
     """Every construct the fuzzer is meant to combine appears in the slice (no compile needed)."""
-    sources = "\n".join(generate_kernel(SEED, i).source for i in range(COUNT))
-    missing = [name for name, pattern in FEATURES.items() if not re.search(pattern, sources)]
-    assert not missing, missing
+    counts = exercised([generate_kernel(SEED, i) for i in range(COUNT)])
+    assert not [name for name in FEATURES if not counts[name]], counts
 
 
 def test_generation_is_reproducible_from_seed_and_index():

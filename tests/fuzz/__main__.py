@@ -1,6 +1,7 @@
 """Long mode: ``python -m tests.fuzz --seed S --count N`` checks N generated kernels of stream S.
 
-Prints every failure (with the kernel's source, to minimize into tests/test_fuzz_regressions.py) and the line
+Prints every failure (with the kernel's source, to minimize into tests/test_fuzz_regressions.py), how many of
+the kernels exercised each feature the fuzzer generates (tests/fuzz/features.py), and the line
 ``fuzz: N passed, N failed (N refused)``; exits non-zero on any failure. ``--show INDEX`` prints one kernel.
 """
 
@@ -16,8 +17,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: 
 
 import warp as wp
 
+from fuzz.features import exercised
 from fuzz.generator import generate_kernel
-from fuzz.runner import FAILED, REFUSED, Outcome, Summary, run
+from fuzz.runner import FAILED, PASSED, REFUSED, Outcome, Summary, run
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -54,6 +56,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  ... {len(summary.outcomes)} kernels, {elapsed:.0f} s: {summary.line()}", file=sys.stderr, flush=True)
 
     summary = run(args.seed, args.count, args.batch, args.start, progress, max_records=args.max_records)
+    print("kernels exercising each feature (checked / refused):")
+    checked = exercised([o.case for o in summary.outcomes if o.status == PASSED])
+    refused = exercised([o.case for o in summary.outcomes if o.status == REFUSED])
+    for name, count in checked.items():
+        print(f"  {count:6d} / {refused[name]:<5d} {name}")
     print(summary.line())
     return 1 if summary.count(FAILED) else 0
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 INT_OPS = ("add", "sub", "min", "max", "cas", "exch", "and", "or", "xor")
 FLOAT_OPS = ("add", "sub", "min", "max", "exch")
@@ -36,11 +36,30 @@ class ArraySpec:
     requires_grad: bool = False
     loss: bool = False  # part of the loss (its values, weighted)
     wrt: bool = False  # differentiate the loss with respect to its initial values
+    layout: str = "plain"  # "strided": every other element of a base array; "indexed": a wp.indexedarray of one
+    struct: str | None = None  # the struct argument that holds it as a field, if any
+    alias_of: str | None = None  # launched bound to the same array as this argument (the launch must refuse)
 
     def annotation(self) -> str:
+        if self.layout == "indexed":
+            return f"wp.indexedarray(dtype=wp.{self.dtype})"
         if len(self.shape) == 1:
             return f"wp.array(dtype=wp.{self.dtype})"
         return f"wp.array{len(self.shape)}d(dtype=wp.{self.dtype})"
+
+    @property
+    def ref(self) -> str:
+        """How kernel code names it: ``c0``, or ``s0.c0`` for a struct's field."""
+        return f"{self.struct}.{self.name}" if self.struct else self.name
+
+
+@dataclass
+class StructSpec:
+    """A struct argument: the ``@wp.struct`` class the module defines and the arrays it holds."""
+
+    name: str
+    class_name: str
+    fields: list[ArraySpec]
 
 
 @dataclass
@@ -51,8 +70,14 @@ class KernelCase:
     seed: int
     index: int
     dim: int
-    arrays: list[ArraySpec]
+    arrays: list[ArraySpec]  # the kernel's array arguments, then the struct arguments' fields
     source: str
+    structs: list[StructSpec] = field(default_factory=list)  # arguments after the arrays
+
+    @property
+    def arguments(self) -> list[ArraySpec]:
+        """The arrays that are arguments of their own, in order (the struct arguments come after them)."""
+        return [spec for spec in self.arrays if spec.struct is None]
 
 
 @dataclass
@@ -97,12 +122,13 @@ class _Scope:
     loops: tuple[tuple[str, int], ...] = ()  # (variable, most trips), innermost last
     local_loops: int = 0  # loops around this point inside the current function
     carry: str | None = None  # an int carried through the innermost loop, to add slots into
+    in_helper: bool = False  # inside a @wp.func (Warp 1.19 cannot pass an indexed array to one in backward)
 
     def line(self, text: str) -> None:
         self.lines.append("    " * self.indent + text)
 
     def nested(self, **changes) -> _Scope:
-        values = {"lines": self.lines, "indent": self.indent + 1, "loops": self.loops}
+        values = {"lines": self.lines, "indent": self.indent + 1, "loops": self.loops, "in_helper": self.in_helper}
         values.update(local_loops=self.local_loops, carry=self.carry)
         values.update(changes)
         return _Scope(**values)
@@ -140,7 +166,9 @@ class _KernelWriter:
         self.keys = ArraySpec("keys", "int32", (dim,), [rng.randint(0, KEYS_MAX) for _ in range(dim)])
         self.trips = ArraySpec("trips", "int32", (dim,), [rng.randint(0, TRIPS_MAX) for _ in range(dim)])
         self.y = ArraySpec("y", "float64", (dim,), None, True, True)
+        self.y.layout = "strided" if rng.random() < 0.15 else "plain"
         self.arrays: list[ArraySpec] = [self.x, self.keys, self.trips, self.y]
+        self.structs: list[StructSpec] = []
         self.counters: list[_Counter] = []
         self.targets: list[_FloatTarget] = []
         self.helpers: list[str] = []
@@ -166,11 +194,19 @@ class _KernelWriter:
         width = self.rng.choice((1, 1, 2))
         number = len(self.counters)
         shape = (width, 1, 1, 1)[: self.rng.choice((1, 1, 1, 2, 3, 4))]  # 1-4 index arguments
-        array = self.add_array(ArraySpec(f"c{number}", "int32", shape))
+        layout = "strided" if len(shape) == 1 and self.rng.random() < 0.2 else "plain"
+        struct = self.struct_argument() if self.rng.random() < 0.25 else None
+        array = self.add_array(ArraySpec(f"c{number}", "int32", shape, layout=layout, struct=struct))
         out = self.add_array(ArraySpec(f"o{number}", "float64", (width, MOD), None, True, True))
         counter = _Counter(array, op, width, out)
         self.counters.append(counter)
         return counter
+
+    def struct_argument(self) -> str:
+        """The kernel's struct argument (made on first use): counters in it reach helpers as the whole struct."""
+        if not self.structs:
+            self.structs.append(StructSpec("s0", f"S_{self.name}", []))
+        return self.structs[0].name
 
     def pick_counter(self) -> _Counter:
         if self.counters and self.rng.random() < 0.4:
@@ -260,7 +296,12 @@ class _KernelWriter:
             index = local
         slot = self.fresh("s")
         operand = self.int_operand(counter, scope, True)
-        scope.line(f"{slot} = wp.atomic_{counter.op}({counter.array.name}, {counter.address(index)}, {operand})")
+        if counter.op == "add" and self.rng.random() < 0.3:
+            # A capacity check before the counter: a read of what the launch writes (the replay must see its value).
+            scope.line(f"{slot} = int(0)")
+            scope.line(f"if {counter.array.ref}[{counter.address(index)}] < {self.rng.randint(1, 2 * self.dim)}:")
+            scope = scope.nested()
+        scope.line(f"{slot} = wp.atomic_{counter.op}({counter.array.ref}, {counter.address(index)}, {operand})")
         self.store_at_slot(scope, counter, index, slot)
         for _ in range(self.rng.randint(0, 2)):
             self.use_int(scope, slot, depth)
@@ -345,6 +386,54 @@ class _KernelWriter:
             body.line(f"{slot} = ({slot} + 1) % {size}")
         scope.line(f"{values.name}[{slot}] += {self.float_value(scope)}")
 
+    def lock_block(self, scope: _Scope) -> None:
+        """A read-modify-write under a spin lock: the value read is what earlier threads wrote (on the CPU, in
+        order), which the replay must read back from a record rather than from memory."""
+        number = sum(1 for a in self.arrays if a.name.startswith("lock"))
+        lock = self.add_array(ArraySpec(f"lock{number}", "int32", (1,), [0]))
+        seen = self.fresh("seen")
+        scope.line(f"while wp.atomic_cas({lock.name}, 0, 0, 1) != 0:")
+        scope.nested().line("pass")
+        if self.rng.random() < 0.5:
+            total = self.add_array(ArraySpec(f"total{number}", "int32", (1,), [self.rng.randint(0, 3)]))
+            scope.line(f"{seen} = {total.name}[0]")
+            scope.line(f"{total.name}[0] = {seen} + tid % 3 + 1")
+            use = f"wp.float64({seen} % 7 + 1) * xv * {self.constant()}"
+        else:  # a float written from what needs no gradient: the value read is a constant
+            total = self.add_array(ArraySpec(f"total{number}", "float64", (1,), [round(self.rng.random(), 3)]))
+            scope.line(f"{seen} = {total.name}[0]")
+            scope.line(f"{total.name}[0] = {seen} + wp.float64(keys[tid]) * {self.constant()}")
+            use = f"{seen} * xv * {self.constant()}"
+        scope.line(f"wp.atomic_exch({lock.name}, 0, 0)")
+        scope.line(f"y[tid] += {use}")
+
+    def peek_block(self, scope: _Scope) -> None:
+        """A thread writes its element of a scratch array and reads another thread's: what it reads depends on
+        the order the threads ran in, which the replay must read back from a record."""
+        number = sum(1 for a in self.arrays if a.name.startswith("w"))
+        dtype = self.rng.choice(("int32", "float64"))
+        layout = self.rng.choice(("plain", "plain", "strided", *(() if scope.in_helper else ("indexed",))))
+        # Warp's tape cannot take an indexed array's gradient: such kernels are checked forward only (runner)
+        scratch = self.add_array(ArraySpec(f"w{number}", dtype, (self.dim,), None, layout=layout))
+        loop = f" + {scope.loops[-1][0]}" if scope.loops else ""
+        neighbour = f"{scratch.name}[(tid + {self.rng.randint(1, self.dim - 1)}) % {self.dim}]"
+        if dtype == "int32":
+            scope.line(f"{scratch.name}[tid] = keys[tid] * 2{loop}")
+            scope.line(f"y[tid] += wp.float64({neighbour} % 5 + 1) * xv * {self.constant()}")
+            return
+        # Rarely written from the input: a gradient would flow through another thread's write (the launch refuses).
+        written = "xv" if self.rng.random() < 0.15 else f"wp.float64(keys[tid]{loop})"
+        scope.line(f"{scratch.name}[tid] = {written} * {self.constant()}")
+        scope.line(f"y[tid] += {neighbour} * xv * {self.constant()}")
+
+    def alias_block(self, scope: _Scope) -> None:
+        """A read through an argument the launch binds to a counter's array: the launch must refuse."""
+        counter = self.pick_counter()
+        peek = self.add_array(ArraySpec(f"peek{len(self.counters)}", "int32", counter.array.shape,
+                                        alias_of=counter.array.name))  # fmt: skip
+        self.int_block(scope)
+        scope.line(f"y[tid] += wp.float64({peek.name}[{counter.address('0')}] % 3 + 1) * xv")
+
     def unconsumed(self, scope: _Scope) -> None:
         """An atomic whose return is unused (``arr[i] += v`` or a bare call) on an existing target."""
         choices = [*self.counters, *self.targets]
@@ -358,7 +447,7 @@ class _KernelWriter:
         else:
             operand = self.float_operand(target, scope)
             augmented = {"add": "+=", "sub": "-="}.get(target.op)
-        name = target.array.name
+        name = target.array.ref
         if augmented and "," not in operand and self.rng.random() < 0.6:
             scope.line(f"{name}[{index}] {augmented} {operand}")
         else:
@@ -414,17 +503,22 @@ class _KernelWriter:
         """Move the rest of the block into a new ``@wp.func``; it may return the block's int return."""
         name = self.fresh(f"{self.name}_h")
         lines: list[str] = []
-        inner = _Scope(lines, 1, scope.loops)
+        inner = _Scope(lines, 1, scope.loops, in_helper=True)
         returned = self.wrapped(inner, rest, body)
         returns = returned is not None and not rest and self.rng.random() < 0.6
+        default = self.rng.random() < 0.3  # a parameter with a default, which calls may leave out
+        if default:
+            inner.line("y[tid] += wp.float64(bonus) * xv")
         if returns:
             inner.line(f"return {returned}")
         text = "\n".join(lines)
         params = self.helper_params(text, scope)
-        signature = ", ".join(f"{p}: {t}" for p, t in params)
+        signature = ", ".join([*(f"{p}: {t}" for p, t in params), *(["bonus: int = 0"] if default else [])])
         header = f"@wp.func\ndef {name}({signature})" + (" -> wp.int32" if returns else "") + ":"
         self.helpers.append(header + "\n" + text + "\n")
-        call = f"{name}({', '.join(p for p, _ in params)})"
+        callee = f"wp.static({name})" if self.rng.random() < 0.25 else name  # as Newton calls its writers
+        arguments = [p for p, _ in params] + (["bonus=1"] if default and self.rng.random() < 0.5 else [])
+        call = f"{callee}({', '.join(arguments)})"
         if not returns:
             scope.line(call)
             return None
@@ -435,14 +529,17 @@ class _KernelWriter:
 
     def helper_params(self, text: str, scope: _Scope) -> list[tuple[str, str]]:
         words = set(re.findall(r"[A-Za-z_]\w*", text))
-        params = [(a.name, a.annotation()) for a in self.arrays if a.name in words]
+        params = [(a.name, a.annotation()) for a in self.arrays if a.struct is None and a.name in words]
+        params += [(s.name, s.class_name) for s in self.structs if s.name in words]  # the whole struct
         params += [(name, "int") for name, _ in scope.loops if name in words]
         return [*params, ("xv", "wp.float64"), ("tid", "int")]
 
     # --- the kernel ---------------------------------------------------------------------------------
 
-    def block(self, scope: _Scope) -> None:
-        kind = self.rng.choices(("int", "float", "probe"), weights=(6, 4, 1))[0]
+    def block(self, scope: _Scope) -> str:
+        """One block of a random kind, inside random wrappers; returns its kind."""
+        kinds = ("int", "float", "probe", "lock", "peek", "alias")
+        kind = self.rng.choices(kinds, weights=(6, 4, 1, 1, 1, 0.15))[0]
         wrappers = [
             w
             for w in ("if", "for", "for_trips", "helper", "if", "helper")
@@ -452,10 +549,12 @@ class _KernelWriter:
         if kind == "float" and "helper" in wrappers and self.rng.random() < 0.8:
             # The rewrite refuses a float target passed to a helper: keep such kernels rare.
             wrappers = [w for w in wrappers if w != "helper"]
-        body = {"int": self.int_block, "float": self.float_block, "probe": self.probe_block}[kind]
+        body = {"int": self.int_block, "float": self.float_block, "probe": self.probe_block, "lock": self.lock_block,
+                "peek": self.peek_block, "alias": self.alias_block}[kind]  # fmt: skip
         self.wrapped(scope, wrappers[:3], body)
         if self.rng.random() < 0.5:
             self.unconsumed(scope)
+        return kind
 
     def finish(self) -> None:
         """Size every counter's output from its bound, and give sub counters room to count down."""
@@ -474,14 +573,24 @@ class _KernelWriter:
         scope = _Scope(lines, 1)
         scope.line("tid = wp.tid()")
         scope.line("xv = x[tid]")
-        for _ in range(self.rng.randint(1, 3)):
-            self.block(scope)
+        kinds = [self.block(scope) for _ in range(self.rng.randint(1, 3))]
+        if set(kinds) <= {"peek"}:  # the rewrite takes kernels that consume an atomic's return
+            self.int_block(scope)
         scope.line(f"y[tid] += xv * xv * {self.constant()}")
         self.finish()
-        signature = ",\n    ".join(f"{a.name}: {a.annotation()}" for a in self.arrays)
+        for struct in self.structs:
+            struct.fields = [a for a in self.arrays if a.struct == struct.name]
+        arguments = [a for a in self.arrays if a.struct is None]
+        signature = ",\n    ".join(
+            [*(f"{a.name}: {a.annotation()}" for a in arguments), *(f"{s.name}: {s.class_name}" for s in self.structs)]
+        )
         kernel = f"@wp.kernel\ndef {self.name}(\n    {signature},\n):\n" + "\n".join(lines) + "\n"
-        source = "\n\n".join([*self.helpers, kernel])
-        return KernelCase(self.name, 0, 0, self.dim, self.arrays, source)
+        classes = [
+            f"@wp.struct\nclass {s.class_name}:\n" + "".join(f"    {a.name}: {a.annotation()}\n" for a in s.fields)
+            for s in self.structs
+        ]
+        source = "\n\n".join([*classes, *self.helpers, kernel])
+        return KernelCase(self.name, 0, 0, self.dim, self.arrays, source, self.structs)
 
 
 def generate_kernel(seed: int, index: int) -> KernelCase:

@@ -62,25 +62,49 @@ class Summary:
         return f"fuzz: {self.count(PASSED)} passed, {self.count(FAILED)} failed ({self.count(REFUSED)} refused)"
 
 
-def make_array(spec: ArraySpec) -> wp.array:
-    """A fresh CPU array for one argument, from its initial values."""
+def make_array(spec: ArraySpec) -> wp.array | wp.indexedarray:
+    """A fresh CPU array for one argument, from its initial values, laid out as the spec says: a plain array,
+    every other element of a base array twice its length, or an indexed array over the even ones of such."""
     dtype = getattr(wp, spec.dtype)
     shape = (*spec.shape, 3) if spec.dtype == "vec3d" else spec.shape
     numpy_dtype = np.int32 if spec.dtype == "int32" else np.float64
     values = np.zeros(shape, dtype=numpy_dtype)
     if spec.values is not None:
         values = np.asarray(spec.values, dtype=numpy_dtype).reshape(shape)
-    return wp.array(values, dtype=dtype, requires_grad=spec.requires_grad, device="cpu")
+    if spec.layout == "plain":
+        return wp.array(values, dtype=dtype, requires_grad=spec.requires_grad, device="cpu")
+    base_values = np.zeros((2 * shape[0], *shape[1:]), dtype=numpy_dtype)
+    base_values[::2] = values
+    base = wp.array(base_values, dtype=dtype, requires_grad=spec.requires_grad, device="cpu")
+    if spec.layout == "strided":
+        return base[::2]
+    even = wp.array(np.arange(0, 2 * shape[0], 2, dtype=np.int32), dtype=wp.int32, device="cpu")
+    return wp.indexedarray(base, [even])
+
+
+def make_arguments(case: KernelCase, module: ModuleType) -> list:
+    """Fresh arguments for one launch: the arrays, then the struct arguments; an alias is the array it names."""
+    arrays = {}
+    for spec in case.arrays:
+        arrays[spec.name] = arrays[spec.alias_of] if spec.alias_of else make_array(spec)
+    structs = []
+    for struct in case.structs:
+        instance = getattr(module, struct.class_name)()
+        for spec in struct.fields:
+            setattr(instance, spec.name, arrays[spec.name])
+        structs.append(instance)
+    return [*(arrays[spec.name] for spec in case.arguments), *structs]
 
 
 def harness_case(case: KernelCase, kernel: wp.Kernel, max_records: int | None) -> Case:
     """The harness's view of a generated case: fresh arguments, loss outputs, arrays to differentiate."""
+    module = sys.modules[kernel.func.__module__]
     return Case(
         kernel,
         case.dim,
-        lambda: [make_array(spec) for spec in case.arrays],
-        [i for i, spec in enumerate(case.arrays) if spec.loss],
-        [i for i, spec in enumerate(case.arrays) if spec.wrt],
+        lambda: make_arguments(case, module),
+        [i for i, spec in enumerate(case.arguments) if spec.loss],
+        [i for i, spec in enumerate(case.arguments) if spec.wrt],
         max_records=max_records,
     )
 
@@ -143,7 +167,9 @@ def check_case(case: KernelCase, kernel: wp.Kernel, max_records: int | None) -> 
     checked = harness_case(case, kernel, max_records)
     try:
         assert_same_forward(checked)
-        problem = compare_gradients(checked)
+        # Warp's Tape.backward cannot take an indexed array's gradient (it has none): those kernels end here.
+        indexed = any(spec.layout == "indexed" for spec in case.arrays)
+        problem = None if indexed else compare_gradients(checked)
     except RewriteError as error:
         return Outcome(case, REFUSED, str(error))
     except Exception as error:
