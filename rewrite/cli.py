@@ -44,12 +44,12 @@ from warp_rewrite import runtime
 from warp_rewrite.emit import RUNTIME_FILE, Emitted, emit_module
 from warp_rewrite.lint import (
     DEFAULT_SELECT,
+    Checker,
     Finding,
-    HazardFinder,
     Selection,
     SelectorError,
-    check_module,
     noqa_lines,
+    sort_key,
     suppressed,
     syntax_error,
 )
@@ -145,7 +145,9 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
         return args
     try:
         args.selection = Selection(
-            tuple(args.select or DEFAULT_SELECT) + tuple(args.extend_select or ()), tuple(args.ignore or ())
+            tuple(args.select or ()) + tuple(args.extend_select or ()),
+            tuple(args.ignore or ()),
+            () if args.select else DEFAULT_SELECT,
         )
     except SelectorError as error:
         parser.error(str(error))
@@ -252,9 +254,14 @@ def _github_line(finding: Finding) -> str:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    """Print every selected finding not silenced by ``noqa``; 1 if any, 2 if a file could not be read."""
-    project, status, shown = Project(), OK, []
-    finder, output_format = HazardFinder(project), args.output_format or "concise"
+    """Print every selected finding not silenced by ``noqa``; 1 if any, 2 if a file could not be read.
+
+    Every file is read first and its kernels checked, then its helpers: whether a helper is a hazard depends on
+    the kernels that call it, wherever they are.
+    """
+    project, status = Project(), OK
+    checker, output_format = Checker(project), args.output_format or "concise"
+    files: list[tuple[StaticModule | None, list[Finding]]] = []
     for path, display in list(_python_files(args.paths)):
         try:
             source = _read(path, display)
@@ -265,13 +272,16 @@ def run_check(args: argparse.Namespace) -> int:
         try:
             module = StaticModule.parse(path, display, source.text, source.encoding)
         except ParseError as error:
-            found = [syntax_error(error, path)]
-        else:
-            project.modules.setdefault(path.resolve(), module)
-            found = [f for f in check_module(module, project, finder) if f.code in args.selection]
-            if found:
-                noqa = noqa_lines(module.text)
-                found = [f for f in found if not suppressed(f, noqa)]
+            files.append((None, [syntax_error(error, path)]))
+            continue
+        project.modules.setdefault(path.resolve(), module)
+        files.append((module, checker.kernels(module)))
+    shown = []
+    for module, found in files:
+        if module is not None:
+            found = sorted((f for f in found + checker.helpers(module) if f.code in args.selection), key=sort_key)
+            noqa = noqa_lines(module.text) if found else {}
+            found = [f for f in found if not suppressed(f, noqa)]
         for finding in found:
             if output_format == "concise":
                 print(finding)

@@ -213,7 +213,7 @@ def _module_names(module: StaticModule, taken: set[str], package: bool = False) 
     name = next((local for local, source in module.imported.items() if source in ours), None)
     if name is None:
         name = Namer(taken).fresh(RUNTIME_NAME)
-        imports.append(NewImport(RUNTIME_NAME, name, relative=package))
+        imports.append(NewImport(RUNTIME_NAME, name, relative=package, beside=True))
     taken |= {warp, name}
     return ModuleNames(warp, name), imports
 
@@ -395,9 +395,9 @@ def launch_edits(module: StaticModule, launches: dict[int, str], offsets: Offset
             continue
         positional = [a for a in call.args if a is not argument]
         keywords = [k for k in call.keywords if k.value is not argument]
-        unknown = sorted({k.arg or "**" for k in keywords} - _LAUNCH_KEYWORDS)
+        unknown = sorted({k.arg or f"**{ast.unparse(k.value)}" for k in keywords} - _LAUNCH_KEYWORDS)
         if any(isinstance(a, ast.Starred) for a in positional) or len(positional) > _LAUNCH_POSITIONAL or unknown:
-            what = f"keyword {', '.join(unknown)}" if unknown else "more than dim, inputs and outputs by position"
+            what = ", ".join(unknown) if unknown else "more than dim, inputs and outputs by position"
             warnings.append(_warning(module, call, f"this wp.launch of kernel '{argument.id}' passes {what}, which "
                                      f"{launch} does not take: it still launches the original kernel"))  # fmt: skip
             continue
@@ -474,7 +474,7 @@ def emit_module(
     inserted = []  # (input line after which, text)
     if blocks or emitted.already:
         sections = Sections.for_folder(folder)
-        inserted += [placement(module.tree, module.lines, added, sections) for added in imports]
+        inserted += [placement(module.tree, module.lines, added, sections, folder) for added in imports]
     unplaced = [block.insertion(module.lines, block.text(max_records, str)) for block in blocks]
     relocate = _relocation(module.display, name or path.name, inserted + unplaced)
     inserted += [block.insertion(module.lines, block.text(max_records, relocate)) for block in blocks]

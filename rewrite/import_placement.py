@@ -25,6 +25,7 @@ class NewImport:
     module: str
     alias: str | None = None
     relative: bool = False
+    beside: bool = False  # a module written beside the file (the runtime), which may not exist yet
 
     @property
     def text(self) -> str:
@@ -53,8 +54,8 @@ class Sections:
 
     @classmethod
     def for_folder(cls, folder: Path) -> Sections:
-        root = _ruff_root(folder.resolve()) or Path.cwd()
-        return cls((root, root / "src"))
+        root = _ruff_root(folder.resolve()) or Path.cwd().resolve()
+        return cls((root, root / "src"))  # resolved: compared with resolved folders
 
     def of_module(self, dotted: str, level: int = 0) -> int:
         top = dotted.split(".")[0]
@@ -66,6 +67,10 @@ class Sections:
             return STANDARD
         found = any((root / f"{top}.py").is_file() or (root / top).is_dir() for root in self.first_party_roots)
         return FIRST_PARTY if found else THIRD_PARTY
+
+    def of_new_module(self, folder: Path) -> int:
+        """The section of a module about to be written into ``folder`` (the runtime beside the emitted file)."""
+        return FIRST_PARTY if folder.resolve() in self.first_party_roots else THIRD_PARTY
 
     def of_statement(self, node: ast.Import | ast.ImportFrom) -> int:
         if isinstance(node, ast.Import):
@@ -97,11 +102,18 @@ def leading_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
     return imports
 
 
-def placement(tree: ast.Module, lines: list[str], added: NewImport, sections: Sections) -> tuple[int, str]:
-    """(0-based line index, text) that inserts ``added`` where isort would put it; the text ends in a newline
-    and carries the blank lines that separate sections."""
+def placement(
+    tree: ast.Module, lines: list[str], added: NewImport, sections: Sections, folder: Path
+) -> tuple[int, str]:
+    """(0-based line index, text) that inserts ``added`` where isort would put it (``folder``: where a module
+    written with the file goes); the text ends in a newline and carries the blank lines that separate sections."""
     imports = leading_imports(tree)
-    section = RELATIVE if added.relative else sections.of_module(added.module)
+    if added.relative:
+        section = RELATIVE
+    elif added.beside:
+        section = sections.of_new_module(folder)
+    else:
+        section = sections.of_module(added.module)
     key = _sort_key(True, 1, "") if added.relative else _sort_key(False, 0, added.module)
     line = added.text + "\n"
     same = [node for node in imports if sections.of_statement(node) == section]

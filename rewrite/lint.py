@@ -110,14 +110,17 @@ class KernelCalls:
 
     hazards: list[HelperHazard] = field(default_factory=list)
     unknown: list[Unknown] = field(default_factory=list)
+    reached: set[int] = field(default_factory=set)  # every helper called, at any depth, by id of its definition
 
 
 @dataclass
 class _Scan:
-    """One helper, scanned once: its first consumed atomic (its own or its callees'), the misses below it."""
+    """One helper, scanned once: its first consumed atomic (its own or its callees'), the misses below it and
+    the helpers it reaches (itself included)."""
 
     consumer: tuple[str, str, str] | None  # (name, where, op)
     misses: list[Unfollowed | Unresolved]
+    reached: set[int]
 
 
 class HazardFinder:
@@ -138,6 +141,7 @@ class HazardFinder:
             elif found is not None:
                 scan = self._scan(*found)
                 name = found[1].name
+                result.reached |= scan.reached
                 if scan.consumer is not None:
                     result.hazards.append(HelperHazard(call, name, *scan.consumer))
                 result.unknown += [Unknown(call, miss, name) for miss in scan.misses]
@@ -146,7 +150,7 @@ class HazardFinder:
     def _scan(self, owner: StaticModule, helper: ast.FunctionDef) -> _Scan:
         if id(helper) in self._scans:
             return self._scans[id(helper)]
-        scan = self._scans[id(helper)] = _Scan(None, [])  # a recursive call finds nothing more
+        scan = self._scans[id(helper)] = _Scan(None, [], {id(helper)})  # a recursive call finds nothing more
         if owner.has_replay(helper):  # Warp's backward calls the hand-written replay instead
             return scan
         consumed = owner.consumed(helper)
@@ -160,6 +164,7 @@ class HazardFinder:
                 inner = self._scan(*found)
                 scan.consumer = scan.consumer or inner.consumer
                 scan.misses += inner.misses
+                scan.reached |= inner.reached
         return scan
 
 
@@ -172,49 +177,81 @@ def _unknown_fields(unknown: Unknown) -> dict[str, str]:
     return {"helper": miss.helper, "through": through, "reason": miss.reason}
 
 
-def check_module(module: StaticModule, project: Project, finder: HazardFinder | None = None) -> list[Finding]:
-    """Every finding of every code in the file, sorted; ``Selection`` and ``noqa`` decide which are shown.
+class Checker:
+    """The findings of a set of files: kernels first, for every file (which also tells which kernels call each
+    helper), then helpers."""
 
-    Kernels that already have a generated block are skipped: their ``launch_<kernel>`` handles them.
-    """
-    finder = finder or HazardFinder(project)
-    findings = []
-    for kernel in module.kernels():
-        if module.rewritten(kernel):
-            continue
-        calls = finder.kernel_calls(module, kernel)
-        disabled = module.backward_disabled(kernel)
-        for call in module.consumed(kernel):
-            if disabled:
-                findings.append(_finding(module, "WR101", call.node, kind="kernel", name=kernel.name, op=call.op,
-                                         through="", why=disabled))  # fmt: skip
-            else:
-                findings.append(_finding(module, "WR001", call.node, name=kernel.name, op=call.op))
-        for hazard in calls.hazards:
-            where = f"at {hazard.where}"
-            if hazard.consumer != hazard.helper:
-                where = f"in helper '{hazard.consumer}' at {hazard.where}"
-            if disabled:
-                findings.append(_finding(module, "WR101", hazard.call, kind="kernel", name=kernel.name, op=hazard.op,
-                                         through=f" through helper '{hazard.helper}'", why=disabled))  # fmt: skip
-            else:
-                findings.append(_finding(module, "WR003", hazard.call, name=kernel.name, helper=hazard.helper,
-                                         op=hazard.op, where=where))  # fmt: skip
-        if not disabled:
-            for unknown in calls.unknown:
-                findings.append(_finding(module, "WR005", unknown.call, name=kernel.name, **_unknown_fields(unknown)))
-    module_off = module.module_backward_disabled()
-    for helper in module.all_helpers():
-        for call in module.consumed(helper):
-            if module.has_replay(helper):
-                findings.append(_finding(module, "WR102", call.node, name=helper.name, op=call.op))
-            elif module_off:
-                findings.append(_finding(module, "WR101", call.node, kind="helper", name=helper.name, op=call.op,
-                                         through="", why=module_off))  # fmt: skip
-            else:
-                findings.append(_finding(module, "WR002", call.node, name=helper.name, op=call.op))
-    findings += launches_of_rewritten_kernels(module, project)
-    return sorted(findings, key=lambda f: (f.row, f.column, f.code))
+    def __init__(self, project: Project):
+        self.project = project
+        self.finder = HazardFinder(project)
+        self._callers: dict[int, set[bool]] = {}  # helper -> whether the kernels calling it have a backward
+
+    def kernels(self, module: StaticModule) -> list[Finding]:
+        """WR001, WR003, WR004, WR005 and WR101 of the file's kernels and launches.
+
+        Kernels that already have a generated block are skipped: their ``launch_<kernel>`` handles them.
+        """
+        findings = []
+        for kernel in module.kernels():
+            if module.rewritten(kernel):
+                continue
+            calls = self.finder.kernel_calls(module, kernel)
+            disabled = module.backward_disabled(kernel)
+            for helper in calls.reached:
+                self._callers.setdefault(helper, set()).add(not disabled)
+            for call in module.consumed(kernel):
+                if disabled:
+                    findings.append(_finding(module, "WR101", call.node, kind="kernel", name=kernel.name, op=call.op,
+                                             through="", why=disabled))  # fmt: skip
+                else:
+                    findings.append(_finding(module, "WR001", call.node, name=kernel.name, op=call.op))
+            for hazard in calls.hazards:
+                where = f"at {hazard.where}"
+                if hazard.consumer != hazard.helper:
+                    where = f"in helper '{hazard.consumer}' at {hazard.where}"
+                if disabled:
+                    findings.append(_finding(module, "WR101", hazard.call, kind="kernel", name=kernel.name,
+                                             op=hazard.op, through=f" through helper '{hazard.helper}'",
+                                             why=disabled))  # fmt: skip
+                else:
+                    findings.append(_finding(module, "WR003", hazard.call, name=kernel.name, helper=hazard.helper,
+                                             op=hazard.op, where=where))  # fmt: skip
+            if not disabled:
+                for unknown in calls.unknown:
+                    findings.append(_finding(module, "WR005", unknown.call, name=kernel.name,
+                                             **_unknown_fields(unknown)))  # fmt: skip
+        return findings + launches_of_rewritten_kernels(module, self.project)
+
+    def helpers(self, module: StaticModule) -> list[Finding]:
+        """WR002, WR101 and WR102 of the file's helpers, once ``kernels`` has seen every file: a helper that
+        only kernels without a backward pass call is no hazard (one no kernel calls is, wherever it is used)."""
+        findings = []
+        for helper in module.all_helpers():
+            callers = self._callers.get(id(helper), set())
+            why = None
+            if callers == {False}:
+                why = "only kernels without a backward pass call it"
+            elif not callers:
+                why = module.module_backward_disabled()
+            for call in module.consumed(helper):
+                if module.has_replay(helper):
+                    findings.append(_finding(module, "WR102", call.node, name=helper.name, op=call.op))
+                elif why:
+                    findings.append(_finding(module, "WR101", call.node, kind="helper", name=helper.name,
+                                             op=call.op, through="", why=why))  # fmt: skip
+                else:
+                    findings.append(_finding(module, "WR002", call.node, name=helper.name, op=call.op))
+        return findings
+
+
+def check_module(module: StaticModule, project: Project) -> list[Finding]:
+    """Every finding of every code in one file, sorted; ``Selection`` and ``noqa`` decide which are shown."""
+    checker = Checker(project)
+    return sorted(checker.kernels(module) + checker.helpers(module), key=sort_key)
+
+
+def sort_key(finding: Finding) -> tuple[int, int, str]:
+    return finding.row, finding.column, finding.code
 
 
 def launches_of_rewritten_kernels(module: StaticModule, project: Project) -> list[Finding]:
@@ -251,11 +288,12 @@ class SelectorError(ValueError):
 
 @dataclass(frozen=True)
 class Selection:
-    """Which codes are shown, as ruff decides it: the most specific matching prefix wins, ``--ignore`` on a tie;
-    ``E999`` always."""
+    """Which codes are shown, as ruff decides it: the most specific matching prefix wins, ``--ignore`` on a tie,
+    and over the default selection (``--ignore WR`` hides everything); ``E999`` always."""
 
-    select: tuple[str, ...] = DEFAULT_SELECT
+    select: tuple[str, ...] = ()  # given by the user
     ignore: tuple[str, ...] = ()
+    default: tuple[str, ...] = DEFAULT_SELECT  # where nothing is selected explicitly
 
     def __post_init__(self):
         for selector in (*self.select, *self.ignore):
@@ -270,7 +308,10 @@ class Selection:
     def __contains__(self, code: str) -> bool:
         if code == "E999":
             return True
-        return self._specificity(self.select, code) > self._specificity(self.ignore, code)
+        selected = self._specificity(self.select, code)
+        if selected < 0 and any(code.startswith(s) for s in self.default):
+            selected = 0
+        return selected > self._specificity(self.ignore, code)
 
 
 _NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)

@@ -482,9 +482,16 @@ class Unresolved:
 Resolved = tuple["StaticModule", ast.FunctionDef] | Unfollowed | Unresolved | None
 
 
+def _looks_like_a_type(name: str) -> bool:
+    """``dtype``, ``vec_type``, ``scalar_t``, ``Struct``: names that by convention hold types."""
+    return name[0].isupper() or name.endswith(("type", "_t"))
+
+
 def _used_as_type(scope: ast.AST, name: str) -> bool:
-    """True if ``name`` appears in an annotation or as a ``dtype=`` argument in ``scope``: a type, whose calls
-    are conversions (``dtype(0.0)``), not helpers."""
+    """True if ``name`` looks like a type or appears as one in ``scope``: in an annotation (also a string one), as
+    a ``dtype=`` argument or a subscript. Its calls are then conversions (``dtype(0.0)``), not helpers."""
+    if _looks_like_a_type(name):
+        return True
     for node in walk(scope):
         annotations = []
         if isinstance(node, ast.arg) and node.annotation is not None:
@@ -497,8 +504,14 @@ def _used_as_type(scope: ast.AST, name: str) -> bool:
             annotations.append(node.value)
         elif isinstance(node, ast.Subscript):
             annotations.append(node.slice)
-        if any(isinstance(n, ast.Name) and n.id == name for a in annotations for n in walk(a)):
-            return True
+        for annotation in annotations:
+            if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+                try:
+                    annotation = ast.parse(annotation.value, mode="eval")
+                except SyntaxError:
+                    continue
+            if any(isinstance(n, ast.Name) and n.id == name for n in walk(annotation)):
+                return True
     return False
 
 
