@@ -73,6 +73,16 @@ def through_static(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.a
 
 
 @wp.kernel
+def signed_totals(x: wp.array[wp.float64], acc: wp.array[wp.float64], count: wp.array[wp.int32],
+                  out: wp.array[wp.float64]):
+    """Atomics in a conditional expression used as a statement: their values are discarded, not recorded."""
+    tid = wp.tid()
+    wp.atomic_add(acc, 0, x[tid] * x[tid]) if x[tid] > wp.float64(0.0) else wp.atomic_sub(acc, 1, x[tid])
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = x[tid] * wp.float64(2.0)
+
+
+@wp.kernel
 def scale(x: wp.array[wp.float64], out: wp.array[wp.float64]):
     tid = wp.tid()
     out[tid] = x[tid] * wp.float64(2.0)
@@ -168,6 +178,28 @@ def test_rewritten_call_sites_give_finite_difference_gradients(adoption):
     check(Case(None, N, make, [2, 4], [0], program=program))
 
 
+def test_discarded_conditional_atomics_keep_their_gradients(adoption):
+    text = Path(adoption.__file__).read_text()
+    statement = (
+        "    wp.atomic_add(acc, 0, x[tid] * x[tid]) if x[tid] > wp.float64(0.0) else wp.atomic_sub(acc, 1, x[tid])\n"
+    )
+    assert text.count(statement) == 3  # the kernel, the record and the replay kernel: kept as they are
+    replay_parameters = text.split("def signed_totals_replay(")[1].split("):")[0]
+    assert replay_parameters.count("_records") == 1  # the slot's: nothing recorded for the discarded ones
+
+    def program(args, launcher):
+        if launcher.__name__ == "launch_original":
+            wp.launch(adoption.signed_totals, N, inputs=args, device="cpu")
+        else:
+            adoption.launch_signed_totals(N, inputs=args, device="cpu")
+
+    def make():
+        acc, out = wp.zeros(2, dtype=wp.float64, requires_grad=True), wp.zeros(N, dtype=wp.float64, requires_grad=True)
+        return [f64(X, True), acc, i32([0]), out]
+
+    check(Case(None, N, make, [1, 3], [0], program=program))
+
+
 @pytest.mark.parametrize("dtype", [wp.float64, wp.float32])
 def test_factory_kernel_is_rewritten_inside_its_factory(adoption, dtype):
     """What make_compact returns is the rewritten kernel; its closure's dtype and helper are the original's."""
@@ -210,7 +242,9 @@ def test_rewritten_file_rewrites_to_itself_and_says_so(adoption, capsys, tmp_pat
     again = tmp_path / "again.py"
     status, _, err = run_cli(capsys, adoption.__file__, "-o", again)
     assert status == 0 and again.read_text() == Path(adoption.__file__).read_text()
-    assert err.endswith(": already rewritten (compact, through_static, compact_typed, tripled): nothing to change\n")
+    assert err.endswith(
+        ": already rewritten (compact, through_static, signed_totals, compact_typed, tripled): nothing to change\n"
+    )
 
 
 REFUSED_AND_FINE = """import warp as wp
@@ -287,7 +321,7 @@ def test_each_block_of_the_pattern_kernels_comes_back(tmp_path, monkeypatch):
 
 
 def test_each_block_of_a_file_with_two_kernels_and_a_factory_comes_back(adoption):
-    assert assert_each_block_comes_back(Path(adoption.__file__)) == 4
+    assert assert_each_block_comes_back(Path(adoption.__file__)) == 5
 
 
 def test_runtime_import_comes_back_too(adoption, tmp_path):
