@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import warp as wp
+
 from warp_rewrite import runtime
 from warp_rewrite.import_placement import NewImport, Sections, placement
 from warp_rewrite.lint import HazardFinder, Unknown, launched_kernel
@@ -45,9 +47,22 @@ BEGIN = (
 END = "# ---- wp-rewrite: end of the code generated from kernel '{kernel}' ----\n"
 RUNTIME_FILE = f"{RUNTIME_NAME}.py"
 _WIDTH = 120
-# What a rewritten launch takes besides the kernel: wp.launch's positional dim, inputs and outputs, and keywords.
-_LAUNCH_POSITIONAL = 3
-_LAUNCH_KEYWORDS = frozenset(inspect.signature(runtime.RewrittenKernel.launch).parameters) - {"self"}
+
+
+def _launch_signature() -> tuple[int, frozenset[str] | None]:
+    """What a rewritten launch takes where ``wp.launch`` takes it: how many of ``wp.launch``'s positional
+    arguments after the kernel (the common prefix of both signatures), and which keywords (None: any)."""
+    ours = list(inspect.signature(runtime.RewrittenKernel.launch).parameters.values())[1:]
+    warps = list(inspect.signature(wp.launch).parameters)[1:]
+    positional = 0
+    while positional < min(len(ours), len(warps)) and ours[positional].name == warps[positional]:
+        positional += 1
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in ours):
+        return positional, None
+    return positional, frozenset(p.name for p in ours)
+
+
+_LAUNCH_POSITIONAL, _LAUNCH_KEYWORDS = _launch_signature()
 _FSTRING_START, _FSTRING_END = getattr(tokenize, "FSTRING_START", None), getattr(tokenize, "FSTRING_END", None)
 
 
@@ -173,7 +188,7 @@ def _taken_names(module: StaticModule) -> set[str]:
         return hasattr(node, "lineno") and module.generated(node)
 
     names = _bound_names(module.tree, generated)
-    for node in walk(module.tree):
+    for node in module.nodes:
         if not (isinstance(node, ast.stmt) and generated(node)):
             continue
         scopes = module.scopes(node)
@@ -379,11 +394,14 @@ class Offsets:
         return self.starts[min(line, len(self.starts)) - 1]
 
 
-def launch_edits(module: StaticModule, launches: dict[int, str], offsets: Offsets) -> tuple[list[Edit], list[str]]:
+def launch_edits(
+    module: StaticModule, launches: dict[int, str], offsets: Offsets
+) -> tuple[list[tuple[Edit, Edit]], list[str]]:
     """``wp.launch(k, ...)`` and ``wp.launch(kernel=k, ...)`` of the kernels in ``launches`` (by id of their
-    definition: the launch's name) turned into ``launch_k(...)``; warnings for the calls that cannot be."""
+    definition: the launch's name) turned into ``launch_k(...)``: two edits a call, the callee's and the kernel
+    argument's; and warnings for the calls that cannot be."""
     edits, warnings = [], []
-    for call in walk(module.tree):
+    for call in module.nodes:
         if not (isinstance(call, ast.Call) and module.warp.is_warp(call.func, "launch")) or module.generated(call):
             continue
         argument = launched_kernel(call)
@@ -395,15 +413,16 @@ def launch_edits(module: StaticModule, launches: dict[int, str], offsets: Offset
             continue
         positional = [a for a in call.args if a is not argument]
         keywords = [k for k in call.keywords if k.value is not argument]
-        unknown = sorted({k.arg or f"**{ast.unparse(k.value)}" for k in keywords} - _LAUNCH_KEYWORDS)
+        given = {k.arg or f"**{ast.unparse(k.value)}" for k in keywords}
+        unknown = sorted(given - _LAUNCH_KEYWORDS) if _LAUNCH_KEYWORDS is not None else []
         if any(isinstance(a, ast.Starred) for a in positional) or len(positional) > _LAUNCH_POSITIONAL or unknown:
-            what = ", ".join(unknown) if unknown else "more than dim, inputs and outputs by position"
+            what = ", ".join(unknown) or f"more than {_LAUNCH_POSITIONAL} arguments after the kernel by position"
             warnings.append(_warning(module, call, f"this wp.launch of kernel '{argument.id}' passes {what}, which "
                                      f"{launch} does not take: it still launches the original kernel"))  # fmt: skip
             continue
-        edits.append(Edit(offsets(call.func.lineno, call.func.col_offset),
-                          offsets(call.func.end_lineno, call.func.end_col_offset), launch))  # fmt: skip
-        edits.append(_remove_argument(call, argument, offsets))
+        callee = Edit(offsets(call.func.lineno, call.func.col_offset),
+                      offsets(call.func.end_lineno, call.func.end_col_offset), launch)  # fmt: skip
+        edits.append((callee, _remove_argument(call, argument, offsets)))
     return edits, warnings
 
 
@@ -478,12 +497,13 @@ def emit_module(
     unplaced = [block.insertion(module.lines, block.text(max_records, str)) for block in blocks]
     relocate = _relocation(module.display, name or path.name, inserted + unplaced)
     inserted += [block.insertion(module.lines, block.text(max_records, relocate)) for block in blocks]
-    edits = [Edit(offsets.line_start(at + 1), offsets.line_start(at + 1), text) for at, text in inserted]
-    call_edits, warnings = launch_edits(module, launches, offsets)
+    edits = [Edit(offsets.line_start(at + 1), offsets.line_start(at + 1), added) for at, added in inserted]
+    calls, warnings = launch_edits(module, launches, offsets)
     emitted.warnings += warnings
-    emitted.launches = len(call_edits) // 2
-    if edits or call_edits:
-        emitted.text = _apply(text, edits + call_edits)
+    emitted.launches = len(calls)
+    edits += [edit for pair in calls for edit in pair]
+    if edits:
+        emitted.text = _apply(text, edits)
     return emitted
 
 

@@ -228,8 +228,13 @@ class StaticModule:
     # --- scopes ----------------------------------------------------------------------------------------------
 
     @cached_property
+    def nodes(self) -> list[ast.AST]:
+        """Every node of the file (``walk``'s order), listed once for all the questions asked of it."""
+        return walk(self.tree)
+
+    @cached_property
     def _parents(self) -> dict[ast.AST, ast.AST]:
-        return parent_map(walk(self.tree))
+        return parent_map(self.nodes)
 
     def scopes(self, node: ast.AST) -> list[Scope]:
         """The functions and classes around ``node``, innermost first (``node`` itself not included)."""
@@ -247,7 +252,7 @@ class StaticModule:
         """Plain functions turned into kernels by ``wp.Kernel(func)`` / ``wp.Kernel(func=...)`` (Warp's tests do
         that), by id of their definition: the constructor call."""
         found = {}
-        for call in walk(self.tree):
+        for call in self.nodes:
             if not (isinstance(call, ast.Call) and self.warp.is_warp(call.func, "Kernel")):
                 continue
             func = next((k.value for k in call.keywords if k.arg == "func"), call.args[0] if call.args else None)
@@ -262,7 +267,7 @@ class StaticModule:
         functions passed to ``wp.Kernel(...)``."""
         kernels = [
             node
-            for node in walk(self.tree)
+            for node in self.nodes
             if isinstance(node, ast.FunctionDef)
             and (self.warp.decorated(node, "kernel") or id(node) in self._constructed)
             and not self.generated(node)
@@ -283,13 +288,13 @@ class StaticModule:
 
     def all_helpers(self) -> list[ast.FunctionDef]:
         """Every ``@wp.func`` the user wrote in the file, at any depth."""
-        return [n for n in walk(self.tree) if self.warp.decorated(n, "func") and not self.generated(n)]
+        return [n for n in self.nodes if self.warp.decorated(n, "func") and not self.generated(n)]
 
     @cached_property
     def _replayed(self) -> set[int]:
         """Helpers with a hand-written ``@wp.func_replay(helper)`` twin, by id of their definition."""
         found = set()
-        for node in walk(self.tree):
+        for node in self.nodes:
             decorator = self.warp.decorator(node, "func_replay")
             if isinstance(decorator, ast.Call) and decorator.args and isinstance(decorator.args[0], ast.Name):
                 helper = self.binding(decorator.args[0].id, self.scopes(node))
@@ -369,7 +374,7 @@ class StaticModule:
     @cached_property
     def _region_assignments(self) -> dict[Region, list[ast.Assign]]:
         found = {region: [] for region in self.regions}
-        for node in walk(self.tree):
+        for node in self.nodes:
             if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
                 region = next((r for r in self.regions if r.first <= node.lineno <= r.last), None)
                 if region is not None:
