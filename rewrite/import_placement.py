@@ -118,7 +118,8 @@ def placement(
     line = added.text + "\n"
     same = [node for node in imports if sections.of_statement(node) == section]
     if same:
-        later = next((node for node in same if _statement_key(node) > key), None)  # after ties: never merged
+        # After its ties: for ``from . import x`` isort would merge the two into one statement (not done here).
+        later = next((node for node in same if _statement_key(node) > key), None)
         return (later.lineno - 1, line) if later is not None else (same[-1].end_lineno, line)
     before = [node for node in imports if sections.of_statement(node) < section]
     after = [node for node in imports if sections.of_statement(node) > section]
