@@ -76,10 +76,16 @@ class AtomicCall:
 def find_atomic_calls(tree: ast.AST, names: WarpNames, nodes: list[ast.AST] | None = None) -> list[AtomicCall]:
     """Every Warp atomic call under ``tree``, in source order (``nodes``: ``walk(tree)``, if known).
 
-    An atomic is consumed unless it is a statement of its own (``wp.atomic_add(a, i, v)``).
+    An atomic is consumed unless it is a statement of its own (``wp.atomic_add(a, i, v)``), also as a branch of
+    a conditional expression that is one (``wp.atomic_add(a, 0, 1) if c else wp.atomic_sub(a, 0, 1)``).
     """
     nodes = walk(tree) if nodes is None else nodes
-    discarded = {id(node.value) for node in nodes if isinstance(node, ast.Expr)}
+    discarded, pending = set(), [node.value for node in nodes if isinstance(node, ast.Expr)]
+    while pending:
+        value = pending.pop()
+        discarded.add(id(value))
+        if isinstance(value, ast.IfExp):
+            pending += [value.body, value.orelse]
     found = []
     for node in nodes:
         op = names.atomic_op(node) if isinstance(node, ast.Call) else None

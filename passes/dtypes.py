@@ -49,6 +49,12 @@ def array_info(annotation: Any) -> ArrayInfo | None:
     return ArrayInfo(None if warp_types.type_is_generic(dtype) else dtype, annotation.ndim)
 
 
+def field_type(struct: Any, name: str) -> Any:
+    """The type of a struct type's field (Warp's struct types, and the command line's, keep them in ``vars``)."""
+    field = getattr(struct, "vars", {}).get(name)
+    return field.type if field is not None else None
+
+
 def is_value_type(annotation: Any) -> bool:
     """A scalar, vector, matrix, quaternion or transform type: a parameter of it holds no memory of the caller's."""
     return annotation is not None and warp_types.type_is_value(annotation)

@@ -61,6 +61,7 @@ class IntLocals:
         ``local_types``: the locals' Warp types, where the front end knows them; ``call_types``: the return type
         of each call of a helper, where known."""
         self.params: dict[str, Any] = {}
+        self.parameter_types = parameter_types
         self.int_arrays: dict[str, Any] = {}
         for name, annotation in parameter_types.items():
             if dtypes.is_int(annotation) or annotation is BOOL:
@@ -131,11 +132,24 @@ class IntLocals:
         return None
 
     def _subscript_kind(self, expr: ast.Subscript) -> Any:
-        if isinstance(expr.value, ast.Name) and expr.value.id in self.int_arrays:
-            return self.int_arrays[expr.value.id]
         if isinstance(expr.value, ast.Attribute) and expr.value.attr == "shape":  # arr.shape[0]
             return INT
-        return None
+        return self._int_array(expr.value)
+
+    def _int_array(self, expr: ast.expr) -> Any:
+        """The int dtype of the array ``expr`` names (a parameter, or a struct parameter's field), if any."""
+        parts = []
+        while isinstance(expr, ast.Attribute):
+            parts.append(expr.attr)
+            expr = expr.value
+        if not isinstance(expr, ast.Name):
+            return None
+        if not parts:
+            return self.int_arrays.get(expr.id)
+        annotation = self.parameter_types.get(expr.id)
+        for name in reversed(parts):
+            annotation = dtypes.field_type(annotation, name)
+        return annotation.dtype if dtypes.is_array(annotation) and dtypes.is_int(annotation.dtype) else None
 
     def _call_kind(self, expr: ast.Call) -> Any:
         called = _name(expr.func)
@@ -149,8 +163,7 @@ class IntLocals:
         if called in _INT_RESULTS and (called != "tid" or not expr.args):
             return _INT_RESULTS[called]
         if called and called.startswith("atomic_") and expr.args:
-            target = positional_arguments(expr)[0]
-            return self.int_arrays.get(target.id) if isinstance(target, ast.Name) else None
+            return self._int_array(positional_arguments(expr)[0])
         if called in _SAME_AS_OPERANDS and expr.args:
             operands = expr.args[1:] if called in ("select", "where") else expr.args
             return _unify({self.kind(a) for a in operands})

@@ -623,7 +623,7 @@ class Planner:
         helper_calls = self._helper_calls(unit, [c for c in atomics if c.consumed], kernel_path)
 
         # A loop with nothing differentiable inside needs no replay: keep only what it hands on.
-        opaque = self._opaque_loops(unit, atomics, kernel_path)
+        opaque = sorted(self._opaque_loops(unit, atomics, kernel_path), key=lambda n: (n.lineno, n.col_offset))
         for loop in opaque:
             plan.loops[loop] = self._new_opaque_loop(unit, loop)
         hidden = lambda node: any(loop in opaque for loop in _enclosing(node, parents, unit.tree))  # noqa: E731

@@ -533,6 +533,41 @@ def phase_function(
     return function
 
 
+def _pruned(function: ast.FunctionDef) -> ast.FunctionDef:
+    """A forward twin without what dropping its writes left dead: assignments to locals nothing reads any more,
+    and ``pass`` beside other statements (so that generated code reads as written, and lints clean)."""
+    while True:
+        read = {n.id for n in walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        body = _pruned_body(function.body, read)
+        if body is function.body:
+            return function
+        function = copy.copy(function)
+        function.body = body
+
+
+def _pruned_body(body: list[ast.stmt], read: set[str]) -> list[ast.stmt]:
+    """``body`` without dead assignments and extra passes (the same list if nothing goes; never changed in place)."""
+    kept = []
+    for statement in body:
+        dead = isinstance(statement, ast.Assign) and all(
+            isinstance(t, ast.Name) and t.id not in read for t in statement.targets
+        )
+        if dead or isinstance(statement, ast.Pass):
+            continue
+        for name in ("body", "orelse"):
+            inner = getattr(statement, name, None)
+            if isinstance(inner, list) and inner:
+                pruned = _pruned_body(inner, read)
+                if pruned is not inner:
+                    statement = copy.copy(statement)
+                    setattr(statement, name, pruned or ([] if name == "orelse" else [ast.Pass()]))
+        kept.append(statement)
+    if not kept:  # nothing but passes and dead assignments: one pass
+        return body if len(body) == 1 and isinstance(body[0], ast.Pass) else [ast.Pass()]
+    unchanged = len(kept) == len(body) and all(k is b for k, b in zip(kept, body, strict=True))
+    return body if unchanged else kept
+
+
 def _replay_registration(twin: ast.FunctionDef, replay_name: str, warp: str) -> ast.FunctionDef:
     """``@wp.func_replay(f_replay) def ...: return f_replay_forward(...)``.
 
@@ -583,7 +618,7 @@ def phase_functions(
     for clone in reversed([p for p in plan.root.walk() if p is not plan.root]):
         functions.append(phase_function(clone, settings, records))
         if phase == REPLAY and needs_forward_twin(clone, int_paths):
-            twin = phase_function(clone, dataclasses.replace(settings, phase=REPLAY_FORWARD), records)
+            twin = _pruned(phase_function(clone, dataclasses.replace(settings, phase=REPLAY_FORWARD), records))
             functions += [twin, _replay_registration(twin, functions[-1].name, module.warp)]
     return [*functions, phase_function(plan.root, settings, records, options)]
 

@@ -1,83 +1,205 @@
 """The ``wp-rewrite`` command line (also ``python -m warp_rewrite``).
 
     wp-rewrite FILE.py [-o OUT.py | --in-place | --diff] [--max-records N] [--detach-returns]
-    wp-rewrite --check PATH...
+    wp-rewrite --check PATH... [--select CODES] [--ignore CODES] [--output-format concise|json|github] [--exit-zero]
 
 Rewrite mode writes FILE.py unchanged, plus, right after each kernel ``k`` that uses a value an atomic returns,
 a block with the kernels ``k_record`` and ``k_replay`` (and clones of the helpers they call), ``k_rewritten``
 (the ``RewrittenKernel`` of the API) and ``launch_k = k_rewritten.launch``, which takes ``wp.launch``'s
-arguments (and ``max_records=``) and behaves on a tape as the API does. The blocks call warp-rewrite's runtime,
-which the output imports from ``wp_rewrite_runtime.py`` beside it: ``-o`` and ``--in-place`` write that file (a
-copy of ``warp_rewrite/runtime.py``, warp, numpy and the standard library its only imports), so the output runs
-without this project installed. Without ``-o`` the module goes to stdout; ``--diff`` prints a unified diff
-instead. Running it on its own output changes nothing: generated blocks are fenced by marker comments and
-kernels that have one are skipped.
+arguments (and ``max_records=``) and behaves on a tape as the API does; the file's ``wp.launch(k, ...)`` calls
+become ``launch_k(...)``. A kernel made inside a function gets its block there, and the function's ``k`` is then
+the rewritten kernel. The blocks call warp-rewrite's runtime, which the output imports from
+``wp_rewrite_runtime.py`` beside it: ``-o`` and ``--in-place`` write (or update) that file, a copy of
+``warp_rewrite/runtime.py`` (warp, numpy and the standard library its only imports), so the output runs without
+this project installed. Without ``-o`` the module goes to stdout; ``--diff`` prints a unified diff instead.
+Kernels the rewrite refuses are reported and left as they are; the others are rewritten. Running it on its own
+output changes nothing; deleting a generated block and running it again brings the block back. Every write
+goes to a temporary file first, renamed over the target: a failed write leaves the target as it was.
 
-Check mode reports, without importing or running anything, every use of an atomic's returned value:
+Check mode reports, without importing or running anything, every use of an atomic's returned value, with the
+codes of ``warp_rewrite.lint`` (``WR001``-``WR005`` by default, ``WR101``/``WR102`` informational), ruff's way:
+``# noqa`` and ``# noqa: WR001`` on the reported line, ``--select``/``--ignore``/``--extend-select`` with codes or
+prefixes (``WR00``, ``ALL``), three output formats, a summary line on stderr.
 
-    WR001  a kernel uses the value returned by a Warp atomic directly;
-    WR002  a ``@wp.func`` helper uses the value returned by a Warp atomic;
-    WR003  a kernel calls a helper (in this file or followed through its imports) that does, at any depth.
-
-Kernels that already have generated code from an earlier run are not reported.
-
-Exit status: 0 success / no finding; 1 findings (``--check``) or a kernel the rewrite cannot handle (nothing is
-written; the message is the API's ``RewriteError``); 2 usage errors, missing or unreadable paths and files that
-do not parse.
+Exit status: 0 success / no finding (or ``--exit-zero``); 1 findings, including ``E999`` for a file that does not
+parse (``--check``), or a kernel the rewrite refuses (rewrite mode: the file is still written, with the others
+rewritten); 2 usage errors, missing or unreadable paths, a file to rewrite that does not parse, a failed write;
+141 when stdout is closed early (``wp-rewrite --diff FILE | head``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
+import json
+import os
+import stat
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from warp_rewrite.emit import RUNTIME_FILE, emit_module, write_runtime
-from warp_rewrite.lint import check_module
-from warp_rewrite.runtime import RewriteError
-from warp_rewrite.static_module import ParseError, Project, StaticModule
+from warp_rewrite import runtime
+from warp_rewrite.emit import RUNTIME_FILE, Emitted, emit_module
+from warp_rewrite.lint import (
+    DEFAULT_SELECT,
+    Checker,
+    Finding,
+    Selection,
+    SelectorError,
+    noqa_lines,
+    sort_key,
+    suppressed,
+    syntax_error,
+)
+from warp_rewrite.static_module import ParseError, Project, SourceFile, StaticModule
 
-OK, FINDINGS, USAGE = 0, 1, 2
+OK, FINDINGS, USAGE, BROKEN_PIPE = 0, 1, 2, 141
+FORMATS = ("concise", "json", "github")
 
 
 class UserError(Exception):
     """A problem with what the user asked for: printed as one line, exit status 2, no traceback."""
 
 
+# --- options -------------------------------------------------------------------------------------------------------
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _selectors(text: str) -> list[str]:
+    return [part.strip().upper() for part in text.split(",") if part.strip()]
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="wp-rewrite",
-        description="Make Warp kernels that use atomics' returned values differentiable, as a standalone module.",
+        description="Make Warp kernels that use atomics' returned values differentiable, as a standalone module; "
+        "with --check, find them in a codebase.",
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="FILE.py to rewrite; with --check, files or folders")
+    parser.add_argument("--version", action="version", version=f"wp-rewrite {runtime.__version__}")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print no summary line")
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--check", action="store_true", help="report uses of atomic returns (WR001-WR003); write nothing")
+    mode.add_argument("--check", action="store_true", help="report uses of atomic returns (WR001-WR005); write nothing")
     mode.add_argument("--diff", action="store_true", help="print a unified diff instead of the rewritten file")
-    parser.add_argument("-o", "--output", metavar="OUT.py", help="write the rewritten module here (default: stdout)")
-    parser.add_argument("--in-place", action="store_true", help="rewrite FILE.py itself")
-    parser.add_argument(
-        "--max-records", type=int, metavar="N", help="records per execution of a loop of unknown length (default: "
-        "counted by a dry run at each launch); launch_<kernel>(max_records=...) overrides it",
+    rewrite = parser.add_argument_group("rewriting a file")
+    target = rewrite.add_mutually_exclusive_group()
+    target.add_argument("-o", "--output", metavar="OUT.py", help="write the rewritten module here (default: stdout)")
+    target.add_argument("--in-place", action="store_true", help="rewrite FILE.py itself")
+    rewrite.add_argument(
+        "--max-records", type=_positive, metavar="N", help="records per execution of a loop of unknown length "
+        "(default: counted by a dry run at each launch); launch_<kernel>(max_records=...) overrides it",
     )  # fmt: skip
-    parser.add_argument(
+    rewrite.add_argument(
         "--detach-returns", action="store_true",
         help="record float returns as constants instead of giving them exact gradients (as wp_rewrite's option)",
     )  # fmt: skip
+    check = parser.add_argument_group("--check")
+    check.add_argument(
+        "--select",
+        type=_selectors,
+        metavar="CODES",
+        help="codes or prefixes to report, comma separated (default: WR0, i.e. WR001-WR005; ALL: every code)",
+    )
+    check.add_argument("--extend-select", type=_selectors, metavar="CODES", help="codes to report besides those")
+    check.add_argument("--ignore", type=_selectors, metavar="CODES", help="codes or prefixes not to report")
+    check.add_argument(
+        "--output-format",
+        choices=FORMATS,
+        help="concise (default): path:line:col: CODE message; json: as ruff's; github: workflow annotations",
+    )
+    check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     return parser
 
 
-def _read(path: Path, display: str) -> str:
+_CHECK_ONLY = ("select", "extend_select", "ignore", "output_format", "exit_zero")
+_REWRITE_ONLY = {"output": "-o", "in_place": "--in-place", "max_records": "--max-records",
+                 "detach_returns": "--detach-returns", "diff": "--diff"}  # fmt: skip
+
+
+def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
+    """The options, or ``SystemExit`` (status 2, usage printed) for options that contradict each other."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    given = [flag for name, flag in _REWRITE_ONLY.items() if getattr(args, name)]
+    if args.check and given:
+        parser.error(f"--check writes nothing and rewrites nothing: it cannot be combined with {', '.join(given)}")
+    if not args.check:
+        misplaced = [f"--{name.replace('_', '-')}" for name in _CHECK_ONLY if getattr(args, name)]
+        if misplaced:
+            parser.error(f"{', '.join(misplaced)} only go with --check")
+        if len(args.paths) != 1:
+            parser.error("rewrite one FILE.py at a time (several paths are only for --check)")
+        if args.diff and (args.output or args.in_place):
+            parser.error("--diff prints to stdout: it cannot be combined with -o or --in-place")
+        return args
+    try:
+        args.selection = Selection(
+            tuple(args.select or ()) + tuple(args.extend_select or ()),
+            tuple(args.ignore or ()),
+            () if args.select else DEFAULT_SELECT,
+        )
+    except SelectorError as error:
+        parser.error(str(error))
+    return args
+
+
+# --- files -----------------------------------------------------------------------------------------------------
+
+
+def _read(path: Path, display: str) -> SourceFile:
     if not path.exists():
         raise UserError(f"{display}: no such file or directory")
     if path.is_dir():
         raise UserError(f"{display}: is a directory (only --check takes directories)")
     try:
-        with path.open(encoding="utf-8", newline="") as file:  # newline="": keep the file's line endings as they are
-            return file.read()
-    except (OSError, UnicodeDecodeError) as error:
+        return SourceFile.read(path)
+    except (OSError, UnicodeDecodeError, SyntaxError) as error:  # SyntaxError: an unknown PEP 263 encoding
         raise UserError(f"{display}: cannot read: {error}") from None
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder renamed over it, so that the file is
+    either as it was or complete; its permissions are kept (a new file gets the usual ones)."""
+    path = path.resolve() if path.is_symlink() else path  # through a link, the file it points to
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def write_runtime(directory: Path) -> Path:
+    """Write ``wp_rewrite_runtime.py`` into ``directory`` (a copy of this package's runtime, byte for byte) unless
+    the same is there already: an older copy is replaced. Returns its path."""
+    target = directory / RUNTIME_FILE
+    code = Path(runtime.__file__).read_bytes()
+    if not target.is_file() or target.read_bytes() != code:
+        write_atomically(target, code)
+    return target
 
 
 def _python_files(paths: list[str]) -> Iterator[tuple[Path, str]]:
@@ -95,85 +217,176 @@ def _python_files(paths: list[str]) -> Iterator[tuple[Path, str]]:
                 yield file, str(file)
 
 
-def run_check(paths: list[str]) -> int:
-    """Print every finding as ``path:line:col: CODE message``; 1 if any, 2 if a file could not be read."""
+# --- --check ---------------------------------------------------------------------------------------------------
+
+
+def _github_escape(text: str, property_value: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if property_value else text
+
+
+def _json_finding(finding: Finding) -> dict:
+    """A finding as ruff's ``--output-format json`` writes one."""
+    return {
+        "cell": None,
+        "code": finding.code,
+        "end_location": {"column": finding.end_column, "row": finding.end_row},
+        "filename": str(finding.path.resolve()),
+        "fix": None,
+        "location": {"column": finding.column, "row": finding.row},
+        "message": finding.message,
+        "noqa_row": finding.row,
+        "url": None,
+    }
+
+
+def _github_line(finding: Finding) -> str:
+    properties = {
+        "file": str(finding.path.resolve()),
+        "line": finding.row,
+        "col": finding.column,
+        "endLine": finding.end_row,
+        "endColumn": finding.end_column,
+        "title": f"wp-rewrite ({finding.code})",
+    }
+    listed = ",".join(f"{key}={_github_escape(str(value), True)}" for key, value in properties.items())
+    return f"::error {listed}::{_github_escape(str(finding))}"
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """Print every selected finding not silenced by ``noqa``; 1 if any, 2 if a file could not be read.
+
+    Every file is read first and its kernels checked, then its helpers: whether a helper is a hazard depends on
+    the kernels that call it, wherever they are.
+    """
     project, status = Project(), OK
-    for path, display in list(_python_files(paths)):
+    checker, output_format = Checker(project), args.output_format or "concise"
+    files: list[tuple[StaticModule | None, list[Finding]]] = []
+    for path, display in list(_python_files(args.paths)):
         try:
-            module = StaticModule.parse(path, display, _read(path, display))
-        except (ParseError, UserError) as error:
-            print(error, file=sys.stderr)
+            source = _read(path, display)
+        except UserError as error:
+            print(f"wp-rewrite: error: {error}", file=sys.stderr)
             status = USAGE
             continue
+        try:
+            module = StaticModule.parse(path, display, source.text, source.encoding)
+        except ParseError as error:
+            files.append((None, [syntax_error(error, path)]))
+            continue
         project.modules.setdefault(path.resolve(), module)
-        for finding in check_module(module, project):
-            print(finding)
-            status = max(status, FINDINGS)
-    return status
+        files.append((module, checker.kernels(module)))
+    shown = []
+    for module, found in files:
+        if module is not None:
+            found = sorted((f for f in found + checker.helpers(module) if f.code in args.selection), key=sort_key)
+            noqa = noqa_lines(module.text) if found else {}
+            found = [f for f in found if not suppressed(f, noqa)]
+        for finding in found:
+            if output_format == "concise":
+                print(finding)
+            elif output_format == "github":
+                print(_github_line(finding))
+        shown += found
+    if output_format == "json":
+        print(json.dumps([_json_finding(f) for f in shown], indent=2))
+    if not args.quiet:
+        count = len(shown)
+        print(f"Found {count} error{'s' * (count != 1)}." if count else "All checks passed!", file=sys.stderr)
+    if status == USAGE:
+        return USAGE
+    return FINDINGS if shown and not args.exit_zero else OK
+
+
+# --- rewriting -------------------------------------------------------------------------------------------------
 
 
 def _same_file(a: Path, b: Path) -> bool:
     return a.resolve() == b.resolve() or (a.exists() and b.exists() and a.samefile(b))
 
 
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'s' * (count != 1)}"
+
+
+def _summary(display: str, emitted: Emitted, written: Path | None) -> str:
+    """The one line that says what the run did."""
+    done = []
+    if emitted.rewritten:
+        done.append(f"rewrote {_plural(len(emitted.rewritten), 'kernel')} ({', '.join(emitted.rewritten)})")
+    if emitted.launches:
+        done.append(f"{_plural(emitted.launches, 'wp.launch call')} now {'call' if emitted.launches != 1 else 'calls'}"
+                    " the rewritten launch")  # fmt: skip
+    if emitted.refusals:
+        done.append(f"{_plural(len(emitted.refusals), 'kernel')} refused (see above)")
+    if not done and emitted.already:
+        done.append(f"already rewritten ({', '.join(emitted.already)}): nothing to change")
+    elif not done:
+        done.append("no kernel to rewrite (none uses an atomic's returned value)")
+    where = f" -> {written}" if written is not None else ""
+    return f"{display}{where}: " + "; ".join(done)
+
+
 def run_rewrite(args: argparse.Namespace) -> int:
-    if len(args.paths) != 1:
-        raise UserError("rewrite one FILE.py at a time (several paths are only for --check)")
     display = args.paths[0]
-    source = Path(display)
-    output = Path(args.output) if args.output else (source if args.in_place else None)
-    if output is not None and args.diff:
-        raise UserError("--diff prints to stdout; it cannot be combined with -o or --in-place")
-    if output is not None and _same_file(output, source) and not args.in_place:
-        raise UserError(f"{args.output}: this is the input file; pass --in-place to overwrite it")
-    text = _read(source, display)
+    source_path = Path(display)
+    output = Path(args.output) if args.output else (source_path if args.in_place else None)
+    if output is not None and not args.in_place and _same_file(output, source_path):
+        raise UserError(f"{args.output}: this is the input file; use --in-place (without -o) to overwrite it")
+    source = _read(source_path, display)
+    folder = (output or source_path).parent
     try:
-        emitted = emit_module(source, display, text, max_records=args.max_records, detach_returns=args.detach_returns)
-    except RewriteError as error:
+        emitted = emit_module(source_path, display, source.text, max_records=args.max_records,
+                              detach_returns=args.detach_returns, folder=folder,
+                              name=(output or source_path).name)  # fmt: skip
+    except ParseError as error:
         print(error, file=sys.stderr)
-        return FINDINGS
-    for warning in emitted.warnings:
-        print(warning, file=sys.stderr)
+        return USAGE
+    for message in [*map(str, emitted.refusals), *emitted.warnings]:
+        print(message, file=sys.stderr)
     if args.diff:
         diff = difflib.unified_diff(
-            text.splitlines(keepends=True), emitted.text.splitlines(keepends=True), display, display
+            source.text.splitlines(keepends=True), emitted.text.splitlines(keepends=True), display, display
         )
         sys.stdout.writelines(diff)
     elif output is None:
         sys.stdout.write(emitted.text)
     else:
         try:
-            with output.open("w", encoding="utf-8", newline="") as file:
-                file.write(emitted.text)
-            if emitted.rewritten:
+            data = source.encode(emitted.text)
+        except UnicodeEncodeError as error:
+            raise UserError(f"{output}: cannot write the rewritten module in {source.encoding}: {error}") from None
+        try:
+            if emitted.has_blocks:
                 write_runtime(output.parent)
+            if emitted.text != source.text or output != source_path:
+                write_atomically(output, data)
         except OSError as error:
             raise UserError(f"{output}: cannot write: {error}") from None
-    if not emitted.rewritten and output is not None:
-        print(f"{display}: no kernel to rewrite (none uses an atomic's returned value)", file=sys.stderr)
-    elif emitted.rewritten and output is None and not args.diff:
-        print(f"note: the rewritten module imports {RUNTIME_FILE}; -o or --in-place write it beside the module",
-              file=sys.stderr)  # fmt: skip
-    return OK
+    if not args.quiet:
+        if emitted.has_blocks and output is None and not args.diff:
+            print(f"note: the rewritten module imports {RUNTIME_FILE}; -o or --in-place write it beside the module",
+                  file=sys.stderr)  # fmt: skip
+        print(_summary(display, emitted, output if output != source_path else None), file=sys.stderr)
+    return FINDINGS if emitted.refusals else OK
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``wp-rewrite``; returns the exit status."""
     try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exit_:  # argparse has printed the usage error (or --help)
-        return exit_.code if isinstance(exit_.code, int) else USAGE
-    try:
-        if args.check:
-            if args.output or args.in_place:
-                raise UserError("--check writes nothing; it cannot be combined with -o or --in-place")
-            return run_check(args.paths)
-        return run_rewrite(args)
-    except ParseError as error:
-        print(error, file=sys.stderr)
-        return USAGE
+        try:
+            args = parse_arguments(argv)
+        except SystemExit as exit_:  # argparse has printed the usage error (or --help, --version)
+            return exit_.code if isinstance(exit_.code, int) else USAGE
+        status = run_check(args) if args.check else run_rewrite(args)
+        sys.stdout.flush()  # a closed pipe shows here rather than at exit
+        return status
     except UserError as error:
         print(f"wp-rewrite: error: {error}", file=sys.stderr)
         return USAGE
+    except BrokenPipeError:  # the reader went away (``| head``): stop quietly, as Unix tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return BROKEN_PIPE
     except KeyboardInterrupt:
         return 130

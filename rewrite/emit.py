@@ -2,23 +2,34 @@
 
 ``emit_module`` inserts, right after each kernel that consumes an atomic's return, a block with what the
 pipeline generated (``warp_rewrite.pipeline``: the record and replay kernels and the clones of the helpers they
-call) and ``<kernel>_rewritten``, the ``RewrittenKernel`` that launches them; every other character of the file
-is kept. The blocks call warp-rewrite's runtime, which the emitted module imports from ``wp_rewrite_runtime.py``
-beside it (a copy of ``warp_rewrite/runtime.py``, see ``write_runtime``). Blocks are fenced by marker comments, so
-a second run recognises them and changes nothing.
+call), ``<kernel>_rewritten``, the ``RewrittenKernel`` that launches them, and ``launch_<kernel>``, its launch.
+A kernel defined inside a function (a factory) gets its block there, indented, so that the generated kernels see
+the factory's closure values as the kernel does, and the factory's name of the kernel is then bound to the
+rewritten kernel: what the factory returns launches both phases. ``wp.launch(kernel, ...)`` calls of the file
+become ``launch_<kernel>(...)`` (the callee and the kernel argument replaced in place). Every other character of
+the file is kept. The blocks call warp-rewrite's runtime, which the emitted module imports, among its own imports,
+from ``wp_rewrite_runtime.py`` beside it (``from . import`` in a package). Blocks are fenced by marker comments, so
+that a second run recognises them and changes nothing, and deleting one and running again brings it back.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import inspect
+import io
 import json
-from dataclasses import dataclass
+import tokenize
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import warp as wp
+
 from warp_rewrite import pipeline, runtime
-from warp_rewrite.lint import helper_hazards
+from warp_rewrite.import_placement import NewImport, Sections, placement
+from warp_rewrite.lint import HazardFinder, Unknown, launched_kernel
 from warp_rewrite.live import RUNTIME_NAME
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.naming import Namer
@@ -26,11 +37,11 @@ from warp_rewrite.passes.syntax import walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.pipeline import GeneratedKernel, RewriteOptions
 from warp_rewrite.runtime import RewriteError
-from warp_rewrite.static_module import Imported, Project, StaticModule, split_lines
+from warp_rewrite.static_module import Imported, Project, StaticModule, Unfollowed
 from warp_rewrite.static_types import StaticFrontend
 
 BEGIN = (
-    "# ---- wp-rewrite: generated from kernel '{kernel}' above ({where}) ----\n"
+    "# ---- wp-rewrite: generated from kernel '{kernel}' above ----\n"
     "# Do not edit. After changing the kernel, delete down to the end marker and run wp-rewrite again.\n"
 )
 END = "# ---- wp-rewrite: end of the code generated from kernel '{kernel}' ----\n"
@@ -38,138 +49,389 @@ RUNTIME_FILE = f"{RUNTIME_NAME}.py"
 _WIDTH = 120
 
 
+def _launch_signature() -> tuple[int, frozenset[str] | None]:
+    """What a rewritten launch takes where ``wp.launch`` takes it: how many of ``wp.launch``'s positional
+    arguments after the kernel (the common prefix of both signatures), and which keywords (None: any)."""
+    ours = list(inspect.signature(runtime.RewrittenKernel.launch).parameters.values())[1:]
+    warps = list(inspect.signature(wp.launch).parameters)[1:]
+    positional = 0
+    while positional < min(len(ours), len(warps)) and ours[positional].name == warps[positional]:
+        positional += 1
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in ours):
+        return positional, None
+    return positional, frozenset(p.name for p in ours)
+
+
+_LAUNCH_POSITIONAL, _LAUNCH_KEYWORDS = _launch_signature()
+_FSTRING_START, _FSTRING_END = getattr(tokenize, "FSTRING_START", None), getattr(tokenize, "FSTRING_END", None)
+
+
 @dataclass
 class Emitted:
     """The rewritten module's text, and what the user should be told about it."""
 
     text: str
-    rewritten: list[str]  # kernels that got generated phases
-    warnings: list[str]
+    rewritten: list[str] = field(default_factory=list)  # kernels that got generated phases in this run
+    refusals: list[RewriteError] = field(default_factory=list)  # kernels the rewrite cannot handle
+    warnings: list[str] = field(default_factory=list)
+    launches: int = 0  # wp.launch calls now calling a rewritten launch
+    already: list[str] = field(default_factory=list)  # kernels with a block from an earlier run
+
+    @property
+    def has_blocks(self) -> bool:
+        """True if the emitted module calls the runtime (and needs it beside it)."""
+        return bool(self.rewritten or self.already)
 
 
-def kernels_to_rewrite(module: StaticModule, project: Project) -> tuple[list[ast.FunctionDef], list[str]]:
-    """Kernels that consume an atomic's return and have no generated block yet; warnings about the others.
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text between two character offsets of the input (an insertion where they are equal)."""
 
-    Raises ``RewriteError`` for the first kernel whose pattern the rewrite cannot handle.
-    """
-    chosen, warnings = [], []
-    for kernel in module.nested_kernels():
-        if module.consumed(kernel) or helper_hazards(project, module, kernel)[0]:
-            raise RewriteError(
-                kernel.name, module.location(kernel),
-                "only kernels defined directly in the module body can be rewritten to a file",
-                "Define the kernel at module level, or rewrite it at run time with warp_rewrite.wp_rewrite()",
-            )  # fmt: skip
-    for kernel in module.top_level("kernel").values():
-        if module.rewritten(kernel.name):
+    start: int
+    end: int
+    text: str
+
+
+def _warning(module: StaticModule, node: ast.AST, message: str) -> str:
+    return f"{module.location(node)}: warning: {message}"
+
+
+def _unknown_warning(module: StaticModule, kernel: ast.FunctionDef, unknown: Unknown) -> str:
+    miss = unknown.miss
+    through = f" (through helper '{unknown.via}')" if unknown.via else ""
+    if isinstance(miss, Unfollowed):
+        what = f"'{miss.helper}' from '{miss.module}', whose file wp-rewrite could not find"
+    else:
+        what = f"'{miss.helper}'{through}, {miss.reason}, which wp-rewrite cannot follow from the source"
+        through = ""
+    return _warning(
+        module, unknown.call, f"kernel '{kernel.name}' calls {what}{through}; if it uses an atomic's returned value, "
+        "its gradients stay wrong (wp_rewrite() at run time sees the value)",
+    )  # fmt: skip
+
+
+def _refusal(module: StaticModule, kernel: ast.FunctionDef, problem: str, advice: str) -> RewriteError:
+    return RewriteError(kernel.name, module.location(kernel), problem, advice)
+
+
+@dataclass
+class Choice:
+    """The file's kernels sorted by what this run does with them."""
+
+    to_rewrite: list[ast.FunctionDef] = field(default_factory=list)
+    already: list[ast.FunctionDef] = field(default_factory=list)
+    refusals: list[RewriteError] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def choose_kernels(module: StaticModule, finder: HazardFinder) -> Choice:
+    """Which kernels consume an atomic's return and get a block; which have one; which cannot have one."""
+    choice = Choice()
+    for kernel in module.kernels():
+        if module.rewritten(kernel):
+            choice.already.append(kernel)
             continue
-        hazards, unfollowed = helper_hazards(project, module, kernel)
-        for miss in unfollowed:
-            warnings.append(
-                f"{module.location(miss.call)}: warning: kernel '{kernel.name}' calls '{miss.helper}' from "
-                f"'{miss.module}', whose file wp-rewrite could not find; if it uses an atomic's returned value, "
-                "its gradients stay wrong"
-            )
-        if module.consumed(kernel) or hazards:
-            chosen.append(kernel)
-    return chosen, warnings
+        calls = finder.kernel_calls(module, kernel)
+        hazardous = bool(module.consumed(kernel) or calls.hazards)
+        if module.backward_disabled(kernel):
+            continue  # no backward pass: nothing to make right
+        choice.warnings += [_unknown_warning(module, kernel, unknown) for unknown in calls.unknown]
+        if not hazardous:
+            continue
+        scopes = module.scopes(kernel)
+        if module.constructed(kernel):
+            choice.refusals.append(_refusal(
+                module, kernel, "a kernel made by wp.Kernel(func) cannot be rewritten to a file",
+                "Decorate the function with @wp.kernel, or rewrite the kernel at run time with wp_rewrite()",
+            ))  # fmt: skip
+        elif scopes and isinstance(scopes[0], ast.ClassDef):
+            choice.refusals.append(_refusal(
+                module, kernel, "a kernel defined in a class body cannot be rewritten to a file (the generated "
+                "kernels could not see the class's names)",
+                "Define the kernel at module level or in a function, or rewrite it at run time with wp_rewrite()",
+            ))  # fmt: skip
+        else:
+            choice.to_rewrite.append(kernel)
+    return choice
 
 
-def _bound_names(tree: ast.Module) -> set[str]:
-    """Every name the module uses or binds (imports and classes included): generated names must avoid them."""
-    names = Namer.for_tree(tree).taken
-    names |= {n.name for n in walk(tree) if isinstance(n, ast.ClassDef)}
+def _bound_names(tree: ast.Module, skip: Callable[[ast.AST], bool] = lambda node: False) -> set[str]:
+    """Every name the module uses or binds (imports and classes included): generated names must avoid them.
+    ``skip``: nodes not to count."""
+    names = set()
     for node in walk(tree):
-        if isinstance(node, ast.Import | ast.ImportFrom):
+        if skip(node):
+            continue
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
             names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
     return names
 
 
-def _module_names(module: StaticModule, taken: set[str]) -> tuple[ModuleNames, list[str]]:
-    """How the generated blocks name Warp and the runtime, and the import lines the module lacks for them."""
+def _taken_names(module: StaticModule) -> set[str]:
+    """``_bound_names`` of the user's code, plus what earlier runs' blocks define where the kernels are (not the
+    generated kernels' own parameters and locals): the names a first run had taken by its end, so that a block
+    generated again gets the names it had."""
+
+    def generated(node: ast.AST) -> bool:
+        return hasattr(node, "lineno") and module.generated(node)
+
+    names = _bound_names(module.tree, generated)
+    for node in module.nodes:
+        if not (isinstance(node, ast.stmt) and generated(node)):
+            continue
+        scopes = module.scopes(node)
+        if scopes and generated(scopes[0]):
+            continue  # inside a generated kernel or helper
+        if isinstance(node, ast.FunctionDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return names
+
+
+def _only_read(tree: ast.Module) -> set[str]:
+    """Names the module reads but never binds: a deleted block's ``launch_k`` still called by the rewritten
+    call sites. A block generated again may define them."""
+    read, bound = set(), set()
+    for node in walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            bound |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+    return read - bound
+
+
+def _module_names(module: StaticModule, taken: set[str], package: bool = False) -> tuple[ModuleNames, list[NewImport]]:
+    """How the generated blocks name Warp and the runtime, and the imports the module lacks for them."""
     imports = []
     warp = min(module.warp.modules) if module.warp.modules else None
     if warp is None:
         warp = Namer(taken).fresh("wp")
-        imports.append(f"import warp as {warp}")
-    imported = Imported(0, RUNTIME_NAME, None)
-    name = next((local for local, source in module.imported.items() if source == imported), None)
+        imports.append(NewImport("warp", warp))
+    ours = {Imported(0, RUNTIME_NAME, None), Imported(1, "", RUNTIME_NAME)}
+    name = next((local for local, source in module.imported.items() if source in ours), None)
     if name is None:
         name = Namer(taken).fresh(RUNTIME_NAME)
-        imports.append(f"import {RUNTIME_NAME}" + (f" as {name}" if name != RUNTIME_NAME else ""))
+        imports.append(NewImport(RUNTIME_NAME, name, relative=package, beside=True))
     taken |= {warp, name}
     return ModuleNames(warp, name), imports
 
 
-def _literal(value: Any, names: ModuleNames, indent: str = "") -> str:
+def _literal(value: Any, names: ModuleNames, indent: str, relocate: Callable[[str], str]) -> str:
     """Source text that makes ``value`` (a launch spec: the runtime's dataclasses, tuples, Warp types, constants),
-    one item a line where one line would be too long."""
+    one item a line where one line would be too long, and always for a spec with a ``location``: so that the
+    number of lines does not depend on the locations, which ``relocate`` maps."""
     inner = indent + "    "
+    located = False
     if dataclasses.is_dataclass(value):
         fields = [f for f in dataclasses.fields(value) if getattr(value, f.name) != f.default]
-        items = [f"{f.name}={_literal(getattr(value, f.name), names, inner)}" for f in fields]
+        located = any(f.name == "location" for f in fields)
+        items = [
+            f"{f.name}="
+            + (json.dumps(relocate(getattr(value, f.name))) if f.name == "location" else
+               _literal(getattr(value, f.name), names, inner, relocate))
+            for f in fields
+        ]  # fmt: skip
         opening, closing = f"{names.runtime_function(type(value).__name__)}(", ")"
     elif isinstance(value, tuple):
-        items = [_literal(item, names, inner) for item in value]
+        items = [_literal(item, names, inner, relocate) for item in value]
         opening, closing = "(", ",)" if len(value) == 1 else ")"
     elif isinstance(value, type):
         return dtypes.source(value, names.warp)
     else:
         return json.dumps(value) if isinstance(value, str) else repr(value)  # strings in double quotes
     flat = opening + ", ".join(items) + closing
-    if len(indent) + len(flat) <= _WIDTH - 10 and "\n" not in flat:
+    if len(indent) + len(flat) <= _WIDTH - 10 and "\n" not in flat and not located:
         return flat
     return opening + "\n" + "".join(f"{inner}{item},\n" for item in items) + indent + closing.lstrip(",")
 
 
-def _rewritten_kernel(generated: GeneratedKernel, names: ModuleNames, taken: set[str], max_records: int | None):
-    """``<kernel>_rewritten = RewrittenKernel(...)`` and ``launch_<kernel> = <kernel>_rewritten.launch``."""
+@dataclass(frozen=True)
+class LaunchNames:
+    """The names a block binds for the kernel's launch."""
+
+    rewritten: str  # <kernel>_rewritten: the RewrittenKernel
+    launch: str  # launch_<kernel>; in a function, <kernel>.launch (the function's <kernel> is rebound)
+
+
+def _launch_names(kernel: str, taken: set[str], free: set[str], nested: bool) -> LaunchNames:
+    """Fresh names for the kernel's RewrittenKernel and launch; ``free``: taken names the block may define."""
+    namer = Namer(taken - free)
+    rewritten = namer.fresh(f"{kernel}_rewritten")
+    names = LaunchNames(rewritten, f"{kernel}.launch" if nested else namer.fresh(f"launch_{kernel}"))
+    taken |= {names.rewritten, names.launch}
+    return names
+
+
+def _rewritten_kernel(generated: GeneratedKernel, spec: str, names: ModuleNames, launch: LaunchNames,
+                      max_records: int | None, rebind: bool) -> str:  # fmt: skip
+    """``<kernel>_rewritten = RewrittenKernel(...)``, then ``launch_<kernel> = <kernel>_rewritten.launch``, or, in a
+    function, ``<kernel> = <kernel>_rewritten``: what the function hands on is the rewritten kernel."""
     kernel = generated.kernel
-    namer = Namer(taken)
-    rewritten, launch = namer.fresh(f"{kernel}_rewritten"), namer.fresh(f"launch_{kernel}")
-    taken |= {rewritten, launch}
-    pair = [generated.record_kernel, generated.replay_kernel, _literal(generated.spec, names, " " * 8)]
+    pair = [generated.record_kernel, generated.replay_kernel, spec]
     options = [f"max_records={max_records}"] if max_records is not None else []
-    return "\n".join([
-        f"{rewritten} = {names.runtime_function('RewrittenKernel')}(",
+    lines = [
+        f"{launch.rewritten} = {names.runtime_function('RewrittenKernel')}(",
         f"    {kernel},",
         f"    {names.runtime_function('KernelPair')}(",
         *(f"        {item}," for item in pair),
         "    ),",
         *(f"    {option}," for option in options),
         ")",
-        f"{launch} = {rewritten}.launch  # takes wp.launch's arguments",
-    ]) + "\n"  # fmt: skip
+        f"{kernel} = {launch.rewritten}  # from here on, {kernel}.launch(...) runs both phases" if rebind else
+        f"{launch.launch} = {launch.rewritten}.launch  # takes wp.launch's arguments",
+    ]  # fmt: skip
+    return "\n".join(lines) + "\n"
 
 
-def kernel_block(module: StaticModule, frontend: StaticFrontend, max_records: int | None,
-                 detach_returns: bool) -> str | None:  # fmt: skip
-    """One kernel's generated block, fenced by its begin and end markers; None when the kernel has nothing to
-    record (as when ``wp_rewrite`` leaves a kernel unchanged)."""
+def generate(frontend: StaticFrontend, detach_returns: bool) -> GeneratedKernel | None:
+    """What the pipeline makes of the frontend's kernel; None when the kernel has nothing to record (as when
+    ``wp_rewrite`` leaves a kernel unchanged). Raises ``RewriteError``."""
     # max_records is the launches' default, not compiled in
     generated = pipeline.rewrite_kernel(frontend, RewriteOptions(None, detach_returns))
-    if generated is None:
-        return None
-    for function in generated.plan.root.walk():
-        frontend.check_portable(function)
-    kernel = frontend.definition
-    body = generated.source + "\n\n" + _rewritten_kernel(generated, frontend.module, frontend.taken, max_records)
-    begin = BEGIN.format(kernel=kernel.name, where=f"{module.display}:{kernel.lineno}")
-    return begin + body + "\n\n" + END.format(kernel=kernel.name)
+    if generated is not None:
+        for function in generated.plan.root.walk():
+            frontend.check_portable(function)
+    return generated
 
 
-def _imports_end(module: StaticModule) -> int:
-    """The line after which import lines go: the last import before the module's first definition, else its
-    docstring (0: the top of the file)."""
-    end = 0
-    for statement in module.tree.body:
-        if isinstance(statement, ast.Import | ast.ImportFrom):
-            end = statement.end_lineno
-        elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) and end == 0:
-            end = statement.end_lineno  # the docstring
-        elif isinstance(statement, ast.FunctionDef | ast.ClassDef):
-            break
-    return end
+@dataclass
+class Block:
+    """A kernel's generated code, and where it goes."""
+
+    kernel: ast.FunctionDef
+    generated: GeneratedKernel
+    launch: LaunchNames
+    names: ModuleNames
+    indent: str  # the kernel's own indentation
+    nested: bool  # in a function: the function's name of the kernel is rebound
+
+    @property
+    def gap(self) -> int:
+        """Blank lines around the block: two at module level, one in a function, as formatters keep them."""
+        return 1 if self.nested else 2
+
+    def text(self, max_records: int | None, relocate: Callable[[str], str]) -> str:
+        """The block, fenced by its begin and end markers, indented as the kernel; ``relocate`` maps the
+        locations in the launch spec to the emitted file's lines."""
+        gap = "\n" * self.gap
+        generated = self.generated
+        spec = _literal(generated.spec, self.names, " " * 8, relocate)
+        body = generated.source + gap + _rewritten_kernel(generated, spec, self.names, self.launch, max_records,
+                                                          self.nested)  # fmt: skip
+        name = self.kernel.name
+        block = BEGIN.format(kernel=name) + body + gap + END.format(kernel=name)
+        return indent_block(block, self.indent, self.nested)
+
+    def insertion(self, lines: list[str], text: str) -> tuple[int, str]:
+        """(input line after which, text) that puts the block after the kernel with ``gap`` blank lines before
+        and after it, counting those already there: so that deleting a block from its begin marker to its end
+        marker and running again gives back the same file."""
+        after, blank = self.kernel.end_lineno, 0
+        while after + blank < len(lines) and not lines[after + blank].strip():
+            blank += 1
+        before = min(blank, self.gap)
+        followed = after + blank < len(lines)
+        trailing = max(0, self.gap - (blank - before)) if followed else 0
+        return after + before, "\n" * (self.gap - before) + text + "\n" * trailing
+
+
+def indent_block(text: str, indent: str, nested: bool) -> str:
+    """``text`` with every line indented by ``indent`` but the lines inside a string; blank lines stay empty and,
+    ``nested`` in a function, come one at a time (as formatters keep them there)."""
+    inside_strings, opened = set(), []
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == _FSTRING_START:  # Python 3.12 and later split f-strings into tokens
+            opened.append(token.start[0])
+        elif token.type == _FSTRING_END:
+            inside_strings.update(range(opened.pop() + 1, token.end[0] + 1))
+        elif token.type == tokenize.STRING:
+            inside_strings.update(range(token.start[0] + 1, token.end[0] + 1))
+    lines, previous_blank = [], False
+    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+        if number in inside_strings:
+            lines.append(line)
+            previous_blank = False
+        elif not line.strip():
+            if not (nested and previous_blank):
+                lines.append("\n")
+            previous_blank = True
+        else:
+            lines.append(indent + line)
+            previous_blank = False
+    return "".join(lines)
+
+
+class Offsets:
+    """Character offsets into a text, from the AST's (line, UTF-8 byte column) positions."""
+
+    def __init__(self, module: StaticModule):
+        self.module = module
+        self.starts = [0]
+        for line in module.lines:
+            self.starts.append(self.starts[-1] + len(line))
+
+    def __call__(self, line: int, column: int) -> int:
+        return self.starts[line - 1] + self.module.column(line, column) - 1
+
+    def line_start(self, line: int) -> int:
+        """The offset of line ``line`` (1-based), or the end of the text after its last line."""
+        return self.starts[min(line, len(self.starts)) - 1]
+
+
+def launch_edits(
+    module: StaticModule, launches: dict[int, str], offsets: Offsets
+) -> tuple[list[tuple[Edit, Edit]], list[str]]:
+    """``wp.launch(k, ...)`` and ``wp.launch(kernel=k, ...)`` of the kernels in ``launches`` (by id of their
+    definition: the launch's name) turned into ``launch_k(...)``: two edits a call, the callee's and the kernel
+    argument's; and warnings for the calls that cannot be."""
+    edits, warnings = [], []
+    for call in module.nodes:
+        if not (isinstance(call, ast.Call) and module.warp.is_warp(call.func, "launch")) or module.generated(call):
+            continue
+        argument = launched_kernel(call)
+        if not isinstance(argument, ast.Name):
+            continue
+        kernel = module.binding(argument.id, module.scopes(call))
+        launch = launches.get(id(kernel))
+        if launch is None:
+            continue
+        positional = [a for a in call.args if a is not argument]
+        keywords = [k for k in call.keywords if k.value is not argument]
+        given = {k.arg or f"**{ast.unparse(k.value)}" for k in keywords}
+        unknown = sorted(given - _LAUNCH_KEYWORDS) if _LAUNCH_KEYWORDS is not None else []
+        if any(isinstance(a, ast.Starred) for a in positional) or len(positional) > _LAUNCH_POSITIONAL or unknown:
+            what = ", ".join(unknown) or f"more than {_LAUNCH_POSITIONAL} arguments after the kernel by position"
+            warnings.append(_warning(module, call, f"this wp.launch of kernel '{argument.id}' passes {what}, which "
+                                     f"{launch} does not take: it still launches the original kernel"))  # fmt: skip
+            continue
+        callee = Edit(offsets(call.func.lineno, call.func.col_offset),
+                      offsets(call.func.end_lineno, call.func.end_col_offset), launch)  # fmt: skip
+        edits.append((callee, _remove_argument(call, argument, offsets)))
+    return edits, warnings
+
+
+def _remove_argument(call: ast.Call, argument: ast.expr, offsets: Offsets) -> Edit:
+    """Take the kernel argument out of the call, with the comma after it (or, last, the one before it)."""
+    items = sorted([*call.args, *call.keywords], key=lambda n: (n.lineno, n.col_offset))
+    node = next(n for n in items if n is argument or getattr(n, "value", None) is argument)
+    at = items.index(node)
+    if at + 1 < len(items):
+        following = items[at + 1]
+        return Edit(offsets(node.lineno, node.col_offset), offsets(following.lineno, following.col_offset), "")
+    previous = items[at - 1]
+    return Edit(offsets(previous.end_lineno, previous.end_col_offset), offsets(node.end_lineno, node.end_col_offset),
+                "")  # fmt: skip
 
 
 def emit_module(
@@ -179,44 +441,84 @@ def emit_module(
     project: Project | None = None,
     max_records: int | None = None,
     detach_returns: bool = False,
+    folder: Path | None = None,
+    name: str | None = None,
 ) -> Emitted:
-    """``text`` with each kernel's generated block inserted after it; raises ``ParseError``/``RewriteError``.
+    """``text`` with each kernel's generated block inserted after it and its launches rewritten; raises
+    ``ParseError``. Kernels the rewrite cannot handle are left as they are, their ``RewriteError`` in
+    ``refusals``.
 
     ``max_records`` and ``detach_returns`` have the meaning of ``wp_rewrite``'s options (``max_records`` is the
-    launches' default, which each launch may change).
+    launches' default, which each launch may change). ``folder`` and ``name``: where the module is written
+    (default: ``path``), which decides how it imports the runtime and how the launch spec names locations.
     """
     project = project or Project()
+    folder = folder if folder is not None else path.parent
+    original = text
+    if text and not text.endswith(("\n", "\r")):  # a last line without its line ending gets one
+        text += "\r\n" if "\r\n" in text else "\n"
     module = StaticModule.parse(path, display, text)
     project.modules.setdefault(path.resolve(), module)
-    kernels, warnings = kernels_to_rewrite(module, project)  # also loads the files their helpers come from
-    if not kernels:
-        return Emitted(text, [], warnings)
-    taken = set().union(*(_bound_names(m.tree) for m in project.modules.values() if m is not None))
-    names, imports = _module_names(module, taken)
+    choice = choose_kernels(module, HazardFinder(project))  # also loads the files their helpers come from
+    emitted = Emitted(original, refusals=choice.refusals, warnings=choice.warnings,
+                      already=[k.name for k in choice.already])  # fmt: skip
+    taken = set().union(*(_bound_names(m.tree) for m in project.modules.values() if m is not None and m is not module))
+    taken |= _taken_names(module)
+    free = _only_read(module.tree)
+    package = (folder / "__init__.py").is_file()
+    names, imports = _module_names(module, taken, package)
+    offsets = Offsets(module)
+    launches = {id(k): module.launch_name(k) for k in choice.already if module.launch_name(k)}
     blocks = []
-    for kernel in kernels:
-        block = kernel_block(module, StaticFrontend(module, project, kernel, names, taken), max_records, detach_returns)
-        if block is not None:
-            blocks.append((kernel, block))
-    if not blocks:
-        return Emitted(text, [], warnings)
-    newline = "\r\n" if "\r\n" in text else "\n"  # the file's own line endings, for the inserted lines too
-    lines = split_lines(text)
-    if lines and not lines[-1].endswith(("\n", "\r")):
-        lines[-1] += newline
-    for kernel, block in reversed(blocks):
-        lines[kernel.end_lineno : kernel.end_lineno] = [("\n\n" + block).replace("\n", newline)]
-    if imports:
-        at = _imports_end(module)
-        lines[at:at] = [line + newline for line in imports]
-    return Emitted("".join(lines), [kernel.name for kernel, _ in blocks], warnings)
+    for kernel in choice.to_rewrite:
+        nested = bool(module.scopes(kernel))
+        frontend = StaticFrontend(module, project, kernel, names, taken)
+        try:
+            generated = generate(frontend, detach_returns)
+        except RewriteError as error:
+            emitted.refusals.append(error)
+            continue
+        if generated is None:
+            continue
+        launch = _launch_names(kernel.name, taken, free, nested)
+        line = module.lines[kernel.lineno - 1]
+        blocks.append(Block(kernel, generated, launch, names, line[: len(line) - len(line.lstrip())], nested))
+        launches[id(kernel)] = launch.launch
+        emitted.rewritten.append(kernel.name)
+    inserted = []  # (input line after which, text)
+    if blocks or emitted.already:
+        sections = Sections.for_folder(folder)
+        inserted += [placement(module.tree, module.lines, added, sections, folder) for added in imports]
+    unplaced = [block.insertion(module.lines, block.text(max_records, str)) for block in blocks]
+    relocate = _relocation(module.display, name or path.name, inserted + unplaced)
+    inserted += [block.insertion(module.lines, block.text(max_records, relocate)) for block in blocks]
+    edits = [Edit(offsets.line_start(at + 1), offsets.line_start(at + 1), added) for at, added in inserted]
+    calls, warnings = launch_edits(module, launches, offsets)
+    emitted.warnings += warnings
+    emitted.launches = len(calls)
+    edits += [edit for pair in calls for edit in pair]
+    if edits:
+        emitted.text = _apply(text, edits)
+    return emitted
 
 
-def write_runtime(directory: Path) -> Path:
-    """Write ``wp_rewrite_runtime.py`` into ``directory`` (a copy of this package's runtime, byte for byte) unless
-    it is there already; returns its path."""
-    target = directory / RUNTIME_FILE
-    code = Path(runtime.__file__).read_bytes()
-    if not target.exists() or target.read_bytes() != code:
-        target.write_bytes(code)
-    return target
+def _relocation(display: str, name: str, inserted: list[tuple[int, str]]) -> Callable[[str], str]:
+    """Maps ``display:line:col`` of the input to ``name:line:col`` in the emitted file, where ``inserted`` (after
+    which input line, what text) has moved the lines down."""
+
+    def relocate(location: str) -> str:
+        path, line, column = location.rsplit(":", 2)
+        if path != display:
+            return location  # in another file (a helper's)
+        moved = sum(text.count("\n") for after, text in inserted if after < int(line))
+        return f"{name}:{int(line) + moved}:{column}"
+
+    return relocate
+
+
+def _apply(text: str, edits: list[Edit]) -> str:
+    """``text`` with the edits made, in the file's own line endings."""
+    newline = "\r\n" if "\r\n" in text else "\n"
+    for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
+        text = text[: edit.start] + edit.text.replace("\n", newline) + text[edit.end :]
+    return text

@@ -1,12 +1,87 @@
-"""``wp-rewrite --check``: every use of an atomic's returned value in a codebase, found without importing it."""
+"""``wp-rewrite --check``: every use of an atomic's returned value in a codebase, found without importing it.
+
+The codes, as ruff's conventions go (``--select``/``--ignore`` take codes and prefixes, ``# noqa: WR001``):
+
+    WR001  a kernel uses the value returned by a Warp atomic;
+    WR002  a ``@wp.func`` helper does;
+    WR003  a kernel calls a helper that does (in this file, through its imports, a factory's closure or
+           ``wp.static(...)``), at any depth;
+    WR004  ``wp.launch`` launches a kernel that ``wp-rewrite`` rewrote through the original, not its rewritten
+           launch;
+    WR005  a kernel calls a helper the check cannot follow (a factory's parameter, ``wp.static`` of a value known
+           only at run time, a module whose file is not found): a possible hazard;
+    WR101  (informational, off by default) a consumed return in a kernel without a backward pass
+           (``enable_backward=False``), or in a helper of a module without one: not a hazard;
+    WR102  (informational, off by default) a helper that consumes an atomic's return and has a hand-written
+           ``@wp.func_replay``: Warp's backward calls the replay, so it is not a hazard.
+    E999   a file that does not parse (always reported).
+"""
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from warp_rewrite.passes.syntax import walk
-from warp_rewrite.static_module import Project, StaticModule, Unfollowed, position
+from warp_rewrite.static_module import ParseError, Project, StaticModule, Unfollowed, Unresolved, position
+
+_WRONG = "gradients through it are wrong in plain Warp"
+CODES = {
+    "WR001": "kernel '{name}' uses the value returned by wp.atomic_{op}(); " + _WRONG,
+    "WR002": "helper '{name}' uses the value returned by wp.atomic_{op}(); " + _WRONG,
+    "WR003": "kernel '{name}' calls helper '{helper}', which uses the value returned by wp.atomic_{op}() ({where}); "
+    + _WRONG,
+    "WR004": "wp.launch() launches kernel '{name}' itself, which wp-rewrite rewrote ({where}): its gradients are "
+    "wrong in plain Warp; call {launch}(...) instead",
+    "WR005": "kernel '{name}' calls '{helper}'{through}, {reason}, which wp-rewrite cannot follow from the source: "
+    "if it uses an atomic's returned value, " + _WRONG,
+    "WR101": "{kind} '{name}' uses the value returned by wp.atomic_{op}(){through}, but {why}: not a hazard",
+    "WR102": "helper '{name}' uses the value returned by wp.atomic_{op}() and has a hand-written @wp.func_replay: "
+    "not a hazard",
+    "E999": "SyntaxError: {message}",
+}
+DEFAULT_SELECT = ("WR0",)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One diagnostic, with ruff's fields: 1-based rows and columns (in characters), end exclusive."""
+
+    code: str
+    message: str
+    display: str  # the path as the user gave it
+    path: Path
+    row: int
+    column: int
+    end_row: int
+    end_column: int
+
+    def __str__(self) -> str:
+        return f"{self.display}:{self.row}:{self.column}: {self.code} {self.message}"
+
+
+def _finding(module: StaticModule, code: str, node: ast.AST, **fields: str) -> Finding:
+    return Finding(
+        code,
+        CODES[code].format(**fields),
+        module.display,
+        module.path,
+        node.lineno,
+        module.column(node.lineno, node.col_offset),
+        node.end_lineno,
+        module.column(node.end_lineno, node.end_col_offset),
+    )
+
+
+def syntax_error(error: ParseError, path: Path) -> Finding:
+    return Finding(
+        "E999", CODES["E999"].format(message=error.message), error.display, path, error.line, error.column,
+        error.line, error.column,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -20,84 +95,243 @@ class HelperHazard:
     op: str
 
 
-def helper_hazards(
-    project: Project, module: StaticModule, function: ast.FunctionDef
-) -> tuple[list[HelperHazard], list[Unfollowed]]:
-    """Each call in ``function`` of a helper that consumes an atomic's return (at any depth), in source order,
-    and the helper calls that could not be followed."""
-    hazards, unfollowed = [], []
-    for call in sorted((n for n in walk(function) if isinstance(n, ast.Call)), key=position):
-        found = project.resolve(module, call)
-        if isinstance(found, Unfollowed):
-            unfollowed.append(found)
-        elif found is not None and (consumer := _consumer(project, *found, set())):
-            name = call.func.id if isinstance(call.func, ast.Name) else call.func.attr
-            hazards.append(HelperHazard(call, name, *consumer))
-    return hazards, unfollowed
-
-
-def _consumer(
-    project: Project, owner: StaticModule, helper: ast.FunctionDef, seen: set[int]
-) -> tuple[str, str, str] | None:
-    """(name, where, op) of the first consumed atomic in ``helper`` or the helpers it calls, if any."""
-    if id(helper) in seen:
-        return None
-    seen.add(id(helper))
-    consumed = owner.consumed(helper)
-    if consumed:
-        return helper.name, owner.location(consumed[0].node), consumed[0].op
-    for call in sorted((n for n in walk(helper) if isinstance(n, ast.Call)), key=position):
-        found = project.resolve(owner, call)
-        if isinstance(found, tuple) and (result := _consumer(project, *found, seen)):
-            return result
-    return None
-
-
-_WRONG = "gradients through it are wrong in plain Warp"
-CODES = {
-    "WR001": "kernel '{name}' uses the value returned by wp.atomic_{op}(); " + _WRONG,
-    "WR002": "helper '{name}' uses the value returned by wp.atomic_{op}(); " + _WRONG,
-    "WR003": "kernel '{name}' calls helper '{helper}', which uses the value returned by wp.atomic_{op}() ({where}); "
-    + _WRONG,
-}
-
-
 @dataclass(frozen=True)
-class Finding:
-    location: str
-    line: int
-    col: int
-    code: str
-    message: str
+class Unknown:
+    """A call in a kernel that may reach a helper the check cannot follow (``via``: the helper in between)."""
 
-    def __str__(self) -> str:
-        return f"{self.location}: {self.code} {self.message}"
+    call: ast.Call
+    miss: Unfollowed | Unresolved
+    via: str | None
+
+
+@dataclass
+class KernelCalls:
+    """What a kernel's calls reach: consuming helpers, and calls that could not be followed."""
+
+    hazards: list[HelperHazard] = field(default_factory=list)
+    unknown: list[Unknown] = field(default_factory=list)
+    reached: set[int] = field(default_factory=set)  # every helper called, at any depth, by id of its definition
+
+
+@dataclass
+class _Scan:
+    """One helper, scanned once: its first consumed atomic (its own or its callees'), the misses below it and
+    the helpers it reaches (itself included)."""
+
+    consumer: tuple[str, str, str] | None  # (name, where, op)
+    misses: list[Unfollowed | Unresolved]
+    reached: set[int]
+
+
+class HazardFinder:
+    """Follows the calls of kernels into helpers across the project, each helper scanned once."""
+
+    def __init__(self, project: Project):
+        self.project = project
+        self._scans: dict[int, _Scan] = {}
+
+    def kernel_calls(self, module: StaticModule, function: ast.FunctionDef) -> KernelCalls:
+        """Each call in ``function`` of a helper that consumes an atomic's return (at any depth), in source
+        order, and the calls that could not be followed."""
+        result = KernelCalls()
+        for call in sorted((n for n in walk(function) if isinstance(n, ast.Call)), key=position):
+            found = self.project.resolve(module, call)
+            if isinstance(found, Unfollowed | Unresolved):
+                result.unknown.append(Unknown(call, found, None))
+            elif found is not None:
+                scan = self._scan(*found)
+                name = found[1].name
+                result.reached |= scan.reached
+                if scan.consumer is not None:
+                    result.hazards.append(HelperHazard(call, name, *scan.consumer))
+                result.unknown += [Unknown(call, miss, name) for miss in scan.misses]
+        return result
+
+    def _scan(self, owner: StaticModule, helper: ast.FunctionDef) -> _Scan:
+        if id(helper) in self._scans:
+            return self._scans[id(helper)]
+        scan = self._scans[id(helper)] = _Scan(None, [], {id(helper)})  # a recursive call finds nothing more
+        if owner.has_replay(helper):  # Warp's backward calls the hand-written replay instead
+            return scan
+        consumed = owner.consumed(helper)
+        if consumed:
+            scan.consumer = (helper.name, owner.location(consumed[0].node), consumed[0].op)
+        for call in sorted((n for n in walk(helper) if isinstance(n, ast.Call)), key=position):
+            found = self.project.resolve(owner, call)
+            if isinstance(found, Unfollowed | Unresolved):
+                scan.misses.append(found)
+            elif found is not None:
+                inner = self._scan(*found)
+                scan.consumer = scan.consumer or inner.consumer
+                scan.misses += inner.misses
+                scan.reached |= inner.reached
+        return scan
+
+
+def _unknown_fields(unknown: Unknown) -> dict[str, str]:
+    miss = unknown.miss
+    through = f" (through helper '{unknown.via}')" if unknown.via else ""
+    if isinstance(miss, Unfollowed):
+        return {"helper": miss.helper, "through": through, "reason": f"imported from '{miss.module}', whose file "
+                "was not found"}  # fmt: skip
+    return {"helper": miss.helper, "through": through, "reason": miss.reason}
+
+
+class Checker:
+    """The findings of a set of files: kernels first, for every file (which also tells which kernels call each
+    helper), then helpers."""
+
+    def __init__(self, project: Project):
+        self.project = project
+        self.finder = HazardFinder(project)
+        self._callers: dict[int, set[bool]] = {}  # helper -> whether the kernels calling it have a backward
+
+    def kernels(self, module: StaticModule) -> list[Finding]:
+        """WR001, WR003, WR004, WR005 and WR101 of the file's kernels and launches.
+
+        Kernels that already have a generated block are skipped: their ``launch_<kernel>`` handles them.
+        """
+        findings = []
+        for kernel in module.kernels():
+            if module.rewritten(kernel):
+                continue
+            calls = self.finder.kernel_calls(module, kernel)
+            disabled = module.backward_disabled(kernel)
+            for helper in calls.reached:
+                self._callers.setdefault(helper, set()).add(not disabled)
+            for call in module.consumed(kernel):
+                if disabled:
+                    findings.append(_finding(module, "WR101", call.node, kind="kernel", name=kernel.name, op=call.op,
+                                             through="", why=disabled))  # fmt: skip
+                else:
+                    findings.append(_finding(module, "WR001", call.node, name=kernel.name, op=call.op))
+            for hazard in calls.hazards:
+                where = f"at {hazard.where}"
+                if hazard.consumer != hazard.helper:
+                    where = f"in helper '{hazard.consumer}' at {hazard.where}"
+                if disabled:
+                    findings.append(_finding(module, "WR101", hazard.call, kind="kernel", name=kernel.name,
+                                             op=hazard.op, through=f" through helper '{hazard.helper}'",
+                                             why=disabled))  # fmt: skip
+                else:
+                    findings.append(_finding(module, "WR003", hazard.call, name=kernel.name, helper=hazard.helper,
+                                             op=hazard.op, where=where))  # fmt: skip
+            if not disabled:
+                for unknown in calls.unknown:
+                    findings.append(_finding(module, "WR005", unknown.call, name=kernel.name,
+                                             **_unknown_fields(unknown)))  # fmt: skip
+        return findings + launches_of_rewritten_kernels(module, self.project)
+
+    def helpers(self, module: StaticModule) -> list[Finding]:
+        """WR002, WR101 and WR102 of the file's helpers, once ``kernels`` has seen every file: a helper that
+        only kernels without a backward pass call is no hazard (one no kernel calls is, wherever it is used)."""
+        findings = []
+        for helper in module.all_helpers():
+            callers = self._callers.get(id(helper), set())
+            why = None
+            if callers == {False}:
+                why = "only kernels without a backward pass call it"
+            elif not callers:
+                why = module.module_backward_disabled()
+            for call in module.consumed(helper):
+                if module.has_replay(helper):
+                    findings.append(_finding(module, "WR102", call.node, name=helper.name, op=call.op))
+                elif why:
+                    findings.append(_finding(module, "WR101", call.node, kind="helper", name=helper.name,
+                                             op=call.op, through="", why=why))  # fmt: skip
+                else:
+                    findings.append(_finding(module, "WR002", call.node, name=helper.name, op=call.op))
+        return findings
 
 
 def check_module(module: StaticModule, project: Project) -> list[Finding]:
-    """Every kernel and helper in the file that consumes an atomic's return, directly or through a helper.
+    """Every finding of every code in one file, sorted; ``Selection`` and ``noqa`` decide which are shown."""
+    checker = Checker(project)
+    return sorted(checker.kernels(module) + checker.helpers(module), key=sort_key)
 
-    Kernels that already have a generated block are skipped: their ``launch_<kernel>`` handles them.
-    """
+
+def sort_key(finding: Finding) -> tuple[int, int, str]:
+    return finding.row, finding.column, finding.code
+
+
+def launches_of_rewritten_kernels(module: StaticModule, project: Project) -> list[Finding]:
+    """WR004: ``wp.launch(k, ...)`` where ``k`` (in this file or imported) has a block generated by wp-rewrite."""
     findings = []
+    for call in module.nodes:
+        if not (isinstance(call, ast.Call) and module.warp.is_warp(call.func, "launch")) or module.generated(call):
+            continue
+        argument = launched_kernel(call)
+        found = project.kernel_named(module, argument, module.scopes(call)) if argument is not None else None
+        if found is None:
+            continue
+        owner, kernel = found
+        launch = owner.launch_name(kernel)
+        if launch is not None:
+            where = f"{owner.display}:{owner.region_of(kernel).first}"
+            findings.append(_finding(module, "WR004", call, name=kernel.name, where=where, launch=launch))
+    return findings
 
-    def add(code: str, node: ast.AST, **fields: str) -> None:
-        findings.append(
-            Finding(module.location(node), node.lineno, node.col_offset, code, CODES[code].format(**fields))
-        )
 
-    kernels = [k for k in module.top_level("kernel").values() if not module.rewritten(k.name)]
-    kernels += module.nested_kernels()
-    for kernel in kernels:
-        for call in module.consumed(kernel):
-            add("WR001", call.node, name=kernel.name, op=call.op)
-        for hazard in helper_hazards(project, module, kernel)[0]:
-            where = f"at {hazard.where}"
-            if hazard.consumer != hazard.helper:
-                where = f"in helper '{hazard.consumer}' at {hazard.where}"
-            add("WR003", hazard.call, name=kernel.name, helper=hazard.helper, op=hazard.op, where=where)
-    helpers = [n for n in walk(module.tree) if module.warp.decorated(n, "func") and not module.generated(n)]
-    for helper in helpers:
-        for call in module.consumed(helper):
-            add("WR002", call.node, name=helper.name, op=call.op)
-    return sorted(findings, key=lambda f: (f.line, f.col, f.code))
+def launched_kernel(call: ast.Call) -> ast.expr | None:
+    """The kernel argument of a ``wp.launch`` call: the first positional one or ``kernel=``."""
+    if call.args and not isinstance(call.args[0], ast.Starred):
+        return call.args[0]
+    return next((k.value for k in call.keywords if k.arg == "kernel"), None)
+
+
+# --- which findings are shown: --select/--ignore and noqa ----------------------------------------------------------
+
+
+class SelectorError(ValueError):
+    """A ``--select``/``--ignore`` entry that is neither a code, a prefix of one, nor ``ALL``."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which codes are shown, as ruff decides it: the most specific matching prefix wins, ``--ignore`` on a tie,
+    and over the default selection (``--ignore WR`` hides everything); ``E999`` always."""
+
+    select: tuple[str, ...] = ()  # given by the user
+    ignore: tuple[str, ...] = ()
+    default: tuple[str, ...] = DEFAULT_SELECT  # where nothing is selected explicitly
+
+    def __post_init__(self):
+        for selector in (*self.select, *self.ignore):
+            if selector != "ALL" and not any(code.startswith(selector) for code in CODES if code != "E999"):
+                raise SelectorError(f"unknown rule selector '{selector}' (codes: {', '.join(CODES)})")
+
+    @staticmethod
+    def _specificity(selectors: tuple[str, ...], code: str) -> int:
+        matches = [0 if s == "ALL" else len(s) for s in selectors if s == "ALL" or code.startswith(s)]
+        return max(matches, default=-1)
+
+    def __contains__(self, code: str) -> bool:
+        if code == "E999":
+            return True
+        selected = self._specificity(self.select, code)
+        if selected < 0 and any(code.startswith(s) for s in self.default):
+            selected = 0
+        return selected > self._specificity(self.ignore, code)
+
+
+_NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+
+
+def noqa_lines(text: str) -> dict[int, frozenset[str] | None]:
+    """The lines with a ``# noqa`` comment: the codes it names, or None for a bare ``# noqa`` (every code)."""
+    lines = {}
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.COMMENT and (match := _NOQA.search(token.string)):
+                codes = match.group("codes")
+                lines[token.start[0]] = frozenset(re.split(r"[,\s]+", codes.upper())) if codes else None
+    except (tokenize.TokenError, SyntaxError):
+        pass  # a file that does not tokenize does not parse either: it has only its E999
+    return lines
+
+
+def suppressed(finding: Finding, noqa: dict[int, frozenset[str] | None]) -> bool:
+    if finding.code == "E999" or finding.row not in noqa:
+        return False
+    codes = noqa[finding.row]
+    return codes is None or finding.code in codes

@@ -215,8 +215,7 @@ class LiveFrontend:
         root, *fields = path.split(".")
         arg_type = self.warp_kernel.adj.arg_types.get(root)
         for name in fields:
-            struct_var = getattr(arg_type, "vars", {}).get(name)
-            arg_type = struct_var.type if struct_var is not None else None
+            arg_type = dtypes.field_type(arg_type, name)
         return dtypes.array_info(arg_type)
 
     def namespace(self) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import ast
 import builtins
 import typing
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import warp as wp
@@ -43,16 +44,19 @@ class StaticUnit:
 
 @dataclass(frozen=True)
 class StaticStruct:
-    """A ``@wp.struct`` class read from its file: its fields' annotations."""
+    """A ``@wp.struct`` class read from its file. Its ``vars`` are its fields by name, each with its ``type``, as
+    Warp's own struct types have them (``passes.dtypes.field_type`` reads both)."""
 
     owner: StaticModule
     node: ast.ClassDef
 
-    def field(self, name: str) -> Any:
-        for item in self.node.body:
-            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.target.id == name:
-                return resolve_annotation(self.owner, item.annotation)
-        return None
+    @property
+    def vars(self) -> dict[str, SimpleNamespace]:
+        return {
+            item.target.id: SimpleNamespace(type=resolve_annotation(self.owner, item.annotation))
+            for item in self.node.body
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+        }
 
 
 def _parsed(node: ast.expr | None) -> ast.expr | None:
@@ -187,7 +191,7 @@ class StaticFrontend:
         root, *fields = path.split(".")
         annotation = self.parameter_types(self.kernel).get(root)
         for name in fields:
-            annotation = annotation.field(name) if isinstance(annotation, StaticStruct) else None
+            annotation = dtypes.field_type(annotation, name)
         return dtypes.array_info(annotation)
 
     def check_portable(self, function: FunctionPlan) -> None:

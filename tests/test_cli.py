@@ -193,7 +193,7 @@ def test_detach_returns_records_float_returns_as_constants(tmp_path, capsys):
     with tape:
         module.launch_scale_by_running_sum(N, inputs=[x, acc, out_])
     x.requires_grad = True
-    refusal = r"detached\.py:7:14: kernel 'scale_by_running_sum': .*depends on 'x'"
+    refusal = r"detached_rewritten\.py:8:14: kernel 'scale_by_running_sum': .*depends on 'x'"  # the emitted file's
     with pytest.raises(module.wp_rewrite_runtime.RewriteError, match=refusal), wp.Tape():
         module.launch_scale_by_running_sum(N, inputs=[x, acc, out_])
     assert acc.numpy().tolist() == [1.0 + X.sum().astype(np.float32)]
@@ -356,16 +356,14 @@ def test_emitted_module_imports_only_what_the_input_imports(emitted, rewritten_t
     assert runtime.read_bytes() == Path(warp_rewrite.runtime.__file__).read_bytes()
 
 
-def test_generated_code_points_back_to_the_kernel(rewritten_text):
-    line = (
-        PATTERNS.read_text()
-        .splitlines()
-        .index(next(s for s in PATTERNS.read_text().splitlines() if s.startswith("def compact_positive(")))
-    )
-    assert f"# ---- wp-rewrite: generated from kernel 'compact_positive' above (patterns.py:{line + 1})" in (
-        rewritten_text.replace(str(TESTS) + "/", "")
-    )
+def test_generated_code_follows_the_kernel_and_its_spec_points_into_the_emitted_file(rewritten_text):
+    lines = rewritten_text.splitlines()
+    begin = lines.index("# ---- wp-rewrite: generated from kernel 'compact_positive' above ----")
+    kernel = lines.index(next(s for s in lines if s.startswith("def compact_positive(")))
+    assert kernel < begin and all(line.startswith("    ") or not line for line in lines[kernel + 1 : begin])
     assert "\nlaunch_compact_positive = compact_positive_rewritten.launch" in rewritten_text
+    atomic = next(i for i, s in enumerate(lines) if "slot = wp.atomic_add(count, 0, 1)" in s and i > kernel) + 1
+    assert f'location="patterns_rewritten.py:{atomic}:16"' in rewritten_text  # where the launch's errors point
     assert "launch_plain_accumulate" not in rewritten_text  # nothing to rewrite there
 
 
@@ -420,7 +418,7 @@ def test_check_reports_every_kind_with_stable_codes(tmp_path, capsys):
     (tmp_path / "kernels.py").write_text(CHECKED)
     status, out, err = run_cli(capsys, "--check", tmp_path)
     path = tmp_path / "kernels.py"
-    assert status == 1 and err == ""
+    assert status == 1 and err == "Found 4 errors.\n"
     assert out.splitlines() == [
         f"{path}:7:12: WR002 helper 'take' uses the value returned by wp.atomic_add(); "
         "gradients through it are wrong in plain Warp",
@@ -447,12 +445,12 @@ def test_check_exit_zero_without_findings(tmp_path, capsys):
     (tmp_path / "clean.py").write_text(
         CHECKED[CHECKED.index("@wp.kernel\ndef clean") :].join(["import warp as wp\n\n\n", ""])
     )
-    assert run_cli(capsys, "--check", tmp_path / "clean.py") == (0, "", "")
+    assert run_cli(capsys, "--check", tmp_path / "clean.py") == (0, "", "All checks passed!\n")
 
 
 def test_check_does_not_import_the_files(tmp_path, capsys):
     (tmp_path / "bomb.py").write_text("raise SystemExit('imported!')\nimport warp as wp\n")
-    assert run_cli(capsys, "--check", tmp_path) == (0, "", "")
+    assert run_cli(capsys, "--check", tmp_path) == (0, "", "All checks passed!\n")
 
 
 def test_check_on_rewritten_output_reports_only_the_helper_itself(emitted, capsys):
@@ -540,11 +538,12 @@ def test_helper_imported_from_a_file_not_found_is_a_warning(tmp_path, capsys):
             "out[slot] = x[tid]", "out[slot] = scale(x[tid])"
         )
     )
-    status, _, err = run_cli(capsys, source, "-o", tmp_path / "out.py")
+    status, _, err = run_cli(capsys, source, "-o", tmp_path / "out.py", "--quiet")
     assert status == 0 and "\nlaunch_compact = " in (tmp_path / "out.py").read_text()
     assert err == (
         f"{source}:10:17: warning: kernel 'compact' calls 'scale' from 'elsewhere', whose file wp-rewrite could not "
-        "find; if it uses an atomic's returned value, its gradients stay wrong\n"
+        "find; if it uses an atomic's returned value, its gradients stay wrong (wp_rewrite() at run time sees the "
+        "value)\n"
     )
 
 
@@ -554,7 +553,7 @@ def test_file_without_kernels_to_rewrite_is_copied(tmp_path, capsys):
     status, _, err = run_cli(capsys, source, "-o", out)
     assert status == 0 and out.read_text() == source.read_text()
     assert "no kernel to rewrite" in err
-    assert run_cli(capsys, source, "--diff") == (0, "", "")
+    assert run_cli(capsys, source, "--diff", "-q") == (0, "", "")
 
 
 # --- errors ---------------------------------------------------------------------------------------------------
@@ -566,9 +565,13 @@ def test_file_that_does_not_parse(tmp_path, capsys):
     out = tmp_path / "out.py"
     status, stdout, err = run_cli(capsys, source, "-o", out)
     assert status == 2 and stdout == ""
-    assert err.startswith(f"{source}:3: ") and "Traceback" not in err
+    assert err == f"{source}:3:7: E999 SyntaxError: invalid syntax\n"
     assert not out.exists()
-    assert run_cli(capsys, "--check", source)[0] == 2
+    assert run_cli(capsys, "--check", source) == (
+        1,
+        f"{source}:3:7: E999 SyntaxError: invalid syntax\n",
+        "Found 1 error.\n",
+    )  # a finding, as ruff check has it; every other file is still checked
 
 
 def test_missing_path(tmp_path, capsys):
@@ -578,13 +581,14 @@ def test_missing_path(tmp_path, capsys):
     assert status == 2 and "no such file or directory" in err
 
 
-def test_output_naming_the_input_is_refused_unless_in_place(tmp_path, capsys):
+def test_output_naming_the_input_is_refused(tmp_path, capsys):
     source = tmp_path / "small.py"
     source.write_text(SMALL)
     status, _, err = run_cli(capsys, source, "-o", source)
-    assert status == 2 and "pass --in-place" in err
+    assert status == 2 and "use --in-place (without -o)" in err
     assert source.read_text() == SMALL
-    assert run_cli(capsys, source, "-o", source, "--in-place")[0] == 0
+    assert run_cli(capsys, source, "-o", source, "--in-place")[0] == 2  # contradicting options
+    assert run_cli(capsys, source, "--in-place")[0] == 0
     assert "\nlaunch_compact = " in source.read_text()
 
 
@@ -601,7 +605,7 @@ def pick(a: wp.array[int], b: wp.array[int], flag: int, out: wp.array[float]):
 """
 
 
-def test_unsupported_pattern_writes_nothing_and_says_why_as_the_api_does(tmp_path, capsys):
+def test_unsupported_pattern_is_left_as_it_is_and_says_why_as_the_api_does(tmp_path, capsys):
     source = tmp_path / "ambiguous.py"
     source.write_text(AMBIGUOUS)
     out = tmp_path / "out.py"
@@ -610,22 +614,10 @@ def test_unsupported_pattern_writes_nothing_and_says_why_as_the_api_does(tmp_pat
     assert err == (
         f"{source}:9:26: kernel 'pick': the target of wp.atomic_add() is not a kernel argument or a struct field of "
         "one. Pass the target array to the kernel as an argument and apply the atomic to it directly\n"
+        f"{source} -> {out}: 1 kernel refused (see above)\n"
     )
-    assert not out.exists()
-
-
-def test_kernel_inside_a_function_is_refused(tmp_path, capsys):
-    source = tmp_path / "factory.py"
-    source.write_text(
-        "import warp as wp\n\n\ndef make():\n"
-        "    @wp.kernel\n"
-        "    def k(c: wp.array[int], o: wp.array[float]):\n"
-        "        o[wp.atomic_add(c, 0, 1)] = 1.0\n\n"
-        "    return k\n"
-    )
-    status, _, err = run_cli(capsys, source)
-    assert status == 1 and f"{source}:6:5: kernel 'k': only kernels defined directly in the module body" in err
-    assert run_cli(capsys, "--check", source)[0] == 1
+    assert out.read_text() == AMBIGUOUS  # the file as far as it could be rewritten: here, not at all
+    assert not (tmp_path / "wp_rewrite_runtime.py").exists()
 
 
 def test_imported_helper_that_cannot_be_copied_names_helper_and_file(tmp_path, capsys):

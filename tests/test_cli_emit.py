@@ -1,0 +1,485 @@
+"""``wp-rewrite FILE``: call sites, kernels made by factories, one refusal among rewritable kernels, generated
+blocks that come back after deletion, emitted files that pass ruff, atomic writes, encodings, closed pipes.
+
+The kernels are written for these tests. The emitted module is imported from a temporary folder and launched
+as its own code launches it; gradients are checked against finite differences of the original kernels.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import warp as wp
+from harness import Case, check, f64, i32
+
+import warp_rewrite.runtime
+from warp_rewrite import cli
+from warp_rewrite.cli import main
+from warp_rewrite.emit import emit_module
+
+TESTS = Path(__file__).parent
+REPO = TESTS.parent
+PATTERNS = TESTS / "patterns.py"
+N = 8
+X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1, 2.3, -2.1])
+RUFF = Path(sys.executable).with_name("ruff")
+
+
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    status = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def import_file(path: Path, name: str):
+    from test_cli import import_file as load  # the same loader as the pattern tests
+
+    return load(path, name)
+
+
+ADOPTION = '''"""A user's simulation module: kernels, factories, and the code that launches them."""
+
+import warp
+import warp as wp
+from warp import launch
+
+
+@wp.func
+def write_slot(count: wp.array[wp.int32], out: wp.array[wp.float64], value: wp.float64):
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = value
+
+
+@wp.kernel
+def compact(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    if x[tid] > wp.float64(0.0):
+        slot = wp.atomic_add(count, 0, 1)
+        out[slot] = x[tid] * x[tid]
+
+
+@wp.kernel
+def through_static(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    wp.static(write_slot)(count, out, wp.sin(x[tid]))
+
+
+@wp.kernel
+def signed_totals(x: wp.array[wp.float64], acc: wp.array[wp.float64], count: wp.array[wp.int32],
+                  out: wp.array[wp.float64]):
+    """Atomics in a conditional expression used as a statement: their values are discarded, not recorded."""
+    tid = wp.tid()
+    wp.atomic_add(acc, 0, x[tid] * x[tid]) if x[tid] > wp.float64(0.0) else wp.atomic_sub(acc, 1, x[tid])
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = x[tid] * wp.float64(2.0)
+
+
+@wp.kernel
+def scale(x: wp.array[wp.float64], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    out[tid] = x[tid] * wp.float64(2.0)
+
+
+def make_compact(dtype):
+    """A factory: the closure's dtype in annotations and in the body, a helper of its own."""
+
+    @wp.func
+    def take(count: wp.array[wp.int32]) -> wp.int32:
+        return wp.atomic_add(count, 0, 1)
+
+    @wp.kernel
+    def compact_typed(x: wp.array(dtype=dtype), count: wp.array[wp.int32], out: wp.array(dtype=dtype)):
+        tid = wp.tid()
+        out[take(count)] = x[tid] * x[tid] + dtype(1.0)
+
+    return compact_typed
+
+
+def make_and_launch(x, count, out):
+    """A factory that launches its kernel itself."""
+
+    @wp.kernel
+    def tripled(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+        tid = wp.tid()
+        out[wp.atomic_add(count, 0, 1)] = x[tid] * wp.float64(3.0)
+
+    wp.launch(tripled, x.shape[0], inputs=[x, count, out])
+    return tripled
+
+
+def step(x, count, out, other_count, extra):
+    wp.launch(compact, x.shape[0], inputs=[x, count, out])  # the positional form
+    warp.launch(
+        kernel=through_static,  # the keyword form, over lines, through another alias
+        dim=x.shape[0],
+        inputs=[x, other_count, extra],
+        device="cpu",
+    )
+
+
+def kept(x, count, out, doubled, options):
+    launch(scale, x.shape[0], inputs=[out, doubled])  # not rewritten: nothing to rewrite
+    wp.launch(compact, x.shape[0], [x, count, out], [], [], [], "cpu")  # adjoint arguments by position: kept
+    wp.launch(compact, x.shape[0], inputs=[x, count, out], **options)  # unknown keywords: kept
+
+
+def shadowed(compact, x, count, out):
+    wp.launch(compact, x.shape[0], inputs=[x, count, out])  # a parameter named like the kernel: kept
+'''
+
+
+@pytest.fixture(scope="module")
+def adoption(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("adoption")
+    source, out = folder / "adoption.py", folder / "adoption_rewritten.py"
+    source.write_text(ADOPTION)
+    status = main([str(source), "-o", str(out), "-q"])
+    assert status == 0
+    return import_file(out, "adoption_rewritten")
+
+
+def test_call_sites_launch_the_rewritten_kernels_keeping_the_users_text(adoption):
+    text = Path(adoption.__file__).read_text()
+    assert "    launch_compact(x.shape[0], inputs=[x, count, out])  # the positional form\n" in text
+    assert (
+        "    launch_through_static(\n"
+        '        dim=x.shape[0],\n        inputs=[x, other_count, extra],\n        device="cpu",\n    )\n'
+    ) in text
+    assert "    launch(scale, x.shape[0], inputs=[out, doubled])" in text
+    assert '    wp.launch(compact, x.shape[0], [x, count, out], [], [], [], "cpu")' in text
+    assert "    wp.launch(compact, x.shape[0], inputs=[x, count, out], **options)" in text
+    assert "def shadowed(compact, x, count, out):\n    wp.launch(compact, x.shape[0]" in text
+
+
+def test_rewritten_call_sites_give_finite_difference_gradients(adoption):
+    """``step`` as the emitted file has it: its launches of compact and of through_static (which calls a helper
+    through wp.static) run both phases; the original kernels give the ground truth."""
+
+    def program(args, launcher):
+        x, count, out, other_count, extra = args
+        if launcher.__name__ == "launch_original":
+            wp.launch(adoption.compact, N, inputs=[x, count, out], device="cpu")
+            wp.launch(adoption.through_static, N, inputs=[x, other_count, extra], device="cpu")
+        else:
+            adoption.step(*args)
+
+    def make():
+        out, extra = (wp.zeros(N, dtype=wp.float64, requires_grad=True) for _ in range(2))
+        return [f64(X, True), i32([0]), out, i32([0]), extra]
+
+    check(Case(None, N, make, [2, 4], [0], program=program))
+
+
+def test_discarded_conditional_atomics_keep_their_gradients(adoption):
+    text = Path(adoption.__file__).read_text()
+    statement = (
+        "    wp.atomic_add(acc, 0, x[tid] * x[tid]) if x[tid] > wp.float64(0.0) else wp.atomic_sub(acc, 1, x[tid])\n"
+    )
+    assert text.count(statement) == 3  # the kernel, the record and the replay kernel: kept as they are
+    replay_parameters = text.split("def signed_totals_replay(")[1].split("):")[0]
+    assert replay_parameters.count("_records") == 1  # the slot's: nothing recorded for the discarded ones
+
+    def program(args, launcher):
+        if launcher.__name__ == "launch_original":
+            wp.launch(adoption.signed_totals, N, inputs=args, device="cpu")
+        else:
+            adoption.launch_signed_totals(N, inputs=args, device="cpu")
+
+    def make():
+        acc, out = wp.zeros(2, dtype=wp.float64, requires_grad=True), wp.zeros(N, dtype=wp.float64, requires_grad=True)
+        return [f64(X, True), acc, i32([0]), out]
+
+    check(Case(None, N, make, [1, 3], [0], program=program))
+
+
+@pytest.mark.parametrize("dtype", [wp.float64, wp.float32])
+def test_factory_kernel_is_rewritten_inside_its_factory(adoption, dtype):
+    """What make_compact returns is the rewritten kernel; its closure's dtype and helper are the original's."""
+    rewritten = adoption.make_compact(dtype)
+    assert isinstance(rewritten, adoption.wp_rewrite_runtime.RewrittenKernel)
+
+    def program(args, launcher):
+        if launcher.__name__ == "launch_original":
+            wp.launch(rewritten.kernel, N, inputs=args, device="cpu")
+        else:
+            rewritten.launch(N, inputs=args, device="cpu")
+
+    def make():
+        return [wp.array(X, dtype=dtype, requires_grad=True), i32([0]), wp.zeros(N, dtype=dtype, requires_grad=True)]
+
+    if dtype is wp.float64:
+        check(Case(None, N, make, [2], [0], program=program))
+    else:  # the thread order on the CPU is fixed: out[k] = x_k^2 + 1
+        x, count, out = make()
+        tape = wp.Tape()
+        with tape:
+            rewritten.launch(N, inputs=[x, count, out], device="cpu")
+        tape.backward(grads={out: wp.ones(N, dtype=dtype)})
+        np.testing.assert_allclose(x.grad.numpy(), 2.0 * X.astype(np.float32), rtol=1e-6)
+
+
+def test_factory_that_launches_its_kernel_launches_the_rewritten_one(adoption):
+    text = Path(adoption.__file__).read_text()
+    assert "    tripled = tripled_rewritten  # from here on, tripled.launch(...) runs both phases\n" in text
+    assert "    tripled.launch(x.shape[0], inputs=[x, count, out])\n    return tripled\n" in text
+    x, count, out = f64(X, True), i32([0]), wp.zeros(N, dtype=wp.float64, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        adoption.make_and_launch(x, count, out)
+    tape.backward(grads={out: wp.array(np.arange(N, dtype=np.float64), dtype=wp.float64)})
+    np.testing.assert_allclose(x.grad.numpy(), 3.0 * np.arange(N))  # thread k writes slot k on the CPU
+
+
+def test_rewritten_file_rewrites_to_itself_and_says_so(adoption, capsys, tmp_path):
+    again = tmp_path / "again.py"
+    status, _, err = run_cli(capsys, adoption.__file__, "-o", again)
+    assert status == 0 and again.read_text() == Path(adoption.__file__).read_text()
+    assert err.endswith(
+        ": already rewritten (compact, through_static, signed_totals, compact_typed, tripled): nothing to change\n"
+    )
+
+
+REFUSED_AND_FINE = """import warp as wp
+
+
+@wp.kernel
+def pick(a: wp.array[int], b: wp.array[int], flag: int, out: wp.array[float]):
+    counter = a
+    if flag > 0:
+        counter = b
+    out[wp.atomic_add(counter, 0, 1)] = 1.0
+
+
+@wp.kernel
+def fine(count: wp.array[int], out: wp.array[float]):
+    out[wp.atomic_add(count, 0, 1)] = 2.0
+
+
+@wp.kernel(**{"enable_backward": True})
+def hidden_options(count: wp.array[int], out: wp.array[float]):
+    out[wp.atomic_add(count, 0, 1)] = 3.0
+
+
+class Holder:
+    @wp.kernel
+    def in_a_class(count: wp.array[int], out: wp.array[float]):
+        out[wp.atomic_add(count, 0, 1)] = 4.0
+"""
+
+
+def test_refused_kernels_are_listed_and_the_others_rewritten(capsys, tmp_path):
+    source, out = tmp_path / "mixed.py", tmp_path / "mixed_rewritten.py"
+    source.write_text(REFUSED_AND_FINE)
+    status, _, err = run_cli(capsys, source, "-o", out)
+    assert status == 1
+    lines = err.splitlines()
+    assert sorted(line.split(": ", 2)[:2][0] + ": " + line.split(": ", 2)[1] for line in lines[:-1]) == [
+        f"{source}:24:5: kernel 'in_a_class'",
+        f"{source}:9:23: kernel 'pick'",
+    ]
+    assert "a kernel defined in a class body cannot be rewritten to a file" in err
+    assert lines[-1] == f"{source} -> {out}: rewrote 2 kernels (fine, hidden_options); 2 kernels refused (see above)"
+    text = out.read_text()
+    assert "\nlaunch_fine = fine_rewritten.launch" in text and "pick_record" not in text
+    assert "@wp.kernel(**{**{'enable_backward': True}, 'enable_backward': False})\ndef hidden_options_record(" in text
+    assert (tmp_path / "wp_rewrite_runtime.py").exists()
+
+
+# --- generated blocks: deleting one and running again brings it back -------------------------------------------------
+
+BLOCK = re.compile(
+    r"(?ms)^[ \t]*# ---- wp-rewrite: generated from kernel '(\w+)' above ----\n.*?"
+    r"^[ \t]*# ---- wp-rewrite: end of the code generated from kernel '\1' ----\n"
+)
+
+
+def assert_each_block_comes_back(path: Path) -> int:
+    """Delete each generated block of ``path`` (from its begin marker to its end marker) in turn, rewrite, and
+    compare; returns how many there are."""
+    text = path.read_text()
+    blocks = list(BLOCK.finditer(text))
+    for block in blocks:
+        cut = text[: block.start()] + text[block.end() :]
+        assert emit_module(path, path.name, cut).text == text, f"block of {block.group(1)} not restored"
+    return len(blocks)
+
+
+def test_each_block_of_the_pattern_kernels_comes_back(tmp_path, monkeypatch):
+    monkeypatch.chdir(TESTS)  # as test_cli runs it: the helpers' file is found beside
+    out = tmp_path / "patterns_rewritten.py"
+    assert main([str(PATTERNS), "-o", str(out), "-q"]) == 0
+    assert assert_each_block_comes_back(out) == 31
+
+
+def test_each_block_of_a_file_with_two_kernels_and_a_factory_comes_back(adoption):
+    assert assert_each_block_comes_back(Path(adoption.__file__)) == 5
+
+
+def test_runtime_import_comes_back_too(adoption, tmp_path):
+    text = Path(adoption.__file__).read_text()
+    cut = text.replace("import wp_rewrite_runtime\n", "", 1)
+    path = tmp_path / "adoption_rewritten.py"
+    assert emit_module(path, path.name, cut).text == text
+
+
+# --- emitted files and ruff --------------------------------------------------------------------------------------
+
+
+def ruff_findings(path: Path, cwd: Path) -> list[tuple[str, str]]:
+    """(code, the reported line's text) for each finding of ``ruff check`` with its default rules."""
+    result = subprocess.run([str(RUFF), "check", "--isolated", "--output-format", "concise", "--no-cache", str(path)],
+                            cwd=cwd, capture_output=True, text=True)  # fmt: skip
+    lines = path.read_text().splitlines()
+    found = []
+    for line in result.stdout.splitlines():
+        match = re.match(r".*?:(\d+):\d+: ([A-Z]+\d+)", line)
+        if match:
+            found.append((match.group(2), lines[int(match.group(1)) - 1].strip()))
+    return found
+
+
+@pytest.mark.skipif(not RUFF.exists(), reason="ruff (a dev dependency) is not installed")
+def test_emitted_files_pass_ruffs_default_rules(adoption, tmp_path, monkeypatch):
+    """The emitted file has no finding its input does not have, with ruff run from the folder wp-rewrite ran in
+    (the default first-party detection) and from the output's folder with a ruff configuration there."""
+    monkeypatch.chdir(tmp_path)
+    source = tmp_path / "adoption.py"
+    source.write_text(ADOPTION)
+    assert main([str(source), "--in-place", "-q"]) == 0
+    assert ruff_findings(source, tmp_path) == []
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[tool.ruff]\n")
+    (project / "adoption.py").write_text(ADOPTION)
+    monkeypatch.chdir(REPO)
+    assert main([str(project / "adoption.py"), "--in-place", "-q"]) == 0
+    assert ruff_findings(project / "adoption.py", project) == []
+    assert (
+        "import warp as wp\nfrom warp import launch\n\nimport wp_rewrite_runtime\n"
+        in (project / "adoption.py").read_text()
+    )  # first-party there: a section of its own, as isort has it
+
+
+@pytest.mark.skipif(not RUFF.exists(), reason="ruff (a dev dependency) is not installed")
+def test_emitted_pattern_kernels_add_no_ruff_finding(tmp_path, monkeypatch):
+    """Findings of the emitted pattern kernels are those of the input's own lines (Warp needs ``int(0)``), but
+    one: the replay of a skipped CAS probe loop keeps the loop's initialisation (``done = int(0)``), unused
+    (F841; to be fixed in passes/two_phase)."""
+    monkeypatch.chdir(TESTS)
+    out = tmp_path / "patterns_rewritten.py"
+    assert main([str(PATTERNS), "-o", str(out), "-q"]) == 0
+    original = set(ruff_findings(PATTERNS, TESTS))
+    added = [f for f in ruff_findings(out, TESTS) if f not in original]
+    assert {code for code, _ in added} <= {"F841"}
+    text = out.read_text()
+    for _, line in added:
+        assert line == "done = int(0)" and text.count(f"    {line}\n") == 3  # the kernel, its record and replay
+
+
+def test_package_output_imports_the_runtime_relatively(capsys, tmp_path, monkeypatch):
+    package = tmp_path / "simpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "sim.py").write_text(
+        ADOPTION.replace("from warp import launch\n", "from warp import launch\n\nfrom . import other\n")
+    )
+    (package / "other.py").write_text("")
+    assert run_cli(capsys, package / "sim.py", "--in-place")[0] == 0
+    text = (package / "sim.py").read_text()
+    assert "from warp import launch\n\nfrom . import other\nfrom . import wp_rewrite_runtime\n" in text  # (isort
+    # would merge the two lines: a relative import of the runtime sorts after the file's own ``from . import``)
+    assert (package / "wp_rewrite_runtime.py").exists()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import simpkg.sim  # imported as a package module, with the runtime beside it
+
+    assert simpkg.sim.launch_compact.__self__.pair is not None
+
+
+# --- files: atomic writes, the runtime, encodings -------------------------------------------------------------------
+
+
+SMALL = """import warp as wp
+
+
+@wp.kernel
+def compact(x: wp.array[float], count: wp.array[int], out: wp.array[float]):
+    tid = wp.tid()
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = x[tid]
+"""
+
+
+@pytest.mark.parametrize("where", ["in-place", "output", "runtime"])
+def test_a_failed_write_leaves_every_file_as_it_was(capsys, tmp_path, monkeypatch, where):
+    source, out, runtime = tmp_path / "small.py", tmp_path / "out.py", tmp_path / "wp_rewrite_runtime.py"
+    source.write_text(SMALL)
+    out.write_text("# the output of an earlier run\n")
+    runtime.write_text("# an older runtime\n")
+
+    def full_disk(descriptor):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(cli.os, "fsync", full_disk)
+    argv = [source, "--in-place"] if where == "in-place" else [source, "-o", out]
+    status, _, err = run_cli(capsys, *argv)
+    assert status == 2 and "No space left on device" in err and "Traceback" not in err
+    assert source.read_text() == SMALL and out.read_text() == "# the output of an earlier run\n"
+    assert runtime.read_text() == "# an older runtime\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.py", "small.py", "wp_rewrite_runtime.py"]
+
+
+def test_writes_keep_the_files_mode_and_update_an_older_runtime(capsys, tmp_path):
+    source, runtime = tmp_path / "small.py", tmp_path / "wp_rewrite_runtime.py"
+    source.write_text(SMALL)
+    source.chmod(0o640)
+    runtime.write_text('__version__ = "0.0.1"\n')
+    assert run_cli(capsys, source, "--in-place")[0] == 0
+    assert stat.S_IMODE(source.stat().st_mode) == 0o640 and "launch_compact" in source.read_text()
+    assert runtime.read_bytes() == Path(warp_rewrite.runtime.__file__).read_bytes()
+    assert f'__version__ = "{warp_rewrite.runtime.__version__}"' in runtime.read_text()
+
+
+@pytest.mark.parametrize("encoding", ["latin-1", "utf-8-sig"])
+def test_a_file_is_read_and_written_in_its_own_encoding(capsys, tmp_path, encoding):
+    cookie = "# -*- coding: latin-1 -*-\n" if encoding == "latin-1" else ""
+    text = cookie + SMALL.replace("    tid = wp.tid()\n", "    tid = wp.tid()  # the thread's index, déjà vu\n")
+    source, out = tmp_path / "accented.py", tmp_path / "out.py"
+    source.write_bytes(text.encode(encoding))
+    assert run_cli(capsys, source, "-o", out)[0] == 0
+    written = out.read_bytes().decode(encoding)
+    assert written.startswith(cookie + "import warp as wp\n") and "déjà vu" in written and "launch_compact" in written
+    assert out.read_bytes().startswith(b"\xef\xbb\xbf") == (encoding == "utf-8-sig")
+
+
+def test_a_closed_pipe_ends_the_run_quietly(tmp_path):
+    """``wp-rewrite FILE --diff | head -1``: no traceback, the status of a closed pipe."""
+    process = subprocess.Popen([sys.executable, "-m", "warp_rewrite", str(PATTERNS), "--diff"], cwd=TESTS,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    first = process.stdout.readline()
+    process.stdout.close()
+    stderr = process.stderr.read().decode()
+    assert process.wait() == 141 and first.startswith(b"---")
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr
+    process = subprocess.Popen([sys.executable, "-m", "warp_rewrite", "--check", str(TESTS)], cwd=TESTS,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    process.stdout.close()  # before anything was written
+    assert process.wait() == 141 and "Traceback" not in process.stderr.read().decode()
+
+
+def test_new_files_get_the_usual_mode(capsys, tmp_path):
+    source, out = tmp_path / "small.py", tmp_path / "new.py"
+    source.write_text(SMALL)
+    umask = os.umask(0o022)
+    try:
+        assert run_cli(capsys, source, "-o", out)[0] == 0
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o644
