@@ -11,6 +11,8 @@ Generated code refers to this module by one name (``wp_rewrite_runtime`` unless 
 for example ``wp_rewrite_runtime.record_returned(slot, slot_records, thread)``.
 """
 
+import functools
+import inspect
 import sys
 import weakref
 from collections.abc import Callable, Sequence
@@ -537,25 +539,44 @@ class RewrittenKernel:
         dim: int | Sequence[int],
         inputs: Sequence[Any] = (),
         outputs: Sequence[Any] = (),
+        adj_inputs: Sequence[Any] = (),
+        adj_outputs: Sequence[Any] = (),
         device: Any = None,
         stream: wp.Stream | None = None,
+        adjoint: bool = False,
         record_tape: bool = True,
-        block_dim: int | None = None,
+        record_cmd: bool = False,
         max_blocks: int = 0,
+        block_dim: int | None = None,
+        *,
         max_records: int | None = None,
-    ) -> None:
-        """Launch like ``wp.launch``; on an active tape, as the record and replay kernels.
+    ) -> "RewrittenLaunch | None":
+        """Launch like ``wp.launch`` (the same parameters, in the same order); on an active tape, as the record and
+        replay kernels. ``wp.launch(rewritten, ...)`` comes here too.
 
-        ``max_records``: records per execution of a loop of unknown length whose kernels do not have a room
-        compiled in (default: the kernel's ``max_records``; None: counted by a dry run at each launch).
+        ``record_cmd=True`` returns a ``RewrittenLaunch`` whose ``launch()`` runs both phases then. ``adjoint=True``
+        is refused: a rewritten kernel's backward runs from the tape (``tape.backward()``), which holds the records
+        of the forward launch it belongs to. ``max_records``: records per execution of a loop of unknown length
+        whose kernels do not have a room compiled in (default: the kernel's ``max_records``; None: counted by a dry
+        run at each launch).
         """
+        if adjoint:
+            raise ValueError(
+                f"kernel '{self.key}' is rewritten: its backward runs from the tape that recorded its forward launch "
+                "(tape.backward()), where the records of that launch are; it cannot be launched with adjoint=True"
+            )
+        if record_cmd:
+            arguments = {"dim": dim, "inputs": inputs, "outputs": outputs, "device": device, "stream": stream,
+                         "record_tape": record_tape, "max_blocks": max_blocks, "block_dim": block_dim,
+                         "max_records": max_records}  # fmt: skip
+            return RewrittenLaunch(self, arguments)
         device = stream.device if stream is not None else wp.get_device(device)
         tape = wp._src.context.runtime.tape if record_tape else None  # Warp has no public accessor for it
         if self.pair is None or tape is None:
             # Without a tape nothing will run backward: the original kernel is the exact forward.
-            wp.launch(self.kernel, dim, inputs, outputs, device=device, stream=stream, record_tape=record_tape,
-                      block_dim=block_dim, max_blocks=max_blocks)  # fmt: skip
-            return
+            _warp_launch(self.kernel, dim, inputs, outputs, device=device, stream=stream, record_tape=record_tape,
+                         block_dim=block_dim, max_blocks=max_blocks)  # fmt: skip
+            return None
         max_records = self.max_records if max_records is None else max_records
         args = [*inputs, *outputs]
         shape = (dim,) if isinstance(dim, int) else tuple(dim)
@@ -568,10 +589,11 @@ class RewrittenKernel:
                 prepared.launch(args, inputs, outputs, dim, block_dim, max_blocks, tape)
             finally:
                 self._launches[key] = prepared
-            return
+            return None
         self._check_arguments(args, shape, device)
         self._launch_on_tape(tape, dim, shape, inputs, outputs, args, device, stream, block_dim, max_blocks,
                              max_records, key)  # fmt: skip
+        return None
 
     def _compile(self, pair: KernelPair, device: wp.Device, block_dim: int | None) -> None:
         """Load the generated kernels' module; where it does not compile but the kernel's own does, say whose fault
@@ -704,6 +726,48 @@ class RewrittenKernel:
                            block_dim or 0)  # fmt: skip
         if wp.config.verify_autograd_array_access:
             tape._check_kernel_array_access(pair.replay, [*args, *replay_extra])
+
+
+@dataclass
+class RewrittenLaunch:
+    """A launch of a rewritten kernel made ready by ``launch(..., record_cmd=True)``: ``launch()`` runs it, both
+    phases on the tape active then, as ``wp.launch``'s ``Launch`` objects do for plain kernels."""
+
+    kernel: RewrittenKernel
+    arguments: dict[str, Any]
+
+    def launch(self) -> None:
+        self.kernel.launch(**self.arguments)
+
+
+# ``wp.launch`` takes rewritten kernels: importing this module puts ``launch`` below in its place, which hands them
+# to their own ``launch`` and everything else to the ``wp.launch`` it found (Warp's, or another copy's of this
+# module: the package's and the ones written beside emitted files each wrap the one before). For code one cannot
+# edit, ``warp_rewrite.rewrite_launches()`` sets AUTO_REWRITE: then plain kernels that consume an atomic's return
+# are rewritten when launched forward on a tape.
+_warp_launch = wp.launch
+AUTO_REWRITE: Callable[[wp.Kernel], RewrittenKernel] | None = None
+
+
+@functools.wraps(_warp_launch)  # wp.launch's signature and documentation: the same arguments, the same meaning
+def launch(kernel: Any, *args: Any, **kwargs: Any) -> Any:
+    if hasattr(kernel, "launches_rewritten"):  # a RewrittenKernel, of any copy of this module
+        return kernel.launch(*args, **kwargs)
+    if AUTO_REWRITE is not None and isinstance(kernel, wp.Kernel) and _needs_rewrite(kernel, args, kwargs):
+        return AUTO_REWRITE(kernel).launch(*args, **kwargs)
+    return _warp_launch(kernel, *args, **kwargs)
+
+
+def _needs_rewrite(kernel: wp.Kernel, args: tuple, kwargs: dict) -> bool:
+    """Is this a forward launch on a tape, of a kernel with a backward (the only launches a rewrite changes)?"""
+    bound = inspect.signature(launch).bind(kernel, *args, **kwargs).arguments
+    if bound.get("adjoint") or not bound.get("record_tape", True) or wp._src.context.runtime.tape is None:
+        return False
+    return (kernel.module.options | kernel.options).get("enable_backward", True) is not False
+
+
+RewrittenKernel.launches_rewritten = True
+wp.launch = launch
 
 
 # --- exact gradients through floating-point atomic returns -----------------------------------------------------

@@ -127,7 +127,7 @@ def step(x, count, out, other_count, extra):
 
 def kept(x, count, out, doubled, options):
     launch(scale, x.shape[0], inputs=[out, doubled])  # not rewritten: nothing to rewrite
-    wp.launch(compact, x.shape[0], [x, count, out], [], [], [], "cpu")  # adjoint arguments by position: kept
+    wp.launch(compact, x.shape[0], [x, count, out], [], [], [], "cpu")  # adjoint arguments by position
     wp.launch(compact, x.shape[0], inputs=[x, count, out], **options)  # unknown keywords: kept
 
 
@@ -154,7 +154,7 @@ def test_call_sites_launch_the_rewritten_kernels_keeping_the_users_text(adoption
         '        dim=x.shape[0],\n        inputs=[x, other_count, extra],\n        device="cpu",\n    )\n'
     ) in text
     assert "    launch(scale, x.shape[0], inputs=[out, doubled])" in text
-    assert '    wp.launch(compact, x.shape[0], [x, count, out], [], [], [], "cpu")' in text
+    assert '    launch_compact(x.shape[0], [x, count, out], [], [], [], "cpu")' in text  # wp.launch's own positions
     assert "    wp.launch(compact, x.shape[0], inputs=[x, count, out], **options)" in text
     assert "def shadowed(compact, x, count, out):\n    wp.launch(compact, x.shape[0]" in text
 

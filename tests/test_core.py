@@ -335,7 +335,7 @@ def plain_python(x):
     return x
 
 
-@pytest.mark.parametrize("not_a_kernel", [None, plain_python, some_helper, "scale_by_previous"])
+@pytest.mark.parametrize("not_a_kernel", [plain_python, some_helper, "scale_by_previous"])
 def test_wp_rewrite_expects_a_kernel(not_a_kernel):
     with pytest.raises(TypeError, match="expects a Warp kernel"):
         wp_rewrite(not_a_kernel)
