@@ -18,6 +18,7 @@ INT_TYPES = tuple(warp_types.int_types)
 
 # Python's scalar annotations, as Warp reads them.
 _PYTHON_SCALARS = {int: wp.int32, float: wp.float32, bool: wp.bool}
+_PYTHON_SCALARS_BY_NAME = {t.__name__ for t in _PYTHON_SCALARS}
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,12 @@ class ArrayInfo:
 def normalized(annotation: Any) -> Any:
     """A parameter's Warp type: Python's ``int``, ``float`` and ``bool`` as Warp reads them, others as they are."""
     return _PYTHON_SCALARS.get(annotation, annotation) if isinstance(annotation, type) else annotation
+
+
+def is_type_name(name: str | None) -> bool:
+    """Is ``name`` that of a Python scalar or of a Warp type (``float``, ``float64``, ``vec3``), whose call only makes
+    a value?"""
+    return name in _PYTHON_SCALARS_BY_NAME or isinstance(getattr(wp, name or "", None), type)
 
 
 def is_int(dtype: Any) -> bool:

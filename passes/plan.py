@@ -255,6 +255,8 @@ class KernelPlan:
     loops: list[Loop]
     sites: list[Site]
     written: frozenset[str] = frozenset()  # argument paths of the arrays the launch writes
+    # those of them a dry run needs copies of: the launch reads them back (the count phase writes only these)
+    copied: frozenset[str] = frozenset()
 
 
 def needs_forward_twin(plan: FunctionPlan, int_paths: frozenset[str]) -> bool:
@@ -418,6 +420,8 @@ class Planner:
         self.loops: list[Loop] = []
         self.sites: list[Site] = []
         self.written: frozenset[str] = frozenset()  # argument paths of the arrays the launch writes
+        self._read_back: set[str | None] = set()  # see _written_paths
+        self._writers: dict[str | None, set[int | None]] = {}
         self._reading: dict[tuple, bool] = {}
 
     def is_int_path(self, path: str) -> bool:
@@ -447,7 +451,7 @@ class Planner:
                     "Use one kind of atomic per target array, or rewrite with detach_returns=True",
                     location=odd_one.location,
                 )
-        return KernelPlan(root, self.loops, self.sites, self.written)
+        return KernelPlan(root, self.loops, self.sites, self.written, self._copied(root))
 
     def analysis(self, unit: Unit) -> _Analysis:
         if id(unit.tree) not in self._analyses:
@@ -501,7 +505,10 @@ class Planner:
     def _written_paths(self) -> frozenset[str]:
         """Argument paths of the arrays this launch writes: with atomics, stores and augmented assignments, in the
         kernel and in every helper it calls (through the paths each call binds), and any array handed to a Warp
-        builtin that might write it. A call the planner cannot see into, handed memory, is refused."""
+        builtin that might write it. A call the planner cannot see into, handed memory, is refused.
+
+        Also notes (``self._read_back``) the arrays the launch may read back, with a consumed atomic, an element read
+        or a builtin, and (``self._writers``) which functions write each array: what a dry run must copy."""
         written, seen = set(), set()
         pending = [(self.kernel, {p: p for p in self.params})]
         while pending:
@@ -512,8 +519,15 @@ class Planner:
             seen.add(key)
             facts = self.analysis(unit)
             path_of = self._path_of(unit, paths)
-            written.update(path_of(call.target) for call in facts.atomics)
-            written.update(path_of(array) for node in facts.nodes for array in memory.stored_arrays(node))
+            writes = [path_of(call.target) for call in facts.atomics]
+            writes += [path_of(array) for node in facts.nodes for array in memory.stored_arrays(node)]
+            for path in writes:
+                self._writers.setdefault(path, set()).add(id(unit.tree))
+            written.update(writes)
+            self._read_back.update(path_of(call.target) for call in facts.atomics if call.consumed)
+            for node in memory.loads(facts.nodes, facts.parents, facts.names):
+                if self._is_element_read(unit, node, path := path_of(node)):
+                    self._read_back.add(path)
             for call in facts.calls:
                 if facts.names.atomic_op(call) is not None:
                     continue
@@ -533,9 +547,21 @@ class Planner:
                         "it (it might write it, or read what this launch wrote)",
                         "Call a @wp.func the rewrite can read (defined in a .py file), or pass it values, not arrays",
                     )
-                elif _called_name(call) not in memory.READ_ONLY_BUILTINS:
-                    written.update(handed)  # it might write them
+                else:
+                    self._read_back.update(handed)
+                    if _called_name(call) not in memory.READ_ONLY_BUILTINS:
+                        written.update(handed)  # it might write them
+                        for path in handed:
+                            self._writers.setdefault(path, set()).add(None)  # by no function of the plan
         return frozenset(path for path in written if path is not None and self.frontend.array(path) is not None)
+
+    def _copied(self, root: FunctionPlan) -> frozenset[str]:
+        """The written arrays a dry run needs copies of: read back by the launch, or written by a function the
+        plan does not clone (whose writes the count phase cannot leave out)."""
+        cloned = {id(function.unit.tree) for function in root.walk()}
+        return frozenset(
+            path for path in self.written if path in self._read_back or not self._writers.get(path, set()) <= cloned
+        )
 
     def _reads(self, unit: Unit, path_of: Callable[[ast.expr], str | None]) -> list[tuple[ast.Subscript, str]]:
         """The function's reads of elements of arrays the launch writes, with their paths."""

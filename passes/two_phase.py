@@ -34,6 +34,9 @@ from warp_rewrite.passes.plan import FunctionPlan, KernelPlan, Loop, Site, needs
 from warp_rewrite.passes.syntax import walk
 
 RECORD, REPLAY = "record", "replay"
+# The record kernel without its writes into arrays nothing in the launch reads back: what a dry run launches to
+# count the trips of loops of unknown length, without copies of those arrays (see warp_rewrite.runtime).
+COUNT = "count"
 # A cloned helper's replay variant with no atomic at all: what backward's forward replay runs instead of it
 # (registered with @wp.func_replay), since Warp re-runs a helper's atomics when it replays a call.
 REPLAY_FORWARD = "replay_forward"
@@ -79,6 +82,7 @@ class PhaseSettings:
     trip_args: tuple[str, ...]  # the trip parameters every function of the phase takes and passes on
     may_outgrow: frozenset[int]  # loops whose records are stored with record_if_room
     readers: dict[str, str]  # record parameter -> the runtime function reading it back (replay)
+    dropped: frozenset[str] = frozenset()  # count phase: argument paths whose writes it leaves out
 
 
 def _expr(text: str) -> ast.expr:
@@ -147,11 +151,12 @@ class PhaseWriter(ast.NodeTransformer):
         self.plan = plan
         self.settings = settings
         self.phase = settings.phase
+        self.forward = settings.phase in (RECORD, COUNT)  # runs the forward, storing records
         self.coordinate = coordinate
         self.in_helper = in_helper
         self.kept_calls: set[int] = set()  # atomics and clone calls the phase keeps, by id
         self.sites = {site.statement or site.node: site for site in plan.sites}
-        edited = [*plan.unconsumed, *self.sites, *plan.clones, *plan.loops, *(plan.stores if in_helper else ())]
+        edited = [*plan.unconsumed, *self.sites, *plan.clones, *plan.loops, *plan.stores]
         parents = plan.parents
         self.on_path: set[int] = set()  # ids of the edited nodes and every node above them
         for node in edited:
@@ -215,7 +220,7 @@ class PhaseWriter(ast.NodeTransformer):
         """The recorded value: stored by the record phase, read back by the replay."""
         if site.exact:
             return self._exact_site(call, site)
-        if self.phase == RECORD:
+        if self.forward:
             self.kept_calls.add(id(call))
             recorder = _expr(self._recorder(site.loops))
             return ast.Call(recorder, [call, _expr(site.records), _expr(self.coordinate)], [])
@@ -237,7 +242,7 @@ class PhaseWriter(ast.NodeTransformer):
     def _exact_site(self, call: ast.Call, site: Site) -> ast.expr:
         """A float atomic whose returned values get exact gradients (see the runtime's ``ExactBackward``)."""
         coordinate = _expr(self.coordinate)
-        if self.phase == RECORD:
+        if self.forward:
             self.kept_calls.add(id(call))
             names = [site.tickets, site.records, site.values, site.order, site.addresses]
             names += [site.compares] if site.compares else []
@@ -255,18 +260,37 @@ class PhaseWriter(ast.NodeTransformer):
         path = self.plan.unconsumed.get(stmt, self.plan.stores.get(stmt, ""))
         if path == "":
             return False
+        if self.phase == COUNT:
+            return path in self.settings.dropped
         if self.phase == REPLAY_FORWARD:
             return True
         # In a helper's replay an int write would run again in backward and has no adjoint to keep.
         return self.phase == REPLAY and self.in_helper and path in self.settings.int_paths
 
-    def visit_Assign(self, node: ast.Assign) -> ast.stmt:
-        return ast.Pass() if self._drops(node) else self.generic_visit(node)
+    def _dropped(self, stmt: ast.stmt) -> list[ast.stmt]:
+        """What stays of a write this phase leaves out: nothing; but in the count phase, the calls in it (an index
+        may come from an atomic whose target the launch reads back), each a statement of its own."""
+        if self.phase != COUNT:
+            return [ast.Pass()]
+        visited = self.generic_visit(stmt)
+        if isinstance(visited, ast.Expr):  # a bare atomic: what its index and value arguments call
+            parts = positional_arguments(visited.value)[1:]
+        else:
+            parts = [visited.value, *(visited.targets if isinstance(visited, ast.Assign) else [visited.target])]
+        calls = []
+        for part in parts:
+            calls += _outermost_calls(part)
+        return [ast.copy_location(ast.Expr(call), stmt) for call in calls] or [ast.Pass()]
+
+    def visit_Assign(self, node: ast.Assign) -> ast.stmt | list[ast.stmt]:
+        return self._dropped(node) if self._drops(node) else self.generic_visit(node)
 
     visit_AnnAssign = visit_Assign
 
-    def visit_Expr(self, node: ast.Expr) -> ast.stmt:
-        if self._drops(node) or (node.value in self.sites and self.phase == REPLAY_FORWARD):
+    def visit_Expr(self, node: ast.Expr) -> ast.stmt | list[ast.stmt]:
+        if self._drops(node):
+            return self._dropped(node)
+        if node.value in self.sites and self.phase == REPLAY_FORWARD:
             return ast.Pass()
         return self.generic_visit(node)
 
@@ -281,7 +305,7 @@ class PhaseWriter(ast.NodeTransformer):
             atomic = _expr(f"{self.settings.module.warp}.atomic_{site.op}")
             call = ast.copy_location(ast.Call(atomic, [visited.target.value, *indices, visited.value], []), node)
             return ast.copy_location(ast.Expr(self._site(call, site)), node)
-        return ast.Pass() if self._drops(node) else self.generic_visit(node)
+        return self._dropped(node) if self._drops(node) else self.generic_visit(node)
 
     def _recorder(self, loops: tuple[int, ...]) -> str:
         """The record helper for a coordinate inside ``loops``: one checking for room if a loop may outgrow it."""
@@ -293,7 +317,7 @@ class PhaseWriter(ast.NodeTransformer):
         coordinate = f"{self.coordinate} * {self.settings.capacities[loop.id]} + {iteration}"
         statements = [_stmt(f"{loop.coordinate} = {coordinate}")]
         for carried in loop.carried_in:
-            if self.phase == RECORD:
+            if self.forward:
                 recorder = self._recorder((*loop.outer_loops, loop.id))
                 statements.append(_stmt(f"{recorder}({carried.local}, {carried.records}, {loop.coordinate})"))
             else:
@@ -311,7 +335,7 @@ class PhaseWriter(ast.NodeTransformer):
 
     def _after(self, loop: Loop) -> list[ast.stmt]:
         """Record (or, replaying, restore) the trip count and the locals the loop hands on."""
-        if self.phase == RECORD:
+        if self.forward:
             kept = [(loop.counter, loop.trips_records)] if loop.trips_records else []
             kept += [(carried.local, carried.records) for carried in loop.carried]
             recorder = self._recorder(loop.outer_loops)
@@ -329,9 +353,10 @@ class PhaseWriter(ast.NodeTransformer):
         return _stmt(f"if {trips} > {capacity}:\n    {report}")
 
     def _opaque(self, node: ast.For | ast.While, loop: Loop) -> list[ast.stmt]:
-        """Record: the loop as it is, then the ints it hands on. Replay: just those ints, restored."""
-        if self.phase == RECORD:
-            return [node, *self._after(loop)]
+        """Record: the loop as it is (count: without the writes it leaves out), then the ints it hands on. Replay:
+        just those ints, restored."""
+        if self.forward:
+            return [node if self.phase == RECORD else self.generic_visit(node), *self._after(loop)]
         return self._after(loop) or [ast.Pass()]
 
     def visit_For(self, node: ast.For) -> ast.AST | list[ast.stmt]:
@@ -362,7 +387,7 @@ class PhaseWriter(ast.NodeTransformer):
                 for name, value in zip(loop.bounds, values, strict=True)
             ]
             node.iter = _expr(f"range({start}, {stop}, {step})")
-            if self.phase == RECORD:
+            if self.forward:
                 length = f"{self.settings.module.runtime_function('range_length')}({start}, {stop}, {step})"
                 before.append(self._report_trips(loop, length))
         else:
@@ -383,7 +408,7 @@ class PhaseWriter(ast.NodeTransformer):
             node.body = [*self._iteration_start(loop, iteration), *body]
             return [*before, node, *self._after(loop)]
         counter = loop.counter
-        if self.phase == RECORD:
+        if self.forward:
             # A loop that breaks: count the iterations it entered, for the replay to run exactly those.
             node.body = [*self._iteration_start(loop, counter), _stmt(f"{counter} = {counter} + 1"), *body]
             return [*before, _stmt(f"{counter} = int(0)"), node, *self._after(loop)]
@@ -395,7 +420,7 @@ class PhaseWriter(ast.NodeTransformer):
     def _rewrite_while(self, node: ast.While, loop: Loop) -> list[ast.stmt]:
         counter, trips = loop.counter, loop.trips_records
         body = self._visit_body(loop, node.body)
-        if self.phase == RECORD:
+        if self.forward:
             node.body = [*self._iteration_start(loop, counter), _stmt(f"{counter} = {counter} + 1"), *body]
             return [
                 _stmt(f"{counter} = int(0)"),
@@ -499,7 +524,7 @@ def trip_parameters(loops: list[Loop], phase: str, names: KernelNames, max_recor
     rewritten = [loop for loop in loops if not loop.opaque]
     parameters = [f"{names.trip_capacity}{loop.id}" for loop in rewritten if compiled_room(loop, max_records) is None]
     counted = any(loop.needs_room for loop in loops)
-    return (*parameters, names.trips_needed) if phase == RECORD and counted else tuple(parameters)
+    return (*parameters, names.trips_needed) if phase in (RECORD, COUNT) and counted else tuple(parameters)
 
 
 def phase_function(
@@ -534,8 +559,9 @@ def phase_function(
 
 
 def _pruned(function: ast.FunctionDef) -> ast.FunctionDef:
-    """A forward twin without what dropping its writes left dead: assignments to locals nothing reads any more,
-    and ``pass`` beside other statements (so that generated code reads as written, and lints clean)."""
+    """A replay, count or twin function without what leaving statements out left behind: ``pass`` beside other
+    statements, and assignments to locals nothing reads any more (a call in one stays, as a statement of its own:
+    it may keep an adjoint or a side effect); so that generated code reads as written, and lints clean."""
     while True:
         read = {n.id for n in walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         body = _pruned_body(function.body, read)
@@ -546,13 +572,16 @@ def _pruned(function: ast.FunctionDef) -> ast.FunctionDef:
 
 
 def _pruned_body(body: list[ast.stmt], read: set[str]) -> list[ast.stmt]:
-    """``body`` without dead assignments and extra passes (the same list if nothing goes; never changed in place)."""
+    """``body`` pruned (the same list if nothing changes; never changed in place)."""
     kept = []
     for statement in body:
-        dead = isinstance(statement, ast.Assign) and all(
+        if isinstance(statement, ast.Pass):
+            continue
+        if isinstance(statement, ast.Assign) and all(
             isinstance(t, ast.Name) and t.id not in read for t in statement.targets
-        )
-        if dead or isinstance(statement, ast.Pass):
+        ):
+            if any(isinstance(n, ast.Call) and not _constructs(n) for n in walk(statement.value)):
+                kept.append(ast.copy_location(ast.Expr(statement.value), statement))
             continue
         for name in ("body", "orelse"):
             inner = getattr(statement, name, None)
@@ -566,6 +595,19 @@ def _pruned_body(body: list[ast.stmt], read: set[str]) -> list[ast.stmt]:
         return body if len(body) == 1 and isinstance(body[0], ast.Pass) else [ast.Pass()]
     unchanged = len(kept) == len(body) and all(k is b for k, b in zip(kept, body, strict=True))
     return body if unchanged else kept
+
+
+def _outermost_calls(expr: ast.expr) -> list[ast.Call]:
+    """The calls in ``expr`` that are not inside another one, but those that only make a value, in order."""
+    if isinstance(expr, ast.Call) and not _constructs(expr):
+        return [expr]
+    return [call for child in ast.iter_child_nodes(expr) if isinstance(child, ast.expr) for call in
+            _outermost_calls(child)]  # fmt: skip
+
+
+def _constructs(call: ast.Call) -> bool:
+    """Does the call only make a value of a type (``int(0)``, ``wp.float64(x)``, ``wp.vec3(...)``)?"""
+    return dtypes.is_type_name(_called(call))
 
 
 def _replay_registration(twin: ast.FunctionDef, replay_name: str, warp: str) -> ast.FunctionDef:
@@ -613,14 +655,16 @@ def phase_functions(
         trip_args=trip_parameters(plan.loops, phase, names, max_records),  # a forward twin's are its replay's
         may_outgrow=frozenset(loop.id for loop in plan.loops if loop.needs_room),
         readers=readers,
+        dropped=plan.written - plan.copied if phase == COUNT else frozenset(),
     )
     functions = []
+    tidy = _pruned if phase != RECORD else lambda function: function  # the record phase is the user's forward
     for clone in reversed([p for p in plan.root.walk() if p is not plan.root]):
-        functions.append(phase_function(clone, settings, records))
+        functions.append(tidy(phase_function(clone, settings, records)))
         if phase == REPLAY and needs_forward_twin(clone, int_paths):
             twin = _pruned(phase_function(clone, dataclasses.replace(settings, phase=REPLAY_FORWARD), records))
             functions += [twin, _replay_registration(twin, functions[-1].name, module.warp)]
-    return [*functions, phase_function(plan.root, settings, records, options)]
+    return [*functions, tidy(phase_function(plan.root, settings, records, options))]
 
 
 def record_exact_name(op: str, indices: int) -> str:

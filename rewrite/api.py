@@ -138,7 +138,8 @@ def generate(
     text = header + generated.source
     scope = compile_generated(text, frontend.namespace(), kernel.key, module)
     wp.get_module(module).options.update(kernel.module.options)
-    return KernelPair(scope[generated.record_kernel], scope[generated.replay_kernel], generated.spec), text
+    count = scope[generated.count_kernel] if generated.count_kernel else None
+    return KernelPair(scope[generated.record_kernel], scope[generated.replay_kernel], generated.spec, count), text
 
 
 launch = runtime.launch  # wp.launch, which takes rewritten kernels once warp_rewrite is imported

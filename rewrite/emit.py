@@ -279,6 +279,7 @@ def _rewritten_kernel(generated: GeneratedKernel, spec: str, names: ModuleNames,
     function, ``<kernel> = <kernel>_rewritten``: what the function hands on is the rewritten kernel."""
     kernel = generated.kernel
     pair = [generated.record_kernel, generated.replay_kernel, spec]
+    pair += [f"count={generated.count_kernel}"] if generated.count_kernel else []
     options = [f"max_records={max_records}"] if max_records is not None else []
     lines = [
         f"{launch.rewritten} = {names.runtime_function('RewrittenKernel')}(",

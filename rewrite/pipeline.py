@@ -25,6 +25,7 @@ from warp_rewrite.passes.plan import Frontend as PlanFrontend
 from warp_rewrite.passes.plan import KernelPlan, Planner, Refusal, is_int_path
 from warp_rewrite.passes.syntax import walk
 from warp_rewrite.passes.two_phase import (
+    COUNT,
     RECORD,
     REPLAY,
     KernelNames,
@@ -69,6 +70,7 @@ class GeneratedKernel:
     definitions: list[str]  # their names, in order
     record_kernel: str
     replay_kernel: str
+    count_kernel: str  # "" unless a dry run counts trips (see passes.two_phase.COUNT)
     spec: KernelSpec
     plan: KernelPlan
     max_records: int | None  # the room compiled in, where some loop takes it; None where none does
@@ -88,6 +90,7 @@ class Rewrite:
     functions: list[ast.FunctionDef] = field(default_factory=list)  # generated so far, in the order printed
     record_kernel: str = ""
     replay_kernel: str = ""
+    count_kernel: str = ""
     source: str = ""
     spec: KernelSpec | None = None
 
@@ -147,6 +150,21 @@ def record_phase(rewrite: Rewrite) -> None:
     rewrite.record_kernel = functions[-1].name
 
 
+def count_phase(rewrite: Rewrite) -> None:
+    """Where launches count trips in a dry run (a loop of unknown length without ``max_records``): the record
+    kernel without its writes into arrays nothing in the launch reads back, so that the dry run needs no copies
+    of those (``passes.two_phase.COUNT``)."""
+    counted = any(loop.needs_room for loop in rewrite.plan.loops) and rewrite.max_records is None
+    if not counted:
+        return
+    frontend = rewrite.frontend
+    options = {**frontend.placement, **frontend.options, "enable_backward": False}
+    functions = phase_functions(rewrite.plan, COUNT, frontend.module, rewrite.names, rewrite.records,
+                                rewrite.int_paths, options, rewrite.max_records)  # fmt: skip
+    rewrite.functions += functions
+    rewrite.count_kernel = functions[-1].name
+
+
 def replay_phase(rewrite: Rewrite) -> None:
     """The replay kernel, its cloned helpers and their ``@wp.func_replay`` twins (``passes.two_phase``)."""
     frontend = rewrite.frontend
@@ -193,6 +211,7 @@ def launch_spec(rewrite: Rewrite) -> None:
         tuple(params),
         kernel.location(kernel.tree),
         tuple(sorted(plan_.written)),
+        tuple(sorted(plan_.copied)),
         tuple(sites),
         tuple(records),
         tuple(loops),
@@ -204,6 +223,7 @@ STAGES: tuple[tuple[str, Callable[[Rewrite], None]], ...] = (
     ("plan", plan),
     ("layout", layout),
     ("record", record_phase),
+    ("count", count_phase),
     ("replay", replay_phase),
     ("print", print_source),
     ("spec", launch_spec),
@@ -231,7 +251,8 @@ def rewrite_kernel(frontend: Frontend, options: RewriteOptions = RewriteOptions(
             return None  # nothing to record (a probe loop's consumed atomics may leave only a loop to record)
     frontend.taken.update(f.name for f in rewrite.functions)
     return GeneratedKernel(kernel.name, rewrite.source, [f.name for f in rewrite.functions], rewrite.record_kernel,
-                           rewrite.replay_kernel, rewrite.spec, rewrite.plan, rewrite.max_records)  # fmt: skip
+                           rewrite.replay_kernel, rewrite.count_kernel, rewrite.spec, rewrite.plan,
+                           rewrite.max_records)  # fmt: skip
 
 
 def _show(stage: str, rewrite: Rewrite) -> None:
@@ -243,7 +264,7 @@ def _show(stage: str, rewrite: Rewrite) -> None:
                   for loop in rewrite.plan.loops]  # fmt: skip
     elif stage == "layout":
         lines = [f"{r.name}: {r.kind} of {getattr(r.dtype, '__name__', 'generic')}" for r in rewrite.records.values()]
-    elif stage in ("record", "replay"):
+    elif stage in ("record", "count", "replay"):
         lines = [ast.unparse(f) for f in rewrite.functions]
     elif stage == "print":
         lines = [rewrite.source]

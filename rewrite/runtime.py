@@ -102,6 +102,9 @@ class KernelSpec:
     parameters: tuple[str, ...]  # the original kernel's parameters, in order
     location: str = ""  # "file:line:col" of the kernel's definition
     written: tuple[str, ...] = ()  # argument paths of the arrays the launch writes
+    copied: tuple[
+        str, ...
+    ] = ()  # those a dry run copies, which the launch reads back (the count kernel writes no others)
     sites: tuple[SiteSpec, ...] = ()
     records: tuple[RecordSpec, ...] = ()  # in the order of the generated kernels' record parameters
     loops: tuple[LoopSpec, ...] = ()
@@ -207,6 +210,7 @@ class KernelPair:
     record: wp.Kernel  # the complete forward plus the record stores; enable_backward=False
     replay: wp.Kernel  # the original code reading the records back: only its adjoint runs
     spec: KernelSpec
+    count: wp.Kernel | None = None  # the record kernel without writes nothing reads back: what dry runs launch
 
 
 def argument_arrays(parameters: Sequence[str], args: Sequence[Any]):
@@ -674,8 +678,8 @@ class RewrittenKernel:
         counted = None in capacities.values()
         if counted:
             # A dry run on scratch copies, with no room for records, counts the trips of loops of unknown length.
-            written = frozenset(spec.written)
-            scratch = [scratch_copy(value, path, written) for value, path in zip(args, parameters, strict=True)]
+            copied = frozenset(spec.copied if pair.count is not None else spec.written)
+            scratch = [scratch_copy(value, path, copied) for value, path in zip(args, parameters, strict=True)]
             uncopyable = next((path for path, value in zip(parameters, scratch, strict=True) if value is None), None)
             if uncopyable is not None:
                 raise RewriteError(
@@ -686,7 +690,7 @@ class RewrittenKernel:
                 )  # fmt: skip
             no_room = {loop: room or 0 for loop, room in capacities.items()}
             dry, dry_trips = phase_arguments(spec, scratch, shape, no_room, device)
-            wp.launch(pair.record, shape, scratch, dry, record_tape=False, **options)
+            _warp_launch(pair.count or pair.record, shape, scratch, dry, record_tape=False, **options)
             needed = dry_trips.numpy()
             capacities = {loop: room if room is not None else int(needed[loop]) for loop, room in capacities.items()}
         # Forward: the record kernel runs the original code and stores every consumed atomic's returned value.

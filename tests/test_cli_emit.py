@@ -370,18 +370,14 @@ def test_emitted_files_pass_ruffs_default_rules(adoption, tmp_path, monkeypatch)
 
 @pytest.mark.skipif(not RUFF.exists(), reason="ruff (a dev dependency) is not installed")
 def test_emitted_pattern_kernels_add_no_ruff_finding(tmp_path, monkeypatch):
-    """Findings of the emitted pattern kernels are those of the input's own lines (Warp needs ``int(0)``), but
-    one: the replay of a skipped CAS probe loop keeps the loop's initialisation (``done = int(0)``), unused
-    (F841; to be fixed in passes/two_phase)."""
+    """Findings of the emitted pattern kernels are those of the input's own lines (Warp needs ``int(0)``): the
+    generated code adds none (what leaving statements out leaves behind is pruned, passes.two_phase._pruned)."""
     monkeypatch.chdir(TESTS)
     out = tmp_path / "patterns_rewritten.py"
     assert main([str(PATTERNS), "-o", str(out), "-q"]) == 0
     original = set(ruff_findings(PATTERNS, TESTS))
     added = [f for f in ruff_findings(out, TESTS) if f not in original]
-    assert {code for code, _ in added} <= {"F841"}
-    text = out.read_text()
-    for _, line in added:
-        assert line == "done = int(0)" and text.count(f"    {line}\n") == 3  # the kernel, its record and replay
+    assert added == []
 
 
 def test_package_output_imports_the_runtime_relatively(capsys, tmp_path, monkeypatch):

@@ -15,6 +15,7 @@ from warp_rewrite.passes.layout import record_params
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.plan import KernelPlan, Planner, Refusal, is_int_path
 from warp_rewrite.passes.two_phase import (
+    COUNT,
     RECORD,
     REPLAY,
     KernelNames,
@@ -297,6 +298,30 @@ def test_a_fixed_max_records_is_compiled_in_and_the_replay_takes_no_trip_argumen
             for k in range(start0, stop0, step0):
                 coordinate0 = thread * 4 + wp.int32(k)
                 out[rt.recorded_int32(atomic_add_records, coordinate0)] = 1.0
+        """,
+    )
+
+
+def test_the_count_phase_leaves_out_writes_nothing_reads_back_but_keeps_their_calls():
+    """What a dry run launches to count trips: ``out`` is never read, so its store goes, but not the atomic in
+    its index (the counter is read back: its values decide the slots)."""
+    same_code(
+        generated(plan_of(EMIT), COUNT),
+        """
+        @wp.kernel
+        def emit_count(n: wp.array[int], count: wp.array[int], out: wp.array[float],
+                       atomic_add_records: wp.array(dtype=wp.int32), trip_capacity0: int,
+                       trips_needed: wp.array(dtype=wp.int32)):
+            PROLOGUE
+            tid = wp.tid()
+            start0 = 0
+            stop0 = n[tid]
+            step0 = 1
+            if rt.range_length(start0, stop0, step0) > trip_capacity0:
+                wp.atomic_max(trips_needed, 0, rt.range_length(start0, stop0, step0))
+            for k in range(start0, stop0, step0):
+                coordinate0 = thread * trip_capacity0 + wp.int32(k)
+                rt.record_if_room(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)
         """,
     )
 

@@ -252,3 +252,34 @@ CONTACTS = make_contact_kernel(write_contact)
 
 def test_a_helper_called_through_wp_static_is_rewritten():
     check(Case(CONTACTS, N, lambda: [f64(X, True), i32([0]), outputs(N)], [2], [0]))
+
+
+@wp.kernel
+def emit_into_a_large_output(
+    x: wp.array[wp.float64], trips: wp.array[wp.int32], count: wp.array[wp.int32], out: wp.array[wp.float64]
+):
+    tid = wp.tid()
+    for k in range(trips[tid]):
+        slot = wp.atomic_add(count, 0, 1)
+        out[slot] = x[tid] * wp.float64(k + 1)
+
+
+def test_the_dry_run_copies_only_what_the_launch_reads_back(monkeypatch):
+    """It launches the count kernel, which leaves out the writes nothing reads back: no copy of ``out``."""
+    rewritten = wp_rewrite(emit_into_a_large_output)
+    assert rewritten.pair.spec.written == ("count", "out") and rewritten.pair.spec.copied == ("count",)
+    assert "out[slot] =" not in rewritten.source.split("def emit_into_a_large_output_count(")[1].split("\n\n\n")[0]
+    copies = []
+    clone = wp.clone
+
+    def counted_clone(array, *args, **kwargs):
+        copies.append(array.size)
+        return clone(array, *args, **kwargs)
+
+    monkeypatch.setattr(wp, "clone", counted_clone)
+    trips = [1, 2, 0, 1, 2, 1, 0, 1]
+    x, count, out = f64(X, True), i32([0]), outputs(100_000)
+    with wp.Tape():
+        launch(rewritten, N, inputs=[x, i32(trips), count, out], device="cpu")
+    assert copies == [1]  # the counter; out (100,000 elements) is not copied
+    assert count.numpy().tolist() == [sum(trips)]
