@@ -19,7 +19,7 @@ _NON_DIFFERENTIABLE_CALLS = frozenset(
 )
 
 
-def _path_parts(expr: ast.expr) -> list[str] | None:
+def path_parts(expr: ast.expr) -> list[str] | None:
     """['w', 'count'] for ``w.count`` or ``w.count[i]``; None for anything not an attribute chain."""
     while isinstance(expr, ast.Subscript):
         expr = expr.value
@@ -58,10 +58,10 @@ def single_assignments(func: ast.FunctionDef, nodes: list[ast.AST] | None = None
 def argument_path(expr: ast.expr, params: list[str], aliases: dict[str, ast.expr]) -> str | None:
     """The kernel argument (``total``) or struct field (``w.count``) that ``expr`` views, or None."""
     seen = set()
-    parts = _path_parts(expr)
+    parts = path_parts(expr)
     while parts is not None and parts[0] not in params and parts[0] in aliases and parts[0] not in seen:
         seen.add(parts[0])
-        root = _path_parts(aliases[parts[0]])
+        root = path_parts(aliases[parts[0]])
         parts = None if root is None else root + parts[1:]
     if parts is None or parts[0] not in params:
         return None

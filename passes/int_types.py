@@ -16,6 +16,7 @@ from typing import Any
 
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import positional_arguments
+from warp_rewrite.passes.dataflow import path_parts
 from warp_rewrite.passes.dtypes import BOOL, INT
 from warp_rewrite.passes.syntax import walk
 
@@ -138,16 +139,14 @@ class IntLocals:
 
     def _int_array(self, expr: ast.expr) -> Any:
         """The int dtype of the array ``expr`` names (a parameter, or a struct parameter's field), if any."""
-        parts = []
-        while isinstance(expr, ast.Attribute):
-            parts.append(expr.attr)
-            expr = expr.value
-        if not isinstance(expr, ast.Name):
+        parts = path_parts(expr)
+        if parts is None:
             return None
-        if not parts:
-            return self.int_arrays.get(expr.id)
-        annotation = self.parameter_types.get(expr.id)
-        for name in reversed(parts):
+        root, *fields = parts
+        if not fields:
+            return self.int_arrays.get(root)
+        annotation = self.parameter_types.get(root)
+        for name in fields:
             annotation = dtypes.field_type(annotation, name)
         return annotation.dtype if dtypes.is_array(annotation) and dtypes.is_int(annotation.dtype) else None
 

@@ -10,7 +10,7 @@ from typing import Any
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import WarpNames
 from warp_rewrite.passes.dataflow import argument_path, gradient_sources, single_assignments
-from warp_rewrite.passes.plan import HelperResolver, KernelPlan, Refusal, Unit, needs_forward_twin
+from warp_rewrite.passes.plan import HelperResolver, KernelPlan, Refusal, Unit, needs_forward_twin, overlap
 from warp_rewrite.passes.syntax import walk
 
 
@@ -80,14 +80,9 @@ def site_gradient_sources(
     for site in plan.sites:
         if site.target in int_paths:
             continue
-        in_reach_of_helpers = site.in_helper or any(_overlap(site.target, path) for path in passed_to_helpers)
+        in_reach_of_helpers = site.in_helper or any(overlap(site.target, path) for path in passed_to_helpers)
         result[id(site)] = None if in_reach_of_helpers else sources[site.node]
     return result
-
-
-def _overlap(path: str, other: str) -> bool:
-    """Do two argument paths name the same memory, or one a struct holding the other (``s`` and ``s.count``)?"""
-    return path == other or path.startswith(other + ".") or other.startswith(path + ".")
 
 
 def check_replay_twins(

@@ -75,6 +75,11 @@ class Frontend(Protocol):
 HelperResolver = Callable[[Unit, ast.Call], "Unit | None"]
 
 
+def overlap(path: str, other: str) -> bool:
+    """Do two argument paths name the same memory, or one a struct holding the other (``s`` and ``s.count``)?"""
+    return path == other or path.startswith(other + ".") or other.startswith(path + ".")
+
+
 def is_int_path(frontend: Frontend, path: str) -> bool:
     """Is the array at argument ``path`` known, before launch, to hold integers (no adjoint)?"""
     array = frontend.array(path)
@@ -751,8 +756,9 @@ class Planner:
                     )
             if isinstance(node, ast.Call) and node.args:
                 helper = self.resolve_helper(unit, node)
-                written = [self._kernel_path(argument_path(a, unit_params, aliases), paths) for a in node.args]
-                if helper is not None and not self._consumes(helper, set()) and set(written) & self.exact_targets:
+                handed = [self._kernel_path(argument_path(a, unit_params, aliases), paths) for a in node.args]
+                exact = any(overlap(path, target) for path in handed if path for target in self.exact_targets)
+                if helper is not None and not self._consumes(helper, set()) and exact:
                     raise Refusal(
                         unit,
                         node,

@@ -283,3 +283,53 @@ def test_the_dry_run_copies_only_what_the_launch_reads_back(monkeypatch):
         launch(rewritten, N, inputs=[x, i32(trips), count, out], device="cpu")
     assert copies == [1]  # the counter; out (100,000 elements) is not copied
     assert count.numpy().tolist() == [sum(trips)]
+
+
+# --- whole structs handed to helpers ----------------------------------------------------------------------------
+
+
+@wp.struct
+class Budget:
+    spent: wp.array[wp.int32]
+    total: wp.array[wp.float64]
+
+
+@wp.func
+def spend(budget: Budget, x: wp.float64) -> wp.float64:
+    """Takes the whole struct and runs atomics on its fields: its writes into budget.total are the kernel's too."""
+    slot = wp.atomic_add(budget.spent, 0, 1)
+    return wp.atomic_add(budget.total, 0, x * wp.float64(slot + 1))
+
+
+@wp.kernel
+def spend_from_a_budget(x: wp.array[wp.float64], budget: Budget, out: wp.array[wp.float64]):
+    tid = wp.tid()
+    before = spend(budget, x[tid])
+    out[tid] = before * x[tid]
+
+
+def test_a_whole_struct_handed_to_a_helper_that_writes_its_fields():
+    def program(args, launcher):
+        budget = Budget()
+        budget.spent, budget.total = args[1], args[2]
+        launcher(spend_from_a_budget, N, [args[0], budget, args[3]])
+
+    make = lambda: [f64(X, True), i32([0]), f64([0.5], True), outputs(N)]  # noqa: E731
+    check(Case(None, N, make, [2, 3], [0, 2], program=program))
+
+
+@wp.func
+def deposit(budget: Budget, value: wp.float64):
+    budget.total[0] = budget.total[0] + value  # a plain write into the target of exact returns
+
+
+@wp.kernel
+def deposit_then_take(x: wp.array[wp.float64], budget: Budget, out: wp.array[wp.float64]):
+    tid = wp.tid()
+    deposit(budget, x[tid])
+    out[tid] = wp.atomic_add(budget.total, 0, x[tid]) * x[tid]
+
+
+def test_a_whole_struct_handed_to_a_helper_that_writes_an_exact_target_is_refused():
+    with pytest.raises(RewriteError, match=r"helper 'deposit' receives an array whose float atomic returns need"):
+        wp_rewrite(deposit_then_take)
