@@ -14,6 +14,7 @@ from warp._src import types as warp_types
 
 INT = wp.int32  # the type of the int locals the rewrite records (slots, flags, probe positions)
 BOOL = wp.bool
+SHADOW = wp.uint64  # the words of a target's shadow while the record kernel runs (see the runtime's exact_add)
 
 # Python's scalar annotations, as Warp reads them.
 _PYTHON_SCALARS = {int: wp.int32, float: wp.float32, bool: wp.bool}

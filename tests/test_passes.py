@@ -32,7 +32,7 @@ NAMES = KernelNames(
     launch_shape="launch_shape",
     coords=("c0",),
     trip_capacity="trip_capacity",
-    trips_needed="trips_needed",
+    status="status",
 )
 PROLOGUE = ["thread = wp.tid()"]
 COMPACTION = """
@@ -238,14 +238,14 @@ def test_dynamic_loop_gets_a_coordinate_and_counts_its_trips():
         @wp.kernel
         def emit_record(n: wp.array[int], count: wp.array[int], out: wp.array[float],
                         atomic_add_records: wp.array(dtype=wp.int32), trip_capacity0: int,
-                        trips_needed: wp.array(dtype=wp.int32)):
+                        status: wp.array(dtype=wp.int32)):
             PROLOGUE
             tid = wp.tid()
             start0 = 0
             stop0 = n[tid]
             step0 = 1
             if rt.range_length(start0, stop0, step0) > trip_capacity0:
-                wp.atomic_max(trips_needed, 0, rt.range_length(start0, stop0, step0))
+                rt.report_trips(status, 0, rt.range_length(start0, stop0, step0))
             for k in range(start0, stop0, step0):
                 coordinate0 = thread * trip_capacity0 + k
                 out[rt.record_if_room(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)] = 1.0
@@ -254,21 +254,22 @@ def test_dynamic_loop_gets_a_coordinate_and_counts_its_trips():
 
 
 def test_a_fixed_max_records_is_compiled_in_and_the_replay_takes_no_trip_arguments():
-    """The record kernel still counts trips beyond the room; the replay has nothing but the records to read."""
+    """The record kernel still reports trips beyond the room into the launch's status; the replay reads the records
+    and, to leave a refused launch's gradients alone, the status."""
     record, replay = (generated(plan_of(EMIT), phase, max_records=4) for phase in (RECORD, REPLAY))
     same_code(
         record,
         """
         @wp.kernel
         def emit_record(n: wp.array[int], count: wp.array[int], out: wp.array[float],
-                        atomic_add_records: wp.array(dtype=wp.int32), trips_needed: wp.array(dtype=wp.int32)):
+                        atomic_add_records: wp.array(dtype=wp.int32), status: wp.array(dtype=wp.int32)):
             PROLOGUE
             tid = wp.tid()
             start0 = 0
             stop0 = n[tid]
             step0 = 1
             if rt.range_length(start0, stop0, step0) > 4:
-                wp.atomic_max(trips_needed, 0, rt.range_length(start0, stop0, step0))
+                rt.report_trips(status, 0, rt.range_length(start0, stop0, step0))
             for k in range(start0, stop0, step0):
                 coordinate0 = thread * 4 + k
                 out[rt.record_if_room(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)] = 1.0
@@ -279,8 +280,10 @@ def test_a_fixed_max_records_is_compiled_in_and_the_replay_takes_no_trip_argumen
         """
         @wp.kernel
         def emit_replay(n: wp.array[int], count: wp.array[int], out: wp.array[float],
-                        atomic_add_records: wp.array(dtype=wp.int32)):
+                        atomic_add_records: wp.array(dtype=wp.int32), status: wp.array(dtype=wp.int32)):
             PROLOGUE
+            if rt.refused(status):
+                return
             tid = wp.tid()
             start0 = 0
             stop0 = n[tid]
@@ -301,8 +304,10 @@ def test_probe_loop_with_break_replays_recorded_trips_lowers_jumps_and_restores_
         def probe_replay(table: wp.array[int], key: int, n: int, out: wp.array[float],
                          atomic_cas_records: wp.array(dtype=wp.int32), trips0_records: wp.array(dtype=wp.int32),
                          slot_in_loop0: wp.array(dtype=wp.int32), slot_after_loop0: wp.array(dtype=wp.int32),
-                         trip_capacity0: int):
+                         trip_capacity0: int, status: wp.array(dtype=wp.int32)):
             PROLOGUE
+            if rt.refused(status):
+                return
             slot = key % n
             for trips0 in range(trips0_records[thread]):
                 coordinate0 = thread * trip_capacity0 + trips0
@@ -328,7 +333,7 @@ def test_only_stores_inside_a_loop_that_may_outgrow_its_records_check_for_room()
         def probe_record(table: wp.array[int], key: int, n: int, out: wp.array[float],
                          atomic_cas_records: wp.array(dtype=wp.int32), trips0_records: wp.array(dtype=wp.int32),
                          slot_in_loop0: wp.array(dtype=wp.int32), slot_after_loop0: wp.array(dtype=wp.int32),
-                         trip_capacity0: int, trips_needed: wp.array(dtype=wp.int32)):
+                         trip_capacity0: int, status: wp.array(dtype=wp.int32)):
             PROLOGUE
             slot = key % n
             trips0 = int(0)
@@ -341,7 +346,7 @@ def test_only_stores_inside_a_loop_that_may_outgrow_its_records_check_for_room()
                 out[0] += 1.0
                 slot = (slot + 1) % n
             if trips0 > trip_capacity0:
-                wp.atomic_max(trips_needed, 0, trips0)
+                rt.report_trips(status, 0, trips0)
             rt.record_returned(trips0, trips0_records, thread)
             rt.record_returned(slot, slot_after_loop0, thread)
             out[slot] = 1.0
