@@ -399,7 +399,21 @@ def _same(a: Any, b: Any) -> bool:  # vectors, matrices, ... (after the scalars:
 @wp.func
 def _exact_word(op: int, shadow: wp.array2d(dtype=wp.uint64), address: int, column: int, operand: Any, compare: Any):
     """One operation on a packed (ticket << 32 | bits) word: the value it found and its ticket."""
-    word = _peek(shadow, address, column)  # a first guess: a stale one only costs a failed compare-and-swap
+    guess = _peek(shadow, address, column)  # a stale guess only costs a failed compare-and-swap
+    return _exact_word_from(op, shadow, address, column, operand, compare, guess)
+
+
+@wp.func
+def _exact_word_from(
+    op: int,
+    shadow: wp.array2d(dtype=wp.uint64),
+    address: int,
+    column: int,
+    operand: Any,
+    compare: Any,
+    guess: wp.uint64,
+):
+    word = guess
     old = operand
     ticket = wp.uint64(0)
     searching = bool(True)
@@ -420,7 +434,21 @@ def _exact_pair_cas(
     op: int, shadow: wp.array2d(dtype=wp.uint64), address: int, column: int, operand: wp.float64, compare: wp.float64
 ):
     """float64 on a (bits, ticket word) pair with one 128-bit compare-and-swap: the value found and its ticket."""
-    word = wp.vec2ul(_peek(shadow, address, column), _peek(shadow, address, column + 1))  # torn: fails once
+    guess = wp.vec2ul(_peek(shadow, address, column), _peek(shadow, address, column + 1))  # torn: fails once
+    return _exact_pair_cas_from(op, shadow, address, column, operand, compare, guess)
+
+
+@wp.func
+def _exact_pair_cas_from(
+    op: int,
+    shadow: wp.array2d(dtype=wp.uint64),
+    address: int,
+    column: int,
+    operand: wp.float64,
+    compare: wp.float64,
+    guess: wp.vec2ul,
+):
+    word = guess
     old = operand
     ticket = wp.uint64(0)
     searching = bool(True)
