@@ -1465,6 +1465,15 @@ def component_views(array: wp.array) -> list[wp.array]:
     return views
 
 
+def scalars_of(array: wp.array) -> wp.array:
+    """A flat scalar view of a contiguous array (no copy)."""
+    scalar = wp._src.types.type_scalar_type(array.dtype)
+    view = wp.array(ptr=array.ptr, dtype=scalar, shape=(array.size * wp._src.types.type_size(array.dtype),),
+                    device=array.device)  # fmt: skip
+    view._ref = array
+    return view
+
+
 def records_view(array: wp.array) -> wp.array:
     """A (n, components) scalar view of a contiguous 1-D array of scalars, vectors or matrices (no copy)."""
     scalar = wp._src.types.type_scalar_type(array.dtype)
@@ -1582,6 +1591,7 @@ class ExactTarget:
             if part.count:
                 self.info[part.offset : part.offset + part.count].fill_(part.index * 8 + _OP_CODES[part.site.op])
         returned, operands, compares = self.record_views()
+        self.recorded = wp.clone(self.operands)  # the replay kernel stores the operands it recomputes over them
         self.columns = []
         for c in range(shadow.components):
             counts = wp.empty(size, dtype=wp.int32, device=device)
@@ -1592,6 +1602,7 @@ class ExactTarget:
             inputs = [status, c, self.order, self.addresses, counts, offsets, self.info, perm]
             _run(_place_ops, n, inputs=inputs, device=device)
             column = OrderColumn(counts, offsets, perm)
+            _run(_check_places, size, inputs=[status, perm, counts, offsets], device=device)
             self.check(status, c, column, CHAIN, FINAL)
             if self.kind == HOLD:
                 stored = wp.empty(n, dtype=wp.int32, device=device)
@@ -1611,36 +1622,58 @@ class ExactTarget:
 
     def check(self, status: wp.array, c: int, column: OrderColumn, inconsistent: int, final_differs: int) -> None:
         """Check every operation in component ``c`` against the one after it (the last: against the value left)."""
-        inputs = [status, inconsistent, final_differs, c, column.perm, self.addresses, column.counts, column.offsets,
-                  self.info, *self.record_views(), self.shadow.words, self.shadow.bits_column(c)]  # fmt: skip
+        inputs = [
+            status,
+            inconsistent,
+            final_differs,
+            c,
+            column.perm,
+            self.order,
+            self.addresses,
+            column.counts,
+            column.offsets,
+            self.info,
+            *self.record_views(),
+            self.shadow.words,
+            self.shadow.bits_column(c),
+        ]
         _run(_check_chain, self.count, inputs=inputs, device=self.device)
 
-    def check_replay(self, status: wp.array) -> None:
-        """The replay kernel stored the operands it recomputed: they must give the values the forward's gave."""
-        for c, column in enumerate(self.columns):
-            self.check(status, c, column, REPLAY_DIFFERS, REPLAY_DIFFERS)
-
-    def route(self, gate: wp.array, adjoint: wp.array, finals: list[wp.array] | None, extras: wp.array) -> None:
+    def route(self, gate, adjoint: wp.array, seeds: wp.array, seeding, first_round: bool) -> None:
         """Route the returned values' adjoints (``adjoint``, (n, components)) and, in the first round, the final
-        values' (``finals``) to the operands (into ``extras``) and the initial values (into ``target.grad``)."""
-        n, device = self.count, self.device
+        values' to the operands (their ``seeds``, opening the ``seeding`` gate where one is not zero) and the
+        initial values (into ``target.grad``). The first round also checks the operands the replay kernel
+        recomputed (``gate`` is then the launch's status)."""
+        n, device, check = self.count, self.device, first_round
+        finals = self.finals() if first_round else None  # taken before the routing adds into the same gradient
         grads = component_views(self.array.grad) if self.array.grad is not None else None
+        seeds_view = records_view(seeds)
+        if check:  # the replay stored the operands it recomputed over the recorded ones: are they the same?
+            inputs = [gate, self.order, self.info, records_view(self.recorded), records_view(self.operands)]
+            _run(_check_recomputed, (n, self.shadow.components), inputs=inputs, device=device)
+        extras = None if self.kind == ADD else wp.zeros((n, self.shadow.components), dtype=wp.float64, device=device)
         for c, column in enumerate(self.columns):
             grad = grads[c] if grads else wp.empty((0, 0, 0, 0), dtype=adjoint.dtype, device=device)
             final = finals[c] if finals else wp.empty(0, dtype=wp.float64, device=device)
             place = [column.perm, self.addresses, column.counts, column.offsets]
-            tail = [final, int(finals is not None), extras, grad, int(grads is not None)]
+            with_finals, with_grad = int(finals is not None), int(grads is not None)
             if self.kind == ADD:
                 sums = wp.empty(n, dtype=wp.float64, device=device)
                 _run(_gather, n, inputs=[gate, column.perm, adjoint, c, sums], device=device)
                 wp.utils.array_scan(sums, sums, inclusive=True)
-                _run(_route_sums, n, inputs=[gate, c, *place, self.info, sums, *tail], device=device)
+                inputs = [gate, c, *place, self.info, sums, final, with_finals, seeds_view, seeding, grad, with_grad]
+                _run(_route_sums, n, inputs=inputs, device=device)
             else:
-                inputs = [gate, c, *place, column.ranks, column.by_rank, adjoint, *tail]
+                inputs = [gate, c, *place, column.ranks, column.by_rank, adjoint, final, with_finals, extras, grad,
+                          with_grad]  # fmt: skip
                 _run(_route_holders, n, inputs=inputs, device=device)
+        if extras is not None:
+            _run(_open_gate, extras.shape, inputs=[gate, extras, seeding], device=device)
+            for c in range(self.shadow.components):
+                _run(_to_dtype, n, inputs=[extras, c, seeds_view], device=device)
 
     def finals(self) -> list[wp.array] | None:
-        """The final values' adjoints (float64, per component), taken before ``route`` adds into the same gradient."""
+        """The final values' adjoints (float64, per component); None: the target has no gradient."""
         if self.array.grad is None:
             return None
         taken = []
@@ -1672,9 +1705,6 @@ class ExactBackward:
         rounds = self.spec.exact_rounds
         if rounds is None and device.is_capturing:
             raise unbounded_chain(self.spec, self.targets[0].sites[0].site, "run this kernel's backward")
-        for target in self.targets:
-            target.check_replay(status)
-        finals = {id(target): target.finals() for target in self.targets}
         adjoints = {id(target): records_view(target.returned.grad) for target in self.targets}
         scratch: dict[int, Any] = {}  # the seeded launches' adjoints of the other arguments, by the argument's id
         pairs: list[tuple[wp.array, wp.array]] = []  # (gradient, scratch adjoint) to add together at the end
@@ -1683,15 +1713,10 @@ class ExactBackward:
         for round_ in range(rounds or 1 + sum(target.count for target in self.targets)):
             seeds, collected = {}, {}
             # Gates are statuses of their own (the replay kernel may report into its status): 1 closed, 0 open.
-            seeding = wp.ones(STATUS_TRIPS, dtype=wp.int32, device=device)  # opened by any extra adjoint
+            seeding = wp.ones(STATUS_TRIPS, dtype=wp.int32, device=device)  # opened by any seed
             for target in self.targets:
-                extras = wp.zeros((target.count, target.shadow.components), dtype=wp.float64, device=device)
-                target.route(gate, adjoints[id(target)], finals[id(target)] if round_ == 0 else None, extras)
-                _run(_open_gate, extras.shape, inputs=[status, extras, seeding], device=device)
-                seeds[id(target)] = wp.empty_like(target.operands)
-                for c in range(target.shadow.components):
-                    out = records_view(seeds[id(target)])
-                    _run(_to_dtype, target.count, inputs=[extras, c, out], device=device)
+                seeds[id(target)] = wp.zeros_like(target.operands)  # ops that never ran get no seed
+                target.route(gate, adjoints[id(target)], seeds[id(target)], seeding, first_round=round_ == 0)
                 collected[id(target)] = wp.zeros_like(target.returned, requires_grad=False)
             self._seeded_launch(seeding, seeds, collected, scratch, pairs)
             gate = wp.ones(STATUS_TRIPS, dtype=wp.int32, device=device)  # opened by any adjoint collected
@@ -1702,6 +1727,10 @@ class ExactBackward:
                 break
         _run(_settle, 1, inputs=[status, gate, self.targets[0].sites[0].index], device=device)
         for grad, adjoint in pairs:
+            if grad.is_contiguous:  # most gradients: one flat pass
+                _run(_accumulate_flat, grad.size * wp._src.types.type_size(grad.dtype),
+                     inputs=[status, scalars_of(adjoint), scalars_of(grad)], device=device)  # fmt: skip
+                continue
             for source, into in zip(component_views(adjoint), component_views(grad), strict=True):
                 _run(_accumulate, grad.size, inputs=[status, source, into], device=device)
         for target in self.targets:
@@ -1863,6 +1892,7 @@ def _check_chain(
     final_differs: int,
     column: int,
     perm: wp.array(dtype=wp.int32),
+    order: wp.array2d(dtype=wp.int32),
     addresses: wp.array(dtype=wp.int32),
     counts: wp.array(dtype=wp.int32),
     offsets: wp.array(dtype=wp.int32),
@@ -1873,31 +1903,58 @@ def _check_chain(
     words: wp.array2d(dtype=wp.uint64),
     bits_column: int,
 ):
-    """Every op's result is what the next op on its address returned; the last one's, the value left there.
+    """Each op's result is what the next op on its address returned; the last one's, the value left there; every
+    place the tickets count holds an op. ``inconsistent`` and ``final_differs``: the refusals to report (the
+    operands the replay kernel recomputed are checked the same way).
 
-    ``inconsistent`` and ``final_differs``: the refusals to report (the replay recomputing operands is checked
-    the same way, against the operands it stored).
+    One thread per op, in record order: what it reads of its own op is contiguous.
     """
-    p = wp.tid()
+    k = wp.tid()
     if refused(status):
         return
-    last_address = counts.shape[0] - 1
-    total = offsets[last_address] + counts[last_address]  # the ops the tickets count
-    if p == 0 and total > perm.shape[0]:
-        refuse(status, _MISSING, -1)
-    k = perm[p]
-    if k < 0:
-        if p < total:
-            refuse(status, _MISSING, -1)
+    ticket = order[k, column]
+    if ticket < 0:
         return
     a = addresses[k]
+    if ticket > 0 and perm[offsets[a] + ticket - 1] < 0:
+        refuse(status, _MISSING, info[k] // 8)
     result = _combine(info[k] % 8, returned[k, column], operands[k, column], compares[k, column])
-    if p < offsets[a] + counts[a] - 1:
-        following = perm[p + 1]
-        if following >= 0 and not _same(result, returned[following, column]):
+    if ticket < counts[a] - 1:
+        following = perm[offsets[a] + ticket + 1]
+        if following < 0:
+            refuse(status, _MISSING, info[k] // 8)
+        elif not _same(result, returned[following, column]):
             refuse(status, inconsistent, info[k] // 8)
     elif not _same(result, _from_bits(words[a, bits_column], result)):
         refuse(status, final_differs, info[k] // 8)
+
+
+@wp.kernel
+def _check_recomputed(
+    status: wp.array(dtype=wp.int32),
+    order: wp.array2d(dtype=wp.int32),
+    info: wp.array(dtype=wp.int32),
+    recorded: wp.array2d(dtype=Any),
+    recomputed: wp.array2d(dtype=Any),
+):
+    """Every operand the replay kernel recomputed is the one the forward used."""
+    k, c = wp.tid()
+    if order[k, c] >= 0 and not refused(status) and not _same(recorded[k, c], recomputed[k, c]):
+        refuse(status, _REPLAY_DIFFERS, info[k] // 8)
+
+
+@wp.kernel
+def _check_places(status: wp.array(dtype=wp.int32), perm: wp.array(dtype=wp.int32), counts: wp.array(dtype=wp.int32),
+                  offsets: wp.array(dtype=wp.int32)):  # fmt: skip
+    """Every address whose ticket count says it had operations has its first one placed, and the counts add up to
+    no more operations than were recorded (``_check_chain`` checks each op's neighbours)."""
+    a = wp.tid()
+    if refused(status):
+        return
+    if (a == counts.shape[0] - 1 and offsets[a] + counts[a] > perm.shape[0]) or (
+        counts[a] > 0 and offsets[a] < perm.shape[0] and perm[offsets[a]] < 0
+    ):
+        refuse(status, _MISSING, -1)
 
 
 @wp.kernel
@@ -1941,6 +1998,7 @@ def _gather(
     column: int,
     sums: wp.array(dtype=wp.float64),
 ):
+    """add/sub: the returned values' adjoints in execution order, to be scanned."""
     p = wp.tid()
     k = perm[p]
     sums[p] = wp.float64(0.0)
@@ -1960,11 +2018,13 @@ def _route_sums(
     sums: wp.array(dtype=wp.float64),
     finals: wp.array(dtype=wp.float64),
     with_finals: int,
-    extras: wp.array2d(dtype=wp.float64),
+    seeds: wp.array2d(dtype=Any),
+    seeding: wp.array(dtype=wp.int32),
     grad: wp.array4d(dtype=Any),
     with_grad: int,
 ):
-    """add/sub: operand j gets s_j * (final + the later returns' adjoints); acc0 gets all of them."""
+    """add/sub: operand j gets s_j * (final + the later returns' adjoints), its seed (opening ``seeding`` if it is
+    not zero); acc0 gets all of them."""
     p = wp.tid()
     k = perm[p]
     if refused(gate) or k < 0:
@@ -1977,7 +2037,9 @@ def _route_sums(
         later += finals[a]
     if info[k] % 8 == 1:
         later = -later
-    extras[k, column] += later
+    seeds[k, column] = seeds.dtype(later)
+    if later != wp.float64(0.0):
+        seeding[0] = 0
     if p == first and with_grad != 0:
         before = wp.float64(0.0)
         if first > 0:
@@ -2057,11 +2119,18 @@ def _accumulate(status: wp.array(dtype=wp.int32), source: wp.array4d(dtype=Any),
     wp.atomic_add(into, e[0], e[1], e[2], e[3], source[e[0], e[1], e[2], e[3]])
 
 
+@wp.kernel
+def _accumulate_flat(status: wp.array(dtype=wp.int32), source: wp.array(dtype=Any), into: wp.array(dtype=Any)):
+    i = wp.tid()
+    if not refused(status):
+        wp.atomic_add(into, i, source[i])
+
+
 def _declare_overloads() -> None:
     """Declare every generic kernel above for every float scalar type now, so that their module compiles once
     (an overload made by a launch after it loaded would make Warp compile it all again)."""
     kernels = [_load_shadow, _store_shadow, _check_chain, _stored, _take_finals, _gather, _route_sums,
-               _route_holders, _to_dtype, _open_gate, _accumulate]  # fmt: skip
+               _route_holders, _to_dtype, _open_gate, _accumulate, _accumulate_flat, _check_recomputed]  # fmt: skip
     for kernel in kernels:
         for scalar in _SCALARS:
             types = {
