@@ -164,3 +164,48 @@ def test_no_host_round_trip_on_the_device(device, monkeypatch):
             del counted[:]  # the first compiles
     assert counted == []
     assert isinstance(runtime._device_checks, runtime.DeviceChecks)
+
+
+@wp.kernel
+def contend_float64(
+    path: int,
+    values: wp.array[wp.float64],
+    words: wp.array2d[wp.uint64],
+    returned: wp.array[wp.float64],
+    tickets: wp.array[wp.int32],
+):
+    """Every thread adds into one of two addresses through one float64 path: 0 the ticket lock (GPUs below
+    sm_90), 1 the 128-bit compare-and-swap (sm_90 and later; what exact_add takes there and on the CPU)."""
+    tid = wp.tid()
+    if path == 0:
+        old, ticket = runtime._exact_pair_locked(0, words, tid % 2, 0, values[tid], values[tid])
+    else:
+        old, ticket = runtime._exact_pair_cas(0, words, tid % 2, 0, values[tid], values[tid])
+    returned[tid] = old
+    tickets[tid] = ticket
+
+
+@pytest.mark.parametrize("path", [0, 1], ids=["ticket lock", "128-bit cas"])
+def test_float64_paths_keep_one_order_under_contention(device, path):
+    """The chain holds bit for bit in ticket order: each add returned the sum of the ones before it."""
+    device_ = wp.get_device(device)
+    if path == 1 and device_.is_cuda and device_.arch < 90:
+        pytest.skip("the 128-bit compare-and-swap needs sm_90")
+    values = np.random.default_rng(2).uniform(0.1, 1.0, N)
+    target = wp.array([0.25, -0.5], dtype=wp.float64, device=device)
+    shadow = runtime.Shadow(target, device_)
+    shadow.load()
+    returned, tickets = wp.empty(N, dtype=wp.float64, device=device), wp.empty(N, dtype=wp.int32, device=device)
+    inputs = [path, wp.array(values, dtype=wp.float64, device=device), shadow.words, returned, tickets]
+    wp.launch(contend_float64, N, inputs=inputs, device=device)
+    shadow.store()
+    returned, tickets, final = returned.numpy(), tickets.numpy(), target.numpy()
+    for address, initial in enumerate([0.25, -0.5]):
+        ops = np.flatnonzero(np.arange(N) % 2 == address)
+        ops = ops[np.argsort(tickets[ops])]
+        np.testing.assert_array_equal(np.sort(tickets[ops]), np.arange(len(ops)))
+        running = initial
+        for op in ops:
+            assert returned[op] == running
+            running = running + values[op]
+        assert final[address] == running

@@ -497,3 +497,54 @@ def test_namer_never_reuses_a_taken_name():
     assert namer.fresh("Any") == "Any_1"
     assert namer.fresh("fresh") == "fresh"
     assert namer.fresh_base("compact") == "compact" and namer.fresh_base("compact") == "compact_1"
+
+
+RUNNING_SUM = """
+    @wp.kernel
+    def running_sum(x: wp.array[float], acc: wp.array2d[float], out: wp.array[float]):
+        tid = wp.tid()
+        before = wp.atomic_add(acc, tid % 2, 0, x[tid])
+        acc[1, 1] += x[tid]
+        out[tid] = before * x[tid]
+"""
+
+
+def test_exact_float_atomics_work_on_the_targets_shadow_and_replay_as_their_recorded_values():
+    """Every atomic on a target with exact float returns, consumed or not, is a runtime call on the target's
+    shadow at the element's flat index; the replay stores each operand (its adjoint's entry point) and reads the
+    returned value back, and returns early in a launch its status refuses."""
+    frontend = frontend_of(RUNNING_SUM)
+    plan = Planner(frontend, Namer.for_tree(frontend.kernel.tree, {"wp"}), frozenset({"acc"})).plan()
+    records = """before_records: wp.array(dtype=wp.float32), before_values: wp.array(dtype=wp.float32),
+                 before_order: wp.array2d(dtype=wp.int32), before_addresses: wp.array(dtype=wp.int32),
+                 atomic_add_records: wp.array(dtype=wp.float32), atomic_add_values: wp.array(dtype=wp.float32),
+                 atomic_add_order: wp.array2d(dtype=wp.int32), atomic_add_addresses: wp.array(dtype=wp.int32),
+                 acc_shadow: wp.array2d(dtype=wp.uint64), status: wp.array(dtype=wp.int32)"""
+    same_code(
+        generated(plan, RECORD),
+        f"""
+        @wp.kernel
+        def running_sum_record(x: wp.array[float], acc: wp.array2d[float], out: wp.array[float], {records}):
+            PROLOGUE
+            tid = wp.tid()
+            before = rt.exact_add(rt.flat_index(acc, tid % 2, 0), x[tid], acc_shadow, before_records, before_values,
+                                  before_order, before_addresses, thread)
+            rt.exact_add(rt.flat_index(acc, 1, 1), x[tid], acc_shadow, atomic_add_records, atomic_add_values,
+                         atomic_add_order, atomic_add_addresses, thread)
+            out[tid] = before * x[tid]
+        """,
+    )
+    same_code(
+        generated(plan, REPLAY),
+        f"""
+        @wp.kernel
+        def running_sum_replay(x: wp.array[float], acc: wp.array2d[float], out: wp.array[float], {records}):
+            PROLOGUE
+            if rt.refused(status):
+                return
+            tid = wp.tid()
+            before = rt.exact_returned(x[tid], before_values, before_records, thread)
+            rt.exact_returned(x[tid], atomic_add_values, atomic_add_records, thread)
+            out[tid] = before * x[tid]
+        """,
+    )
