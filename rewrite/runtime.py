@@ -828,11 +828,14 @@ class DeviceChecks:
         self.pending: list[PendingCheck] = []
         self.captured: list[PendingCheck] = []  # read by check() after each replay of the graph
         self.captured_kept = captured_kept
+        self.spare: dict[tuple, list[wp.array]] = {}  # host copies read already, by (length, pinned)
 
     def watch(self, status: wp.array, explain: Callable[[np.ndarray], RewriteError | None]) -> None:
         """Copy ``status`` to the host behind the work that writes it, then read what has arrived."""
         device = status.device
-        host = wp.empty(status.shape, dtype=wp.int32, device="cpu", pinned=device.is_cuda)
+        spare = self.spare.setdefault((status.size, device.is_cuda), [])
+        # Pinned host memory is slow to allocate: copies that have been read are used again.
+        host = spare.pop() if spare else wp.empty(status.shape, dtype=wp.int32, device="cpu", pinned=device.is_cuda)
         wp.copy(host, status)
         check = PendingCheck(status, host, _host_view(host), None, explain)
         if device.is_cuda and device.is_capturing:
@@ -852,7 +855,11 @@ class DeviceChecks:
         for check in arrived:
             if check.event is not None:
                 wp.synchronize_event(check.event)  # arrived already unless waiting: returns at once
-        self._raise_first(arrived)
+        try:
+            self._raise_first(arrived)
+        finally:
+            for check in arrived:
+                self.spare[check.host.size, check.host.pinned].append(check.host)
 
     def check(self) -> None:
         """Wait for every launch's checks (and those of captured graphs, after their last replay) and raise."""
