@@ -1324,16 +1324,6 @@ class RewrittenKernel:
                 f"{len(shape)} dimensions: its records are kept per thread by those indices. Unpack all "
                 f"{len(shape)} (e.g. i, j = wp.tid()) or launch with fewer dimensions"
             )
-        for site in spec.sites:
-            target = argument_at(spec.parameters, args, site.target)
-            if site.exact and type(target) is not wp.array:
-                raise RewriteError(
-                    self.key,
-                    site.location,
-                    f"the target '{site.target}' of float atomics whose returns get exact gradients is a "
-                    f"{type(target).__name__}; the exact order is kept in a shadow of a wp.array",
-                    "Pass a wp.array (a view or slice of one is fine), or rewrite with detach_returns=True",
-                )
 
     def _launch_on_tape(self, tape, dim, shape, inputs, outputs, args, device, stream, block_dim, max_blocks,
                         max_records, key) -> None:  # fmt: skip
@@ -1359,6 +1349,16 @@ class RewrittenKernel:
         if not exact:
             pair = self.detached() or pair
         spec = pair.spec
+        for site in spec.sites:  # the variant launched keeps these targets' values in shadows
+            target = argument_at(parameters, args, site.target)
+            if site.exact and type(target) is not wp.array:
+                raise RewriteError(
+                    self.key,
+                    site.location,
+                    f"the target '{site.target}' of float atomics whose returns get exact gradients is a "
+                    f"{type(target).__name__}; while the kernel runs, its values live in a shadow of a wp.array",
+                    "Pass a wp.array (a view or slice of one is fine), or rewrite with detach_returns=True",
+                )
         if exact and spec.exact_rounds is None and device.is_capturing:
             raise unbounded_chain(spec, next(site for site in spec.sites if site.target in exact), "launch this kernel")
         options = {"device": device, "stream": stream, "block_dim": block_dim, "max_blocks": max_blocks}

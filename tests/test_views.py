@@ -6,6 +6,8 @@ import pytest
 import warp as wp
 from harness import Case, check, f64, i32
 
+from warp_rewrite import RewriteError
+
 N = 6
 X = np.linspace(0.4, 1.4, N)
 IDX = [0, 1, 2, 0, 1, 2]
@@ -174,3 +176,30 @@ def test_loop_with_counter_and_output_views(max_records):
         return [f64(X, True), i32([1, 2, 0, 1, 2, 1]), i32([[5, 0], [5, 0]]), f64(np.zeros(2 * 7), True)]
 
     check(Case(None, N, make, [3], [0], program=program, max_records=max_records))
+
+
+@wp.kernel
+def running_sum_indexed(x: wp.array[wp.float64], acc: wp.indexedarray[wp.float64], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    out[tid] = wp.atomic_add(acc, tid % 2, x[tid]) * x[tid]
+
+
+def test_an_indexed_array_target_is_refused_where_its_returns_need_exact_gradients():
+    """The exact order is kept in a shadow of a wp.array; an indexedarray target is fine where the returns are
+    constants (nothing they are made of requires grad)."""
+    from harness import rewritten_launcher
+
+    def args(x_requires_grad):
+        acc = f64([0.5, 1.0, 2.0])
+        indexed = wp.indexedarray(acc, [wp.array([2, 0], dtype=wp.int32, device="cpu")])
+        return [f64(X, x_requires_grad), indexed, f64(np.zeros(N), True)]
+
+    refusal = r"the target 'acc' .* is a indexedarray; .* shadow of a wp\.array"
+    with pytest.raises(RewriteError, match=refusal), wp.Tape():
+        rewritten_launcher()(running_sum_indexed, N, args(True))
+    constant = args(False)
+    with wp.Tape():
+        rewritten_launcher()(running_sum_indexed, N, constant)
+    original = args(False)
+    wp.launch(running_sum_indexed, N, inputs=original, device="cpu")
+    np.testing.assert_array_equal(constant[2].numpy(), original[2].numpy())
