@@ -1436,12 +1436,15 @@ class RewrittenKernel:
 # each address's 0..m-1, each op's result is what the next one returned, and the last one's is the value the
 # target held after the launch. A failed check refuses the launch in its status: no gradient of it is written.
 #
-# The replay kernel's adjoint gives ``adj(prev)`` (the returned-value records' gradient). ``route`` routes it
-# with scans, adds acc0's share into ``target.grad`` (through the target's own strides: views work), and reaches
-# the kernel's inputs through adjoint launches of the replay kernel seeded only with the operands' extra
-# adjoints (``exact_returned`` stores each operand). An operand made of another exact return feeds another
-# round; the kernel spec bounds the rounds, and rounds with nothing left to route skip their work on the device.
-# Every size comes from bounds known at launch and every decision is made on the device: no host round trip.
+# The replay kernel's adjoint gives ``adj(prev)`` (the returned-value records' gradient). ``route`` first checks
+# that the replay recomputed every operand the forward used (it stores them over the recorded ones: compared
+# with a snapshot prepare took), then routes with scans, adds acc0's share into ``target.grad`` (through the
+# target's own strides: views work), and reaches the kernel's inputs through adjoint launches of the replay
+# kernel seeded only with the operands' extra adjoints (``exact_returned`` stores each operand: its adjoint's
+# entry point). An operand made of another exact return feeds another round; the kernel spec bounds the rounds
+# (``exact_rounds``), and rounds with nothing left to route skip their work on the device. Every size comes from
+# bounds known at launch and every decision is made on the device: no host round trip (but for chains of
+# unbounded length, see ``KernelSpec.exact_rounds``).
 
 ADD, HOLD = 0, 1  # how a returned value is made: a running sum; the operand of the last op that stored one
 _KIND = {"add": ADD, "sub": ADD, "exch": HOLD, "max": HOLD, "min": HOLD, "cas": HOLD}
@@ -1610,7 +1613,7 @@ class ExactTarget:
             _run(_place_ops, n, inputs=inputs, device=device)
             column = OrderColumn(counts, offsets, perm)
             _run(_check_places, size, inputs=[status, perm, counts, offsets], device=device)
-            self.check(status, c, column, CHAIN, FINAL)
+            self.check(status, c, column)
             if self.kind == HOLD:
                 stored = wp.empty(n, dtype=wp.int32, device=device)
                 inputs = [c, perm, self.info, returned, operands, compares, stored]
@@ -1627,23 +1630,10 @@ class ExactTarget:
         returned, operands = records_view(self.returned), records_view(self.operands)
         return returned, operands, records_view(self.compares) if self.compares is not None else operands
 
-    def check(self, status: wp.array, c: int, column: OrderColumn, inconsistent: int, final_differs: int) -> None:
+    def check(self, status: wp.array, c: int, column: OrderColumn) -> None:
         """Check every operation in component ``c`` against the one after it (the last: against the value left)."""
-        inputs = [
-            status,
-            inconsistent,
-            final_differs,
-            c,
-            column.perm,
-            self.order,
-            self.addresses,
-            column.counts,
-            column.offsets,
-            self.info,
-            *self.record_views(),
-            self.shadow.words,
-            self.shadow.bits_column(c),
-        ]
+        inputs = [status, c, column.perm, self.order, self.addresses, column.counts, column.offsets, self.info,
+                  *self.record_views(), self.shadow.words, self.shadow.bits_column(c)]  # fmt: skip
         _run(_check_chain, self.count, inputs=inputs, device=self.device)
 
     def route(self, gate, adjoint: wp.array, seeds: wp.array, seeding, first_round: bool) -> None:
@@ -1895,8 +1885,6 @@ def _place_ops(
 @wp.kernel
 def _check_chain(
     status: wp.array(dtype=wp.int32),
-    inconsistent: int,
-    final_differs: int,
     column: int,
     perm: wp.array(dtype=wp.int32),
     order: wp.array2d(dtype=wp.int32),
@@ -1910,9 +1898,8 @@ def _check_chain(
     words: wp.array2d(dtype=wp.uint64),
     bits_column: int,
 ):
-    """Each op's result is what the next op on its address returned; the last one's, the value left there; every
-    place the tickets count holds an op. ``inconsistent`` and ``final_differs``: the refusals to report (the
-    operands the replay kernel recomputed are checked the same way).
+    """Each op's result is what the next op on its address returned; the last one's, the value left there; the
+    places next to each op hold ops (``_check_places`` checks the first of each address).
 
     One thread per op, in record order: what it reads of its own op is contiguous.
     """
@@ -1931,9 +1918,9 @@ def _check_chain(
         if following < 0:
             refuse(status, _MISSING, info[k] // 8)
         elif not _same(result, returned[following, column]):
-            refuse(status, inconsistent, info[k] // 8)
+            refuse(status, _CHAIN, info[k] // 8)
     elif not _same(result, _from_bits(words[a, bits_column], result)):
-        refuse(status, final_differs, info[k] // 8)
+        refuse(status, _FINAL, info[k] // 8)
 
 
 @wp.kernel
