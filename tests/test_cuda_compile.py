@@ -14,9 +14,9 @@ What is compiled, and why that is enough (the whole suite's modules twice would 
   PTX of the 128-bit compare-and-swap. Generated code is the same text for every architecture; only the
   runtime's native snippets (in every module with exact float returns, as in the patterns') and Warp's own
   headers differ by architecture;
-- of the fuzz slice's batches, the first of each slice (fifty random kernels each; the others repeat what they
-  generate), and of the runtime copies the command line writes beside emitted modules, none (byte for byte the
-  runtime's own).
+- of the fuzz slices' batches, the first one (fifty random kernels; the others repeat what it generates, and
+  the ``max_records`` slice's room compiled in is the test modules' too), and of the runtime copies the command
+  line writes beside emitted modules, none (byte for byte the runtime's own).
 
 NVRTC writes its diagnostics to the process's stderr, which the test captures for the failure message.
 """
@@ -39,17 +39,16 @@ def _nvrtc() -> set[int]:
 
 def _generated_modules() -> dict[str, wp._src.context.Module]:
     """The Warp modules holding generated kernels or the runtime, by name (see above for what is left out)."""
-    modules, fuzz_slices = {}, set()
+    modules, fuzz_batch = {}, None
     for name, module in sorted(wp._src.context.user_modules.items()):
         keys = [kernel.key for kernel in module.kernels.values()]
         generated = any(key.endswith(("_record", "_replay")) for key in keys)
         if name == "wp_rewrite_runtime" or not (generated or name.startswith(("wp_rewrite", runtime.__name__))):
             continue
         if name.startswith("wp_rewrite.fuzz_batch_"):
-            seed = name.split("_")[3]  # wp_rewrite.fuzz_batch_<seed>_<index>_<n>
-            if seed in fuzz_slices:
+            if fuzz_batch is not None:
                 continue
-            fuzz_slices.add(seed)
+            fuzz_batch = name
         modules[name] = module
     return modules
 
