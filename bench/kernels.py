@@ -65,6 +65,34 @@ def adj_record_previous(total: wp.array(dtype=float), records: wp.array(dtype=fl
     pass
 
 
+@wp.func
+def add_and_record(target: wp.array[float], address: int, value: float, records: wp.array[float], row: int) -> float:
+    """Add into a float target and remember what it held before, for backward (the local-term pattern)."""
+    previous = wp.atomic_add(target, address, value)
+    records[row] = previous
+    return previous
+
+
+@wp.func_replay(add_and_record)
+def replay_add_and_record(
+    target: wp.array(dtype=float), address: int, value: float, records: wp.array(dtype=float), row: int
+):
+    return records[row]
+
+
+@wp.func_grad(add_and_record)
+def adj_add_and_record(
+    target: wp.array(dtype=float),
+    address: int,
+    value: float,
+    records: wp.array(dtype=float),
+    row: int,
+    adj_ret: float,
+):
+    """Only the local terms: the returned value is a constant, so no gradient reaches earlier operands."""
+    pass
+
+
 # --- shared math --------------------------------------------------------------------------------------
 
 
@@ -284,6 +312,47 @@ def hash_insert_handwritten(
     wp.atomic_add(table_values, slot, w * wp.sqrt(w * w + 1.0))
 
 
+# --- exact float returns: a running sum and a scatter, consumed in differentiable math -----------------
+
+
+@wp.kernel(module="unique")
+def running_sum_original(x: wp.array[float], total: wp.array[float], y: wp.array[float]):
+    tid = wp.tid()
+    v = x[tid]
+    before = wp.atomic_add(total, 0, v * v)
+    y[tid] = wp.sin(before * 1.0e-3) * v
+
+
+@wp.kernel(module="unique")
+def running_sum_handwritten(x: wp.array[float], total: wp.array[float], y: wp.array[float], records: wp.array[float]):
+    tid = wp.tid()
+    v = x[tid]
+    before = add_and_record(total, 0, v * v, records, tid)
+    y[tid] = wp.sin(before * 1.0e-3) * v
+
+
+@wp.kernel(module="unique")
+def scatter_original(cells: wp.array[wp.int32], weights: wp.array[float], grid: wp.array[float], y: wp.array[float]):
+    tid = wp.tid()
+    w = weights[tid]
+    before = wp.atomic_add(grid, cells[tid], w * w)
+    y[tid] = wp.sqrt(before + 1.0) * w
+
+
+@wp.kernel(module="unique")
+def scatter_handwritten(
+    cells: wp.array[wp.int32],
+    weights: wp.array[float],
+    grid: wp.array[float],
+    y: wp.array[float],
+    records: wp.array[float],
+):
+    tid = wp.tid()
+    w = weights[tid]
+    before = add_and_record(grid, cells[tid], w * w, records, tid)
+    y[tid] = wp.sqrt(before + 1.0) * w
+
+
 # --- arguments ----------------------------------------------------------------------------------------
 
 
@@ -390,12 +459,61 @@ def hash_insert_arguments(n: int, device: str) -> Arguments:
     return _arguments(n, values, [records], [table_keys, table_values], [table_values], [weights])
 
 
+def running_sum_arguments(n: int, device: str) -> Arguments:
+    """Every thread adds into one total (the reported kernel's contention) and uses what it saw."""
+    rng = np.random.default_rng(5)
+    x = _array(rng.uniform(-1.0, 1.0, size=n).astype(np.float32), float, device, grad=True)
+    total = _array(np.array([0.5], dtype=np.float32), float, device)
+    y = wp.zeros(n, dtype=float, device=device, requires_grad=True)
+    records = wp.zeros(n, dtype=float, device=device)
+    return _arguments(n, [x, total, y], [records], [total, y], [y], [x])
+
+
+def scatter_arguments(n: int, device: str) -> Arguments:
+    """Weights scattered into n/8 cells (eight on average each) that use what the cell held before."""
+    rng = np.random.default_rng(6)
+    cells = _array(rng.integers(0, max(n // 8, 1), size=n).astype(np.int32), wp.int32, device)
+    weights = _array(rng.uniform(0.1, 1.0, size=n).astype(np.float32), float, device, grad=True)
+    grid = wp.zeros(max(n // 8, 1), dtype=float, device=device)
+    y = wp.zeros(n, dtype=float, device=device, requires_grad=True)
+    records = wp.zeros(n, dtype=float, device=device)
+    return _arguments(n, [cells, weights, grid, y], [records], [grid, y], [y], [weights])
+
+
+def running_sum_gradient(arguments: Arguments) -> list[np.ndarray]:
+    """The exact dL/dx of ``running_sum`` in thread order (the CPU's): before_k = total + sum_{j<k} x_j^2,
+    y_k = sin(before_k / 1000) x_k, so dL/dx_j = w_j sin(before_j / 1000) + 2 x_j sum_{k>j} w_k cos(.) x_k / 1000."""
+    x = arguments.values[0].numpy().astype(np.float64)
+    w = arguments.seeds[0].numpy().astype(np.float64)
+    before = 0.5 + np.concatenate([[0.0], np.cumsum(x * x)[:-1]])
+    later = w * np.cos(before * 1e-3) * x * 1e-3
+    after = np.concatenate([np.cumsum(later[::-1])[::-1][1:], [0.0]])
+    return [w * np.sin(before * 1e-3) + 2 * x * after]
+
+
+def scatter_gradient(arguments: Arguments) -> list[np.ndarray]:
+    """The exact dL/dw of ``scatter`` in thread order: the running sum per cell, as ``running_sum_gradient``."""
+    cells = arguments.values[0].numpy()
+    w = arguments.values[1].numpy().astype(np.float64)
+    seed = arguments.seeds[0].numpy().astype(np.float64)
+    gradient = np.zeros_like(w)
+    for cell in np.unique(cells):
+        ops = np.flatnonzero(cells == cell)  # in thread order
+        before = np.concatenate([[0.0], np.cumsum(w[ops] ** 2)[:-1]])
+        later = seed[ops] * w[ops] * 0.5 / np.sqrt(before + 1.0)
+        after = np.concatenate([np.cumsum(later[::-1])[::-1][1:], [0.0]])
+        gradient[ops] = seed[ops] * np.sqrt(before + 1.0) + 2 * w[ops] * after
+    return [gradient]
+
+
 @dataclass(frozen=True)
 class BenchCase:
     """One benchmarked pattern.
 
     ``rewrite_options`` go to ``wp_rewrite``: only what the hand-written variant knows as well (emission's
-    records are sized by MAX_EMITTED in both), so the comparison is like for like.
+    records are sized by MAX_EMITTED in both), so the comparison is like for like. ``exact_gradient``: a case
+    whose float returns get exact gradients, which the hand-written variant (the local terms only) does not
+    have: the rewritten gradients are checked against this instead, and its targets are the exact path's.
     """
 
     name: str
@@ -404,6 +522,7 @@ class BenchCase:
     handwritten: wp.Kernel
     make_arguments: Callable[[int, str], Arguments]
     rewrite_options: dict = field(default_factory=dict)
+    exact_gradient: Callable[[Arguments], list[np.ndarray]] | None = None
 
 
 BENCH_CASES = [
@@ -435,6 +554,22 @@ BENCH_CASES = [
         hash_insert_original,
         hash_insert_handwritten,
         hash_insert_arguments,
+    ),
+    BenchCase(
+        "exact_running_sum",
+        "exact float returns: every thread's running sum into one total, in differentiable math",
+        running_sum_original,
+        running_sum_handwritten,
+        running_sum_arguments,
+        exact_gradient=running_sum_gradient,
+    ),
+    BenchCase(
+        "exact_scatter",
+        "exact float returns: a scatter into n/8 cells, each thread using what its cell held",
+        scatter_original,
+        scatter_handwritten,
+        scatter_arguments,
+        exact_gradient=scatter_gradient,
     ),
 ]
 

@@ -48,7 +48,12 @@ TARGETS = {
     "cached rewrite ms": 0.01,
     "compile vs original": 1.6,
     "record bytes vs hand-written": 1.01,  # a few bytes per launch (not per thread) are fine
+    # Cases with exact float returns (BenchCase.exact_gradient): against the original forward, and against the
+    # hand-written local-term backward (which lacks the gradient through the returns) at the largest CPU size.
+    "exact forward vs original": 1.3,
+    "exact backward vs hand-written at 1e6": 3.0,
 }
+EXACT_SIZE = "1000000"
 
 
 # --- launching the three variants ---------------------------------------------------------------------
@@ -165,6 +170,7 @@ class Comparison:
     forward: dict[str, list[np.ndarray]]
     gradients: dict[str, list[np.ndarray]]
     unsupported: str | None
+    exact: list[np.ndarray] | None = None  # the exact gradients, for cases whose hand-written variant lacks them
 
     def forward_equal(self, variant: str = "rewritten") -> bool:
         """The variant leaves every array exactly as the original does (CPU: threads run in order)."""
@@ -172,7 +178,10 @@ class Comparison:
         return all(np.array_equal(a, b) for a, b in pairs)
 
     def gradients_equal(self) -> bool:
-        """The rewritten variant's gradients are the hand-written record/replay kernel's."""
+        """The rewritten variant's gradients are the hand-written record/replay kernel's (or the exact ones)."""
+        if self.exact is not None:  # float32 kernels against a float64 reference
+            pairs = zip(self.exact, self.gradients["rewritten"], strict=True)
+            return all(np.allclose(a, b, rtol=1e-4, atol=1e-5) for a, b in pairs)
         pairs = zip(self.gradients["handwritten"], self.gradients["rewritten"], strict=True)
         return all(np.allclose(a, b, rtol=1e-5, atol=1e-6) for a, b in pairs)
 
@@ -191,7 +200,8 @@ def compare_variants(case: Any, size: int, device: str) -> Comparison:
         forward[variant.name] = [v.numpy().copy() for v in arguments.values if isinstance(v, wp.array)]
         gradients[variant.name] = [w.grad.numpy().copy() for w in arguments.wrt]
         tape.reset()
-    return Comparison(forward, gradients, unsupported)
+    exact = case.exact_gradient(arguments) if case.exact_gradient else None
+    return Comparison(forward, gradients, unsupported, exact)
 
 
 # --- compile and rewrite time, in a fresh process -----------------------------------------------------
@@ -355,8 +365,14 @@ def machine() -> dict[str, str]:
 def _measured_values(case: dict[str, Any]) -> list[tuple[str, float]]:
     """(target name, measured value) for every measurement of one case that a target is about."""
     values = []
-    for timing in case["sizes"].values():
-        values += [(name, value) for name, value in timing.get("ratios", {}).items() if name in TARGETS]
+    for size, timing in case["sizes"].items():
+        ratios_ = timing.get("ratios", {})
+        if case.get("exact"):  # the exact path's own targets: its records and work are what exactness costs
+            values += [("exact forward vs original", ratios_["forward vs original"])] if ratios_ else []
+            if ratios_ and size == EXACT_SIZE:
+                values.append(("exact backward vs hand-written at 1e6", ratios_["backward vs hand-written"]))
+            continue
+        values += [(name, value) for name, value in ratios_.items() if name in TARGETS]
         record = timing["record_bytes_per_thread"]
         if "rewritten" in record:
             values.append(("record bytes vs hand-written", record["rewritten"] / max(record["handwritten"], 1e-9)))
@@ -499,7 +515,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     results: dict[str, Any] = {"machine": machine(), "device": device, "repeats": repeats, "cases": {}}
     compile_results = {} if options.no_compile else measure_compile([c.name for c in cases], device)
     for case in cases:
-        entry: dict[str, Any] = {"description": case.description, "sizes": {}}
+        entry: dict[str, Any] = {"description": case.description, "sizes": {}, "exact": bool(case.exact_gradient)}
         _, unsupported = variants_of(case)
         if unsupported:
             entry["unsupported"] = unsupported

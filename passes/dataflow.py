@@ -1,8 +1,9 @@
 """Where a kernel's values come from: which kernel arguments flow into an expression.
 
-Used for two questions: which argument an atomic's target array is (so the launch can allocate records
-of its dtype), and whether a consumed floating-point return depends on anything that may carry a
-gradient (treating the recorded value as a constant is exact only when it does not).
+Used for three questions: which argument an atomic's target array is (so the launch can allocate records
+of its dtype), whether a consumed floating-point return depends on anything that may carry a gradient
+(treating the recorded value as a constant is exact only when it does not), and how long a chain of exact
+float returns feeding other exact atomics' operands can be (``exact_chain_links``).
 """
 
 from __future__ import annotations
@@ -166,3 +167,33 @@ def gradient_sources(
             for array in stored_arrays(node):
                 note_write(array, [node.value])
     return {node: frozenset({path}) | written.get(path, frozenset()) for node, path in targets.items()}
+
+
+def exact_chain_links(
+    func: ast.FunctionDef, params: list[str], names: WarpNames, calls: list[AtomicCall], targets: list[str]
+) -> int | None:
+    """The most links in a chain of exact float returns feeding operands of exact atomics (``calls``, on argument
+    paths ``targets``, one each): 0 when no return feeds an operand. None when a chain can lead back to a target
+    it started from: each link then runs through earlier operations on that target, so its length depends on
+    the data.
+    """
+    deps = _Dependencies(func, params, names)
+    feeds: dict[str, set[str]] = {target: set() for target in targets}  # target -> targets whose returns feed it
+    for call, target in zip(calls, targets, strict=True):
+        sources = deps._union(call.value_args)
+        # A struct passed whole stands for its fields: "state" feeds whatever "state.acc" holds.
+        feeds[target] |= {t for t in feeds if any(t == s or t.startswith(f"{s}.") for s in sources)}
+    links: dict[str, int] = {}
+
+    def longest(target: str, path: tuple[str, ...]) -> int | None:
+        if target in path:
+            return None
+        if target not in links:
+            lengths = [longest(source, (*path, target)) for source in feeds[target]]
+            if None in lengths:
+                return None
+            links[target] = max((length + 1 for length in lengths), default=0)
+        return links[target]
+
+    lengths = [longest(target, ()) for target in feeds]
+    return None if None in lengths else max(lengths, default=0)

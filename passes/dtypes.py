@@ -15,6 +15,7 @@ from warp._src import types as warp_types
 INT = wp.int32  # the type of int literals, int(x), wp.tid(), and of the records of trip counts and tickets
 BOOL = wp.bool
 INT_TYPES = tuple(warp_types.int_types)
+SHADOW = wp.uint64  # the words of a target's shadow while the record kernel runs (see the runtime's exact_add)
 
 # Python's scalar annotations, as Warp reads them.
 _PYTHON_SCALARS = {int: wp.int32, float: wp.float32, bool: wp.bool}

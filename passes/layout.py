@@ -23,7 +23,6 @@ class RecordParam:
     target: str | None  # argument path of the atomic's target, for records shaped or typed after it
     dtype: Any  # the Warp type of its elements; None: the target's, known only at launch (generic kernels)
     loops: tuple[int, ...] = ()  # loops whose capacities multiply the per-thread record count
-    ndim: int | None = None  # tickets: the target's number of dimensions
     requires_grad: bool = False
 
 
@@ -41,7 +40,7 @@ def record_params(plan: KernelPlan, array_of: Callable[[str], dtypes.ArrayInfo |
             add(s.values, "values", s.target, target.dtype, s.loops)
             add(s.order, "order", s.target, dtypes.INT, s.loops)
             add(s.addresses, "addresses", s.target, dtypes.INT, s.loops)
-            add(s.tickets, "tickets", s.target, dtypes.INT, (), ndim=target.ndim)
+            add(s.shadow, "shadow", s.target, dtypes.SHADOW, ())
             if s.compares:
                 add(s.compares, "compares", s.target, target.dtype, s.loops)
     for loop in plan.loops:

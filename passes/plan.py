@@ -196,13 +196,13 @@ class Site:
     indices: int  # number of index arguments (1 to 4)
     consumed: bool = True
     statement: ast.AugAssign | None = None  # the augmented assignment this site stands for
-    # Exact float returns (see rewrite.exact): the operands, each operation's place in the order of
+    # Exact float returns (see the runtime's exact_add): the operands, each operation's place in the order of
     # operations on its address, the flat address, and (cas) the compare operands.
     values: str = ""
     order: str = ""
     addresses: str = ""
     compares: str = ""
-    tickets: str = ""  # the target's ticket counters, shared by every exact site on the target
+    shadow: str = ""  # the target's shadow (values and tickets), shared by every exact site on the target
 
     @property
     def exact(self) -> bool:
@@ -242,16 +242,16 @@ class FunctionPlan:
     def record_params(self) -> list[str]:
         """Record arrays this function and its clones use, in a stable order."""
         names = []
-        tickets = []
+        shadows = []
         for plan in self.walk():
             for site in plan.sites:
                 names += site.record_names()
-                if site.tickets and site.tickets not in tickets:
-                    tickets.append(site.tickets)
+                if site.shadow and site.shadow not in shadows:
+                    shadows.append(site.shadow)
             for loop in plan.loops.values():
                 names += [loop.trips_records] if loop.trips_records else []
                 names += [carried.records for carried in loop.carried_in + loop.carried]
-        return names + tickets
+        return names + shadows
 
 
 @dataclass
@@ -418,7 +418,7 @@ class Planner:
         self.namer = namer
         self.exact_targets = exact_targets
         self.resolve_helper = frontend.resolve_helper
-        self.tickets: dict[str, str] = {}
+        self.shadows: dict[str, str] = {}
         self._analyses = {} if analyses is None else analyses
         self._consuming: dict[int, bool] = {}
         self.loop_ids = itertools.count()
@@ -649,7 +649,7 @@ class Planner:
             stored = [path for array in memory.stored_arrays(node) if (path := kernel_path(array)) in self.written]
             if stored and not isinstance(node, ast.AugAssign):
                 plan.stores[node] = stored[0]
-        self._check_exact_writes(unit, paths, unit_params, aliases)
+        self._check_exact_accesses(unit, paths, unit_params, aliases)
         self._check_builtin_reads(unit, kernel_path)
         helper_calls = self._helper_calls(unit, [c for c in atomics if c.consumed], kernel_path)
 
@@ -692,13 +692,6 @@ class Planner:
             self.sites.append(site)
 
         for node, path in reads:
-            if path in self.exact_targets:
-                raise Refusal(
-                    unit,
-                    node,
-                    f"a plain read of '{path}', whose float atomic returns need exact gradients",
-                    "Use the value the atomic returns instead, or rewrite with detach_returns=True",
-                )
             loops = outer + tuple(plan.loops[loop].id for loop in _enclosing(node, parents, unit.tree))
             records = self.namer.fresh(f"{path.replace('.', '_')}_reads")
             location, in_helper = unit.location(node), unit is not self.kernel
@@ -735,15 +728,26 @@ class Planner:
         )
         if call.op == "cas":
             site.compares = fresh(f"{base}_compares")
-        if site.target not in self.tickets:
-            self.tickets[site.target] = fresh(site.target.replace(".", "_") + "_tickets")
-        site.tickets = self.tickets[site.target]
+        if site.target not in self.shadows:
+            self.shadows[site.target] = fresh(site.target.replace(".", "_") + "_shadow")
+        site.shadow = self.shadows[site.target]
 
-    def _check_exact_writes(self, unit: Unit, paths: dict, unit_params: list[str], aliases: dict) -> None:
-        """Exact float returns need every write into their target to be an atomic the rewrite records."""
+    def _check_exact_accesses(self, unit: Unit, paths: dict, unit_params: list[str], aliases: dict) -> None:
+        """Exact float returns need every access to their target to be an atomic the rewrite records: while the
+        record kernel runs, the target's values live in a shadow only those atomics see."""
         if not self.exact_targets:
             return
         for node in walk(unit.tree):
+            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+                path = self._kernel_path(argument_path(node, unit_params, aliases), paths)
+                if path in self.exact_targets and self._reads_element(node, path, aliases):
+                    raise Refusal(
+                        unit,
+                        node,
+                        f"a plain read of '{path}', whose float atomic returns need exact gradients (while the "
+                        "kernel runs, its values live in a shadow that only its atomics see)",
+                        "Use the values its atomics return, or rewrite with detach_returns=True",
+                    )
             for target in _stored_into(node):
                 path = self._kernel_path(argument_path(target, unit_params, aliases), paths)
                 is_atomic = isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add | ast.Sub)
@@ -765,6 +769,22 @@ class Planner:
                         f"helper '{helper.name}' receives an array whose float atomic returns need exact gradients",
                         "Inline the helper, or rewrite with detach_returns=True",
                     )
+
+    def _reads_element(self, node: ast.Subscript, path: str, aliases: dict[str, ast.expr]) -> bool:
+        """Does ``node`` read an element of the array at ``path`` (as many indices as it has dimensions, through
+        locals bound to views of it), rather than make a view of it?"""
+        indices, expr, seen = 0, node, set()
+        while True:
+            if isinstance(expr, ast.Subscript):
+                indices += len(expr.slice.elts) if isinstance(expr.slice, ast.Tuple) else 1
+                expr = expr.value
+            elif isinstance(expr, ast.Name) and expr.id in aliases and expr.id not in seen:
+                seen.add(expr.id)
+                expr = aliases[expr.id]
+            else:
+                break
+        array = self.frontend.array(path)
+        return array is None or array.ndim is None or indices >= array.ndim
 
     def _opaque_loops(self, unit: Unit, atomics: list[AtomicCall], kernel_path: Callable) -> set[ast.AST]:
         """Outermost loops around a consumed atomic with no differentiable work inside (e.g. a CAS probe).

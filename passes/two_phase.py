@@ -24,10 +24,10 @@ import ast
 import copy
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from warp_rewrite import runtime
-from warp_rewrite.passes import dtypes, templates
+from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import positional_arguments
 from warp_rewrite.passes.layout import RecordParam
 from warp_rewrite.passes.plan import FunctionPlan, KernelPlan, Loop, Site, needs_forward_twin
@@ -65,9 +65,7 @@ class KernelNames:
     launch_shape: str
     coords: tuple[str, ...]  # one per launch dimension the kernel's own wp.tid() unpacks (1 to 4)
     trip_capacity: str  # with a loop's id appended: the parameter passing that loop's capacity, where it is one
-    trips_needed: str
-    # (op, number of indices) -> the helper recording such an exact float atomic, defined beside the kernels
-    record_exact: dict[tuple[str, int], str] = field(default_factory=dict)
+    status: str  # the launch's status: the device's checks (see the runtime's ``check``)
 
 
 @dataclass(frozen=True)
@@ -240,20 +238,22 @@ class PhaseWriter(ast.NodeTransformer):
         return ast.Call(stand_in, [call, _expr(site.records), _expr(self.coordinate)], [])
 
     def _exact_site(self, call: ast.Call, site: Site) -> ast.expr:
-        """A float atomic whose returned values get exact gradients (see the runtime's ``ExactBackward``)."""
+        """A float atomic whose returned values get exact gradients (see the runtime's ``exact_add``): recorded
+        through the target's shadow, replayed as its recorded value."""
         coordinate = _expr(self.coordinate)
         if self.forward:
             self.kept_calls.add(id(call))
-            names = [site.tickets, site.records, site.values, site.order, site.addresses]
+            target, *indices, value = positional_arguments(call)
+            address = ast.Call(self._runtime("flat_index"), [target, *indices[: site.indices]], [])
+            operands = [address, *indices[site.indices :], value]  # atomic_cas: the compare operand first
+            names = [site.shadow, site.records, site.values, site.order, site.addresses]
             names += [site.compares] if site.compares else []
-            helper = self.settings.names.record_exact[site.op, site.indices]
-            arguments = positional_arguments(call)
-            return ast.Call(_expr(helper), [*arguments, *(_expr(n) for n in names), coordinate], [])
+            arguments = [*operands, *(_expr(n) for n in names), coordinate]
+            return ast.Call(self._runtime(f"exact_{site.op}"), arguments, [])
         if self.phase == REPLAY_FORWARD:
             return _expr(f"{site.records}[{self.coordinate}]")
-        value = positional_arguments(call)[-1]
-        stand_in = self._runtime("exact_returned")
-        return ast.Call(stand_in, [value, _expr(site.values), _expr(site.records), coordinate], [])
+        arguments = [positional_arguments(call)[-1], _expr(site.values), _expr(site.records), coordinate]
+        return ast.Call(self._runtime("exact_returned"), arguments, [])
 
     def _drops(self, stmt: ast.stmt) -> bool:
         """Does this phase leave out a write into memory: an atomic whose value is discarded, or a store?"""
@@ -349,8 +349,8 @@ class PhaseWriter(ast.NodeTransformer):
         that counts trips passes a capacity of 0, so there every execution reports.
         """
         capacity = self.settings.capacities[loop.id]
-        report = f"{self.settings.module.warp}.atomic_max({self.settings.names.trips_needed}, {loop.id}, {trips})"
-        return _stmt(f"if {trips} > {capacity}:\n    {report}")
+        report = self.settings.module.runtime_function("report_trips")
+        return _stmt(f"if {trips} > {capacity}:\n    {report}({self.settings.names.status}, {loop.id}, {trips})")
 
     def _opaque(self, node: ast.For | ast.While, loop: Loop) -> list[ast.stmt]:
         """Record: the loop as it is (count: without the writes it leaves out), then the ints it hands on. Replay:
@@ -475,8 +475,8 @@ def _decorator(warp: str, kind: str, options: dict) -> ast.expr:
 def record_annotation(record: RecordParam, module: ModuleNames) -> str:
     """``wp.array(dtype=wp.float32)``; the runtime's ``Any`` where the dtype is only known at launch."""
     generic = module.runtime_function("Any")
-    if record.kind == "tickets":
-        return f"{module.warp}.array(dtype={module.warp}.int32, ndim={record.ndim})" if record.ndim else generic
+    if record.kind in ("shadow", "order"):  # (target elements, words) and (operations, components)
+        return f"{module.warp}.array2d(dtype={module.warp}.{'uint64' if record.kind == 'shadow' else 'int32'})"
     dtype = dtypes.source(record.dtype, module.warp) if record.dtype is not None else None
     return f"{module.warp}.array(dtype={dtype or generic})"
 
@@ -517,14 +517,19 @@ def trip_capacities(loops: list[Loop], names: KernelNames, max_records: int | No
     return capacities
 
 
-def trip_parameters(loops: list[Loop], phase: str, names: KernelNames, max_records: int | None) -> tuple[str, ...]:
-    """The trip parameters of the phase's functions: the capacities a launch passes, then (record phase, loops
-    of unknown length) the array where executions report trips beyond their capacity. The replay needs no
-    counts: a launch whose loops outgrew their records is refused before its backward can run."""
-    rewritten = [loop for loop in loops if not loop.opaque]
+def has_status(plan: KernelPlan) -> bool:
+    """Whether the kernels take the launch's status: for loops that may outgrow their records (the record kernel
+    reports their trips) and exact float returns (the exact backward's checks). The replay kernel, and the exact
+    backward, do nothing in a launch its status refuses."""
+    return any(loop.needs_room for loop in plan.loops) or any(site.exact for site in plan.sites)
+
+
+def trip_parameters(plan: KernelPlan, names: KernelNames, max_records: int | None) -> tuple[str, ...]:
+    """The parameters every function of both phases takes and passes on: the capacities a launch passes, then
+    the launch's status, where it has one (``has_status``)."""
+    rewritten = [loop for loop in plan.loops if not loop.opaque]
     parameters = [f"{names.trip_capacity}{loop.id}" for loop in rewritten if compiled_room(loop, max_records) is None]
-    counted = any(loop.needs_room for loop in loops)
-    return (*parameters, names.trips_needed) if phase in (RECORD, COUNT) and counted else tuple(parameters)
+    return (*parameters, names.status) if has_status(plan) else tuple(parameters)
 
 
 def phase_function(
@@ -543,13 +548,15 @@ def phase_function(
     w = module.warp
     params = [(name, record_annotation(records[name], module)) for name in plan.record_params()]
     for name in settings.trip_args:
-        params.append((name, f"{w}.array(dtype={w}.int32)" if name == names.trips_needed else "int"))
+        params.append((name, f"{w}.array(dtype={w}.int32)" if name == names.status else "int"))
     if is_kernel:
         function.decorator_list = [_decorator(w, "kernel", options)]
         if len(names.coords) > 1:  # see thread_index_prologue
             params.append((names.launch_shape, f"{w}.vec4i"))
         _add_params(function, params)
         prologue = thread_index_prologue(names, w)
+        if settings.phase == REPLAY and names.status in settings.trip_args:  # a refused launch has no gradients
+            prologue.append(_stmt(f"if {module.runtime_function('refused')}({names.status}):\n    return"))
         at = 0 if ast.get_docstring(function) is None else 1
         function.body = [*function.body[:at], *prologue, *function.body[at:]]
     else:
@@ -652,7 +659,7 @@ def phase_functions(
         names,
         int_paths,
         capacities=trip_capacities(plan.loops, names, max_records),
-        trip_args=trip_parameters(plan.loops, phase, names, max_records),  # a forward twin's are its replay's
+        trip_args=trip_parameters(plan, names, max_records),
         may_outgrow=frozenset(loop.id for loop in plan.loops if loop.needs_room),
         readers=readers,
         dropped=plan.written - plan.copied if phase == COUNT else frozenset(),
@@ -665,18 +672,3 @@ def phase_functions(
             twin = _pruned(phase_function(clone, dataclasses.replace(settings, phase=REPLAY_FORWARD), records))
             functions += [twin, _replay_registration(twin, functions[-1].name, module.warp)]
     return [*functions, tidy(phase_function(plan.root, settings, records, options))]
-
-
-def record_exact_name(op: str, indices: int) -> str:
-    """The usual name of the helper recording ``wp.atomic_<op>`` with ``indices`` indices for exact returns."""
-    return f"record_exact_{op}" + (f"_{indices}d" if indices > 1 else "")
-
-
-def exact_recorders(names: KernelNames, module: ModuleNames) -> list[ast.FunctionDef]:
-    """The helpers recording the kernel's exact float atomics, defined beside its phases."""
-    recorders = []
-    for (op, indices), name in sorted(names.record_exact.items()):
-        recorder = templates.instantiate_record_exact(op, indices, name, module.warp, module.runtime_function("Any"))
-        recorder.decorator_list = [_expr(f"{module.warp}.func")]
-        recorders.append(recorder)
-    return recorders

@@ -203,7 +203,8 @@ def write_runtime(directory: Path) -> Path:
 
 
 def _python_files(paths: list[str]) -> Iterator[tuple[Path, str]]:
-    """Every ``.py`` file named or under a named folder (skipping hidden folders and caches), sorted."""
+    """Every ``.py`` file named or under a named folder, sorted; in folders, skipping hidden folders, caches and
+    the runtime copies ``write_runtime`` puts there (its atomics' returns are the tool's own, never differentiated)."""
     for name in paths:
         path = Path(name)
         if not path.exists():
@@ -213,7 +214,8 @@ def _python_files(paths: list[str]) -> Iterator[tuple[Path, str]]:
             continue
         for file in sorted(path.rglob("*.py")):
             relative = file.relative_to(path).parts
-            if not any(part.startswith(".") or part == "__pycache__" for part in relative[:-1]):
+            skipped = any(part.startswith(".") or part == "__pycache__" for part in relative[:-1])
+            if not skipped and file.name != RUNTIME_FILE:
                 yield file, str(file)
 
 

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from warp_rewrite.passes.atomics import AtomicCall
+from warp_rewrite.passes.dataflow import exact_chain_links
 from warp_rewrite.passes.layout import RecordParam, check_replay_twins, record_params, site_gradient_sources
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.plan import Frontend as PlanFrontend
@@ -31,10 +33,8 @@ from warp_rewrite.passes.two_phase import (
     KernelNames,
     ModuleNames,
     compiled_room,
-    exact_recorders,
     launch_arity,
     phase_functions,
-    record_exact_name,
 )
 from warp_rewrite.printing import unparse_wrapped
 from warp_rewrite.runtime import ExactRecords, KernelSpec, LoopSpec, RecordSpec, RewriteError, SiteSpec
@@ -66,7 +66,7 @@ class GeneratedKernel:
     """What the pipeline makes of one kernel."""
 
     kernel: str  # the kernel's name
-    source: str  # the generated definitions: exact recorders, then each phase's clones and kernel
+    source: str  # the generated definitions: each phase's clones and kernel
     definitions: list[str]  # their names, in order
     record_kernel: str
     replay_kernel: str
@@ -116,15 +116,13 @@ def plan(rewrite: Rewrite) -> None:
         namer = Namer.for_tree(ast.Module([f.unit.tree for f in result.root.walk()], []), frontend.taken)
         result = Planner(frontend, namer, exact, analyses).plan()
     rewrite.plan = result
-    exact_kinds = sorted({(s.op, s.indices) for s in result.sites if s.exact})
     rewrite.names = KernelNames(
         thread=namer.fresh("thread"),
         coordinate=namer.fresh("coordinate"),
         launch_shape=namer.fresh("launch_shape"),
         coords=tuple(namer.fresh(f"coord{i}") for i in range(launch_arity(kernel.tree))),
         trip_capacity=namer.fresh_base("trip_capacity", tuple(str(loop.id) for loop in result.loops)),
-        trips_needed=namer.fresh("trips_needed"),
-        record_exact={(op, n): namer.fresh(record_exact_name(op, n)) for op, n in exact_kinds},
+        status=namer.fresh("status"),
     )
     room_needed = any(loop.needs_room for loop in result.loops)
     rewrite.max_records = rewrite.options.max_records if room_needed else None  # nothing to compile it into
@@ -140,13 +138,12 @@ def layout(rewrite: Rewrite) -> None:
 
 
 def record_phase(rewrite: Rewrite) -> None:
-    """The record kernel and its cloned helpers, after the helpers recording exact float atomics
-    (``passes.two_phase``)."""
+    """The record kernel and its cloned helpers (``passes.two_phase``)."""
     frontend = rewrite.frontend
     options = {**frontend.placement, **frontend.options, "enable_backward": False}
     functions = phase_functions(rewrite.plan, RECORD, frontend.module, rewrite.names, rewrite.records,
                                 rewrite.int_paths, options, rewrite.max_records)  # fmt: skip
-    rewrite.functions = [*exact_recorders(rewrite.names, frontend.module), *functions]
+    rewrite.functions = functions
     rewrite.record_kernel = functions[-1].name
 
 
@@ -216,7 +213,31 @@ def launch_spec(rewrite: Rewrite) -> None:
         tuple(records),
         tuple(loops),
         len(rewrite.names.coords),
+        exact_rounds(rewrite, params),
     )
+
+
+def exact_rounds(rewrite: Rewrite, params: list[str]) -> int | None:
+    """The adjoint launches of the replay kernel the exact backward makes: one reaching the inputs, plus one per
+    link of the longest chain of exact returns feeding exact operands (``passes.dataflow.exact_chain_links``).
+    None: found by the backward, on the host (a chain that can feed back into its own target, or runs through a
+    helper); 0: no exact returns."""
+    frontend, exact = rewrite.frontend, [s for s in rewrite.plan.sites if s.exact]
+    if not exact:
+        return 0
+    kernel = frontend.kernel
+    calls = [AtomicCall(s.node, s.op, s.consumed) for s in exact]
+    through_helpers = any(s.in_helper for s in exact) or any(
+        frontend.resolve_helper(kernel, node) is not None
+        for call in calls
+        for arg in call.value_args
+        for node in walk(arg)
+        if isinstance(node, ast.Call)
+    )
+    if through_helpers:
+        return None
+    links = exact_chain_links(kernel.tree, params, frontend.warp_names(kernel), calls, [s.target for s in exact])
+    return None if links is None else links + 1
 
 
 STAGES: tuple[tuple[str, Callable[[Rewrite], None]], ...] = (

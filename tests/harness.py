@@ -104,7 +104,9 @@ def tape_gradients(case: Case) -> dict[int, np.ndarray]:
 
     The program runs three times on the same arrays, restored in place in between, so that the later runs
     take the launches prepared by the first (``warp_rewrite.runtime.PreparedLaunch``): the second while the
-    first tape still holds its records, the third after both tapes are gone. All three must agree exactly.
+    first tape still holds its records, the third after both tapes are gone. All three must agree exactly, and
+    so must a second backward on the first tape after zeroing only the arguments' gradients (what
+    ``wp.autograd.jacobian`` does): no hidden state may survive a backward pass.
     """
     args = case.make_args()
     arrays = [array for _, array in argument_arrays(range(len(args)), args)]  # struct fields included
@@ -124,6 +126,14 @@ def tape_gradients(case: Case) -> dict[int, np.ndarray]:
         for i, value in arrays_of(args).items():
             np.testing.assert_array_equal(value, after_forward[i], err_msg=f"backward changed argument {i}")
         runs.append((after_forward, {i: args[i].grad.numpy().copy() for i in case.wrt}))
+        if repeat == 0:  # backward again on the same tape, after zeroing only the arguments' own gradients
+            for array in arrays:
+                if array.grad is not None:
+                    array.grad.zero_()
+            tape.backward(grads={args[i]: wp.array(w, dtype=args[i].dtype, device="cpu") for i, w in weights.items()})
+            for i, expected in runs[0][1].items():
+                np.testing.assert_array_equal(args[i].grad.numpy(), expected, err_msg=f"gradient of argument {i} "
+                                              "differs in a second backward pass on the same tape")  # fmt: skip
         held[:] = [tape] if repeat == 0 else []
         del tape
     for later in runs[1:]:

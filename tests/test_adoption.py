@@ -149,7 +149,7 @@ def test_a_short_repr_and_a_log_line_per_rewritten_kernel(monkeypatch):
     assert repr(wp_rewrite(compact)) == "<RewrittenKernel 'compact': 1 site, record+replay>"
 
     @wp.kernel
-    def logged(count: wp.array(dtype=wp.int32), out: wp.array(dtype=wp.float64)):
+    def logged(count: wp.array(dtype=wp.int32), out: wp.array(dtype=wp.float32)):
         out[wp.atomic_add(count, 0, 1)] = 1.0
 
     lines = io.StringIO()

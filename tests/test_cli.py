@@ -275,10 +275,11 @@ def test_without_a_tape_the_original_kernel_runs(emitted):
 
 
 def test_explicit_max_records_and_a_too_small_one(emitted):
-    """A launch function takes max_records per launch: the kernels take the room as an argument (the replay
-    no trip counter), where wp_rewrite(kernel, max_records=N) compiles it in."""
+    """A launch function takes max_records per launch: the kernels take the room as an argument, then the
+    launch's status, where wp_rewrite(kernel, max_records=N) compiles it in."""
     replay_params = [arg.label for arg in emitted.emit_particles_replay.adj.args]
-    assert replay_params[-1] == "trip_capacity0" and not any(p.startswith("trips_needed") for p in replay_params)
+    record_params = [arg.label for arg in emitted.emit_particles_record.adj.args]
+    assert replay_params[-2:] == ["trip_capacity0", "status"] and record_params == replay_params
 
     def program(args, launcher):
         if launcher is harness.launch_original:

@@ -143,15 +143,15 @@ def test_probe_loop_keeps_only_the_final_slot():
 
 
 def test_explicit_max_records_is_compiled_in_and_matches():
-    """The room is a constant of both kernels (no dry run, no capacity argument) and the replay takes no trip
-    counter; forward and gradients are those of the original."""
+    """The room is a constant of both kernels (no dry run, no capacity argument); both take the launch's status
+    last; forward and gradients are those of the original."""
     rewritten = wp_rewrite(emit_particles, max_records=3)
     assert rewritten is wp_rewrite(emit_particles, max_records=3)
     assert "coordinate0 = thread * 3 + wp.int32(k)" in rewritten.source
     assert rewritten.record_kernel.module.name.endswith(".max_records3")
     record_params = [arg.label for arg in rewritten.record_kernel.adj.args]
     replay_params = [arg.label for arg in rewritten.replay_kernel.adj.args]
-    assert record_params[-1] == "trips_needed" and replay_params == record_params[:-1]
+    assert record_params[-1] == "status" and replay_params == record_params
     assert rewritten.record_kernel is not wp_rewrite(emit_particles, max_records=4).record_kernel
     check(Case(emit_particles, N, lambda: [i32(COUNTS), f64(X, True), i32([0]), zeros(9)], [3], [1], max_records=3))
 

@@ -33,7 +33,7 @@ NAMES = KernelNames(
     launch_shape="launch_shape",
     coords=("c0",),
     trip_capacity="trip_capacity",
-    trips_needed="trips_needed",
+    status="status",
 )
 PROLOGUE = ["thread = wp.tid()"]
 COMPACTION = """
@@ -248,14 +248,14 @@ def test_dynamic_loop_gets_a_coordinate_and_counts_its_trips():
         @wp.kernel
         def emit_record(n: wp.array[int], count: wp.array[int], out: wp.array[float],
                         atomic_add_records: wp.array(dtype=wp.int32), trip_capacity0: int,
-                        trips_needed: wp.array(dtype=wp.int32)):
+                        status: wp.array(dtype=wp.int32)):
             PROLOGUE
             tid = wp.tid()
             start0 = 0
             stop0 = n[tid]
             step0 = 1
             if rt.range_length(start0, stop0, step0) > trip_capacity0:
-                wp.atomic_max(trips_needed, 0, rt.range_length(start0, stop0, step0))
+                rt.report_trips(status, 0, rt.range_length(start0, stop0, step0))
             for k in range(start0, stop0, step0):
                 coordinate0 = thread * trip_capacity0 + wp.int32(k)
                 out[rt.record_if_room(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)] = 1.0
@@ -264,21 +264,22 @@ def test_dynamic_loop_gets_a_coordinate_and_counts_its_trips():
 
 
 def test_a_fixed_max_records_is_compiled_in_and_the_replay_takes_no_trip_arguments():
-    """The record kernel still counts trips beyond the room; the replay has nothing but the records to read."""
+    """The record kernel still reports trips beyond the room into the launch's status; the replay reads the records
+    and, to leave a refused launch's gradients alone, the status."""
     record, replay = (generated(plan_of(EMIT), phase, max_records=4) for phase in (RECORD, REPLAY))
     same_code(
         record,
         """
         @wp.kernel
         def emit_record(n: wp.array[int], count: wp.array[int], out: wp.array[float],
-                        atomic_add_records: wp.array(dtype=wp.int32), trips_needed: wp.array(dtype=wp.int32)):
+                        atomic_add_records: wp.array(dtype=wp.int32), status: wp.array(dtype=wp.int32)):
             PROLOGUE
             tid = wp.tid()
             start0 = 0
             stop0 = n[tid]
             step0 = 1
             if rt.range_length(start0, stop0, step0) > 4:
-                wp.atomic_max(trips_needed, 0, rt.range_length(start0, stop0, step0))
+                rt.report_trips(status, 0, rt.range_length(start0, stop0, step0))
             for k in range(start0, stop0, step0):
                 coordinate0 = thread * 4 + wp.int32(k)
                 out[rt.record_if_room(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)] = 1.0
@@ -289,8 +290,10 @@ def test_a_fixed_max_records_is_compiled_in_and_the_replay_takes_no_trip_argumen
         """
         @wp.kernel
         def emit_replay(n: wp.array[int], count: wp.array[int], out: wp.array[float],
-                        atomic_add_records: wp.array(dtype=wp.int32)):
+                        atomic_add_records: wp.array(dtype=wp.int32), status: wp.array(dtype=wp.int32)):
             PROLOGUE
+            if rt.refused(status):
+                return
             tid = wp.tid()
             start0 = 0
             stop0 = n[tid]
@@ -311,14 +314,14 @@ def test_the_count_phase_leaves_out_writes_nothing_reads_back_but_keeps_their_ca
         @wp.kernel
         def emit_count(n: wp.array[int], count: wp.array[int], out: wp.array[float],
                        atomic_add_records: wp.array(dtype=wp.int32), trip_capacity0: int,
-                       trips_needed: wp.array(dtype=wp.int32)):
+                       status: wp.array(dtype=wp.int32)):
             PROLOGUE
             tid = wp.tid()
             start0 = 0
             stop0 = n[tid]
             step0 = 1
             if rt.range_length(start0, stop0, step0) > trip_capacity0:
-                wp.atomic_max(trips_needed, 0, rt.range_length(start0, stop0, step0))
+                rt.report_trips(status, 0, rt.range_length(start0, stop0, step0))
             for k in range(start0, stop0, step0):
                 coordinate0 = thread * trip_capacity0 + wp.int32(k)
                 rt.record_if_room(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)
@@ -335,8 +338,10 @@ def test_probe_loop_with_break_replays_recorded_trips_lowers_jumps_and_restores_
         def probe_replay(table: wp.array[int], key: int, n: int, out: wp.array[float],
                          atomic_cas_records: wp.array(dtype=wp.int32), trips0_records: wp.array(dtype=wp.int32),
                          slot_in_loop0: wp.array(dtype=wp.int32), slot_after_loop0: wp.array(dtype=wp.int32),
-                         trip_capacity0: int):
+                         trip_capacity0: int, status: wp.array(dtype=wp.int32)):
             PROLOGUE
+            if rt.refused(status):
+                return
             slot = key % n
             for trips0 in range(trips0_records[thread]):
                 coordinate0 = thread * trip_capacity0 + trips0
@@ -362,7 +367,7 @@ def test_only_stores_inside_a_loop_that_may_outgrow_its_records_check_for_room()
         def probe_record(table: wp.array[int], key: int, n: int, out: wp.array[float],
                          atomic_cas_records: wp.array(dtype=wp.int32), trips0_records: wp.array(dtype=wp.int32),
                          slot_in_loop0: wp.array(dtype=wp.int32), slot_after_loop0: wp.array(dtype=wp.int32),
-                         trip_capacity0: int, trips_needed: wp.array(dtype=wp.int32)):
+                         trip_capacity0: int, status: wp.array(dtype=wp.int32)):
             PROLOGUE
             slot = key % n
             trips0 = int(0)
@@ -375,7 +380,7 @@ def test_only_stores_inside_a_loop_that_may_outgrow_its_records_check_for_room()
                 out[0] += 1.0
                 slot = (slot + 1) % n
             if trips0 > trip_capacity0:
-                wp.atomic_max(trips_needed, 0, trips0)
+                rt.report_trips(status, 0, trips0)
             rt.record_returned(trips0, trips0_records, thread)
             rt.record_returned(slot, slot_after_loop0, thread)
             out[slot] = 1.0
@@ -526,3 +531,54 @@ def test_namer_never_reuses_a_taken_name():
     assert namer.fresh("Any") == "Any_1"
     assert namer.fresh("fresh") == "fresh"
     assert namer.fresh_base("compact") == "compact" and namer.fresh_base("compact") == "compact_1"
+
+
+RUNNING_SUM = """
+    @wp.kernel
+    def running_sum(x: wp.array[float], acc: wp.array2d[float], out: wp.array[float]):
+        tid = wp.tid()
+        before = wp.atomic_add(acc, tid % 2, 0, x[tid])
+        acc[1, 1] += x[tid]
+        out[tid] = before * x[tid]
+"""
+
+
+def test_exact_float_atomics_work_on_the_targets_shadow_and_replay_as_their_recorded_values():
+    """Every atomic on a target with exact float returns, consumed or not, is a runtime call on the target's
+    shadow at the element's flat index; the replay stores each operand (its adjoint's entry point) and reads the
+    returned value back, and returns early in a launch its status refuses."""
+    frontend = frontend_of(RUNNING_SUM)
+    plan = Planner(frontend, Namer.for_tree(frontend.kernel.tree, {"wp"}), frozenset({"acc"})).plan()
+    records = """before_records: wp.array(dtype=wp.float32), before_values: wp.array(dtype=wp.float32),
+                 before_order: wp.array2d(dtype=wp.int32), before_addresses: wp.array(dtype=wp.int32),
+                 atomic_add_records: wp.array(dtype=wp.float32), atomic_add_values: wp.array(dtype=wp.float32),
+                 atomic_add_order: wp.array2d(dtype=wp.int32), atomic_add_addresses: wp.array(dtype=wp.int32),
+                 acc_shadow: wp.array2d(dtype=wp.uint64), status: wp.array(dtype=wp.int32)"""
+    same_code(
+        generated(plan, RECORD),
+        f"""
+        @wp.kernel
+        def running_sum_record(x: wp.array[float], acc: wp.array2d[float], out: wp.array[float], {records}):
+            PROLOGUE
+            tid = wp.tid()
+            before = rt.exact_add(rt.flat_index(acc, tid % 2, 0), x[tid], acc_shadow, before_records, before_values,
+                                  before_order, before_addresses, thread)
+            rt.exact_add(rt.flat_index(acc, 1, 1), x[tid], acc_shadow, atomic_add_records, atomic_add_values,
+                         atomic_add_order, atomic_add_addresses, thread)
+            out[tid] = before * x[tid]
+        """,
+    )
+    same_code(
+        generated(plan, REPLAY),
+        f"""
+        @wp.kernel
+        def running_sum_replay(x: wp.array[float], acc: wp.array2d[float], out: wp.array[float], {records}):
+            PROLOGUE
+            if rt.refused(status):
+                return
+            tid = wp.tid()
+            before = rt.exact_returned(x[tid], before_values, before_records, thread)
+            rt.exact_returned(x[tid], atomic_add_values, atomic_add_records, thread)
+            out[tid] = before * x[tid]
+        """,
+    )

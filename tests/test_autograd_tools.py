@@ -1,0 +1,144 @@
+"""Backward is repeatable (issue 15, item 6): a second ``tape.backward`` after zeroing one's own gradients gives
+the same gradients, and Warp's own checkers (``wp.autograd.jacobian``, ``jacobian_fd``, ``gradcheck``,
+``gradcheck_tape``) pass on functions that launch rewritten kernels, both an int compaction and exact float
+returns. Ground truth: central differences of the original kernels (``launch`` without a tape runs them)."""
+
+import numpy as np
+import pytest
+import warp as wp
+import warp.autograd
+from harness import f64, i32
+
+from warp_rewrite import launch, wp_rewrite
+
+N = 6
+X = np.linspace(0.4, 1.4, N)
+IDX = [0, 1, 0, 1, 0, 1]
+SEED = np.linspace(0.5, 1.5, N)
+
+
+@wp.kernel
+def compact(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    if x[tid] > wp.float64(0.7):
+        slot = wp.atomic_add(count, 0, 1)
+        out[slot] = x[tid] * x[tid] + wp.sin(x[tid])
+
+
+@wp.kernel
+def running_sum(x: wp.array[wp.float64], idx: wp.array[wp.int32], acc: wp.array[wp.float64], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    v = x[tid] * x[tid]
+    prev = wp.atomic_add(acc, idx[tid], v)
+    out[tid] = prev * x[tid]
+
+
+@wp.kernel
+def running_max(
+    x: wp.array[wp.float64], idx: wp.array[wp.int32], peak: wp.array[wp.float64], out: wp.array[wp.float64]
+):
+    tid = wp.tid()
+    before = wp.atomic_max(peak, idx[tid], wp.float64(2.0) * x[tid])
+    out[tid] = before * x[tid] + wp.float64(0.5) * x[tid]
+
+
+def compaction(x, count):
+    out = wp.zeros(N, dtype=wp.float64, device="cpu", requires_grad=True)
+    launch(wp_rewrite(compact), N, inputs=[x, count], outputs=[out], device="cpu")
+    return out
+
+
+def exact_sum(x, acc):
+    out = wp.zeros(N, dtype=wp.float64, device="cpu", requires_grad=True)
+    launch(wp_rewrite(running_sum), N, inputs=[x, i32(IDX), acc], outputs=[out], device="cpu")
+    return out
+
+
+def exact_max(x, peak):
+    out = wp.zeros(N, dtype=wp.float64, device="cpu", requires_grad=True)
+    launch(wp_rewrite(running_max), N, inputs=[x, i32(IDX), peak], outputs=[out], device="cpu")
+    return out
+
+
+FUNCTIONS = {
+    "compaction": (compaction, lambda: [f64(X, True), i32([0])]),
+    "exact_add": (exact_sum, lambda: [f64(X, True), f64([0.5, 0.25], True)]),
+    "exact_max": (exact_max, lambda: [f64(X, True), f64([1.0, 2.5], True)]),
+}
+
+
+def finite_difference_jacobians(name: str, eps: float = 1e-6) -> dict[int, np.ndarray]:
+    """d out / d input for each input requiring grad, by central differences of the original kernel."""
+    function, make = FUNCTIONS[name]
+    jacobians = {}
+    for k, array in enumerate(make()):
+        if not array.requires_grad:
+            continue
+        columns = []
+        for j in range(array.size):
+            outs = []
+            for sign in (1.0, -1.0):
+                inputs = make()
+                inputs[k].numpy().reshape(-1)[j] += sign * eps
+                outs.append(function(*inputs).numpy().copy())  # no tape: the original kernel runs
+            columns.append((outs[0] - outs[1]) / (2 * eps))
+        jacobians[k] = np.stack(columns, axis=1)
+    return jacobians
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_repeated_backward_with_only_your_own_gradients_zeroed(name):
+    function, make = FUNCTIONS[name]
+    inputs = make()
+    tape = wp.Tape()
+    with tape:
+        out = function(*inputs)
+    expected = {k: SEED @ jacobian for k, jacobian in finite_difference_jacobians(name).items()}
+    for _ in range(3):
+        for array in [*inputs, out]:
+            if array.requires_grad:
+                array.grad.zero_()
+        tape.backward(grads={out: wp.array(SEED, dtype=wp.float64, device="cpu")})
+        for k, gradient in expected.items():
+            np.testing.assert_allclose(inputs[k].grad.numpy(), gradient, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_jacobian_and_jacobian_fd_match_finite_differences(name):
+    function, make = FUNCTIONS[name]
+    truth = finite_difference_jacobians(name)
+    jacobians = wp.autograd.jacobian(function, inputs=make())
+    differences = wp.autograd.jacobian_fd(function, inputs=make(), eps=1e-6)
+    for (k, _), jacobian in jacobians.items():
+        np.testing.assert_allclose(jacobian.numpy(), truth[k], rtol=1e-5, atol=1e-7, err_msg=f"jacobian, input {k}")
+        np.testing.assert_allclose(differences[k, 0].numpy(), truth[k], rtol=1e-4, atol=1e-6, err_msg="jacobian_fd")
+    assert set(k for k, _ in jacobians) == set(truth)
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_gradcheck_passes(name):
+    function, make = FUNCTIONS[name]
+    assert wp.autograd.gradcheck(function, inputs=make(), eps=1e-6, atol=1e-6, rtol=1e-4, raise_exception=False,
+                                 show_summary=False)  # fmt: skip
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_gradcheck_tape_checks_the_replay_kernel_against_the_recorded_values(name):
+    """``gradcheck_tape`` checks each kernel launch on the tape on its own: for a rewritten launch that is the
+    replay kernel, whose recorded returned values are inputs like any other (and its Jacobian w.r.t. them is
+    checked). It never runs the exact backward's routing: see the README (Floating-point returns)."""
+    function, make = FUNCTIONS[name]
+    inputs = make()
+    tape = wp.Tape()
+    with tape:
+        out = function(*inputs)
+    before = [array.numpy().copy() for array in [*inputs, out]]
+    assert wp.autograd.gradcheck_tape(tape, eps=1e-6, atol=1e-6, rtol=1e-4, raise_exception=False,
+                                      show_summary=False)  # fmt: skip
+    for array, values in zip([*inputs, out], before, strict=True):
+        np.testing.assert_array_equal(array.numpy(), values)
+    checked = [entry[0].key for entry in tape.launches if not callable(entry)]
+    assert checked == [wp_rewrite(FUNCTIONS_KERNELS[name]).replay_kernel.key]
+
+
+FUNCTIONS_KERNELS = {"compaction": compact, "exact_add": running_sum, "exact_max": running_max}
