@@ -927,6 +927,11 @@ def explain_status(
                 " (found in backward, where this launch's replay had added its local terms to the gradients "
                 "and the rest was left out: this backward pass's gradients are wrong)"
             )
+        elif code == UNSETTLED:
+            withheld = (
+                " (found in backward, after this launch's replay had added its local terms and part of the gradient "
+                "through the returns to the gradients: this backward pass's gradients are wrong)"
+            )
         else:
             withheld = (
                 " (found in backward: none of this launch's gradients were written, so this backward "
@@ -1754,10 +1759,13 @@ class ExactTarget:
         if self.columns is not None or self.count == 0:
             return
         n, size, device, shadow = self.count, self.array.size, self.device, self.shadow
-        self.info = wp.empty(n, dtype=wp.int32, device=device)  # site index * 8 + op code, per op
-        for part in self.sites:
-            if part.count:
-                self.info[part.offset : part.offset + part.count].fill_(part.index * 8 + _OP_CODES[part.site.op])
+        # Per site, in record order: where its records end, and its index * 8 + op code (see ``_site_info``).
+        ends = wp.empty(len(self.sites), dtype=wp.int32, device=device)
+        codes = wp.empty(len(self.sites), dtype=wp.int32, device=device)
+        for i, part in enumerate(self.sites):  # filled on the device: no upload from the host
+            ends[i : i + 1].fill_(part.offset + part.count)
+            codes[i : i + 1].fill_(part.index * 8 + _OP_CODES[part.site.op])
+        self.info = (ends, codes)
         returned, operands, compares = self.record_views()
         # The operands the forward used, copied by the placement: the replay kernel stores the ones it recomputes
         # over the records, and ``route`` compares the two.
@@ -1772,14 +1780,14 @@ class ExactTarget:
             wp.utils.array_scan(counts, offsets, inclusive=False)
             column = OrderColumn(counts, offsets, wp.full(n, -1, dtype=wp.int32, device=device),
                                  wp.empty(n, dtype=wp.int32, device=device))  # fmt: skip
-            inputs = [status, c, self.order, self.addresses, self.info, counts, offsets, returned, operands, compares,
+            inputs = [status, c, self.order, self.addresses, *self.info, counts, offsets, returned, operands, compares,
                       shadow.words, shadow.bits_column(c), records_view(self.recorded), column.perm, column.positions,
                       links]  # fmt: skip
             _run(_place_ops, n, inputs=inputs, device=device)
-            _run(_check_chain, n, inputs=[status, column.perm, counts, offsets, self.info, links], device=device)
+            _run(_check_chain, n, inputs=[status, column.perm, counts, offsets, *self.info, links], device=device)
             if self.kind == HOLD:
                 stored = wp.empty(n, dtype=wp.int32, device=device)
-                inputs = [c, column.perm, self.info, returned, operands, compares, stored]
+                inputs = [c, column.perm, *self.info, returned, operands, compares, stored]
                 _run(_stored, n, inputs=inputs, device=device)
                 column.ranks = wp.empty(n, dtype=wp.int32, device=device)
                 wp.utils.array_scan(stored, column.ranks, inclusive=True)
@@ -1811,7 +1819,7 @@ class ExactTarget:
                 sums.append(wp.empty(n, dtype=wp.float64, device=device))
                 check = int(first_round and c == 0)
                 inputs = [gate, check, c, column.positions, adjoint, records_view(self.recorded),
-                          records_view(self.operands), self.info, sums[c]]  # fmt: skip
+                          records_view(self.operands), *self.info, sums[c]]  # fmt: skip
                 _run(_gather_sums, n, inputs=inputs, device=device)
             for c, column in enumerate(self.columns):
                 wp.utils.array_scan(sums[c], sums[c], inclusive=True)
@@ -1819,11 +1827,11 @@ class ExactTarget:
                 after = wp.empty(size, dtype=wp.float64, device=device)  # per address: the adjoints after its ops
                 inputs = [gate, column.counts, column.offsets, sums[c], with_finals, grad, with_grad, after]
                 _run(_route_addresses, size, inputs=inputs, device=device)
-                inputs = [gate, c, column.positions, self.addresses, self.info, sums[c], after, seeds_view, seeding]
+                inputs = [gate, c, column.positions, self.addresses, *self.info, sums[c], after, seeds_view, seeding]
                 _run(_route_sums, n, inputs=inputs, device=device)
             return
         if first_round:  # the replay stored the operands it recomputed over the recorded ones: are they the same?
-            inputs = [gate, self.order, self.info, records_view(self.recorded), records_view(self.operands)]
+            inputs = [gate, self.order, *self.info, records_view(self.recorded), records_view(self.operands)]
             _run(_check_recomputed, (n, self.shadow.components), inputs=inputs, device=device)
         finals = self.finals() if with_finals else None  # taken before the routing adds into the same gradient
         extras = wp.zeros((n, self.shadow.components), dtype=wp.float64, device=device)
@@ -1909,6 +1917,12 @@ class ExactBackward:
                 records = part.site.exact
                 special[id(target.named[records.values])] = part.rows(seeds[id(target)])
                 special[id(target.named[records.returned])] = part.rows(collected[id(target)])
+        # An array the launch never writes only gathers adjoints (its adjoint is never read back as a seed): its own
+        # gradient takes them, with no scratch to zero and add in afterwards.
+        arguments = [*self.inputs, *self.outputs][: len(self.spec.parameters)]  # the kernel's own, then records
+        for path, value in zip(self.spec.parameters, arguments, strict=True):
+            if isinstance(value, wp.array) and value.grad is not None and path not in self.spec.written:
+                special.setdefault(id(value), value.grad if is_float_dtype(value.dtype) else None)
 
         def adjoint_of(value: Any) -> Any:
             if id(value) in special:
@@ -1983,6 +1997,16 @@ def _stores(op: int, old: Any, operand: Any, compare: Any) -> bool:
 
 
 @wp.func
+def _site_info(k: int, site_ends: wp.array(dtype=wp.int32), site_codes: wp.array(dtype=wp.int32)) -> int:
+    """The index * 8 + op code of the site whose records hold op ``k`` (a target has a few sites: a per-op array
+    would cost a pass and a read per op)."""
+    s = int(0)
+    while s < site_ends.shape[0] - 1 and k >= site_ends[s]:
+        s += 1
+    return site_codes[s]
+
+
+@wp.func
 def _holder(position: int, first: int, ranks: wp.array(dtype=wp.int32), by_rank: wp.array(dtype=wp.int32)) -> int:
     """The position of the last op at or before ``position`` on its address that stored its operand (-1: none, the
     address still held its initial value there)."""
@@ -2025,7 +2049,8 @@ def _place_ops(
     column: int,
     order: wp.array2d(dtype=wp.int32),
     addresses: wp.array(dtype=wp.int32),
-    info: wp.array(dtype=wp.int32),
+    site_ends: wp.array(dtype=wp.int32),
+    site_codes: wp.array(dtype=wp.int32),
     counts: wp.array(dtype=wp.int32),
     offsets: wp.array(dtype=wp.int32),
     returned: wp.array2d(dtype=Any),
@@ -2054,7 +2079,8 @@ def _place_ops(
     operand = operands[k, column]
     recorded[k, column] = operand
     a = addresses[k]
-    site = info[k] // 8
+    code = _site_info(k, site_ends, site_codes)
+    site = code // 8
     count = counts[a]
     if ticket >= count:
         refuse(status, _ORDER, site)
@@ -2068,7 +2094,7 @@ def _place_ops(
         return
     positions[k] = p
     old = returned[k, column]
-    result = _combine(info[k] % 8, old, operand, compares[k, column])
+    result = _combine(code % 8, old, operand, compares[k, column])
     links[p, 0] = old
     if ticket == 0:
         links[p, 1] = old  # the first op on an address follows from nothing: its place compares equal
@@ -2084,7 +2110,8 @@ def _check_chain(
     perm: wp.array(dtype=wp.int32),
     counts: wp.array(dtype=wp.int32),
     offsets: wp.array(dtype=wp.int32),
-    info: wp.array(dtype=wp.int32),
+    site_ends: wp.array(dtype=wp.int32),
+    site_codes: wp.array(dtype=wp.int32),
     links: wp.array2d(dtype=Any),
 ):
     """Every place the tickets count holds an op (and they count no more ops than were recorded), and each op
@@ -2104,28 +2131,30 @@ def _check_chain(
     if k < 0:
         refuse(status, _MISSING, -1)
     elif (p == 0 or perm[p - 1] >= 0) and not _same(links[p, 1], links[p, 0]):  # (after an empty place: reported)
-        refuse(status, _CHAIN, info[k] // 8)
+        refuse(status, _CHAIN, _site_info(k, site_ends, site_codes) // 8)
 
 
 @wp.kernel
 def _check_recomputed(
     status: wp.array(dtype=wp.int32),
     order: wp.array2d(dtype=wp.int32),
-    info: wp.array(dtype=wp.int32),
+    site_ends: wp.array(dtype=wp.int32),
+    site_codes: wp.array(dtype=wp.int32),
     recorded: wp.array2d(dtype=Any),
     recomputed: wp.array2d(dtype=Any),
 ):
     """exch/max/min/cas: every operand the replay kernel recomputed is the one the forward used."""
     k, c = wp.tid()
     if order[k, c] >= 0 and not refused(status) and not _same(recorded[k, c], recomputed[k, c]):
-        refuse(status, _REPLAY_DIFFERS, info[k] // 8)
+        refuse(status, _REPLAY_DIFFERS, _site_info(k, site_ends, site_codes) // 8)
 
 
 @wp.kernel
 def _stored(
     column: int,
     perm: wp.array(dtype=wp.int32),
-    info: wp.array(dtype=wp.int32),
+    site_ends: wp.array(dtype=wp.int32),
+    site_codes: wp.array(dtype=wp.int32),
     returned: wp.array2d(dtype=Any),
     operands: wp.array2d(dtype=Any),
     compares: wp.array2d(dtype=Any),
@@ -2134,8 +2163,10 @@ def _stored(
     p = wp.tid()
     k = perm[p]
     stored[p] = 0
-    if k >= 0 and _stores(info[k] % 8, returned[k, column], operands[k, column], compares[k, column]):
-        stored[p] = 1
+    if k >= 0:
+        op = _site_info(k, site_ends, site_codes) % 8
+        if _stores(op, returned[k, column], operands[k, column], compares[k, column]):
+            stored[p] = 1
 
 
 @wp.kernel
@@ -2163,7 +2194,8 @@ def _gather_sums(
     adjoint: wp.array2d(dtype=Any),
     recorded: wp.array2d(dtype=Any),
     recomputed: wp.array2d(dtype=Any),
-    info: wp.array(dtype=wp.int32),
+    site_ends: wp.array(dtype=wp.int32),
+    site_codes: wp.array(dtype=wp.int32),
     sums: wp.array(dtype=wp.float64),
 ):
     """add/sub: each returned value's adjoint goes to its op's place, to be scanned. With ``check``, first: every
@@ -2177,7 +2209,7 @@ def _gather_sums(
     if check != 0:
         for c in range(recorded.shape[1]):
             if not _same(recorded[k, c], recomputed[k, c]) and not refused(gate):
-                refuse(gate, _REPLAY_DIFFERS, info[k] // 8)
+                refuse(gate, _REPLAY_DIFFERS, _site_info(k, site_ends, site_codes) // 8)
     sums[p] = wp.float64(adjoint[k, column])
 
 
@@ -2217,7 +2249,8 @@ def _route_sums(
     column: int,
     positions: wp.array(dtype=wp.int32),
     addresses: wp.array(dtype=wp.int32),
-    info: wp.array(dtype=wp.int32),
+    site_ends: wp.array(dtype=wp.int32),
+    site_codes: wp.array(dtype=wp.int32),
     sums: wp.array(dtype=wp.float64),
     after: wp.array(dtype=wp.float64),
     seeds: wp.array2d(dtype=Any),
@@ -2232,7 +2265,7 @@ def _route_sums(
     later = wp.float64(0.0)
     if p >= 0 and not refused(gate):
         later = after[addresses[k]] - sums[p]
-        if info[k] % 8 == 1:
+        if _site_info(k, site_ends, site_codes) % 8 == 1:
             later = -later
     seeds[k, column] = seeds.dtype(later)
     if later != wp.float64(0.0):
