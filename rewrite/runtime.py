@@ -1701,16 +1701,14 @@ class ExactSiteRecords:
 
 @dataclass
 class OrderColumn:
-    """The operations on a target in execution order, for one component: ``perm[p]`` is the p-th, ``positions[k]``
-    the place of op ``k`` (-1: it never ran); the ops on address ``a`` are positions ``offsets[a]`` to
-    ``offsets[a] + counts[a] - 1``. For exch/max/min/cas, ``ranks`` (an inclusive scan of "this op stored its
-    operand") and ``by_rank`` (the position of the r-th that did) give the op holding the value at each position
-    (see ``_holder``)."""
+    """The operations on a target in execution order, for one component: ``perm[p]`` is the p-th; the ops on
+    address ``a`` are positions ``offsets[a]`` to ``offsets[a] + counts[a] - 1``. For exch/max/min/cas, ``ranks``
+    (an inclusive scan of "this op stored its operand") and ``by_rank`` (the position of the r-th that did) give
+    the op holding the value at each position (see ``_holder``)."""
 
     counts: wp.array
     offsets: wp.array
     perm: wp.array
-    positions: wp.array
     ranks: wp.array | None = None
     by_rank: wp.array | None = None
 
@@ -1750,12 +1748,7 @@ class ExactTarget:
         return self.named
 
     def prepare(self, status: wp.array) -> None:
-        """Lay the operations out in execution order per component, and check every one (once per launch).
-
-        Two passes per component: ``_place_ops`` reads each op's records in record order (contiguous) and writes
-        what the check compares into the op's place, ``_check_chain`` then compares place by place (contiguous
-        again). Each pass touches one scattered place per op, the least a reordering can (a GPU coalesces the
-        rest)."""
+        """Lay the operations out in execution order per component, and check every one (once per launch)."""
         if self.columns is not None or self.count == 0:
             return
         n, size, device, shadow = self.count, self.array.size, self.device, self.shadow
@@ -1767,27 +1760,22 @@ class ExactTarget:
             codes[i : i + 1].fill_(part.index * 8 + _OP_CODES[part.site.op])
         self.info = (ends, codes)
         returned, operands, compares = self.record_views()
-        # The operands the forward used, copied by the placement: the replay kernel stores the ones it recomputes
-        # over the records, and ``route`` compares the two.
-        self.recorded = wp.empty_like(self.operands)
-        scalar = wp._src.types.type_scalar_type(self.array.dtype)
-        links = wp.empty((n, 2), dtype=scalar, device=device)  # per place: (returned, what the op before left)
+        self.recorded = wp.clone(self.operands)  # the replay kernel stores the operands it recomputes over them
         self.columns = []
         for c in range(shadow.components):
             counts = wp.empty(size, dtype=wp.int32, device=device)
             _run(_count_ops, size, inputs=[shadow.words, shadow.ticket_column(c), counts], device=device)
             offsets = wp.empty(size, dtype=wp.int32, device=device)
             wp.utils.array_scan(counts, offsets, inclusive=False)
-            column = OrderColumn(counts, offsets, wp.full(n, -1, dtype=wp.int32, device=device),
-                                 wp.empty(n, dtype=wp.int32, device=device))  # fmt: skip
-            inputs = [status, c, self.order, self.addresses, *self.info, counts, offsets, returned, operands, compares,
-                      shadow.words, shadow.bits_column(c), records_view(self.recorded), column.perm, column.positions,
-                      links]  # fmt: skip
+            perm = wp.full(n, -1, dtype=wp.int32, device=device)
+            inputs = [status, c, self.order, self.addresses, counts, offsets, *self.info, perm]
             _run(_place_ops, n, inputs=inputs, device=device)
-            _run(_check_chain, n, inputs=[status, column.perm, counts, offsets, *self.info, links], device=device)
+            column = OrderColumn(counts, offsets, perm)
+            _run(_check_places, size, inputs=[status, perm, counts, offsets], device=device)
+            self.check(status, c, column)
             if self.kind == HOLD:
                 stored = wp.empty(n, dtype=wp.int32, device=device)
-                inputs = [c, column.perm, *self.info, returned, operands, compares, stored]
+                inputs = [c, perm, *self.info, returned, operands, compares, stored]
                 _run(_stored, n, inputs=inputs, device=device)
                 column.ranks = wp.empty(n, dtype=wp.int32, device=device)
                 wp.utils.array_scan(stored, column.ranks, inclusive=True)
@@ -1801,52 +1789,49 @@ class ExactTarget:
         returned, operands = records_view(self.returned), records_view(self.operands)
         return returned, operands, records_view(self.compares) if self.compares is not None else operands
 
+    def check(self, status: wp.array, c: int, column: OrderColumn) -> None:
+        """Check every operation in component ``c`` against the one after it (the last: against the value left)."""
+        inputs = [status, c, column.perm, self.order, self.addresses, column.counts, column.offsets, *self.info,
+                  *self.record_views(), self.shadow.words, self.shadow.bits_column(c)]  # fmt: skip
+        _run(_check_chain, self.count, inputs=inputs, device=self.device)
+
     def route(self, gate, adjoint: wp.array, seeds: wp.array, seeding, first_round: bool) -> None:
         """Route the returned values' adjoints (``adjoint``, (n, components)) and, in the first round, the final
-        values' to the operands (their ``seeds``, every one written, opening the ``seeding`` gate where one is not
-        zero) and the initial values (into ``target.grad``). The first round also checks the operands the replay
-        kernel recomputed (``gate`` is then the launch's status), before it writes anything."""
-        n, size, device = self.count, self.array.size, self.device
+        values' to the operands (their ``seeds``, opening the ``seeding`` gate where one is not zero) and the
+        initial values (into ``target.grad``). The first round also checks the operands the replay kernel
+        recomputed (``gate`` is then the launch's status)."""
+        n, device, check = self.count, self.device, first_round
+        finals = self.finals() if first_round else None  # taken before the routing adds into the same gradient
         grads = component_views(self.array.grad) if self.array.grad is not None else None
-        with_grad = int(grads is not None)
-        with_finals = int(first_round and grads is not None)
         seeds_view = records_view(seeds)
-        if self.kind == ADD:
-            # Each op's adjoint goes to its place (the first round's first pass also checks every op's recomputed
-            # operands, all components); a scan then sums them per address.
-            sums = []
-            for c, column in enumerate(self.columns):
-                sums.append(wp.empty(n, dtype=wp.float64, device=device))
-                check = int(first_round and c == 0)
-                inputs = [gate, check, c, column.positions, adjoint, records_view(self.recorded),
-                          records_view(self.operands), *self.info, sums[c]]  # fmt: skip
-                _run(_gather_sums, n, inputs=inputs, device=device)
-            for c, column in enumerate(self.columns):
-                wp.utils.array_scan(sums[c], sums[c], inclusive=True)
-                grad = grads[c] if grads else wp.empty((0, 0, 0, 0), dtype=adjoint.dtype, device=device)
-                after = wp.empty(size, dtype=wp.float64, device=device)  # per address: the adjoints after its ops
-                inputs = [gate, column.counts, column.offsets, sums[c], with_finals, grad, with_grad, after]
-                _run(_route_addresses, size, inputs=inputs, device=device)
-                inputs = [gate, c, column.positions, self.addresses, *self.info, sums[c], after, seeds_view, seeding]
-                _run(_route_sums, n, inputs=inputs, device=device)
-            return
-        if first_round:  # the replay stored the operands it recomputed over the recorded ones: are they the same?
+        if check:  # the replay stored the operands it recomputed over the recorded ones: are they the same?
             inputs = [gate, self.order, *self.info, records_view(self.recorded), records_view(self.operands)]
             _run(_check_recomputed, (n, self.shadow.components), inputs=inputs, device=device)
-        finals = self.finals() if with_finals else None  # taken before the routing adds into the same gradient
-        extras = wp.zeros((n, self.shadow.components), dtype=wp.float64, device=device)
+        extras = None if self.kind == ADD else wp.zeros((n, self.shadow.components), dtype=wp.float64, device=device)
         for c, column in enumerate(self.columns):
             grad = grads[c] if grads else wp.empty((0, 0, 0, 0), dtype=adjoint.dtype, device=device)
             final = finals[c] if finals else wp.empty(0, dtype=wp.float64, device=device)
-            inputs = [gate, c, column.perm, self.addresses, column.counts, column.offsets, column.ranks,
-                      column.by_rank, adjoint, final, with_finals, extras, grad, with_grad]  # fmt: skip
-            _run(_route_holders, n, inputs=inputs, device=device)
-        _run(_open_gate, extras.shape, inputs=[gate, extras, seeding], device=device)
-        for c in range(self.shadow.components):
-            _run(_to_dtype, n, inputs=[extras, c, seeds_view], device=device)
+            place = [column.perm, self.addresses, column.counts, column.offsets]
+            with_finals, with_grad = int(finals is not None), int(grads is not None)
+            if self.kind == ADD:
+                sums = wp.empty(n, dtype=wp.float64, device=device)
+                _run(_gather, n, inputs=[gate, column.perm, adjoint, c, sums], device=device)
+                wp.utils.array_scan(sums, sums, inclusive=True)
+                inputs = [gate, c, *place, *self.info, sums, final, with_finals, seeds_view, seeding, grad, with_grad]
+                _run(_route_sums, n, inputs=inputs, device=device)
+            else:
+                inputs = [gate, c, *place, column.ranks, column.by_rank, adjoint, final, with_finals, extras, grad,
+                          with_grad]  # fmt: skip
+                _run(_route_holders, n, inputs=inputs, device=device)
+        if extras is not None:
+            _run(_open_gate, extras.shape, inputs=[gate, extras, seeding], device=device)
+            for c in range(self.shadow.components):
+                _run(_to_dtype, n, inputs=[extras, c, seeds_view], device=device)
 
-    def finals(self) -> list[wp.array]:
-        """exch/max/min/cas: the final values' adjoints (float64, per component)."""
+    def finals(self) -> list[wp.array] | None:
+        """The final values' adjoints (float64, per component); None: the target has no gradient."""
+        if self.array.grad is None:
+            return None
         taken = []
         for view in component_views(self.array.grad):
             final = wp.empty(self.array.size, dtype=wp.float64, device=self.device)
@@ -1886,7 +1871,7 @@ class ExactBackward:
             # Gates are statuses of their own (the replay kernel may report into its status): 1 closed, 0 open.
             seeding = wp.ones(STATUS_TRIPS, dtype=wp.int32, device=device)  # opened by any seed
             for target in self.targets:
-                seeds[id(target)] = wp.empty_like(target.operands)  # routing writes each (0: an op that never ran)
+                seeds[id(target)] = wp.zeros_like(target.operands)  # ops that never ran get no seed
                 target.route(gate, adjoints[id(target)], seeds[id(target)], seeding, first_round=round_ == 0)
                 collected[id(target)] = wp.zeros_like(target.returned, requires_grad=False)
             self._seeded_launch(seeding, seeds, collected, scratch, pairs)
@@ -1999,7 +1984,7 @@ def _stores(op: int, old: Any, operand: Any, compare: Any) -> bool:
 @wp.func
 def _site_info(k: int, site_ends: wp.array(dtype=wp.int32), site_codes: wp.array(dtype=wp.int32)) -> int:
     """The index * 8 + op code of the site whose records hold op ``k`` (a target has a few sites: a per-op array
-    would cost a pass and a read per op)."""
+    would cost a pass and a scattered read per op)."""
     s = int(0)
     while s < site_ends.shape[0] - 1 and k >= site_ends[s]:
         s += 1
@@ -2049,89 +2034,71 @@ def _place_ops(
     column: int,
     order: wp.array2d(dtype=wp.int32),
     addresses: wp.array(dtype=wp.int32),
-    site_ends: wp.array(dtype=wp.int32),
-    site_codes: wp.array(dtype=wp.int32),
     counts: wp.array(dtype=wp.int32),
     offsets: wp.array(dtype=wp.int32),
-    returned: wp.array2d(dtype=Any),
-    operands: wp.array2d(dtype=Any),
-    compares: wp.array2d(dtype=Any),
-    words: wp.array2d(dtype=wp.uint64),
-    bits_column: int,
-    recorded: wp.array2d(dtype=Any),
+    site_ends: wp.array(dtype=wp.int32),
+    site_codes: wp.array(dtype=wp.int32),
     perm: wp.array(dtype=wp.int32),
-    positions: wp.array(dtype=wp.int32),
-    links: wp.array2d(dtype=Any),
 ):
-    """Each op that ran goes to position offsets[address] + ticket; two on one place, or one past its address's
-    count, refuse the launch. At its place ``p`` it leaves the value it returned (``links[p, 0]``) and, at the next
-    place on its address, its result (``links[p + 1, 1]``): ``_check_chain`` compares the two at every place. The
-    last op on an address is checked here against the value left there. Each op also copies its operand (the
-    replay kernel stores the one it recomputes over the record; ``route`` compares them).
-
-    One thread per op, in record order: everything it reads is contiguous or per address; it writes three
-    scattered places (``perm[p]``, ``links[p]``, ``links[p + 1]``, the last two usually one cache line)."""
+    """Each op that ran goes to position offset[address] + ticket; two on one place, or one past its address's
+    count, refuse the launch."""
     k = wp.tid()
-    positions[k] = -1
     ticket = order[k, column]
     if refused(status) or ticket < 0:
         return
-    operand = operands[k, column]
-    recorded[k, column] = operand
     a = addresses[k]
-    code = _site_info(k, site_ends, site_codes)
-    site = code // 8
-    count = counts[a]
-    if ticket >= count:
+    site = _site_info(k, site_ends, site_codes) // 8
+    if ticket >= counts[a]:
         refuse(status, _ORDER, site)
         return
     p = offsets[a] + ticket
     if p >= perm.shape[0]:
         refuse(status, _MISSING, site)
-        return
-    if wp.atomic_exch(perm, p, k) != -1:
+    elif wp.atomic_exch(perm, p, k) != -1:
         refuse(status, _ORDER, site)
-        return
-    positions[k] = p
-    old = returned[k, column]
-    result = _combine(code % 8, old, operand, compares[k, column])
-    links[p, 0] = old
-    if ticket == 0:
-        links[p, 1] = old  # the first op on an address follows from nothing: its place compares equal
-    if ticket < count - 1:
-        links[p + 1, 1] = result
-    elif not _same(result, _from_bits(words[a, bits_column], result)):
-        refuse(status, _FINAL, site)
 
 
 @wp.kernel
 def _check_chain(
     status: wp.array(dtype=wp.int32),
+    column: int,
     perm: wp.array(dtype=wp.int32),
+    order: wp.array2d(dtype=wp.int32),
+    addresses: wp.array(dtype=wp.int32),
     counts: wp.array(dtype=wp.int32),
     offsets: wp.array(dtype=wp.int32),
     site_ends: wp.array(dtype=wp.int32),
     site_codes: wp.array(dtype=wp.int32),
-    links: wp.array2d(dtype=Any),
+    returned: wp.array2d(dtype=Any),
+    operands: wp.array2d(dtype=Any),
+    compares: wp.array2d(dtype=Any),
+    words: wp.array2d(dtype=wp.uint64),
+    bits_column: int,
 ):
-    """Every place the tickets count holds an op (and they count no more ops than were recorded), and each op
-    returned what the op before it on its address left (``_place_ops`` wrote both into ``links``).
+    """Each op's result is what the next op on its address returned; the last one's, the value left there; the
+    places next to each op hold ops (``_check_places`` checks the first of each address).
 
-    One thread per place, in place order: all it reads is contiguous."""
-    p = wp.tid()
+    One thread per op, in record order: what it reads of its own op is contiguous.
+    """
+    k = wp.tid()
     if refused(status):
         return
-    last = counts.shape[0] - 1
-    total = offsets[last] + counts[last]  # the ops the tickets count
-    if p == 0 and total > perm.shape[0]:
-        refuse(status, _MISSING, -1)
-    if p >= total:
+    ticket = order[k, column]
+    if ticket < 0:
         return
-    k = perm[p]
-    if k < 0:
-        refuse(status, _MISSING, -1)
-    elif (p == 0 or perm[p - 1] >= 0) and not _same(links[p, 1], links[p, 0]):  # (after an empty place: reported)
-        refuse(status, _CHAIN, _site_info(k, site_ends, site_codes) // 8)
+    a = addresses[k]
+    code = _site_info(k, site_ends, site_codes)
+    if ticket > 0 and perm[offsets[a] + ticket - 1] < 0:
+        refuse(status, _MISSING, code // 8)
+    result = _combine(code % 8, returned[k, column], operands[k, column], compares[k, column])
+    if ticket < counts[a] - 1:
+        following = perm[offsets[a] + ticket + 1]
+        if following < 0:
+            refuse(status, _MISSING, code // 8)
+        elif not _same(result, returned[following, column]):
+            refuse(status, _CHAIN, code // 8)
+    elif not _same(result, _from_bits(words[a, bits_column], result)):
+        refuse(status, _FINAL, code // 8)
 
 
 @wp.kernel
@@ -2143,10 +2110,24 @@ def _check_recomputed(
     recorded: wp.array2d(dtype=Any),
     recomputed: wp.array2d(dtype=Any),
 ):
-    """exch/max/min/cas: every operand the replay kernel recomputed is the one the forward used."""
+    """Every operand the replay kernel recomputed is the one the forward used."""
     k, c = wp.tid()
     if order[k, c] >= 0 and not refused(status) and not _same(recorded[k, c], recomputed[k, c]):
         refuse(status, _REPLAY_DIFFERS, _site_info(k, site_ends, site_codes) // 8)
+
+
+@wp.kernel
+def _check_places(status: wp.array(dtype=wp.int32), perm: wp.array(dtype=wp.int32), counts: wp.array(dtype=wp.int32),
+                  offsets: wp.array(dtype=wp.int32)):  # fmt: skip
+    """Every address whose ticket count says it had operations has its first one placed, and the counts add up to
+    no more operations than were recorded (``_check_chain`` checks each op's neighbours)."""
+    a = wp.tid()
+    if refused(status):
+        return
+    if (a == counts.shape[0] - 1 and offsets[a] + counts[a] > perm.shape[0]) or (
+        counts[a] > 0 and offsets[a] < perm.shape[0] and perm[offsets[a]] < 0
+    ):
+        refuse(status, _MISSING, -1)
 
 
 @wp.kernel
@@ -2186,90 +2167,62 @@ def _take_finals(grad: wp.array4d(dtype=Any), finals: wp.array(dtype=wp.float64)
 
 
 @wp.kernel
-def _gather_sums(
+def _gather(
     gate: wp.array(dtype=wp.int32),
-    check: int,
-    column: int,
-    positions: wp.array(dtype=wp.int32),
+    perm: wp.array(dtype=wp.int32),
     adjoint: wp.array2d(dtype=Any),
-    recorded: wp.array2d(dtype=Any),
-    recomputed: wp.array2d(dtype=Any),
-    site_ends: wp.array(dtype=wp.int32),
-    site_codes: wp.array(dtype=wp.int32),
+    column: int,
     sums: wp.array(dtype=wp.float64),
 ):
-    """add/sub: each returned value's adjoint goes to its op's place, to be scanned. With ``check``, first: every
-    operand the replay kernel recomputed (all components) is the one the forward used.
-
-    One thread per op, in record order: one scattered write each."""
-    k = wp.tid()
-    p = positions[k]
-    if p < 0:
-        return
-    if check != 0:
-        for c in range(recorded.shape[1]):
-            if not _same(recorded[k, c], recomputed[k, c]) and not refused(gate):
-                refuse(gate, _REPLAY_DIFFERS, _site_info(k, site_ends, site_codes) // 8)
-    sums[p] = wp.float64(adjoint[k, column])
-
-
-@wp.kernel
-def _route_addresses(
-    gate: wp.array(dtype=wp.int32),
-    counts: wp.array(dtype=wp.int32),
-    offsets: wp.array(dtype=wp.int32),
-    sums: wp.array(dtype=wp.float64),
-    with_finals: int,
-    grad: wp.array4d(dtype=Any),
-    with_grad: int,
-    after: wp.array(dtype=wp.float64),
-):
-    """add/sub, per address: ``after`` the adjoints every op there passes on (the returned values' and, with
-    ``with_finals``, the final value's); acc0 gets the returned values' (it is part of each of them)."""
-    a = wp.tid()
-    if refused(gate) or counts[a] == 0:
-        return
-    first = offsets[a]
-    total = sums[first + counts[a] - 1]
-    before = wp.float64(0.0)
-    if first > 0:
-        before = sums[first - 1]
-    passed = total
-    if with_grad != 0:
-        e = _element(grad, a)
-        if with_finals != 0:
-            passed += wp.float64(grad[e[0], e[1], e[2], e[3]])  # read before acc0's share is added below
-        wp.atomic_add(grad, e[0], e[1], e[2], e[3], grad.dtype(total - before))
-    after[a] = passed
+    """add/sub: the returned values' adjoints in execution order, to be scanned."""
+    p = wp.tid()
+    k = perm[p]
+    sums[p] = wp.float64(0.0)
+    if k >= 0 and not refused(gate):
+        sums[p] = wp.float64(adjoint[k, column])
 
 
 @wp.kernel
 def _route_sums(
     gate: wp.array(dtype=wp.int32),
     column: int,
-    positions: wp.array(dtype=wp.int32),
+    perm: wp.array(dtype=wp.int32),
     addresses: wp.array(dtype=wp.int32),
+    counts: wp.array(dtype=wp.int32),
+    offsets: wp.array(dtype=wp.int32),
     site_ends: wp.array(dtype=wp.int32),
     site_codes: wp.array(dtype=wp.int32),
     sums: wp.array(dtype=wp.float64),
-    after: wp.array(dtype=wp.float64),
+    finals: wp.array(dtype=wp.float64),
+    with_finals: int,
     seeds: wp.array2d(dtype=Any),
     seeding: wp.array(dtype=wp.int32),
+    grad: wp.array4d(dtype=Any),
+    with_grad: int,
 ):
     """add/sub: operand j gets s_j * (final + the later returns' adjoints), its seed (opening ``seeding`` if it is
-    not zero); every op gets one (0: it never ran, or the launch is refused).
-
-    One thread per op, in record order: one scattered read each."""
-    k = wp.tid()
-    p = positions[k]
-    later = wp.float64(0.0)
-    if p >= 0 and not refused(gate):
-        later = after[addresses[k]] - sums[p]
-        if _site_info(k, site_ends, site_codes) % 8 == 1:
-            later = -later
+    not zero); acc0 gets all of them."""
+    p = wp.tid()
+    k = perm[p]
+    if refused(gate) or k < 0:
+        return
+    a = addresses[k]
+    first = offsets[a]
+    last = first + counts[a] - 1
+    later = sums[last] - sums[p]
+    if with_finals != 0:
+        later += finals[a]
+    if _site_info(k, site_ends, site_codes) % 8 == 1:
+        later = -later
     seeds[k, column] = seeds.dtype(later)
     if later != wp.float64(0.0):
         seeding[0] = 0
+    if p == first and with_grad != 0:
+        before = wp.float64(0.0)
+        if first > 0:
+            before = sums[first - 1]
+        e = _element(grad, a)
+        wp.atomic_add(grad, e[0], e[1], e[2], e[3], grad.dtype(sums[last] - before))
 
 
 @wp.kernel
@@ -2353,9 +2306,8 @@ def _accumulate_flat(status: wp.array(dtype=wp.int32), source: wp.array(dtype=An
 def _declare_overloads() -> None:
     """Declare every generic kernel above for every float scalar type now, so that their module compiles once
     (an overload made by a launch after it loaded would make Warp compile it all again)."""
-    kernels = [_load_shadow, _store_shadow, _place_ops, _check_chain, _stored, _take_finals, _gather_sums,
-               _route_addresses, _route_sums, _route_holders, _to_dtype, _open_gate, _accumulate, _accumulate_flat,
-               _check_recomputed]  # fmt: skip
+    kernels = [_load_shadow, _store_shadow, _check_chain, _stored, _take_finals, _gather, _route_sums,
+               _route_holders, _to_dtype, _open_gate, _accumulate, _accumulate_flat, _check_recomputed]  # fmt: skip
     for kernel in kernels:
         for scalar in _SCALARS:
             types = {
