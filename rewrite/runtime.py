@@ -927,6 +927,11 @@ def explain_status(
                 " (found in backward, where this launch's replay had added its local terms to the gradients "
                 "and the rest was left out: this backward pass's gradients are wrong)"
             )
+        elif code == UNSETTLED:
+            withheld = (
+                " (found in backward, after this launch's replay had added its local terms and part of the gradient "
+                "through the returns to the gradients: this backward pass's gradients are wrong)"
+            )
         else:
             withheld = (
                 " (found in backward: none of this launch's gradients were written, so this backward "
@@ -1747,10 +1752,13 @@ class ExactTarget:
         if self.columns is not None or self.count == 0:
             return
         n, size, device, shadow = self.count, self.array.size, self.device, self.shadow
-        self.info = wp.empty(n, dtype=wp.int32, device=device)  # site index * 8 + op code, per op
-        for part in self.sites:
-            if part.count:
-                self.info[part.offset : part.offset + part.count].fill_(part.index * 8 + _OP_CODES[part.site.op])
+        # Per site, in record order: where its records end, and its index * 8 + op code (see ``_site_info``).
+        ends = wp.empty(len(self.sites), dtype=wp.int32, device=device)
+        codes = wp.empty(len(self.sites), dtype=wp.int32, device=device)
+        for i, part in enumerate(self.sites):  # filled on the device: no upload from the host
+            ends[i : i + 1].fill_(part.offset + part.count)
+            codes[i : i + 1].fill_(part.index * 8 + _OP_CODES[part.site.op])
+        self.info = (ends, codes)
         returned, operands, compares = self.record_views()
         self.recorded = wp.clone(self.operands)  # the replay kernel stores the operands it recomputes over them
         self.columns = []
@@ -1760,14 +1768,14 @@ class ExactTarget:
             offsets = wp.empty(size, dtype=wp.int32, device=device)
             wp.utils.array_scan(counts, offsets, inclusive=False)
             perm = wp.full(n, -1, dtype=wp.int32, device=device)
-            inputs = [status, c, self.order, self.addresses, counts, offsets, self.info, perm]
+            inputs = [status, c, self.order, self.addresses, counts, offsets, *self.info, perm]
             _run(_place_ops, n, inputs=inputs, device=device)
             column = OrderColumn(counts, offsets, perm)
             _run(_check_places, size, inputs=[status, perm, counts, offsets], device=device)
             self.check(status, c, column)
             if self.kind == HOLD:
                 stored = wp.empty(n, dtype=wp.int32, device=device)
-                inputs = [c, perm, self.info, returned, operands, compares, stored]
+                inputs = [c, perm, *self.info, returned, operands, compares, stored]
                 _run(_stored, n, inputs=inputs, device=device)
                 column.ranks = wp.empty(n, dtype=wp.int32, device=device)
                 wp.utils.array_scan(stored, column.ranks, inclusive=True)
@@ -1783,7 +1791,7 @@ class ExactTarget:
 
     def check(self, status: wp.array, c: int, column: OrderColumn) -> None:
         """Check every operation in component ``c`` against the one after it (the last: against the value left)."""
-        inputs = [status, c, column.perm, self.order, self.addresses, column.counts, column.offsets, self.info,
+        inputs = [status, c, column.perm, self.order, self.addresses, column.counts, column.offsets, *self.info,
                   *self.record_views(), self.shadow.words, self.shadow.bits_column(c)]  # fmt: skip
         _run(_check_chain, self.count, inputs=inputs, device=self.device)
 
@@ -1797,7 +1805,7 @@ class ExactTarget:
         grads = component_views(self.array.grad) if self.array.grad is not None else None
         seeds_view = records_view(seeds)
         if check:  # the replay stored the operands it recomputed over the recorded ones: are they the same?
-            inputs = [gate, self.order, self.info, records_view(self.recorded), records_view(self.operands)]
+            inputs = [gate, self.order, *self.info, records_view(self.recorded), records_view(self.operands)]
             _run(_check_recomputed, (n, self.shadow.components), inputs=inputs, device=device)
         extras = None if self.kind == ADD else wp.zeros((n, self.shadow.components), dtype=wp.float64, device=device)
         for c, column in enumerate(self.columns):
@@ -1809,7 +1817,7 @@ class ExactTarget:
                 sums = wp.empty(n, dtype=wp.float64, device=device)
                 _run(_gather, n, inputs=[gate, column.perm, adjoint, c, sums], device=device)
                 wp.utils.array_scan(sums, sums, inclusive=True)
-                inputs = [gate, c, *place, self.info, sums, final, with_finals, seeds_view, seeding, grad, with_grad]
+                inputs = [gate, c, *place, *self.info, sums, final, with_finals, seeds_view, seeding, grad, with_grad]
                 _run(_route_sums, n, inputs=inputs, device=device)
             else:
                 inputs = [gate, c, *place, column.ranks, column.by_rank, adjoint, final, with_finals, extras, grad,
@@ -1894,6 +1902,12 @@ class ExactBackward:
                 records = part.site.exact
                 special[id(target.named[records.values])] = part.rows(seeds[id(target)])
                 special[id(target.named[records.returned])] = part.rows(collected[id(target)])
+        # An array the launch never writes only gathers adjoints (its adjoint is never read back as a seed): its own
+        # gradient takes them, with no scratch to zero and add in afterwards.
+        arguments = [*self.inputs, *self.outputs][: len(self.spec.parameters)]  # the kernel's own, then records
+        for path, value in zip(self.spec.parameters, arguments, strict=True):
+            if isinstance(value, wp.array) and value.grad is not None and path not in self.spec.written:
+                special.setdefault(id(value), value.grad if is_float_dtype(value.dtype) else None)
 
         def adjoint_of(value: Any) -> Any:
             if id(value) in special:
@@ -1968,6 +1982,16 @@ def _stores(op: int, old: Any, operand: Any, compare: Any) -> bool:
 
 
 @wp.func
+def _site_info(k: int, site_ends: wp.array(dtype=wp.int32), site_codes: wp.array(dtype=wp.int32)) -> int:
+    """The index * 8 + op code of the site whose records hold op ``k`` (a target has a few sites: a per-op array
+    would cost a pass and a scattered read per op)."""
+    s = int(0)
+    while s < site_ends.shape[0] - 1 and k >= site_ends[s]:
+        s += 1
+    return site_codes[s]
+
+
+@wp.func
 def _holder(position: int, first: int, ranks: wp.array(dtype=wp.int32), by_rank: wp.array(dtype=wp.int32)) -> int:
     """The position of the last op at or before ``position`` on its address that stored its operand (-1: none, the
     address still held its initial value there)."""
@@ -2012,7 +2036,8 @@ def _place_ops(
     addresses: wp.array(dtype=wp.int32),
     counts: wp.array(dtype=wp.int32),
     offsets: wp.array(dtype=wp.int32),
-    info: wp.array(dtype=wp.int32),
+    site_ends: wp.array(dtype=wp.int32),
+    site_codes: wp.array(dtype=wp.int32),
     perm: wp.array(dtype=wp.int32),
 ):
     """Each op that ran goes to position offset[address] + ticket; two on one place, or one past its address's
@@ -2022,7 +2047,7 @@ def _place_ops(
     if refused(status) or ticket < 0:
         return
     a = addresses[k]
-    site = info[k] // 8
+    site = _site_info(k, site_ends, site_codes) // 8
     if ticket >= counts[a]:
         refuse(status, _ORDER, site)
         return
@@ -2042,7 +2067,8 @@ def _check_chain(
     addresses: wp.array(dtype=wp.int32),
     counts: wp.array(dtype=wp.int32),
     offsets: wp.array(dtype=wp.int32),
-    info: wp.array(dtype=wp.int32),
+    site_ends: wp.array(dtype=wp.int32),
+    site_codes: wp.array(dtype=wp.int32),
     returned: wp.array2d(dtype=Any),
     operands: wp.array2d(dtype=Any),
     compares: wp.array2d(dtype=Any),
@@ -2061,31 +2087,33 @@ def _check_chain(
     if ticket < 0:
         return
     a = addresses[k]
+    code = _site_info(k, site_ends, site_codes)
     if ticket > 0 and perm[offsets[a] + ticket - 1] < 0:
-        refuse(status, _MISSING, info[k] // 8)
-    result = _combine(info[k] % 8, returned[k, column], operands[k, column], compares[k, column])
+        refuse(status, _MISSING, code // 8)
+    result = _combine(code % 8, returned[k, column], operands[k, column], compares[k, column])
     if ticket < counts[a] - 1:
         following = perm[offsets[a] + ticket + 1]
         if following < 0:
-            refuse(status, _MISSING, info[k] // 8)
+            refuse(status, _MISSING, code // 8)
         elif not _same(result, returned[following, column]):
-            refuse(status, _CHAIN, info[k] // 8)
+            refuse(status, _CHAIN, code // 8)
     elif not _same(result, _from_bits(words[a, bits_column], result)):
-        refuse(status, _FINAL, info[k] // 8)
+        refuse(status, _FINAL, code // 8)
 
 
 @wp.kernel
 def _check_recomputed(
     status: wp.array(dtype=wp.int32),
     order: wp.array2d(dtype=wp.int32),
-    info: wp.array(dtype=wp.int32),
+    site_ends: wp.array(dtype=wp.int32),
+    site_codes: wp.array(dtype=wp.int32),
     recorded: wp.array2d(dtype=Any),
     recomputed: wp.array2d(dtype=Any),
 ):
     """Every operand the replay kernel recomputed is the one the forward used."""
     k, c = wp.tid()
     if order[k, c] >= 0 and not refused(status) and not _same(recorded[k, c], recomputed[k, c]):
-        refuse(status, _REPLAY_DIFFERS, info[k] // 8)
+        refuse(status, _REPLAY_DIFFERS, _site_info(k, site_ends, site_codes) // 8)
 
 
 @wp.kernel
@@ -2106,7 +2134,8 @@ def _check_places(status: wp.array(dtype=wp.int32), perm: wp.array(dtype=wp.int3
 def _stored(
     column: int,
     perm: wp.array(dtype=wp.int32),
-    info: wp.array(dtype=wp.int32),
+    site_ends: wp.array(dtype=wp.int32),
+    site_codes: wp.array(dtype=wp.int32),
     returned: wp.array2d(dtype=Any),
     operands: wp.array2d(dtype=Any),
     compares: wp.array2d(dtype=Any),
@@ -2115,8 +2144,10 @@ def _stored(
     p = wp.tid()
     k = perm[p]
     stored[p] = 0
-    if k >= 0 and _stores(info[k] % 8, returned[k, column], operands[k, column], compares[k, column]):
-        stored[p] = 1
+    if k >= 0:
+        op = _site_info(k, site_ends, site_codes) % 8
+        if _stores(op, returned[k, column], operands[k, column], compares[k, column]):
+            stored[p] = 1
 
 
 @wp.kernel
@@ -2159,7 +2190,8 @@ def _route_sums(
     addresses: wp.array(dtype=wp.int32),
     counts: wp.array(dtype=wp.int32),
     offsets: wp.array(dtype=wp.int32),
-    info: wp.array(dtype=wp.int32),
+    site_ends: wp.array(dtype=wp.int32),
+    site_codes: wp.array(dtype=wp.int32),
     sums: wp.array(dtype=wp.float64),
     finals: wp.array(dtype=wp.float64),
     with_finals: int,
@@ -2180,7 +2212,7 @@ def _route_sums(
     later = sums[last] - sums[p]
     if with_finals != 0:
         later += finals[a]
-    if info[k] % 8 == 1:
+    if _site_info(k, site_ends, site_codes) % 8 == 1:
         later = -later
     seeds[k, column] = seeds.dtype(later)
     if later != wp.float64(0.0):

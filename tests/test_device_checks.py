@@ -124,6 +124,10 @@ def corrupt_a_ticket(target: runtime.ExactTarget) -> None:
     target.order.numpy()[2, 0] = target.order.numpy()[0, 0]  # two operations on address 0 with one ticket
 
 
+def drop_a_ticket(target: runtime.ExactTarget) -> None:
+    target.order.numpy()[2, 0] = -1  # thread 2's operation on address 0 (the second there) looks as if it never ran
+
+
 def corrupt_the_final_value(target: runtime.ExactTarget) -> None:
     words = target.shadow.words.numpy()
     words[1, 0] = np.float64(123.0).view(np.uint64)  # what address 1 held after the launch
@@ -134,9 +138,10 @@ def corrupt_the_final_value(target: runtime.ExactTarget) -> None:
     [
         (corrupt_a_returned_value, r"the value an operation of wp\.atomic_add\(\) on 'acc' returned does not follow"),
         (corrupt_a_ticket, r"the tickets of the float atomics on 'acc' are not a permutation"),
+        (drop_a_ticket, r"an operation on 'acc' took a ticket but left no record"),
         (corrupt_the_final_value, r"the last operation on an address of 'acc' .* does not give the value the target"),
     ],
-    ids=["returned value", "ticket", "final value"],
+    ids=["returned value", "ticket", "missing record", "final value"],
 )
 def test_an_inconsistent_order_is_refused_before_any_gradient(corrupt, message):
     tape, (x, y, acc, out) = taped_program(running_sum, [0.25, 0.5])
