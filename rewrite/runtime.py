@@ -1385,6 +1385,9 @@ class RewrittenKernel:
         it is rather than leave the user with the compiler's output."""
         if pair.record.is_generic or pair.replay.is_generic:
             return  # compiled per overload at launch
+        # The variant wp.launch will run: Warp resolves an unset block_dim per device (1 on the CPU, 256 on CUDA);
+        # loading with None would compile the module's 256-thread variant on the CPU as well.
+        block_dim = wp._src.context._resolve_launch_block_dim(device, block_dim)
         try:
             for kernel in (pair.record, pair.replay):
                 kernel.module.load(device, block_dim)
