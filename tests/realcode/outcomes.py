@@ -21,6 +21,7 @@ class Outcome:
     kernel: str
     result: str
     detail: str = ""
+    function: str = ""  # API: the kernel's function, ``file:name`` (file relative to site-packages)
 
 
 def refusal_reason(message: str) -> str:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import sys
 import time
+from functools import cache
 from pathlib import Path
 
 import factories
+import ledger
 import through_api
 import through_cli
 import warp as wp
@@ -38,6 +40,7 @@ def flagged_modules(tree: Tree) -> list[str]:
         return sorted({module_name(file) for file in check(tree).files})
 
 
+@cache
 def api_kernels(tree: Tree) -> list[through_api.RealKernel]:
     """The kernels of the flagged modules' bodies, those made when they were imported (Warp's tests build
     kernels per dtype with ``wp.Kernel(func)`` at import), and those their factories make."""
@@ -52,11 +55,13 @@ def api_kernels(tree: Tree) -> list[through_api.RealKernel]:
     return found
 
 
+@cache
 def api_outcomes(tree: Tree) -> list[Outcome]:
     with timed(f"{tree}: wp_rewrite and compile"):
-        return through_api.rewrite_and_compile(tree.name, api_kernels(tree))
+        return through_api.rewrite_and_compile(tree, api_kernels(tree))
 
 
+@cache
 def cli_outcomes(tree: Tree, root: Path) -> list[Outcome]:
     modules = flagged_modules(tree)
     with timed(f"{tree}: wp-rewrite"):
@@ -73,13 +78,22 @@ def main(names: list[str]) -> None:
 
     wp.config.log_level = 40
     wp.init()
+    every = []
     with tempfile.TemporaryDirectory() as root:
         for tree in TREES:
             if (names and tree.name not in names) or not tree.installed:
                 continue
-            for outcome in api_outcomes(tree) + cli_outcomes(tree, Path(root)):
-                detail = outcome.detail.strip().replace("\n", " | ")[:400]
-                print(f"{outcome.tree}\t{outcome.way}\t{outcome.result}\t{outcome.kernel}\t{detail}", flush=True)
+            every += api_outcomes(tree) + cli_outcomes(tree, Path(root))
+    for outcome in every:
+        detail = outcome.detail.strip().replace("\n", " | ")[-400:]
+        print(f"# {outcome.tree}\t{outcome.way}\t{outcome.result}\t{outcome.kernel}\t{detail}")
+    print("EXPECTED = {")
+    for key, by_result in ledger.summarize(every).items():
+        print(f"    {key!r}: {{")
+        for result, counts in by_result.items():
+            print(f"        {result!r}: Counter({dict(counts)!r}),")
+        print("    },")
+    print("}")
     for label, seconds in TIMINGS.items():
         print(f"# {label}: {seconds:.0f} s", file=sys.stderr)
 

@@ -159,6 +159,11 @@ def scene():
 
 
 @pytest.fixture(scope="module")
+def without_newtons_replay():
+    return without_replay(geometry_kernels.create_soft_contacts)
+
+
+@pytest.fixture(scope="module")
 def newtons_own(scene):
     return scene.run(START_POSITIONS, START_VELOCITIES, differentiate=True)
 
@@ -194,10 +199,12 @@ def test_newtons_hand_written_replay_matches_finite_differences(newtons_own, fin
     assert_close_to_finite_differences(newtons_own, finite_differences)
 
 
-def test_without_the_replay_gradients_are_wrong(scene, newtons_own, finite_differences, monkeypatch):
+def test_without_the_replay_gradients_are_wrong(
+    scene, newtons_own, finite_differences, without_newtons_replay, monkeypatch
+):
     """The control: with the replay removed and no rewrite, Warp's backward takes new slots (the counter runs
     again) and the gradients through the sphere contact are off."""
-    monkeypatch.setattr(collide, "create_soft_contacts", without_replay(geometry_kernels.create_soft_contacts))
+    monkeypatch.setattr(collide, "create_soft_contacts", without_newtons_replay)
     plain = scene.run(START_POSITIONS, START_VELOCITIES, differentiate=True)
     assert plain.loss == newtons_own.loss
     assert any(int(a[0]) != int(b[0]) for a, b in zip(plain.contacts, plain.contacts_after_backward, strict=True))
@@ -207,9 +214,9 @@ def test_without_the_replay_gradients_are_wrong(scene, newtons_own, finite_diffe
 
 @pytest.mark.parametrize("substitution", ["module attribute", "rewrite_launches"])
 def test_the_rewritten_kernel_is_newtons_forward_with_its_gradients(
-    scene, newtons_own, finite_differences, monkeypatch, substitution
+    scene, newtons_own, finite_differences, without_newtons_replay, monkeypatch, substitution
 ):
-    plain = without_replay(geometry_kernels.create_soft_contacts)
+    plain = without_newtons_replay
     rewritten = wp_rewrite(plain)
     assert rewritten.pair is not None
     if substitution == "module attribute":

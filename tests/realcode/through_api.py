@@ -10,9 +10,11 @@ import traceback
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import warp as wp
 from outcomes import CRASH, ORIGINAL_FAILS, REFUSED, REWRITTEN, Outcome, refusal_reason
+from trees import Tree
 
 from warp_rewrite import RewriteError, RewrittenKernel, wp_rewrite
 from warp_rewrite.api import generate
@@ -49,19 +51,24 @@ def module_level_kernels(module_names: Iterable[str]) -> list[RealKernel]:
     return found
 
 
-def rewrite_and_compile(tree: str, kernels: list[RealKernel]) -> list[Outcome]:
+def rewrite_and_compile(tree: Tree, kernels: list[RealKernel]) -> list[Outcome]:
     """``wp_rewrite`` each kernel, then load each generated Warp module once on the CPU; the kernels of a module that
     fails to load are generated again one by one into modules of their own, to tell which fails."""
     outcomes: dict[str, Outcome] = {}
+
+    def outcome(real: RealKernel, result: str, detail: str = "") -> Outcome:
+        file = Path(real.kernel.adj.filename).relative_to(tree.site_packages).as_posix()
+        return Outcome(tree.name, WAY, real.name, result, detail, f"{file}:{real.kernel.func.__name__}")
+
     by_module: dict[str, list[tuple[RealKernel, RewrittenKernel]]] = defaultdict(list)
     for real in kernels:
         try:
             rewritten = wp_rewrite(real.kernel)
         except RewriteError as error:
-            outcomes[real.name] = Outcome(tree, WAY, real.name, REFUSED, refusal_reason(str(error)))
+            outcomes[real.name] = outcome(real, REFUSED, refusal_reason(str(error)))
             continue
         except Exception:
-            outcomes[real.name] = Outcome(tree, WAY, real.name, CRASH, traceback.format_exc(limit=-3))
+            outcomes[real.name] = outcome(real, CRASH, traceback.format_exc(limit=-3))
             continue
         if rewritten.pair is not None:
             by_module[rewritten.record_kernel.module.name].append((real, rewritten))
@@ -73,14 +80,15 @@ def rewrite_and_compile(tree: str, kernels: list[RealKernel]) -> list[Outcome]:
                 rewritten.replay_kernel.module.load(cpu)  # the same module, or one loaded already
         except Exception:
             for index, (real, _) in enumerate(members):
-                outcomes[real.name] = _compiled_alone(tree, real, f".alone{index}")
+                outcomes[real.name] = outcome(real, *_compiled_alone(real, f".alone{index}"))
         else:
             for real, _ in members:
-                outcomes[real.name] = Outcome(tree, WAY, real.name, REWRITTEN)
+                outcomes[real.name] = outcome(real, REWRITTEN)
     return sorted(outcomes.values())
 
 
-def _compiled_alone(tree: str, real: RealKernel, suffix: str) -> Outcome:
+def _compiled_alone(real: RealKernel, suffix: str) -> tuple[str, str]:
+    """The result of generating ``real``'s kernels into a module of their own, and compiling them."""
     cpu = wp.get_device("cpu")
     try:
         pair, _ = generate(real.kernel, module_suffix=suffix)
@@ -90,9 +98,9 @@ def _compiled_alone(tree: str, real: RealKernel, suffix: str) -> Outcome:
         try:
             real.kernel.module.load(cpu)
         except Exception as original:
-            return Outcome(tree, WAY, real.name, ORIGINAL_FAILS, _first_line(original))
-        return Outcome(tree, WAY, real.name, CRASH, _first_line(error))
-    return Outcome(tree, WAY, real.name, REWRITTEN, "compiles alone, not beside the module's other kernels")
+            return ORIGINAL_FAILS, _first_line(original)
+        return CRASH, _first_line(error)
+    return REWRITTEN, "compiles alone, not beside the module's other kernels"
 
 
 def _first_line(error: Exception) -> str:

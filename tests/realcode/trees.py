@@ -106,6 +106,14 @@ def check(tree: Tree) -> CheckRun:
     return CheckRun(status, findings, stderr.getvalue())
 
 
+def require(tree: Tree) -> None:
+    """Skip the test when the tree's package is not installed (``make test`` does not install Newton)."""
+    import pytest
+
+    if not tree.installed:
+        pytest.skip(f"{tree.package} is not installed: make realcode installs it")
+
+
 def module_name(file: str) -> str:
     """``newton/_src/geometry/kernels.py`` -> ``newton._src.geometry.kernels``."""
     return file.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
