@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -143,16 +144,31 @@ def warp_tests_calls() -> list[FactoryCall]:
     ]
 
 
-def live_kernels() -> set[wp.Kernel]:
-    return {kernel for module in list(wp._src.context.user_modules.values()) for kernel in module._get_live_kernels()}
+def kernels_in(value: object, depth: int = 3) -> Iterator[wp.Kernel]:
+    """The kernels in what a factory returned or a module holds: the value itself, or in its containers, function
+    closures and attributes (a ``RewrittenKernel``'s original and generated kernels), ``depth`` levels down."""
+    if isinstance(value, wp.Kernel):
+        yield value
+    elif type(value).__name__ == "RewrittenKernel":  # what factories of emitted modules return (any runtime copy's)
+        yield from (value.kernel, *((value.record_kernel, value.replay_kernel) if value.pair else ()))
+    elif depth > 0:
+        if isinstance(value, dict):
+            contents = list(value.values())
+        elif isinstance(value, list | tuple | set):
+            contents = list(value)
+        elif isinstance(value, types.FunctionType):
+            contents = [cell.cell_contents for cell in value.__closure__ or () if cell.cell_contents is not value]
+        elif isinstance(value, types.SimpleNamespace):
+            contents = list(vars(value).values())
+        else:
+            return
+        for item in contents:
+            yield from kernels_in(item, depth - 1)
 
 
 def made_by(calls: list[FactoryCall]) -> Iterator[tuple[FactoryCall, wp.Kernel]]:
-    """Each call's new kernels (those alive after it that were not before), while what it returned is alive."""
+    """The kernels each call returns (each once)."""
     for call in calls:
-        before = live_kernels()
         with contextlib.redirect_stdout(io.StringIO()):
             made = call.call()
-        for kernel in sorted(live_kernels() - before, key=lambda k: (k.func.__qualname__, k.key)):
-            yield call, kernel
-        del made
+        yield from ((call, kernel) for kernel in dict.fromkeys(kernels_in(made)))

@@ -47,9 +47,11 @@ def api_kernels(tree: Tree) -> list[through_api.RealKernel]:
     modules = flagged_modules(tree)
     found = through_api.module_level_kernels(modules)
     at_module_level = {real.kernel for real in found}
-    for kernel in sorted(factories.live_kernels(), key=lambda k: k.key):
-        if kernel.func.__module__ in modules and kernel not in at_module_level:
-            found.append(through_api.RealKernel(f"{kernel.func.__module__}.(at import)/{kernel.key}", kernel))
+    for name in modules:
+        held = dict.fromkeys(factories.kernels_in(list(vars(sys.modules[name]).values())))
+        for kernel in sorted(held, key=lambda k: k.key):
+            if kernel.func.__module__ == name and kernel not in at_module_level:
+                found.append(through_api.RealKernel(f"{name}.(at import)/{kernel.key}", kernel))
     for call, kernel in factories.made_by(factories.calls_for(tree.name)):
         found.append(through_api.RealKernel(f"{call.module}.{call.label}/{kernel.func.__name__}", kernel))
     return found
