@@ -84,11 +84,14 @@ def newton_calls() -> list[FactoryCall]:
         add(
             hydro, f"get_decode_contacts_kernel(0.0, {name})", lambda w=writer: hydro.get_decode_contacts_kernel(0.0, w)
         )
-        add(
-            sdf_contact,
-            f"create_narrow_phase_process_mesh_mesh_contacts_kernel({name}, reduce_contacts=True)",
-            lambda w=writer: sdf_contact.create_narrow_phase_process_mesh_mesh_contacts_kernel(w, reduce_contacts=True),
-        )
+        for reduce in (False, True):  # two different kernels
+            add(
+                sdf_contact,
+                f"create_narrow_phase_process_mesh_mesh_contacts_kernel({name}, reduce_contacts={reduce})",
+                lambda w=writer, r=reduce: sdf_contact.create_narrow_phase_process_mesh_mesh_contacts_kernel(
+                    w, reduce_contacts=r
+                ),
+            )
     for ratio in (0, 4):
         add(
             narrow,

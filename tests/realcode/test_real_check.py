@@ -15,7 +15,6 @@ NOT_HAZARDS = {"WR101"}  # or nothing: a kernel without backward is no hazard, w
 # --check reports the helper (WR102, informational) and not the kernel.
 HAND_WRITTEN_REPLAY = {
     "newton/_src/geometry/kernels.py:create_soft_contacts",
-    "newton/_src/geometry/kernels.py:create_soft_heightfield_face_contacts",
     "warp/tests/deterministic/test_deterministic_backward.py:custom_replay_counter_kernel",
     "warp/tests/test_grad_customs.py:run_atomic_add",
 }
