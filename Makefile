@@ -36,4 +36,4 @@ bench: $(INSTALLED)
 # --check, wp_rewrite and wp-rewrite, and Newton's soft contacts end to end. See the README's "Real code".
 realcode: $(INSTALLED)
 	$(PY) -m pip install --quiet -e ".[dev,realcode]"
-	$(PY) -m pytest tests/realcode
+	$(PY) -m pytest tests/realcode --durations=5

@@ -77,6 +77,30 @@ def test_a_float_assigned_before_it_is_read_in_a_branch_is_not_loop_carried():
     check(Case(scaled_in_a_branch, N, make, [3], [0]))
 
 
+@wp.kernel
+def doubled_then_tripled(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    for _ in range(2):
+        scaled = x[tid] * wp.float64(2.0)
+        slot = wp.atomic_add(count, 0, 1)
+        out[slot] = scaled
+    for _ in range(2):
+        if x[tid] > wp.float64(1.0):
+            scaled = x[tid] * wp.float64(3.0)  # after the loop, read only after this assignment
+            out[2 * x.shape[0] + tid] = scaled
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=RewriteError,
+    reason="a float changed in the loop of a consumed atomic and, after that loop, read only where a branch assigned "
+    "it first is not carried out of the loop: Newton's _export_and_reduce_contact_centered_two_spatial_depths "
+    "'dir_2d' (contact reduction)",
+)
+def test_a_float_reassigned_before_it_is_read_after_the_loop_is_not_loop_carried():
+    check(Case(doubled_then_tripled, N, lambda: [f64(X, True), i32([0]), f64(np.zeros(3 * N), True)], [2], [0]))
+
+
 COMPACT = """\
 import warp as wp
 

@@ -50,8 +50,8 @@ REASONS = (
     ),
     _loop_carried(
         "dir_2d",
-        "looks wrong: assigned before it is read in each of its loops (`_export_and_reduce_contact_"
-        "centered_two_spatial_depths`); not reduced to a small kernel yet",
+        BUG + "test_a_float_reassigned_before_it_is_read_after_the_loop_is_not_loop_carried (Newton's "
+        "`_export_and_reduce_contact_centered_two_spatial_depths`)",
     ),
     _loop_carried(
         "contact_id",
