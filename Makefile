@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
-.PHONY: demo test lint bench fuzz
+.PHONY: demo test lint bench fuzz realcode
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,3 +31,9 @@ fuzz: $(INSTALLED)
 bench: $(INSTALLED)
 	$(PY) -m pip install --quiet -e ".[bench]"
 	$(PY) -m bench.run
+
+# The real-code suite (tests/realcode): Newton (pinned by the realcode extra), warp/examples and warp/tests through
+# --check, wp_rewrite and wp-rewrite, and Newton's soft contacts end to end. See the README's "Real code".
+realcode: $(INSTALLED)
+	$(PY) -m pip install --quiet -e ".[dev,realcode]"
+	$(PY) -m pytest tests/realcode --durations=5

@@ -10,6 +10,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 wp.config.log_level = logging.WARNING  # no init banner, no per-module load lines
 wp.init()
 
+# The real-code suite (make realcode) installs Newton and takes minutes: collected only when named
+# (``pytest tests/realcode``).
+collect_ignore = ["realcode"]
+
 
 @pytest.fixture(autouse=True, scope="session")
 def every_replay_reads_only_unwritten_memory_or_records():

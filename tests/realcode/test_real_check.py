@@ -1,0 +1,73 @@
+"""``wp-rewrite --check`` over whole trees of real code: it reads every file, and it agrees with what ``wp_rewrite``
+finds at run time. Every kernel that uses an atomic's return (by ``wp_rewrite``'s account: rewritten or refused)
+is reported as a hazard (WR001/WR003, or WR005 where a call cannot be followed) where Warp builds it with a
+backward pass; where it has none, nothing but the informational WR101 is."""
+
+import pytest
+import survey
+from through_api import RealKernel
+from trees import TREES, check, require
+
+HAZARDS = {"WR001", "WR003", "WR005"}
+NOT_HAZARDS = {"WR101"}  # or nothing: a kernel without backward is no hazard, whatever it calls
+
+# Kernels whose every consumed atomic is in a helper with a hand-written @wp.func_replay: correct in plain Warp, so
+# --check reports the helper (WR102, informational) and not the kernel.
+HAND_WRITTEN_REPLAY = {
+    "newton/_src/geometry/kernels.py:create_soft_contacts",
+    "warp/tests/deterministic/test_deterministic_backward.py:custom_replay_counter_kernel",
+    "warp/tests/test_grad_customs.py:run_atomic_add",
+}
+# Where --check and Warp disagree today, and why.
+RCM_BATCH = "newton/_src/solvers/kamino/_src/linalg/factorize/rcm_batch.py"
+KNOWN = {
+    f"{RCM_BATCH}:{kernel}": "backward off through module.options.update() on a wp.get_module() module: "
+    "tests/test_real_code_bugs.py::test_check_reads_backward_off_from_a_module_object"
+    for kernel in ("select_and_seed_kernel", "bfs_step_kernel", "complete_cuda_kernel")
+} | {
+    f"warp/tests/test_atomic_cas.py:test_spinlock_counter_{n}d": "a function that reaches wp.Kernel(func=...) through "
+    "a helper of the file (getkernel(f)) is not known as a kernel; its helpers are reported (WR002): "
+    "tests/test_real_code_bugs.py::test_check_finds_a_kernel_made_through_a_helper"
+    for n in range(1, 5)
+}
+
+
+def backward(real: RealKernel) -> bool:
+    return (real.kernel.module.options | real.kernel.options).get("enable_backward", True) is not False
+
+
+@pytest.mark.parametrize("tree", TREES, ids=str)
+def test_check_reads_every_file(tree):
+    require(tree)
+    run = check(tree)
+    assert run.status == 1 and run.stderr == ""
+    assert not [finding for finding in run.findings if finding.code == "E999"]
+
+
+@pytest.mark.parametrize("tree", TREES, ids=str)
+def test_check_reports_every_kernel_wp_rewrite_finds(tree):
+    require(tree)
+    codes: dict[str, set[str]] = {}
+    for finding in check(tree).findings:
+        codes.setdefault(f"{finding.file}:{finding.subject}", set()).add(finding.code)
+    kernels = {real.name: real for real in survey.api_kernels(tree)}
+    statuses: dict[str, set[bool]] = {}
+    for outcome in survey.api_outcomes(tree):
+        statuses.setdefault(outcome.function, set()).add(backward(kernels[outcome.kernel]))
+    assert {f for f in HAND_WRITTEN_REPLAY if f.startswith(tree.name)} <= set(statuses)
+    disagreements = {}
+    for function, backwards in sorted(statuses.items()):
+        reported = codes.get(function, set())
+        if function in HAND_WRITTEN_REPLAY:
+            agrees = not reported
+        elif True in backwards:  # a factory may make it both ways (Newton: enable_backward=False if compact_sdf)
+            agrees = bool(reported & HAZARDS)
+        else:
+            agrees = reported <= NOT_HAZARDS
+        if not agrees:
+            disagreements[function] = f"backward {sorted(backwards)}, reported {sorted(reported)}"
+    unexplained = {function: why for function, why in disagreements.items() if function not in KNOWN}
+    assert not unexplained, "--check disagrees with wp_rewrite on:\n" + "\n".join(
+        f"{k}: {v}" for k, v in unexplained.items()
+    )
+    assert set(disagreements) == {function for function in KNOWN if function.startswith(tree.name)}

@@ -1,0 +1,256 @@
+"""Bugs the real-code suite (tests/realcode, ``make realcode``) found in warp-rewrite, each reduced to a kernel written
+here. They fail today (``xfail(strict=True)``): whoever fixes one sees it pass, removes its mark, and updates
+tests/realcode/ledger.py and the README's "Real code" table, where the real kernels it affects are counted."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import warp as wp
+from harness import Case, check, f64, i32
+
+from warp_rewrite import RewriteError
+from warp_rewrite.cli import main
+
+X = np.array([0.7, 1.3, 1.9, 0.4, 0.6, 1.1])
+N = len(X)
+
+column = wp.types.matrix(shape=(2, 1), dtype=wp.float64)
+
+
+@wp.func
+def put_in_column(slot: int, value: wp.float64, out: wp.array[column]):
+    out[slot][0, 0] = value
+
+
+@wp.kernel
+def scatter_into_columns(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[column]):
+    slot = wp.atomic_add(count, 0, 1)
+    put_in_column(slot, x[wp.tid()], out)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=RuntimeError,
+    reason="the @wp.func_replay twin of a cloned helper that stores, "
+    "with an array of a wp.types.matrix(...) dtype as a parameter, is refused by Warp as generic: "
+    "Newton's Kamino _update_col_major_limit/contact_jacobians (store_col_major_jacobian_block)",
+)
+def test_a_storing_helper_with_a_matrix_array_parameter():
+    check(
+        Case(
+            scatter_into_columns,
+            N,
+            lambda: [f64(X, True), i32([0]), wp.zeros(N, dtype=column, requires_grad=True)],
+            [2],
+            [0],
+        )
+    )
+
+
+@wp.kernel
+def scaled_in_a_branch(
+    x: wp.array[wp.float64], bounds: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]
+):
+    tid = wp.tid()
+    scaled = x[tid]
+    for i in range(3):
+        if x[tid] > bounds[i]:
+            scaled = x[tid] * x[tid]  # assigned before it is read, in the one branch that reads it
+            slot = wp.atomic_add(count, 0, 1)
+            out[slot] = scaled
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=RewriteError,
+    reason="a float assigned in a branch and read only there, "
+    "after the assignment, is not loop-carried even when it has a value from before the loop: "
+    "Newton's write_vertex_face_contacts 'on_face' (narrow-phase manifold kernels)",
+)
+def test_a_float_assigned_before_it_is_read_in_a_branch_is_not_loop_carried():
+    make = lambda: [f64(X, True), f64([0.5, 1.0, 1.5]), i32([0]), f64(np.zeros(3 * N), True)]  # noqa: E731
+    check(Case(scaled_in_a_branch, N, make, [3], [0]))
+
+
+@wp.kernel
+def doubled_then_tripled(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    for _ in range(2):
+        scaled = x[tid] * wp.float64(2.0)
+        slot = wp.atomic_add(count, 0, 1)
+        out[slot] = scaled
+    for _ in range(2):
+        if x[tid] > wp.float64(1.0):
+            scaled = x[tid] * wp.float64(3.0)  # after the loop, read only after this assignment
+            out[2 * x.shape[0] + tid] = scaled
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=RewriteError,
+    reason="a float changed in the loop of a consumed atomic and, after that loop, read only where a branch assigned "
+    "it first is not carried out of the loop: Newton's _export_and_reduce_contact_centered_two_spatial_depths "
+    "'dir_2d' (contact reduction)",
+)
+def test_a_float_reassigned_before_it_is_read_after_the_loop_is_not_loop_carried():
+    check(Case(doubled_then_tripled, N, lambda: [f64(X, True), i32([0]), f64(np.zeros(3 * N), True)], [2], [0]))
+
+
+COMPACT = """\
+import warp as wp
+
+
+@wp.kernel
+def compact(x: wp.array(dtype=float), count: wp.array(dtype=int), out: wp.array(dtype=float)):
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = x[wp.tid()]
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=subprocess.CalledProcessError,
+    reason="in a folder without __init__.py inside "
+    "a package (Warp's warp/examples/core, run as python -m warp.examples.core.example_...), the emitted "
+    "module imports its runtime as a top-level module, which is not found",
+)
+def test_an_emitted_module_in_a_namespace_folder_of_a_package_imports(tmp_path):
+    (tmp_path / "package" / "core").mkdir(parents=True)
+    (tmp_path / "package" / "__init__.py").write_text("")
+    (tmp_path / "package" / "core" / "compact.py").write_text(COMPACT)
+    assert main([str(tmp_path / "package" / "core" / "compact.py"), "--in-place", "-q"]) == 0
+    subprocess.run([sys.executable, "-c", "import package.core.compact"], cwd=tmp_path, check=True, capture_output=True)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a helper that calls a factory's parameter twice gives the kernel that calls "
+    "it one WR005 per call, with the same location and message: Newton's tests (test_mpr.py, "
+    "test_kamino_lox_kernels.py) print the same line up to 6 times",
+)
+def test_check_reports_a_finding_once(tmp_path, capsys):
+    path = tmp_path / "made.py"
+    path.write_text(
+        textwrap.dedent("""\
+        import warp as wp
+
+
+        def make_kernel(inner):
+            @wp.func
+            def outer(x: float) -> float:
+                return inner(x) + inner(2.0 * x)
+
+            @wp.kernel
+            def apply(x: wp.array(dtype=float)):
+                x[0] = outer(x[0])
+
+            return apply
+        """)
+    )
+    main(["--check", str(path), "-q"])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(set(lines)) == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="options set on a module from wp.get_module() and passed as @wp.kernel(module="
+    "...) are not read: Newton's Kamino rcm_batch kernels (backward off) are reported as WR001",
+)
+def test_check_reads_backward_off_from_a_module_object(tmp_path, capsys):
+    path = tmp_path / "made.py"
+    path.write_text(
+        textwrap.dedent("""\
+        import warp as wp
+
+
+        def make_kernels(dtype):
+            module = wp.get_module(f"made_{dtype.__name__}")
+            module.options.update({"enable_backward": False})
+
+            @wp.kernel(module=module)
+            def compact(x: wp.array(dtype=dtype), count: wp.array(dtype=int), out: wp.array(dtype=dtype)):
+                slot = wp.atomic_add(count, 0, 1)
+                out[slot] = x[wp.tid()]
+
+            return compact
+        """)
+    )
+    main(["--check", str(path), "--select", "ALL", "-q"])
+    assert [line.split(": ")[1].split()[0] for line in capsys.readouterr().out.splitlines()] == ["WR101"]
+
+
+VISITOR = """\
+from __future__ import annotations
+
+import warp as wp
+
+
+def make_visitor(dtype):
+    @wp.kernel
+    def visit(x: wp.array[dtype], level: wp.array[int], head: wp.array[int], order: wp.array[int]):
+        tid = wp.tid()
+        for j in range(x.shape[0]):
+            if dtype(wp.abs(x[j])) > dtype(0.5):
+                old = wp.atomic_cas(level, j, -1, tid)
+                if old == -1:
+                    slot = wp.atomic_add(head, 0, 1)
+                    order[slot] = j
+
+    return visit
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=NameError,
+    reason="the replay of a CAS probe loop is left out, and with it the body's only use of the factory's 'dtype': "
+    "under 'from __future__ import annotations' the replay's annotation 'wp.array[dtype]' then names nothing Warp can "
+    "find (Kamino's rcm_batch kernels)",
+)
+def test_an_emitted_factory_replay_keeps_what_its_annotations_use(tmp_path, monkeypatch):
+    (tmp_path / "visitor.py").write_text(VISITOR)
+    assert main([str(tmp_path / "visitor.py"), "-o", str(tmp_path / "visitor_rewritten.py"), "-q"]) == 0
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import visitor_rewritten
+
+    visitor_rewritten.make_visitor(wp.float32)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a function handed to wp.Kernel(func=...) inside a helper of the file "
+    "(Warp's test_atomic_cas.py: getkernel(test_spinlock_counter_1d, ...)) is not known as a kernel: its "
+    "consuming helpers are reported (WR002), the kernel is not",
+)
+def test_check_finds_a_kernel_made_through_a_helper(tmp_path, capsys):
+    path = tmp_path / "made.py"
+    path.write_text(
+        textwrap.dedent("""\
+        import warp as wp
+
+        cache = {}
+
+
+        def getkernel(func, suffix=""):
+            key = func.__name__ + suffix
+            if key not in cache:
+                cache[key] = wp.Kernel(func=func, key=key)
+            return cache[key]
+
+
+        def test_compact():
+            def compact(x: wp.array(dtype=float), count: wp.array(dtype=int), out: wp.array(dtype=float)):
+                slot = wp.atomic_add(count, 0, 1)
+                out[slot] = x[wp.tid()]
+
+            return getkernel(compact)
+        """)
+    )
+    main(["--check", str(path), "-q"])
+    assert [line.split(": ")[1].split()[0] for line in capsys.readouterr().out.splitlines()] == ["WR001"]
