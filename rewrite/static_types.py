@@ -75,6 +75,8 @@ def resolve_annotation(module: StaticModule, node: ast.expr | None) -> Any:
     node = _parsed(node)
     if isinstance(node, ast.Subscript):  # wp.array[wp.float32]
         return _array(module, node.value, node.slice, None)
+    if isinstance(node, ast.Call) and _constructor(module, node.func):  # wp.types.matrix(shape=(6, 1), dtype=...)
+        return _value_type(module, node)
     if isinstance(node, ast.Call):  # wp.array(dtype=wp.float32, ndim=2), wp.array2d(float)
         keywords = {k.arg: k.value for k in node.keywords}
         dtype = keywords.get("dtype", node.args[0] if node.args else None)
@@ -87,14 +89,61 @@ def resolve_annotation(module: StaticModule, node: ast.expr | None) -> Any:
             return typing.Any
         if node.id in module.warp.members:
             return getattr(wp, module.warp.members[node.id], None)
-        struct = next((n for n in module_level(module.tree) if isinstance(n, ast.ClassDef) and n.name == node.id), None)
-        return StaticStruct(module, struct) if struct is not None and module.warp.decorated(struct, "struct") else None
+        return _module_type(module, node.id)
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
         if node.value.id in module.warp.modules:
             return getattr(wp, node.attr, None)
         if f"{node.value.id}.{node.attr}" == module.warp.any_name:
             return typing.Any
     return None
+
+
+def _module_type(module: StaticModule, name: str) -> Any:
+    """The type a module-level name of the file stands for: a ``@wp.struct`` class, or a value type made by one of
+    Warp's type constructors (``mat61 = wp.types.matrix(shape=(6, 1), dtype=wp.float32)``); None for anything else."""
+    for node in module_level(module.tree):
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return StaticStruct(module, node) if module.warp.decorated(node, "struct") else None
+        assigned = isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+        if assigned and isinstance(node.value, ast.Call) and _constructor(module, node.value.func):
+            return _value_type(module, node.value)
+    return None
+
+
+_CONSTRUCTORS = {"vector": ("length", "dtype"), "matrix": ("shape", "dtype"), "quaternion": ("dtype",),
+                 "transformation": ("dtype",)}  # fmt: skip
+
+
+def _constructor(module: StaticModule, func: ast.expr) -> str | None:
+    """``matrix`` for ``wp.types.matrix`` (any alias of warp): the name of one of Warp's type constructors."""
+    if isinstance(func, ast.Attribute) and func.attr in _CONSTRUCTORS and isinstance(func.value, ast.Attribute):
+        return func.attr if func.value.attr == "types" and module.warp.is_warp_expr(func.value) else None
+    return None
+
+
+def _value_type(module: StaticModule, call: ast.Call) -> Any:
+    """The type a call of one of Warp's type constructors makes, where its arguments are literals and Warp's scalar
+    types; None where they are not (a factory's parameter)."""
+    name = _constructor(module, call.func)
+    arguments = dict(zip(_CONSTRUCTORS[name], call.args, strict=False))
+    arguments.update({keyword.arg: keyword.value for keyword in call.keywords if keyword.arg})
+    if set(arguments) != set(_CONSTRUCTORS[name]):
+        return None
+    values = {}
+    for parameter, value in arguments.items():
+        if parameter == "dtype":
+            values[parameter] = resolve_annotation(module, value)
+            if not dtypes.is_scalar(values[parameter]):
+                return None
+        else:
+            try:
+                values[parameter] = ast.literal_eval(value)
+            except (ValueError, TypeError, SyntaxError, RecursionError):
+                return None
+    try:
+        return getattr(wp.types, name)(**values)
+    except (TypeError, ValueError):
+        return None
 
 
 def _array(module: StaticModule, kind: ast.expr, dtype: ast.expr | None, ndim: int | None) -> Any:
