@@ -243,6 +243,9 @@ class StaticFrontend:
             annotation = dtypes.field_type(annotation, name)
         return dtypes.array_info(annotation)
 
+    def closure_variable(self, name: str) -> bool:
+        return self.source.postponed_annotations and self.source.bound_around(name, self.definition)
+
     def check_portable(self, function: FunctionPlan) -> None:
         """Refuse to copy a helper from another file whose code uses names the rewritten module lacks.
 

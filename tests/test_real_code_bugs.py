@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 
+import harness
 import numpy as np
 import pytest
 import warp as wp
@@ -189,7 +190,9 @@ import warp as wp
 
 def make_visitor(dtype):
     @wp.kernel
-    def visit(x: wp.array[dtype], level: wp.array[int], head: wp.array[int], order: wp.array[int]):
+    def visit(
+        x: wp.array[dtype], level: wp.array[int], head: wp.array[int], order: wp.array[int], out: wp.array[dtype]
+    ):
         tid = wp.tid()
         for j in range(x.shape[0]):
             if dtype(wp.abs(x[j])) > dtype(0.5):
@@ -197,25 +200,33 @@ def make_visitor(dtype):
                 if old == -1:
                     slot = wp.atomic_add(head, 0, 1)
                     order[slot] = j
+        slot = wp.atomic_add(head, 1, 1)
+        out[slot] = x[tid] * x[tid]
 
     return visit
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=NameError,
-    reason="the replay of a CAS probe loop is left out, and with it the body's only use of the factory's 'dtype': "
-    "under 'from __future__ import annotations' the replay's annotation 'wp.array[dtype]' then names nothing Warp can "
-    "find (Kamino's rcm_batch kernels)",
-)
 def test_an_emitted_factory_replay_keeps_what_its_annotations_use(tmp_path, monkeypatch):
+    """Kamino's rcm_batch kernels: the replay leaves out a CAS probe loop, and with it the body's only use of the
+    factory's 'dtype'; under 'from __future__ import annotations' its annotation 'wp.array[dtype]' would then name
+    nothing Warp can find (the replay's body names 'dtype' again, so that it stays a closure variable)."""
     (tmp_path / "visitor.py").write_text(VISITOR)
     assert main([str(tmp_path / "visitor.py"), "-o", str(tmp_path / "visitor_rewritten.py"), "-q"]) == 0
     monkeypatch.syspath_prepend(str(tmp_path))
+    import visitor  # the original, for ground truth
     import visitor_rewritten
 
-    visitor_rewritten.make_visitor(wp.float32)
+    original, rewritten = visitor.make_visitor(wp.float64), visitor_rewritten.make_visitor(wp.float64)
+
+    def program(args, launcher):
+        if launcher is harness.launch_original:
+            wp.launch(original, N, inputs=args, device="cpu")
+        else:
+            rewritten.launch(N, inputs=args, device="cpu")
+
+    make = lambda: [f64(X, True), i32([-1] * N), i32([0, 0]), i32([0] * N), f64(np.zeros(N), True)]  # noqa: E731
+    check(Case(None, N, make, [4], [0], program=program))
 
 
 @pytest.mark.xfail(
