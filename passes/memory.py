@@ -97,7 +97,6 @@ def _assigned_into(node: ast.expr, parents: dict[ast.AST, ast.AST]) -> bool:
     child, parent = node, parents.get(node)
     while isinstance(parent, ast.Subscript | ast.Attribute) and parent.value is child:
         child, parent = parent, parents.get(parent)
-    if child is node:
+    if child is node or not isinstance(parent, ast.Assign | ast.AnnAssign):
         return False
-    assigned = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
-    return isinstance(parent, ast.Assign | ast.AnnAssign) and any(child is target for target in assigned)
+    return any(child is target for target in (parent.targets if isinstance(parent, ast.Assign) else [parent.target]))
