@@ -246,32 +246,69 @@ class StaticFrontend:
     def closure_variable(self, name: str) -> bool:
         return self.source.postponed_annotations and self.source.bound_around(name, self.definition)
 
-    def check_portable(self, function: FunctionPlan) -> None:
-        """Refuse to copy a helper from another file whose code uses names the rewritten module lacks.
+    def helper_imports(self, function: FunctionPlan) -> list[HelperImport]:
+        """What the rewritten module must import for a helper from another file to be copied into it; raises
+        ``RewriteError`` where it cannot.
 
         A cloned helper is copied into the rewritten module, so each global name it uses must mean the same there:
-        warp under the same name, a builtin, another clone, or a name the module imports from the helper's file.
+        warp under the same name, a builtin, another clone, a name the module imports from the helper's file, or
+        else one the module does not bind at all, which it then imports from the helper's file (``_hashtable_hash``
+        beside ``hashtable_find_or_insert``), spelled as its own import of that file.
         """
         module, unit = self.source, function.unit
         owner, helper = unit.owner, unit.tree
         if owner is module:
-            return
+            return []
         local = {a.arg for a in helper.args.args} | {
             n.id for n in walk(helper) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
         }
         cloned = {id(call.func) for call in function.clones}
+        imports = []
         for node in walk(helper):
             if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load) or node.id in local | _BUILTINS:
                 continue
-            if id(node) in cloned or self._same_binding(owner, node.id):
+            name = node.id
+            if id(node) in cloned or self._same_binding(owner, name):
                 continue
-            raise RewriteError(
-                self.definition.name,
-                owner.location(node),
-                f"helper '{helper.name}' (in {owner.display}) must be copied into the rewritten module, but it uses "
-                f"'{node.id}', which {module.display} does not import from there",
-                f"Import '{node.id}' from that module in {module.display}, or define '{helper.name}' there",
-            )
+            spelled = self._import_of(owner)
+            problem, advice = None, None
+            if name in owner.warp.modules or name in owner.warp.members:
+                problem = f"'{name}', its file's name for Warp, which {module.display} does not use"
+                advice = f"Import Warp as '{name}' in {module.display}"
+            elif module.binding(name, module.scopes(self.definition)) is not None:
+                problem = f"'{name}', which {module.display} binds to something else"
+                advice = "Give one of the two another name"
+            elif spelled is None:
+                problem = f"'{name}', which {module.display} does not import, nor anything else from that file"
+                advice = f"Import '{name}' from that module in {module.display}"
+            if problem is not None:
+                raise RewriteError(
+                    self.definition.name,
+                    owner.location(node),
+                    f"helper '{helper.name}' (in {owner.display}) must be copied into the rewritten module, but it "
+                    f"uses {problem}",
+                    f"{advice}, or define '{helper.name}' in {module.display}",
+                )
+            imports.append(HelperImport(*spelled, name))
+        return imports
+
+    def _import_of(self, owner: StaticModule) -> tuple[ast.stmt, str] | None:
+        """The module's first import (at module level) of something from ``owner``'s file, and how ``from ... import``
+        spells that file there (``.hashtable``, ``pkg.hashtable``); None if it imports nothing from it."""
+        module, path = self.source, owner.path.resolve()
+        for node in module_level(module.tree):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                spellings = [(node.level, base)] + [(node.level, f"{base}.{a.name}".lstrip(".")) for a in node.names]
+            elif isinstance(node, ast.Import):
+                spellings = [(0, alias.name) for alias in node.names]
+            else:
+                continue
+            for level, dotted in spellings:
+                found = self.project.module_file(module, level, dotted) if level or dotted else None
+                if found is not None and found.resolve() == path:
+                    return node, "." * level + dotted
+        return None
 
     def _same_binding(self, owner: StaticModule, name: str) -> bool:
         """True if ``name`` means in the kernel's module what it means in ``owner`` (the file a helper comes from)."""
@@ -281,10 +318,24 @@ class StaticFrontend:
         if name in owner.warp.members:
             return owner.warp.members[name] == module.warp.members.get(name)
         imported = module.imported.get(name)
-        if imported is None or imported.name != name:
+        if imported is None:
+            return False
+        if imported.level == 0 and imported == owner.imported.get(name):
+            return True  # the same absolute import in both files
+        if imported.name != name:
             return False
         path = self.project.module_file(module, imported.level, imported.module)
         return path is not None and path.resolve() == owner.path.resolve()
+
+
+@dataclass(frozen=True)
+class HelperImport:
+    """A name a helper copied into the rewritten module uses, imported from the helper's file: ``from <source>
+    import <name>``, placed after ``after``, the module's own import from that file."""
+
+    after: ast.stmt
+    source: str  # the file as the module's import spells it: ".hashtable"
+    name: str
 
 
 _BUILTINS = frozenset(dir(builtins))

@@ -108,20 +108,41 @@ def compact(x: wp.array(dtype=float), count: wp.array(dtype=int), out: wp.array(
     out[slot] = x[wp.tid()]
 """
 
+LAUNCH = """
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=subprocess.CalledProcessError,
-    reason="in a folder without __init__.py inside "
-    "a package (Warp's warp/examples/core, run as python -m warp.examples.core.example_...), the emitted "
-    "module imports its runtime as a top-level module, which is not found",
-)
+if __name__ == "__main__":
+    wp.config.quiet = True
+    x = wp.array([0.0, 1.0, 2.0], dtype=float, requires_grad=True)
+    count = wp.zeros(1, dtype=int)
+    out = wp.zeros(3, dtype=float, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch(compact, 3, inputs=[x, count, out], device="cpu")
+    tape.backward(grads={out: wp.array([0.0, 1.0, 2.0], dtype=float)})
+    print(sorted(x.grad.numpy().tolist()))
+"""
+
+
 def test_an_emitted_module_in_a_namespace_folder_of_a_package_imports(tmp_path):
+    """Warp's warp/examples/core has no __init__.py inside the package warp.examples: its examples run as
+    ``python -m warp.examples.core.example_...`` and as scripts. The emitted module (and one in a regular package)
+    imports the runtime beside it either way."""
     (tmp_path / "package" / "core").mkdir(parents=True)
     (tmp_path / "package" / "__init__.py").write_text("")
-    (tmp_path / "package" / "core" / "compact.py").write_text(COMPACT)
-    assert main([str(tmp_path / "package" / "core" / "compact.py"), "--in-place", "-q"]) == 0
-    subprocess.run([sys.executable, "-c", "import package.core.compact"], cwd=tmp_path, check=True, capture_output=True)
+    (tmp_path / "package" / "core" / "compact.py").write_text(COMPACT + LAUNCH)
+    (tmp_path / "package" / "compact.py").write_text(COMPACT + LAUNCH)
+    for path in (tmp_path / "package" / "core" / "compact.py", tmp_path / "package" / "compact.py"):
+        assert main([str(path), "--in-place", "-q"]) == 0
+    for command in (
+        ["-c", "import package.core.compact"],
+        ["-m", "package.core.compact"],
+        [str(tmp_path / "package" / "core" / "compact.py")],
+        ["-m", "package.compact"],
+        [str(tmp_path / "package" / "compact.py")],
+    ):
+        ran = subprocess.run([sys.executable, *command], cwd=tmp_path, capture_output=True, text=True)
+        assert ran.returncode == 0, f"{command}: {ran.stderr}"
+        last = ran.stdout.strip().splitlines()[-1:]
+        assert last == (["[0.0, 1.0, 2.0]"] if command[0] != "-c" else []), ran.stdout  # gradients, when run
 
 
 @pytest.mark.xfail(
