@@ -45,6 +45,11 @@ def is_int(dtype: Any) -> bool:
     return dtype in warp_types.int_types
 
 
+def is_scalar(dtype: Any) -> bool:
+    """A concrete Warp scalar type (``wp.float32``, ``wp.int64``, ``wp.bool``)."""
+    return dtype in warp_types.scalar_types or dtype is wp.bool
+
+
 def is_array(annotation: Any) -> bool:
     return warp_types.is_array(annotation)
 
@@ -73,6 +78,31 @@ def is_generic(annotation: Any) -> bool:
 
 
 def source(dtype: Any, warp_alias: str) -> str | None:
-    """``wp.float32``: how generated code spells a dtype Warp exports; None for any other (a user's own vector)."""
+    """How generated code spells a dtype: ``wp.float32`` for one Warp exports, ``wp.types.matrix(shape=(6, 1),
+    dtype=wp.float32)`` for a vector, matrix, quaternion or transform type made by Warp's type constructors (what
+    Warp checks at a call is the shape and the scalar type, not the class); None for any other (a struct)."""
     name = getattr(dtype, "__name__", None)
-    return f"{warp_alias}.{name}" if name and getattr(wp, name, None) is dtype else None
+    if name and getattr(wp, name, None) is dtype:
+        return f"{warp_alias}.{name}"
+    constructor = _CONSTRUCTORS.get(getattr(dtype, "_wp_generic_type_hint_", None))
+    scalar = source(dtype._wp_scalar_type_, warp_alias) if constructor is not None else None
+    if scalar is None:
+        return None
+    if constructor == "vector":
+        return f"{warp_alias}.types.vector(length={dtype._length_}, dtype={scalar})"
+    if constructor == "matrix":
+        return f"{warp_alias}.types.matrix(shape={tuple(dtype._shape_)}, dtype={scalar})"
+    return f"{warp_alias}.types.{constructor}(dtype={scalar})"
+
+
+def has_source(dtype: Any) -> bool:
+    """Can generated code name ``dtype`` (see ``source``)? Not a generic one (None), nor a struct."""
+    return source(dtype, "wp") is not None
+
+
+_CONSTRUCTORS = {
+    warp_types.Vector: "vector",
+    warp_types.Matrix: "matrix",
+    warp_types.Quaternion: "quaternion",
+    warp_types.Transformation: "transformation",
+}

@@ -92,18 +92,21 @@ def check_replay_twins(
 ) -> None:
     """Refuse a generic helper whose replay keeps a float atomic: its twin needs ``@wp.func_replay``.
 
-    Warp does not let a function with generic parameters have a custom replay.
+    Warp does not let a function with generic parameters have a custom replay, and a record parameter whose type
+    generated code cannot name (a struct's) would be one.
     """
     for function in plan.root.walk():
         if function is plan.root or not needs_forward_twin(function, int_paths):
             continue
         generic = any(dtypes.is_generic(t) for t in parameter_types(function.unit).values())
         generic |= any(records[name].dtype is None for name in function.record_params())
-        if generic:
+        unnamed = [name for name in function.record_params() if not dtypes.has_source(records[name].dtype)]
+        if generic or unnamed:
+            what = "generic parameters" if generic else f"a record ('{unnamed[0]}') of a type code cannot name"
             raise Refusal(
                 function.unit,
                 function.unit.tree,
-                f"helper '{function.unit.name}' has generic parameters and keeps a float atomic's adjoint in its "
+                f"helper '{function.unit.name}' has {what} and keeps a float atomic's adjoint in its "
                 "replay, which needs a @wp.func_replay that Warp does not allow for generic functions",
                 f"Give '{function.unit.name}' concrete parameter types",
             )

@@ -75,7 +75,9 @@ def loads(nodes: list[ast.AST], parents: dict[ast.AST, ast.AST], names: WarpName
     them reads one, the caller decides from the array's number of dimensions (``depth``): in ``pos[i][0]`` the
     load ``pos[i]`` reads a vector element of a 1-D ``pos``, and ``[0]`` takes a component of the value read.
 
-    Subscripts that are stored into, or the target of an atomic (a view ``arr[i]`` handed to it), are not loads.
+    Subscripts that are stored into, or the target of an atomic (a view ``arr[i]`` handed to it), are not loads;
+    nor is the element a plain assignment stores a component of (``out[i]`` in ``out[i][0, 0] = v`` or
+    ``out[i].x = v``): Warp writes the component in place, reading nothing.
     """
     found = []
     for node in nodes:
@@ -84,5 +86,17 @@ def loads(nodes: list[ast.AST], parents: dict[ast.AST, ast.AST], names: WarpName
         parent = parents.get(node)
         if isinstance(parent, ast.Call) and names.atomic_op(parent) and positional_arguments(parent)[0] is node:
             continue
+        if _assigned_into(node, parents):
+            continue
         found.append(node)
     return sorted(found, key=lambda n: (n.lineno, n.col_offset))
+
+
+def _assigned_into(node: ast.expr, parents: dict[ast.AST, ast.AST]) -> bool:
+    """Is ``node`` what the target of a plain assignment indexes or takes an attribute of, at any depth?"""
+    child, parent = node, parents.get(node)
+    while isinstance(parent, ast.Subscript | ast.Attribute) and parent.value is child:
+        child, parent = parent, parents.get(parent)
+    if child is node or not isinstance(parent, ast.Assign | ast.AnnAssign):
+        return False
+    return any(child is target for target in (parent.targets if isinstance(parent, ast.Assign) else [parent.target]))

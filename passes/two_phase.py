@@ -604,6 +604,22 @@ def _pruned_body(body: list[ast.stmt], read: set[str]) -> list[ast.stmt]:
     return body if unchanged else kept
 
 
+def mentioning(function: ast.FunctionDef, closure_variable: Callable[[str], bool]) -> ast.FunctionDef:
+    """``function`` whose body names, in a statement of its own that Warp evaluates to nothing, each closure variable
+    its annotations name and its body does not, so that Python captures it (see ``pipeline.keep_closures``)."""
+    annotations = [arg.annotation for arg in function.args.args if arg.annotation is not None]
+    annotations += [function.returns] if function.returns is not None else []
+    named = {n.id for annotation in annotations for n in walk(annotation) if isinstance(n, ast.Name)}
+    used = {n.id for statement in function.body for n in walk(statement) if isinstance(n, ast.Name)}
+    missing = sorted(name for name in named - used if closure_variable(name))
+    if not missing:
+        return function
+    function = copy.copy(function)
+    at = 0 if ast.get_docstring(function) is None else 1
+    function.body = [*function.body[:at], *(ast.Expr(_expr(name)) for name in missing), *function.body[at:]]
+    return function
+
+
 def _outermost_calls(expr: ast.expr) -> list[ast.Call]:
     """The calls in ``expr`` that are not inside another one, but those that only make a value, in order."""
     if isinstance(expr, ast.Call) and not _constructs(expr):

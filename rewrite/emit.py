@@ -7,8 +7,8 @@ A kernel defined inside a function (a factory) gets its block there, indented, s
 the factory's closure values as the kernel does, and the factory's name of the kernel is then bound to the
 rewritten kernel: what the factory returns launches both phases. ``wp.launch(kernel, ...)`` calls of the file
 become ``launch_<kernel>(...)`` (the callee and the kernel argument replaced in place). Every other character of
-the file is kept. The blocks call warp-rewrite's runtime, which the emitted module imports, among its own imports,
-from ``wp_rewrite_runtime.py`` beside it (``from . import`` in a package). Blocks are fenced by marker comments, so
+the file is kept. The blocks call warp-rewrite's runtime, which the emitted module imports, after its own imports,
+from ``wp_rewrite_runtime.py`` beside it (``runtime_import``). Blocks are fenced by marker comments, so
 that a second run recognises them and changes nothing, and deleting one and running again brings it back.
 """
 
@@ -28,7 +28,7 @@ from typing import Any
 import warp as wp
 
 from warp_rewrite import pipeline, runtime
-from warp_rewrite.import_placement import NewImport, Sections, placement
+from warp_rewrite.import_placement import NewImport, Sections, after_imports, placement
 from warp_rewrite.lint import HazardFinder, Unknown, launched_kernel
 from warp_rewrite.live import RUNTIME_NAME
 from warp_rewrite.passes import dtypes
@@ -38,7 +38,7 @@ from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.pipeline import GeneratedKernel, RewriteOptions
 from warp_rewrite.runtime import RewriteError
 from warp_rewrite.static_module import Imported, Project, StaticModule, Unfollowed
-from warp_rewrite.static_types import StaticFrontend
+from warp_rewrite.static_types import HelperImport, StaticFrontend
 
 BEGIN = (
     "# ---- wp-rewrite: generated from kernel '{kernel}' above ----\n"
@@ -211,20 +211,41 @@ def _only_read(tree: ast.Module) -> set[str]:
     return read - bound
 
 
-def _module_names(module: StaticModule, taken: set[str], package: bool = False) -> tuple[ModuleNames, list[NewImport]]:
+@dataclass
+class ModuleImports:
+    """What the module lacks to run its generated blocks: an import of Warp, the import of the runtime."""
+
+    warp: NewImport | None = None
+    runtime: str = ""  # the text of runtime_import(), if the module has none
+
+
+def _module_names(module: StaticModule, taken: set[str]) -> tuple[ModuleNames, ModuleImports]:
     """How the generated blocks name Warp and the runtime, and the imports the module lacks for them."""
-    imports = []
+    imports = ModuleImports()
     warp = min(module.warp.modules) if module.warp.modules else None
     if warp is None:
         warp = Namer(taken).fresh("wp")
-        imports.append(NewImport("warp", warp))
+        imports.warp = NewImport("warp", warp)
     ours = {Imported(0, RUNTIME_NAME, None), Imported(1, "", RUNTIME_NAME)}
     name = next((local for local, source in module.imported.items() if source in ours), None)
     if name is None:
         name = Namer(taken).fresh(RUNTIME_NAME)
-        imports.append(NewImport(RUNTIME_NAME, name, relative=package, beside=True))
+        imports.runtime = runtime_import(name)
     taken |= {warp, name}
     return ModuleNames(warp, name), imports
+
+
+def runtime_import(name: str) -> str:
+    """The import of the runtime written beside the emitted module, under ``name``: relative where the module is
+    one of a package (also in a folder without ``__init__.py`` inside one, as ``python -m pkg.sub.module`` runs
+    it), absolute where it is a script or a top-level module (its folder is then on ``sys.path``)."""
+    alias = f" as {name}" if name != RUNTIME_NAME else ""
+    return (
+        f"if __package__:  # {RUNTIME_FILE} is beside this file\n"
+        f"    from . import {RUNTIME_NAME}{alias}\n"
+        "else:\n"
+        f"    import {RUNTIME_NAME}{alias}\n"
+    )
 
 
 def _literal(value: Any, names: ModuleNames, indent: str, relocate: Callable[[str], str]) -> str:
@@ -295,15 +316,31 @@ def _rewritten_kernel(generated: GeneratedKernel, spec: str, names: ModuleNames,
     return "\n".join(lines) + "\n"
 
 
-def generate(frontend: StaticFrontend, detach_returns: bool) -> GeneratedKernel | None:
-    """What the pipeline makes of the frontend's kernel; None when the kernel has nothing to record (as when
-    ``wp_rewrite`` leaves a kernel unchanged). Raises ``RewriteError``."""
+def generate(frontend: StaticFrontend, detach_returns: bool) -> tuple[GeneratedKernel, list[HelperImport]] | None:
+    """What the pipeline makes of the frontend's kernel, and what the module must import for the helpers copied
+    into it; None when the kernel has nothing to record (as when ``wp_rewrite`` leaves a kernel unchanged). Raises
+    ``RewriteError``."""
     # max_records is the launches' default, not compiled in
     generated = pipeline.rewrite_kernel(frontend, RewriteOptions(None, detach_returns))
-    if generated is not None:
-        for function in generated.plan.root.walk():
-            frontend.check_portable(function)
-    return generated
+    if generated is None:
+        return None
+    return generated, [found for function in generated.plan.root.walk() for found in frontend.helper_imports(function)]
+
+
+def helper_import_lines(module: StaticModule, imports: list[HelperImport]) -> list[tuple[int, str]]:
+    """(input line after which, text) for the imports helpers copied into the module need: one ``from ... import``
+    of their names per import of the module's they go after (indented as that one is)."""
+    names: dict[tuple[int, str], set[str]] = {}
+    after = {}
+    for found in imports:
+        names.setdefault((id(found.after), found.source), set()).add(found.name)
+        after[id(found.after)] = found.after
+    lines = []
+    for (statement, source), imported in names.items():
+        node = after[statement]
+        text = f"{' ' * node.col_offset}from {source} import {', '.join(sorted(imported))}\n"
+        lines.append((node.end_lineno, text))
+    return sorted(lines, key=lambda line: line[0])
 
 
 @dataclass
@@ -451,7 +488,8 @@ def emit_module(
 
     ``max_records`` and ``detach_returns`` have the meaning of ``wp_rewrite``'s options (``max_records`` is the
     launches' default, which each launch may change). ``folder`` and ``name``: where the module is written
-    (default: ``path``), which decides how it imports the runtime and how the launch spec names locations.
+    (default: ``path``), which decides where an import of Warp it lacks goes (isort's first-party modules) and how
+    the launch spec names locations.
     """
     project = project or Project()
     folder = folder if folder is not None else path.parent
@@ -466,30 +504,32 @@ def emit_module(
     taken = set().union(*(_bound_names(m.tree) for m in project.modules.values() if m is not None and m is not module))
     taken |= _taken_names(module)
     free = _only_read(module.tree)
-    package = (folder / "__init__.py").is_file()
-    names, imports = _module_names(module, taken, package)
+    names, imports = _module_names(module, taken)
     offsets = Offsets(module)
     launches = {id(k): module.launch_name(k) for k in choice.already if module.launch_name(k)}
-    blocks = []
+    blocks, helper_imports = [], []
     for kernel in choice.to_rewrite:
         nested = bool(module.scopes(kernel))
         frontend = StaticFrontend(module, project, kernel, names, taken)
         try:
-            generated = generate(frontend, detach_returns)
+            made = generate(frontend, detach_returns)
         except RewriteError as error:
             emitted.refusals.append(error)
             continue
-        if generated is None:
+        if made is None:
             continue
+        generated, needed = made
+        helper_imports += needed
         launch = _launch_names(kernel.name, taken, free, nested)
         line = module.lines[kernel.lineno - 1]
         blocks.append(Block(kernel, generated, launch, names, line[: len(line) - len(line.lstrip())], nested))
         launches[id(kernel)] = launch.launch
         emitted.rewritten.append(kernel.name)
-    inserted = []  # (input line after which, text)
-    if blocks or emitted.already:
-        sections = Sections.for_folder(folder)
-        inserted += [placement(module.tree, module.lines, added, sections, folder) for added in imports]
+    inserted = helper_import_lines(module, helper_imports)  # (input line after which, text)
+    if (blocks or emitted.already) and imports.warp:
+        inserted.append(placement(module.tree, module.lines, imports.warp, Sections.for_folder(folder)))
+    if (blocks or emitted.already) and imports.runtime:
+        inserted.append(after_imports(module.tree, module.lines, imports.runtime))
     unplaced = [block.insertion(module.lines, block.text(max_records, str)) for block in blocks]
     relocate = _relocation(module.display, name or path.name, inserted + unplaced)
     inserted += [block.insertion(module.lines, block.text(max_records, relocate)) for block in blocks]
@@ -518,8 +558,8 @@ def _relocation(display: str, name: str, inserted: list[tuple[int, str]]) -> Cal
 
 
 def _apply(text: str, edits: list[Edit]) -> str:
-    """``text`` with the edits made, in the file's own line endings."""
+    """``text`` with the edits made, in the file's own line endings; insertions at one place in their order."""
     newline = "\r\n" if "\r\n" in text else "\n"
-    for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
+    for _, edit in sorted(enumerate(edits), key=lambda item: (item[1].start, item[1].end, item[0]), reverse=True):
         text = text[: edit.start] + edit.text.replace("\n", newline) + text[edit.end :]
     return text

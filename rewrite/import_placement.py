@@ -20,17 +20,15 @@ FUTURE, STANDARD, THIRD_PARTY, FIRST_PARTY, RELATIVE = range(5)
 
 @dataclass(frozen=True)
 class NewImport:
-    """An import statement to add: ``import module`` or ``from . import name`` (``relative``)."""
+    """An import statement to add: ``import module [as alias]``."""
 
     module: str
     alias: str | None = None
-    relative: bool = False
-    beside: bool = False  # a module written beside the file (the runtime), which may not exist yet
 
     @property
     def text(self) -> str:
         alias = f" as {self.alias}" if self.alias and self.alias != self.module else ""
-        return f"from . import {self.module}{alias}" if self.relative else f"import {self.module}{alias}"
+        return f"import {self.module}{alias}"
 
 
 def _ruff_root(folder: Path) -> Path | None:
@@ -68,10 +66,6 @@ class Sections:
         found = any((root / f"{top}.py").is_file() or (root / top).is_dir() for root in self.first_party_roots)
         return FIRST_PARTY if found else THIRD_PARTY
 
-    def of_new_module(self, folder: Path) -> int:
-        """The section of a module about to be written into ``folder`` (the runtime beside the emitted file)."""
-        return FIRST_PARTY if folder.resolve() in self.first_party_roots else THIRD_PARTY
-
     def of_statement(self, node: ast.Import | ast.ImportFrom) -> int:
         if isinstance(node, ast.Import):
             return self.of_module(node.names[0].name)
@@ -102,19 +96,12 @@ def leading_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
     return imports
 
 
-def placement(
-    tree: ast.Module, lines: list[str], added: NewImport, sections: Sections, folder: Path
-) -> tuple[int, str]:
-    """(0-based line index, text) that inserts ``added`` where isort would put it (``folder``: where a module
-    written with the file goes); the text ends in a newline and carries the blank lines that separate sections."""
+def placement(tree: ast.Module, lines: list[str], added: NewImport, sections: Sections) -> tuple[int, str]:
+    """(0-based line index, text) that inserts ``added`` where isort would put it; the text ends in a newline and
+    carries the blank lines that separate sections."""
     imports = leading_imports(tree)
-    if added.relative:
-        section = RELATIVE
-    elif added.beside:
-        section = sections.of_new_module(folder)
-    else:
-        section = sections.of_module(added.module)
-    key = _sort_key(True, 1, "") if added.relative else _sort_key(False, 0, added.module)
+    section = sections.of_module(added.module)
+    key = _sort_key(False, 0, added.module)
     line = added.text + "\n"
     same = [node for node in imports if sections.of_statement(node) == section]
     if same:
@@ -128,6 +115,15 @@ def placement(
     if after:
         return after[0].lineno - 1, line + "\n"
     return _top_of_file(tree, lines), line + "\n"
+
+
+def after_imports(tree: ast.Module, lines: list[str], block: str) -> tuple[int, str]:
+    """(0-based line index, text) that puts a block of code (more than an import statement: isort leaves it where
+    it is) after the file's first run of imports, a blank line before it, and one after it where code follows."""
+    imports = leading_imports(tree)
+    at = imports[-1].end_lineno if imports else _top_of_file(tree, lines)
+    followed = at < len(lines) and lines[at].strip()
+    return at, ("\n" if at else "") + block + ("\n" if followed else "")
 
 
 def _top_of_file(tree: ast.Module, lines: list[str]) -> int:

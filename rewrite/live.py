@@ -218,6 +218,9 @@ class LiveFrontend:
             arg_type = dtypes.field_type(arg_type, name)
         return dtypes.array_info(arg_type)
 
+    def closure_variable(self, name: str) -> bool:
+        return False  # the generated code runs in the kernel's namespace, closure variables included (namespace())
+
     def namespace(self) -> dict[str, Any]:
         """What the generated code refers to: the kernel's namespace, the runtime, and what cloned helpers from other
         modules use (under a fresh name where the kernel's module means something else by it)."""

@@ -34,6 +34,7 @@ from warp_rewrite.passes.two_phase import (
     ModuleNames,
     compiled_room,
     launch_arity,
+    mentioning,
     phase_functions,
 )
 from warp_rewrite.printing import unparse_wrapped
@@ -50,6 +51,11 @@ class Frontend(PlanFrontend, Protocol):
     taken: set[str]  # names generated module-level definitions must avoid; the pipeline adds the ones it uses
     options: dict[str, Any]  # the kernel's options (@wp.kernel(enable_backward=...)), for the generated kernels
     placement: dict[str, Any]  # @wp.kernel(module=..., module_options=...) for the generated kernels, if any
+
+    def closure_variable(self, name: str) -> bool:
+        """Does the generated code see ``name`` as a closure variable of the function it is written into (a kernel
+        factory), one that Python captures only where a body uses it: its annotations are strings (``from
+        __future__ import annotations``), which Warp evaluates with the globals and the closure variables only?"""
 
 
 @dataclass(frozen=True)
@@ -172,6 +178,14 @@ def replay_phase(rewrite: Rewrite) -> None:
     rewrite.replay_kernel = functions[-1].name
 
 
+def keep_closures(rewrite: Rewrite) -> None:
+    """Every closure variable a generated function's annotations name stays one (``Frontend.closure_variable``):
+    where leaving statements out took the body's last use of it (a factory's ``dtype``), the body names it again
+    (``passes.two_phase.mentioning``)."""
+    closure_variable = rewrite.frontend.closure_variable
+    rewrite.functions = [mentioning(function, closure_variable) for function in rewrite.functions]
+
+
 def print_source(rewrite: Rewrite) -> None:
     """The generated source, with the user's own text for every statement the phases left as it was."""
     originals = {}
@@ -246,6 +260,7 @@ STAGES: tuple[tuple[str, Callable[[Rewrite], None]], ...] = (
     ("record", record_phase),
     ("count", count_phase),
     ("replay", replay_phase),
+    ("closures", keep_closures),
     ("print", print_source),
     ("spec", launch_spec),
 )
@@ -285,7 +300,7 @@ def _show(stage: str, rewrite: Rewrite) -> None:
                   for loop in rewrite.plan.loops]  # fmt: skip
     elif stage == "layout":
         lines = [f"{r.name}: {r.kind} of {getattr(r.dtype, '__name__', 'generic')}" for r in rewrite.records.values()]
-    elif stage in ("record", "count", "replay"):
+    elif stage in ("record", "count", "replay", "closures"):
         lines = [ast.unparse(f) for f in rewrite.functions]
     elif stage == "print":
         lines = [rewrite.source]

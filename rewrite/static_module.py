@@ -395,6 +395,20 @@ class StaticModule:
 
     # --- names -----------------------------------------------------------------------------------------------
 
+    @cached_property
+    def postponed_annotations(self) -> bool:
+        """True under ``from __future__ import annotations``: the file's annotations are strings, evaluated later."""
+        return any(
+            isinstance(node, ast.ImportFrom) and node.module == "__future__" and alias.name == "annotations"
+            for node in self.tree.body
+            for alias in getattr(node, "names", [])
+        )
+
+    def bound_around(self, name: str, node: ast.AST) -> bool:
+        """True if a function around ``node`` binds ``name``: code there sees it as a closure variable."""
+        functions = [scope for scope in self.scopes(node) if not isinstance(scope, ast.ClassDef)]
+        return any(_scope_binding(scope, name, self.generated) is not None for scope in functions)
+
     def binding(self, name: str, scopes: list[Scope]) -> ast.AST | Imported | None:
         """What ``name`` is bound to where ``scopes`` (innermost first) surround the code: a definition, an
         ``Imported``, an ``ast.arg`` (a parameter), the value assigned to it, or None if nothing in the file binds

@@ -75,6 +75,8 @@ def resolve_annotation(module: StaticModule, node: ast.expr | None) -> Any:
     node = _parsed(node)
     if isinstance(node, ast.Subscript):  # wp.array[wp.float32]
         return _array(module, node.value, node.slice, None)
+    if isinstance(node, ast.Call) and _constructor(module, node.func):  # wp.types.matrix(shape=(6, 1), dtype=...)
+        return _value_type(module, node)
     if isinstance(node, ast.Call):  # wp.array(dtype=wp.float32, ndim=2), wp.array2d(float)
         keywords = {k.arg: k.value for k in node.keywords}
         dtype = keywords.get("dtype", node.args[0] if node.args else None)
@@ -87,14 +89,61 @@ def resolve_annotation(module: StaticModule, node: ast.expr | None) -> Any:
             return typing.Any
         if node.id in module.warp.members:
             return getattr(wp, module.warp.members[node.id], None)
-        struct = next((n for n in module_level(module.tree) if isinstance(n, ast.ClassDef) and n.name == node.id), None)
-        return StaticStruct(module, struct) if struct is not None and module.warp.decorated(struct, "struct") else None
+        return _module_type(module, node.id)
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
         if node.value.id in module.warp.modules:
             return getattr(wp, node.attr, None)
         if f"{node.value.id}.{node.attr}" == module.warp.any_name:
             return typing.Any
     return None
+
+
+def _module_type(module: StaticModule, name: str) -> Any:
+    """The type a module-level name of the file stands for: a ``@wp.struct`` class, or a value type made by one of
+    Warp's type constructors (``mat61 = wp.types.matrix(shape=(6, 1), dtype=wp.float32)``); None for anything else."""
+    for node in module_level(module.tree):
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return StaticStruct(module, node) if module.warp.decorated(node, "struct") else None
+        assigned = isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+        if assigned and isinstance(node.value, ast.Call) and _constructor(module, node.value.func):
+            return _value_type(module, node.value)
+    return None
+
+
+_CONSTRUCTORS = {"vector": ("length", "dtype"), "matrix": ("shape", "dtype"), "quaternion": ("dtype",),
+                 "transformation": ("dtype",)}  # fmt: skip
+
+
+def _constructor(module: StaticModule, func: ast.expr) -> str | None:
+    """``matrix`` for ``wp.types.matrix`` (any alias of warp): the name of one of Warp's type constructors."""
+    if isinstance(func, ast.Attribute) and func.attr in _CONSTRUCTORS and isinstance(func.value, ast.Attribute):
+        return func.attr if func.value.attr == "types" and module.warp.is_warp_expr(func.value) else None
+    return None
+
+
+def _value_type(module: StaticModule, call: ast.Call) -> Any:
+    """The type a call of one of Warp's type constructors makes, where its arguments are literals and Warp's scalar
+    types; None where they are not (a factory's parameter)."""
+    name = _constructor(module, call.func)
+    arguments = dict(zip(_CONSTRUCTORS[name], call.args, strict=False))
+    arguments.update({keyword.arg: keyword.value for keyword in call.keywords if keyword.arg})
+    if set(arguments) != set(_CONSTRUCTORS[name]):
+        return None
+    values = {}
+    for parameter, value in arguments.items():
+        if parameter == "dtype":
+            values[parameter] = resolve_annotation(module, value)
+            if not dtypes.is_scalar(values[parameter]):
+                return None
+        else:
+            try:
+                values[parameter] = ast.literal_eval(value)
+            except (ValueError, TypeError, SyntaxError, RecursionError):
+                return None
+    try:
+        return getattr(wp.types, name)(**values)
+    except (TypeError, ValueError):
+        return None
 
 
 def _array(module: StaticModule, kind: ast.expr, dtype: ast.expr | None, ndim: int | None) -> Any:
@@ -194,32 +243,72 @@ class StaticFrontend:
             annotation = dtypes.field_type(annotation, name)
         return dtypes.array_info(annotation)
 
-    def check_portable(self, function: FunctionPlan) -> None:
-        """Refuse to copy a helper from another file whose code uses names the rewritten module lacks.
+    def closure_variable(self, name: str) -> bool:
+        return self.source.postponed_annotations and self.source.bound_around(name, self.definition)
+
+    def helper_imports(self, function: FunctionPlan) -> list[HelperImport]:
+        """What the rewritten module must import for a helper from another file to be copied into it; raises
+        ``RewriteError`` where it cannot.
 
         A cloned helper is copied into the rewritten module, so each global name it uses must mean the same there:
-        warp under the same name, a builtin, another clone, or a name the module imports from the helper's file.
+        warp under the same name, a builtin, another clone, a name the module imports from the helper's file, or
+        else one the module does not bind at all, which it then imports from the helper's file (``_hashtable_hash``
+        beside ``hashtable_find_or_insert``), spelled as its own import of that file.
         """
         module, unit = self.source, function.unit
         owner, helper = unit.owner, unit.tree
         if owner is module:
-            return
+            return []
         local = {a.arg for a in helper.args.args} | {
             n.id for n in walk(helper) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
         }
         cloned = {id(call.func) for call in function.clones}
+        imports = []
         for node in walk(helper):
             if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load) or node.id in local | _BUILTINS:
                 continue
-            if id(node) in cloned or self._same_binding(owner, node.id):
+            name = node.id
+            if id(node) in cloned or self._same_binding(owner, name):
                 continue
-            raise RewriteError(
-                self.definition.name,
-                owner.location(node),
-                f"helper '{helper.name}' (in {owner.display}) must be copied into the rewritten module, but it uses "
-                f"'{node.id}', which {module.display} does not import from there",
-                f"Import '{node.id}' from that module in {module.display}, or define '{helper.name}' there",
-            )
+            spelled = self._import_of(owner)
+            problem, advice = None, None
+            if name in owner.warp.modules or name in owner.warp.members:
+                problem = f"'{name}', its file's name for Warp, which {module.display} does not use"
+                advice = f"Import Warp as '{name}' in {module.display}"
+            elif module.binding(name, module.scopes(self.definition)) is not None:
+                problem = f"'{name}', which {module.display} binds to something else"
+                advice = "Give one of the two another name"
+            elif spelled is None:
+                problem = f"'{name}', which {module.display} does not import, nor anything else from that file"
+                advice = f"Import '{name}' from that module in {module.display}"
+            if problem is not None:
+                raise RewriteError(
+                    self.definition.name,
+                    owner.location(node),
+                    f"helper '{helper.name}' (in {owner.display}) must be copied into the rewritten module, but it "
+                    f"uses {problem}",
+                    f"{advice}, or define '{helper.name}' in {module.display}",
+                )
+            imports.append(HelperImport(*spelled, name))
+        return imports
+
+    def _import_of(self, owner: StaticModule) -> tuple[ast.stmt, str] | None:
+        """The module's first import (at module level) of something from ``owner``'s file, and how ``from ... import``
+        spells that file there (``.hashtable``, ``pkg.hashtable``); None if it imports nothing from it."""
+        module, path = self.source, owner.path.resolve()
+        for node in module_level(module.tree):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                spellings = [(node.level, base)] + [(node.level, f"{base}.{a.name}".lstrip(".")) for a in node.names]
+            elif isinstance(node, ast.Import):
+                spellings = [(0, alias.name) for alias in node.names]
+            else:
+                continue
+            for level, dotted in spellings:
+                found = self.project.module_file(module, level, dotted) if level or dotted else None
+                if found is not None and found.resolve() == path:
+                    return node, "." * level + dotted
+        return None
 
     def _same_binding(self, owner: StaticModule, name: str) -> bool:
         """True if ``name`` means in the kernel's module what it means in ``owner`` (the file a helper comes from)."""
@@ -229,10 +318,24 @@ class StaticFrontend:
         if name in owner.warp.members:
             return owner.warp.members[name] == module.warp.members.get(name)
         imported = module.imported.get(name)
-        if imported is None or imported.name != name:
+        if imported is None:
+            return False
+        if imported.level == 0 and imported == owner.imported.get(name):
+            return True  # the same absolute import in both files
+        if imported.name != name:
             return False
         path = self.project.module_file(module, imported.level, imported.module)
         return path is not None and path.resolve() == owner.path.resolve()
+
+
+@dataclass(frozen=True)
+class HelperImport:
+    """A name a helper copied into the rewritten module uses, imported from the helper's file: ``from <source>
+    import <name>``, placed after ``after``, the module's own import from that file."""
+
+    after: ast.stmt
+    source: str  # the file as the module's import spells it: ".hashtable"
+    name: str
 
 
 _BUILTINS = frozenset(dir(builtins))

@@ -126,3 +126,35 @@ def float_assigned_before_read(
         s = x[tid] + wp.float64(k)  # assigned before it is read in every iteration: nothing is carried
         slot = wp.atomic_add(count, 0, 1)
         out[slot] = wp.float64(2.0) * s + best
+
+
+# --- arrays of matrices made by wp.types.matrix(...), in helpers -------------------------------------------------
+
+column = wp.types.matrix(shape=(2, 1), dtype=wp.float64)
+
+
+@wp.func
+def put_in_column(slot: int, value: wp.float64, out: wp.array(dtype=wp.types.matrix(shape=(2, 1), dtype=wp.float64))):
+    out[slot][0, 0] = value  # a component written in place: nothing of out is read
+    out[slot][1, 0] = value * value
+
+
+@wp.kernel
+def store_into_columns(x: wp.array(dtype=wp.float64), count: wp.array(dtype=wp.int32), out: wp.array(dtype=column)):
+    slot = wp.atomic_add(count, 0, 1)
+    put_in_column(slot, x[wp.tid()], out)
+
+
+@wp.func
+def add_column(acc: wp.array(dtype=column), value: wp.float64, out: wp.array(dtype=wp.float64), tid: int):
+    added = column()
+    added[0, 0] = value
+    added[1, 0] = value * value
+    before = wp.atomic_add(acc, 0, added)  # a matrix returned: its records are arrays of the matrix type
+    out[tid] = before[1, 0] * value
+
+
+@wp.kernel
+def running_columns(x: wp.array(dtype=wp.float64), acc: wp.array(dtype=column), out: wp.array(dtype=wp.float64)):
+    tid = wp.tid()
+    add_column(acc, x[tid], out, tid)

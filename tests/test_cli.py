@@ -23,6 +23,7 @@ from harness import Case, check, f64, i32, vec3d
 import warp_rewrite.runtime
 from warp_rewrite import launch, wp_rewrite
 from warp_rewrite.cli import main
+from warp_rewrite.emit import runtime_import
 
 TESTS = Path(__file__).parent
 SAMPLES = TESTS / "cli_samples"
@@ -193,7 +194,7 @@ def test_detach_returns_records_float_returns_as_constants(tmp_path, capsys):
     with tape:
         module.launch_scale_by_running_sum(N, inputs=[x, acc, out_])
     x.requires_grad = True
-    refusal = r"detached_rewritten\.py:8:14: kernel 'scale_by_running_sum': .*depends on 'x'"  # the emitted file's
+    refusal = r"detached_rewritten\.py:12:14: kernel 'scale_by_running_sum': .*depends on 'x'"  # the emitted file's
     with pytest.raises(module.wp_rewrite_runtime.RewriteError, match=refusal), wp.Tape():
         module.launch_scale_by_running_sum(N, inputs=[x, acc, out_])
     assert acc.numpy().tolist() == [1.0 + X.sum().astype(np.float32)]
@@ -306,7 +307,7 @@ def test_module_with_its_own_warp_alias_and_a_bare_atomic(tmp_path, capsys):
     text = out.read_text()
     assert "@w.kernel(enable_backward=False)\ndef pop_and_scale_record(" in text
     assert "top = wp_rewrite_runtime.record_returned(atomic_sub(stack, 0, 1), top_records, thread)" in text
-    assert "\nimport wp_rewrite_runtime\n" in text
+    assert runtime_import("wp_rewrite_runtime") in text
     module = import_file(out, "aliased_rewritten")
     make = lambda: [i32([N]), f64(X, True), zeros(N)]  # noqa: E731
     check(Case(None, N, make, [2], [1], program=through(module, "pop_and_scale", N)))
@@ -325,7 +326,7 @@ GENERATED_BLOCK = re.compile(
     r"# ---- wp-rewrite: end of the code generated from kernel '\1' ----\n",
     re.DOTALL,
 )
-RUNTIME_IMPORT = "import wp_rewrite_runtime\n"
+RUNTIME_IMPORT = "\n" + runtime_import("wp_rewrite_runtime")  # after the imports, a blank line before it
 
 
 def without_generated(text: str) -> str:
@@ -346,8 +347,10 @@ def test_emitted_module_imports_only_what_the_input_imports(emitted, rewritten_t
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.Import):
                 modules |= {alias.name.split(".")[0] for alias in node.names}
-            elif isinstance(node, ast.ImportFrom):
-                modules.add((node.module or "").split(".")[0])
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                modules.add(node.module.split(".")[0])
+            elif isinstance(node, ast.ImportFrom):  # from . import wp_rewrite_runtime
+                modules |= {alias.name for alias in node.names}
         return modules
 
     added = imported(rewritten_text) - imported(PATTERNS.read_text())
@@ -621,19 +624,65 @@ def test_unsupported_pattern_is_left_as_it_is_and_says_why_as_the_api_does(tmp_p
     assert not (tmp_path / "wp_rewrite_runtime.py").exists()
 
 
-def test_imported_helper_that_cannot_be_copied_names_helper_and_file(tmp_path, capsys):
-    (tmp_path / "helpers.py").write_text(
-        "import warp as wp\n\nSTEP = 1\n\n\n@wp.func\ndef take(count: wp.array[int]) -> int:\n"
-        "    return wp.atomic_add(count, 0, STEP)\n"
-    )
-    source = tmp_path / "user.py"
-    source.write_text(
-        "import warp as wp\nfrom helpers import take\n\n\n@wp.kernel\ndef k(c: wp.array[int], o: wp.array[float]):\n"
-        "    o[take(c)] = 1.0\n"
-    )
-    status, _, err = run_cli(capsys, source)
+PROBING = """\
+import warp as wp
+
+STEP = wp.constant(1)
+
+
+@wp.func
+def _wrapped(index: int, size: int) -> int:
+    return index % size
+
+
+@wp.func
+def take_slot(count: wp.array[int], size: int) -> int:
+    return _wrapped(wp.atomic_add(count, 0, STEP), size)
+"""
+
+SCATTER = """\
+import warp as wp
+
+from .probing import take_slot
+
+
+@wp.kernel
+def scatter(x: wp.array[wp.float64], count: wp.array[int], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    out[take_slot(count, out.shape[0])] = x[tid] * x[tid]
+"""
+
+
+def test_a_copied_helper_gets_what_it_uses_from_its_own_file(tmp_path, capsys, monkeypatch):
+    """Newton's hashtable_find_or_insert calls _hashtable_hash, which the kernels' module does not import: the
+    rewritten module imports it, and the constant, from the helper's file as it imports the helper."""
+    package = tmp_path / "copying"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "probing.py").write_text(PROBING)
+    (package / "scatter.py").write_text(SCATTER)
+    assert run_cli(capsys, package / "scatter.py", "--in-place")[0] == 0
+    text = (package / "scatter.py").read_text()
+    assert "from .probing import take_slot\nfrom .probing import STEP, _wrapped\n" in text
+    assert run_cli(capsys, package / "scatter.py", "--in-place")[2].endswith("nothing to change\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import copying.scatter as module
+
+    program = through(module, "scatter", N)
+    check(Case(None, N, lambda: [f64(X, True), i32([0]), zeros(N)], [2], [0], program=program))
+
+
+def test_a_copied_helper_using_a_name_the_module_binds_otherwise_is_refused(tmp_path, capsys):
+    (tmp_path / "probing.py").write_text(PROBING)
+    source = tmp_path / "scatter.py"
+    source.write_text(SCATTER.replace("from .probing", "from probing") + "\n\nSTEP = 2\n")
+    status, _, err = run_cli(capsys, source, "-o", tmp_path / "out.py")
     assert status == 1
-    assert "helper 'take' (in " in err and "helpers.py) must be copied" in err and "uses 'STEP'" in err
+    assert (
+        f"probing.py:13:45: kernel 'scatter': helper 'take_slot' (in {tmp_path / 'probing.py'}) must be copied into "
+        f"the rewritten module, but it uses 'STEP', which {source} binds to something else. Give one of the two "
+        f"another name, or define 'take_slot' in {source}"
+    ) in err
 
 
 def test_usage_errors_exit_two_without_traceback(tmp_path, capsys):

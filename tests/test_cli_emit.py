@@ -23,7 +23,7 @@ from harness import Case, check, f64, i32
 import warp_rewrite.runtime
 from warp_rewrite import cli
 from warp_rewrite.cli import main
-from warp_rewrite.emit import emit_module
+from warp_rewrite.emit import emit_module, runtime_import
 
 TESTS = Path(__file__).parent
 REPO = TESTS.parent
@@ -325,7 +325,7 @@ def test_each_block_of_a_file_with_two_kernels_and_a_factory_comes_back(adoption
 
 def test_runtime_import_comes_back_too(adoption, tmp_path):
     text = Path(adoption.__file__).read_text()
-    cut = text.replace("import wp_rewrite_runtime\n", "", 1)
+    cut = text.replace("\n" + runtime_import("wp_rewrite_runtime"), "", 1)
     path = tmp_path / "adoption_rewritten.py"
     assert emit_module(path, path.name, cut).text == text
 
@@ -362,10 +362,7 @@ def test_emitted_files_pass_ruffs_default_rules(adoption, tmp_path, monkeypatch)
     monkeypatch.chdir(REPO)
     assert main([str(project / "adoption.py"), "--in-place", "-q"]) == 0
     assert ruff_findings(project / "adoption.py", project) == []
-    assert (
-        "import warp as wp\nfrom warp import launch\n\nimport wp_rewrite_runtime\n"
-        in (project / "adoption.py").read_text()
-    )  # first-party there: a section of its own, as isort has it
+    assert "from warp import launch\n\n" + runtime_import("wp_rewrite_runtime") in (project / "adoption.py").read_text()
 
 
 @pytest.mark.skipif(not RUFF.exists(), reason="ruff (a dev dependency) is not installed")
@@ -380,7 +377,7 @@ def test_emitted_pattern_kernels_add_no_ruff_finding(tmp_path, monkeypatch):
     assert added == []
 
 
-def test_package_output_imports_the_runtime_relatively(capsys, tmp_path, monkeypatch):
+def test_package_output_imports_the_runtime_beside_it(capsys, tmp_path, monkeypatch):
     package = tmp_path / "simpkg"
     package.mkdir()
     (package / "__init__.py").write_text("")
@@ -390,8 +387,7 @@ def test_package_output_imports_the_runtime_relatively(capsys, tmp_path, monkeyp
     (package / "other.py").write_text("")
     assert run_cli(capsys, package / "sim.py", "--in-place")[0] == 0
     text = (package / "sim.py").read_text()
-    assert "from warp import launch\n\nfrom . import other\nfrom . import wp_rewrite_runtime\n" in text  # (isort
-    # would merge the two lines: a relative import of the runtime sorts after the file's own ``from . import``)
+    assert "from warp import launch\n\nfrom . import other\n\n" + runtime_import("wp_rewrite_runtime") in text
     assert (package / "wp_rewrite_runtime.py").exists()
     monkeypatch.syspath_prepend(str(tmp_path))
     import simpkg.sim  # imported as a package module, with the runtime beside it

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 
+import harness
 import numpy as np
 import pytest
 import warp as wp
@@ -33,14 +34,10 @@ def scatter_into_columns(x: wp.array[wp.float64], count: wp.array[wp.int32], out
     put_in_column(slot, x[wp.tid()], out)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=RuntimeError,
-    reason="the @wp.func_replay twin of a cloned helper that stores, "
-    "with an array of a wp.types.matrix(...) dtype as a parameter, is refused by Warp as generic: "
-    "Newton's Kamino _update_col_major_limit/contact_jacobians (store_col_major_jacobian_block)",
-)
 def test_a_storing_helper_with_a_matrix_array_parameter():
+    """Newton's Kamino _update_col_major_limit/contact_jacobians (store_col_major_jacobian_block): the component
+    store ``out[slot][0, 0] = value`` reads nothing (it was recorded as a read, and the helper cloned with a twin
+    whose record parameter Warp refused as generic)."""
     check(
         Case(
             scatter_into_columns,
@@ -111,20 +108,41 @@ def compact(x: wp.array(dtype=float), count: wp.array(dtype=int), out: wp.array(
     out[slot] = x[wp.tid()]
 """
 
+LAUNCH = """
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=subprocess.CalledProcessError,
-    reason="in a folder without __init__.py inside "
-    "a package (Warp's warp/examples/core, run as python -m warp.examples.core.example_...), the emitted "
-    "module imports its runtime as a top-level module, which is not found",
-)
+if __name__ == "__main__":
+    wp.config.quiet = True
+    x = wp.array([0.0, 1.0, 2.0], dtype=float, requires_grad=True)
+    count = wp.zeros(1, dtype=int)
+    out = wp.zeros(3, dtype=float, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch(compact, 3, inputs=[x, count, out], device="cpu")
+    tape.backward(grads={out: wp.array([0.0, 1.0, 2.0], dtype=float)})
+    print(sorted(x.grad.numpy().tolist()))
+"""
+
+
 def test_an_emitted_module_in_a_namespace_folder_of_a_package_imports(tmp_path):
+    """Warp's warp/examples/core has no __init__.py inside the package warp.examples: its examples run as
+    ``python -m warp.examples.core.example_...`` and as scripts. The emitted module (and one in a regular package)
+    imports the runtime beside it either way."""
     (tmp_path / "package" / "core").mkdir(parents=True)
     (tmp_path / "package" / "__init__.py").write_text("")
-    (tmp_path / "package" / "core" / "compact.py").write_text(COMPACT)
-    assert main([str(tmp_path / "package" / "core" / "compact.py"), "--in-place", "-q"]) == 0
-    subprocess.run([sys.executable, "-c", "import package.core.compact"], cwd=tmp_path, check=True, capture_output=True)
+    (tmp_path / "package" / "core" / "compact.py").write_text(COMPACT + LAUNCH)
+    (tmp_path / "package" / "compact.py").write_text(COMPACT + LAUNCH)
+    for path in (tmp_path / "package" / "core" / "compact.py", tmp_path / "package" / "compact.py"):
+        assert main([str(path), "--in-place", "-q"]) == 0
+    for command in (
+        ["-c", "import package.core.compact"],
+        ["-m", "package.core.compact"],
+        [str(tmp_path / "package" / "core" / "compact.py")],
+        ["-m", "package.compact"],
+        [str(tmp_path / "package" / "compact.py")],
+    ):
+        ran = subprocess.run([sys.executable, *command], cwd=tmp_path, capture_output=True, text=True)
+        assert ran.returncode == 0, f"{command}: {ran.stderr}"
+        last = ran.stdout.strip().splitlines()[-1:]
+        assert last == (["[0.0, 1.0, 2.0]"] if command[0] != "-c" else []), ran.stdout  # gradients, when run
 
 
 @pytest.mark.xfail(
@@ -193,7 +211,9 @@ import warp as wp
 
 def make_visitor(dtype):
     @wp.kernel
-    def visit(x: wp.array[dtype], level: wp.array[int], head: wp.array[int], order: wp.array[int]):
+    def visit(
+        x: wp.array[dtype], level: wp.array[int], head: wp.array[int], order: wp.array[int], out: wp.array[dtype]
+    ):
         tid = wp.tid()
         for j in range(x.shape[0]):
             if dtype(wp.abs(x[j])) > dtype(0.5):
@@ -201,25 +221,33 @@ def make_visitor(dtype):
                 if old == -1:
                     slot = wp.atomic_add(head, 0, 1)
                     order[slot] = j
+        slot = wp.atomic_add(head, 1, 1)
+        out[slot] = x[tid] * x[tid]
 
     return visit
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=NameError,
-    reason="the replay of a CAS probe loop is left out, and with it the body's only use of the factory's 'dtype': "
-    "under 'from __future__ import annotations' the replay's annotation 'wp.array[dtype]' then names nothing Warp can "
-    "find (Kamino's rcm_batch kernels)",
-)
 def test_an_emitted_factory_replay_keeps_what_its_annotations_use(tmp_path, monkeypatch):
+    """Kamino's rcm_batch kernels: the replay leaves out a CAS probe loop, and with it the body's only use of the
+    factory's 'dtype'; under 'from __future__ import annotations' its annotation 'wp.array[dtype]' would then name
+    nothing Warp can find (the replay's body names 'dtype' again, so that it stays a closure variable)."""
     (tmp_path / "visitor.py").write_text(VISITOR)
     assert main([str(tmp_path / "visitor.py"), "-o", str(tmp_path / "visitor_rewritten.py"), "-q"]) == 0
     monkeypatch.syspath_prepend(str(tmp_path))
+    import visitor  # the original, for ground truth
     import visitor_rewritten
 
-    visitor_rewritten.make_visitor(wp.float32)
+    original, rewritten = visitor.make_visitor(wp.float64), visitor_rewritten.make_visitor(wp.float64)
+
+    def program(args, launcher):
+        if launcher is harness.launch_original:
+            wp.launch(original, N, inputs=args, device="cpu")
+        else:
+            rewritten.launch(N, inputs=args, device="cpu")
+
+    make = lambda: [f64(X, True), i32([-1] * N), i32([0, 0]), i32([0] * N), f64(np.zeros(N), True)]  # noqa: E731
+    check(Case(None, N, make, [4], [0], program=program))
 
 
 @pytest.mark.xfail(

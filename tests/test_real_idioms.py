@@ -37,6 +37,16 @@ CASES = {
     "probe_with_a_wide_hash": (lambda: [i32([0] * 8), f64(X, True), zeros(8)], [2], [1]),
     "count_while_working": (lambda: [i32([0]), f64(X, True), zeros(N)], [2], [1]),
     "float_assigned_before_read": (lambda: [i32([0]), f64(X, True), zeros(N)], [2], [1]),
+    "store_into_columns": (
+        lambda: [f64(X, True), i32([0]), wp.zeros(N, dtype=idioms.column, requires_grad=True)],
+        [2],
+        [0],
+    ),
+    "running_columns": (
+        lambda: [f64(X, True), wp.array([[[0.5], [-0.25]]], dtype=idioms.column, requires_grad=True), zeros(N)],
+        [2],
+        [0, 1],
+    ),
 }
 
 

@@ -121,6 +121,25 @@ def test_float_depth_test_is_refused_where_its_gradient_would_be_wrong():
 
 
 @wp.kernel
+def components_in_place(
+    x: wp.array[wp.float64], count: wp.array[wp.int32], marks: wp.array[wp.vec2i], out: wp.array[wp.float64]
+):
+    tid = wp.tid()
+    slot = wp.atomic_add(count, 0, 1)
+    marks[slot % 2][0] = tid  # components written in place: nothing of marks is read
+    marks[slot % 2][1] = slot + 1
+    seen = marks[0][1] * 2 + marks[1][0]  # reads of components of what the launch writes, in an expression
+    out[slot] = x[tid] * wp.float64(seen + 1)
+
+
+def test_components_written_in_place_are_no_reads_and_components_read_are():
+    make = lambda: [f64(X, True), i32([0]), wp.array([[3, 5], [7, 9]], dtype=wp.vec2i), outputs(N)]  # noqa: E731
+    check(Case(components_in_place, N, make, [3], [0]))
+    sites = wp_rewrite(components_in_place).pair.spec.sites
+    assert [(site.target, site.op) for site in sites] == [("count", "add"), ("marks", "read"), ("marks", "read")]
+
+
+@wp.kernel
 def spin_lock_counter(
     x: wp.array[wp.float64], lock: wp.array[wp.int32], total: wp.array[wp.int32], out: wp.array[wp.float64]
 ):
