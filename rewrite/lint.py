@@ -147,6 +147,16 @@ class HazardFinder:
                 result.unknown += [Unknown(call, miss, name) for miss in scan.misses]
         return result
 
+    @staticmethod
+    def _merge(misses: list[Unfollowed | Unresolved], more: list[Unfollowed | Unresolved]) -> None:
+        """Add to ``misses`` those of ``more`` that say something new: a helper that calls the same unknown callee
+        twice (or reaches it along two paths) is one finding for the kernel, not one per call."""
+        seen = {_miss_key(miss) for miss in misses}
+        for miss in more:
+            if _miss_key(miss) not in seen:
+                seen.add(_miss_key(miss))
+                misses.append(miss)
+
     def _scan(self, owner: StaticModule, helper: ast.FunctionDef) -> _Scan:
         if id(helper) in self._scans:
             return self._scans[id(helper)]
@@ -159,13 +169,18 @@ class HazardFinder:
         for call in sorted((n for n in walk(helper) if isinstance(n, ast.Call)), key=position):
             found = self.project.resolve(owner, call)
             if isinstance(found, Unfollowed | Unresolved):
-                scan.misses.append(found)
+                self._merge(scan.misses, [found])
             elif found is not None:
                 inner = self._scan(*found)
                 scan.consumer = scan.consumer or inner.consumer
-                scan.misses += inner.misses
+                self._merge(scan.misses, inner.misses)
                 scan.reached |= inner.reached
         return scan
+
+
+def _miss_key(miss: Unfollowed | Unresolved) -> tuple[str, str]:
+    """What a miss says: the callee and why it cannot be followed (not where it is called)."""
+    return miss.helper, miss.module if isinstance(miss, Unfollowed) else miss.reason
 
 
 def _unknown_fields(unknown: Unknown) -> dict[str, str]:
