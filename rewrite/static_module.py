@@ -627,17 +627,29 @@ def _stores(target: ast.expr, name: str) -> bool:
     return any(isinstance(n, ast.Name) and n.id == name for n in walk(target))
 
 
-def _own_returns(function: ast.FunctionDef) -> Iterator[ast.Return]:
-    """The ``return`` statements of ``function`` itself, not of the functions it defines."""
+def _own_statements(function: ast.FunctionDef) -> Iterator[ast.stmt]:
+    """The statements of ``function`` itself, at any depth, not those of the functions and classes it defines."""
     pending = list(function.body)
     while pending:
         node = pending.pop()
-        if isinstance(node, ast.Return):
-            yield node
-        elif isinstance(node, ast.stmt) and not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        yield node
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             pending.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
             for handler in getattr(node, "handlers", []):
                 pending.extend(handler.body)
+
+
+def _own_returns(function: ast.FunctionDef) -> Iterator[ast.Return]:
+    """The ``return`` statements of ``function`` itself, not of the functions it defines."""
+    return (node for node in _own_statements(function) if isinstance(node, ast.Return))
+
+
+def _class_member(module: StaticModule, cls: ast.ClassDef, attr: str) -> tuple[StaticModule, ast.FunctionDef] | None:
+    """The ``@wp.func`` method ``attr`` of a class (Newton's vector types: ``YieldParamVec.from_values(...)``)."""
+    for node in cls.body:
+        if isinstance(node, ast.FunctionDef) and node.name == attr and module.warp.decorated(node, "func"):
+            return module, node
+    return None
 
 
 @dataclass(frozen=True)
@@ -761,12 +773,18 @@ class Project:
             bound = module.binding(expr.value.id, scopes[1:])
             if isinstance(bound, Imported):  # ``helpers.bump(...)`` after ``import pkg.helpers as helpers``
                 return self._in_module(module, bound, expr.attr, call, depth)
+            if isinstance(bound, ast.ClassDef):
+                return _class_member(module, bound, expr.attr)
             if bound is not None and not isinstance(bound, ast.ClassDef) and static:
                 return Unresolved(call, ast.unparse(expr), f"an attribute of '{expr.value.id}', known only at run time")
             return None
         if isinstance(expr, ast.Call) and static:
             found = self._returned_helper(module, expr, call, scopes, depth)
             return found or Unresolved(call, ast.unparse(expr), "a helper returned by a call, known only at run time")
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Call) and static:
+            found = self._returned_attribute(module, expr.value, expr.attr, call, scopes, depth)
+            return found or Unresolved(call, ast.unparse(expr), "an attribute of a value returned by a call, known "
+                                       "only at run time")  # fmt: skip
         if static:
             return Unresolved(call, ast.unparse(expr), "an expression evaluated when Warp builds the kernel")
         return None
@@ -795,6 +813,10 @@ class Project:
             if found is not None or not in_function:
                 return found
             return Unresolved(call, name, f"the result of {ast.unparse(bound.func)}(...), known only at run time")
+        if isinstance(bound, ast.Attribute) and isinstance(bound.value, ast.Call):  # ``solve = make(...).core``
+            found = self._returned_attribute(module, bound.value, bound.attr, call, module.scopes(bound), depth)
+            if found is not None:
+                return found
         return Unresolved(call, name, "a value known only at run time") if in_function else None
 
     def _returned_helper(
@@ -814,6 +836,26 @@ class Project:
         helpers = {id(found[1]): found for found in returned if isinstance(found, tuple)}
         return next(iter(helpers.values())) if returned and len(helpers) == 1 and len(returned) == sum(
             isinstance(found, tuple) for found in returned) else None  # fmt: skip
+
+    def _returned_attribute(
+        self, module: StaticModule, expr: ast.Call, attr: str, call: ast.Call, scopes: list[Scope], depth: int
+    ) -> tuple[StaticModule, ast.FunctionDef] | None:
+        """The helper ``factory(...).attr`` names, where the factory (in the project) sets that attribute on what
+        it returns: ``solve.core = solve_core; return solve``."""
+        factory = self._function(module, expr.func, scopes)
+        if factory is None:
+            return None
+        owner, definition = factory
+        returned = {node.value.id for node in _own_returns(definition) if isinstance(node.value, ast.Name)}
+        for node in _own_statements(definition):
+            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)):
+                continue
+            for target in node.targets:
+                if (isinstance(target, ast.Attribute) and target.attr == attr and isinstance(target.value, ast.Name)
+                        and target.value.id in returned):  # fmt: skip
+                    found = self._name(owner, node.value.id, call, [definition, *owner.scopes(definition)], depth + 1)
+                    return found if isinstance(found, tuple) else None
+        return None
 
     def _function(self, module: StaticModule, expr: ast.expr, scopes: list[Scope]):
         """The plain function (module, definition) ``expr`` names, following imports; None if not found."""
@@ -863,9 +905,19 @@ class Project:
 
     def _in_module(self, module: StaticModule, source: Imported, attr: str, call: ast.Call, depth: int) -> Resolved:
         dotted = ".".join(p for p in (source.module, source.name) if p)
-        if source.level == 0 and _is_standard(dotted):
+        if depth > 20 or (source.level == 0 and _is_standard(dotted)):
             return None
         path = self.module_file(module, source.level, dotted)
+        if path is None and source.name is not None:  # ``from pkg.mod import SomeVector``: a name, not a module
+            owner = self.module_file(module, source.level, source.module)
+            target = self.load(owner) if owner is not None else None
+            found = target.binding(source.name, []) if target is not None else None
+            if isinstance(found, ast.ClassDef):
+                return _class_member(target, found, attr)
+            if isinstance(found, Imported):
+                return self._in_module(target, found, attr, call, depth + 1)
+            if found is not None:
+                return None  # another object of that module: its attributes are not followed, as in this file
         if path is None:
             return Unfollowed(call, attr, "." * source.level + dotted)
         target = self.load(path)

@@ -541,6 +541,66 @@ def test_calls_through_closures_and_static_are_followed(capsys, tmp_path):
         "called, which wp-rewrite cannot follow from the source" in out  # fmt: skip
 
 
+SOLVERS = """import warp as wp
+
+
+class Slots(wp.types.vector(length=2, dtype=wp.int32)):
+    @wp.func
+    def claim(count: wp.array[int]) -> int:
+        return wp.atomic_add(count, 0, 1)
+
+    @wp.func
+    def first(count: wp.array[int]) -> int:
+        return count[0]
+
+
+def make_solver():
+    @wp.func
+    def solve_core(count: wp.array[int]) -> int:
+        return wp.atomic_sub(count, 0, 1)
+
+    @wp.func
+    def solve(count: wp.array[int]) -> int:
+        return solve_core(count) + 1
+
+    solve.core = solve_core
+    return solve
+"""
+USES_SOLVERS = """import warp as wp
+from solvers import Slots, make_solver
+
+
+@wp.kernel
+def claims(count: wp.array[int], out: wp.array[float]):
+    out[Slots.claim(count)] = 1.0
+    out[Slots.first(count)] = 2.0
+
+
+def make():
+    core = make_solver().core
+
+    @wp.kernel
+    def through_core(count: wp.array[int], out: wp.array[float]):
+        out[core(count)] = 1.0
+        out[wp.static(make_solver().core)(count)] = 2.0
+
+    return through_core
+"""
+
+
+def test_class_methods_and_attributes_factories_set_are_followed(capsys, tmp_path):
+    """``SomeVector.method(...)`` (a ``@wp.func`` in a class, imported or not) and ``make(...).core``, where the
+    factory sets ``core`` on the helper it returns (Newton's GJK/MPR solvers): followed, not WR005."""
+    (tmp_path / "solvers.py").write_text(SOLVERS)
+    assert check(capsys, tmp_path, USES_SOLVERS) == ["7:9: WR003", "16:13: WR003", "17:13: WR003"]
+    _, out, _ = run_cli(capsys, "--check", tmp_path / "kernels.py")
+    assert "calls helper 'claim', which uses the value returned by wp.atomic_add()" in out
+    assert "kernel 'through_core' calls helper 'solve_core', which uses the value returned by wp.atomic_sub()" in out
+    assert check(capsys, tmp_path, SOLVERS + USES_SOLVERS.split("\n", 2)[2], name="together.py") == [
+        "7:16: WR002", "17:16: WR002", "29:9: WR003", "38:13: WR003", "39:13: WR003",
+    ]  # fmt: skip
+
+
 HELPERS = """import warp as wp
 
 
