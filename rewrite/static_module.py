@@ -575,10 +575,19 @@ class StaticModule:
         ``Imported``, an ``ast.arg`` (a parameter), the value assigned to it, or None if nothing in the file binds
         it. The last binding of a scope wins: Warp reads closures and globals when it builds the kernel, after
         the function ran."""
+        found = self._lookup(name, scopes)
+        return found[1] if found is not None else None
+
+    def binding_scope(self, name: str, scopes: list[Scope]) -> Scope | ast.Module | None:
+        """The function (or the module) whose binding of ``name`` ``binding`` finds."""
+        found = self._lookup(name, scopes)
+        return found[0] if found is not None else None
+
+    def _lookup(self, name: str, scopes: list[Scope]) -> tuple[Scope | ast.Module, ast.AST | Imported] | None:
         for scope in [s for s in scopes if not isinstance(s, ast.ClassDef)] + [self.tree]:
             found = _scope_binding(scope, name, self.generated)
             if found is not None:
-                return found
+                return scope, found
         return None
 
 

@@ -202,7 +202,7 @@ class StaticFrontend:
         """
         module, unit = self.source, function.unit
         owner, helper = unit.owner, unit.tree
-        if owner is module:
+        if helper is self.definition:
             return
         local = {a.arg for a in helper.args.args} | {
             n.id for n in walk(helper) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
@@ -211,7 +211,12 @@ class StaticFrontend:
         for node in walk(helper):
             if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load) or node.id in local | _BUILTINS:
                 continue
-            if id(node) in cloned or self._same_binding(owner, node.id):
+            if id(node) in cloned:
+                continue
+            if owner is module:
+                self._check_visible(helper, node)
+                continue
+            if self._same_binding(owner, node.id):
                 continue
             raise RewriteError(
                 self.definition.name,
@@ -220,6 +225,21 @@ class StaticFrontend:
                 f"'{node.id}', which {module.display} does not import from there",
                 f"Import '{node.id}' from that module in {module.display}, or define '{helper.name}' there",
             )
+
+    def _check_visible(self, helper: ast.FunctionDef, node: ast.Name) -> None:
+        """Refuse a helper of this file whose copy, put beside the kernel, would not see a name it uses: one bound in
+        a function around the helper (a factory's closure) that is not also around the kernel."""
+        module = self.source
+        scope = module.binding_scope(node.id, module.scopes(helper))
+        if scope is None or isinstance(scope, ast.Module) or scope in module.scopes(self.definition):
+            return
+        raise RewriteError(
+            self.definition.name,
+            module.location(node),
+            f"helper '{helper.name}' must be copied beside the rewritten kernel, but it uses '{node.id}', a name "
+            f"of '{scope.name}' around the helper, which the kernel cannot see",
+            f"Pass '{node.id}' to the helper as an argument, or rewrite the kernel at run time with wp_rewrite()",
+        )
 
     def _same_binding(self, owner: StaticModule, name: str) -> bool:
         """True if ``name`` means in the kernel's module what it means in ``owner`` (the file a helper comes from)."""
