@@ -4,14 +4,15 @@ The codes, as ruff's conventions go (``--select``/``--ignore`` take codes and pr
 
     WR001  a kernel uses the value returned by a Warp atomic;
     WR002  a ``@wp.func`` helper does;
-    WR003  a kernel calls a helper that does (in this file, through its imports, a factory's closure or
+    WR003  a kernel calls a helper that does (in this file, through its imports, a factory's closure, a class or
            ``wp.static(...)``), at any depth;
     WR004  ``wp.launch`` launches a kernel that ``wp-rewrite`` rewrote through the original, not its rewritten
            launch;
     WR005  a kernel calls a helper the check cannot follow (a factory's parameter, ``wp.static`` of a value known
            only at run time, a module whose file is not found): a possible hazard;
     WR101  (informational, off by default) a consumed return in a kernel without a backward pass
-           (``enable_backward=False``), or in a helper of a module without one: not a hazard;
+           (``enable_backward=False``, its own or its Warp module's), or in a helper of a module without one: not a
+           hazard;
     WR102  (informational, off by default) a helper that consumes an atomic's return and has a hand-written
            ``@wp.func_replay``: Warp's backward calls the replay, so it is not a hazard.
     E999   a file that does not parse (always reported).
