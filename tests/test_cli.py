@@ -557,6 +557,20 @@ def test_file_without_kernels_to_rewrite_is_copied(tmp_path, capsys):
     assert run_cli(capsys, source, "--diff", "-q") == (0, "", "")
 
 
+def test_kernels_in_a_module_set_up_without_backward_are_left_as_they_are(tmp_path, capsys):
+    """Nothing runs backward through them (a module object's options, as Newton's Kamino sets them): no block."""
+    source, out = tmp_path / "no_backward.py", tmp_path / "out.py"
+    source.write_text(
+        "import warp as wp\n\n\ndef make(name):\n    module = wp.get_module(name)\n"
+        '    module.options.update({"enable_backward": False})\n\n    @wp.kernel(module=module)\n'
+        "    def compact(x: wp.array[float], count: wp.array[int], out: wp.array[float]):\n"
+        "        out[wp.atomic_add(count, 0, 1)] = x[wp.tid()]\n\n    return compact\n"
+    )
+    status, _, err = run_cli(capsys, source, "-o", out)
+    assert status == 0 and out.read_text() == source.read_text()
+    assert "no kernel to rewrite (none with a backward pass uses an atomic's returned value)" in err
+
+
 # --- errors ---------------------------------------------------------------------------------------------------
 
 
