@@ -324,7 +324,7 @@ def _summary(display: str, emitted: Emitted, written: Path | None) -> str:
     if not done and emitted.already:
         done.append(f"already rewritten ({', '.join(emitted.already)}): nothing to change")
     elif not done:
-        done.append("no kernel to rewrite (none uses an atomic's returned value)")
+        done.append("no kernel to rewrite (none with a backward pass uses an atomic's returned value)")
     where = f" -> {written}" if written is not None else ""
     return f"{display}{where}: " + "; ".join(done)
 

@@ -4,14 +4,15 @@ The codes, as ruff's conventions go (``--select``/``--ignore`` take codes and pr
 
     WR001  a kernel uses the value returned by a Warp atomic;
     WR002  a ``@wp.func`` helper does;
-    WR003  a kernel calls a helper that does (in this file, through its imports, a factory's closure or
+    WR003  a kernel calls a helper that does (in this file, through its imports, a factory's closure, a class or
            ``wp.static(...)``), at any depth;
     WR004  ``wp.launch`` launches a kernel that ``wp-rewrite`` rewrote through the original, not its rewritten
            launch;
     WR005  a kernel calls a helper the check cannot follow (a factory's parameter, ``wp.static`` of a value known
            only at run time, a module whose file is not found): a possible hazard;
     WR101  (informational, off by default) a consumed return in a kernel without a backward pass
-           (``enable_backward=False``), or in a helper of a module without one: not a hazard;
+           (``enable_backward=False``, its own or its Warp module's), or in a helper of a module without one: not a
+           hazard;
     WR102  (informational, off by default) a helper that consumes an atomic's return and has a hand-written
            ``@wp.func_replay``: Warp's backward calls the replay, so it is not a hazard.
     E999   a file that does not parse (always reported).
@@ -147,6 +148,16 @@ class HazardFinder:
                 result.unknown += [Unknown(call, miss, name) for miss in scan.misses]
         return result
 
+    @staticmethod
+    def _merge(misses: list[Unfollowed | Unresolved], more: list[Unfollowed | Unresolved]) -> None:
+        """Add to ``misses`` those of ``more`` that say something new: a helper that calls the same unknown callee
+        twice (or reaches it along two paths) is one finding for the kernel, not one per call."""
+        seen = {_miss_key(miss) for miss in misses}
+        for miss in more:
+            if _miss_key(miss) not in seen:
+                seen.add(_miss_key(miss))
+                misses.append(miss)
+
     def _scan(self, owner: StaticModule, helper: ast.FunctionDef) -> _Scan:
         if id(helper) in self._scans:
             return self._scans[id(helper)]
@@ -159,13 +170,18 @@ class HazardFinder:
         for call in sorted((n for n in walk(helper) if isinstance(n, ast.Call)), key=position):
             found = self.project.resolve(owner, call)
             if isinstance(found, Unfollowed | Unresolved):
-                scan.misses.append(found)
+                self._merge(scan.misses, [found])
             elif found is not None:
                 inner = self._scan(*found)
                 scan.consumer = scan.consumer or inner.consumer
-                scan.misses += inner.misses
+                self._merge(scan.misses, inner.misses)
                 scan.reached |= inner.reached
         return scan
+
+
+def _miss_key(miss: Unfollowed | Unresolved) -> tuple[str, str]:
+    """What a miss says: the callee and why it cannot be followed (not where it is called)."""
+    return miss.helper, miss.module if isinstance(miss, Unfollowed) else miss.reason
 
 
 def _unknown_fields(unknown: Unknown) -> dict[str, str]:

@@ -185,6 +185,49 @@ def _disables_backward(options: ast.expr | None) -> bool:
     )
 
 
+ModuleKey = tuple[str, ...] | tuple[str, int]  # which Warp module: see StaticModule._module_key
+FILE_MODULE: ModuleKey = ("file",)  # the file's own (the default of kernels defined in it)
+
+
+@dataclass(frozen=True)
+class Maker:
+    """A function of the file that makes a kernel of the function it is given as ``parameter``."""
+
+    function: ast.FunctionDef
+    parameter: str
+    options: ast.Call  # the Warp call inside it (``wp.Kernel(func=...)``) whose keywords are the kernel's options
+
+
+@dataclass(frozen=True)
+class Construction:
+    """Where a plain function is made a kernel: the call that hands it on, and the Warp call whose keywords are the
+    kernel's options (the same call, or the one inside a ``Maker``)."""
+
+    site: ast.Call
+    options: ast.Call
+
+
+def _argument(call: ast.Call, function: ast.FunctionDef, parameter: str) -> ast.expr | None:
+    """What ``call`` passes to ``function``'s ``parameter``, by position or keyword; None if it cannot tell."""
+    positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+    index = positional.index(parameter) if parameter in positional else None
+    return _argument_at(call, index, parameter)
+
+
+def _argument_at(call: ast.Call, index: int | None, keyword: str) -> ast.expr | None:
+    """The argument at position ``index`` or given as ``keyword``; None if there is none or a ``*args`` comes
+    first."""
+    if index is not None and index < len(call.args):
+        before = call.args[: index + 1]
+        return None if any(isinstance(a, ast.Starred) for a in before) else call.args[index]
+    return next((k.value for k in call.keywords if k.arg == keyword), None)
+
+
+def _is_options(expr: ast.expr) -> bool:
+    """``m.options`` for a name or call ``m``."""
+    return isinstance(expr, ast.Attribute) and expr.attr == "options" and isinstance(expr.value, ast.Name | ast.Call)
+
+
 @dataclass
 class StaticModule:
     """One Python file, parsed but never imported."""
@@ -247,19 +290,58 @@ class StaticModule:
 
     # --- kernels and helpers -----------------------------------------------------------------------------------
 
+    def _made_kernel(self, call: ast.Call, makers: dict[int, Maker]) -> tuple[ast.expr, ast.Call] | None:
+        """(the function argument, the Warp call whose keywords are the kernel's options) of a call that makes a
+        kernel of a function: ``wp.Kernel(f)``, ``wp.Kernel(func=f)``, ``wp.kernel(f, ...)``, ``wp.kernel(...)(f)``
+        or a call of one of ``makers``, the file's functions that hand a parameter on to one of those."""
+        if self.warp.is_warp(call.func, "Kernel"):
+            func = next((k.value for k in call.keywords if k.arg == "func"), call.args[0] if call.args else None)
+            return (func, call) if func is not None else None
+        if self.warp.is_warp(call.func, "kernel"):  # ``@wp.kernel(...)`` decorators have no positional argument
+            return (call.args[0], call) if call.args else None
+        if isinstance(call.func, ast.Call) and self.warp.is_warp(call.func.func, "kernel") and call.args:
+            return call.args[0], call.func
+        if isinstance(call.func, ast.Name) and call.func.id in {maker.function.name for maker in makers.values()}:
+            function = self.binding(call.func.id, self.scopes(call))
+            maker = makers.get(id(function))
+            argument = _argument(call, maker.function, maker.parameter) if maker is not None else None
+            return (argument, maker.options) if argument is not None else None
+        return None
+
     @cached_property
-    def _constructed(self) -> dict[int, ast.Call]:
-        """Plain functions turned into kernels by ``wp.Kernel(func)`` / ``wp.Kernel(func=...)`` (Warp's tests do
-        that), by id of their definition: the constructor call."""
+    def _makers(self) -> dict[int, Maker]:
+        """The file's functions that make a kernel of a function they are given (Warp's tests:
+        ``def getkernel(func): return wp.Kernel(func=func)``), also through one another, by id of their
+        definition."""
+        makers: dict[int, Maker] = {}
+        calls = [node for node in self.nodes if isinstance(node, ast.Call)]
+        while True:
+            found = {}
+            for call in calls:
+                made = self._made_kernel(call, makers)
+                if made is None or not isinstance(made[0], ast.Name):
+                    continue
+                scopes = self.scopes(call)
+                parameter = self.binding(made[0].id, scopes)
+                if isinstance(parameter, ast.arg):
+                    owner = next(s for s in scopes if not isinstance(s, ast.ClassDef) and parameter in walk(s.args))
+                    if isinstance(owner, ast.FunctionDef) and id(owner) not in makers:
+                        found.setdefault(id(owner), Maker(owner, parameter.arg, made[1]))
+            if not found:
+                return makers
+            makers |= found
+
+    @cached_property
+    def _constructed(self) -> dict[int, Construction]:
+        """Plain functions made kernels by a call (``wp.Kernel(func)``, as Warp's tests do, or a maker of the
+        file), by id of their definition: the first call that does."""
         found = {}
         for call in self.nodes:
-            if not (isinstance(call, ast.Call) and self.warp.is_warp(call.func, "Kernel")):
-                continue
-            func = next((k.value for k in call.keywords if k.arg == "func"), call.args[0] if call.args else None)
-            if isinstance(func, ast.Name):
-                definition = self.binding(func.id, self.scopes(call))
+            made = self._made_kernel(call, self._makers) if isinstance(call, ast.Call) else None
+            if made is not None and isinstance(made[0], ast.Name):
+                definition = self.binding(made[0].id, self.scopes(call))
                 if isinstance(definition, ast.FunctionDef):
-                    found[id(definition)] = call
+                    found.setdefault(id(definition), Construction(call, made[1]))
         return found
 
     def kernels(self) -> list[ast.FunctionDef]:
@@ -268,11 +350,12 @@ class StaticModule:
         kernels = [
             node
             for node in self.nodes
-            if isinstance(node, ast.FunctionDef)
-            and (self.warp.decorated(node, "kernel") or id(node) in self._constructed)
-            and not self.generated(node)
+            if isinstance(node, ast.FunctionDef) and self.is_kernel(node) and not self.generated(node)
         ]
         return sorted(kernels, key=position)
+
+    def is_kernel(self, definition: ast.FunctionDef) -> bool:
+        return self.warp.decorated(definition, "kernel") or id(definition) in self._constructed
 
     def constructed(self, kernel: ast.FunctionDef) -> bool:
         """True for a function made a kernel by ``wp.Kernel(func)`` rather than by ``@wp.kernel``."""
@@ -307,16 +390,95 @@ class StaticModule:
         the atomics inside do not run again and their returns are what the replay makes them."""
         return id(helper) in self._replayed
 
+    # --- which kernels have a backward pass ------------------------------------------------------------------
+
+    def module_of(self, kernel: ast.FunctionDef, depth: int = 0) -> ModuleKey | None:
+        """The Warp module the kernel joins (``@wp.kernel(module=...)``, ``wp.Kernel(module=...)``): the file's
+        own by default, one of its own for ``module="unique"``; None where the source does not tell."""
+        keywords = self.kernel_keywords(kernel)
+        module = keywords.get("module")
+        if module is None or (isinstance(module, ast.Constant) and module.value is None):
+            return FILE_MODULE
+        if isinstance(module, ast.Constant) and module.value == "unique":
+            return ("unique", id(kernel))
+        call = self._options_call(kernel)
+        return self._module_key(module, [s for s in self.scopes(call) if s is not kernel], depth + 1)
+
+    def _module_key(self, expr: ast.expr, scopes: list[Scope], depth: int = 0) -> ModuleKey | None:
+        """Which Warp module ``expr`` names: ``__name__`` or ``wp.get_module(__name__)`` the file's own, another
+        name's, the module object a ``wp.get_module(...)``/``wp.Module(...)`` call made (through the variables
+        holding it), a kernel's ``k.module``; None for anything else."""
+        if depth > 20:
+            return None
+        if isinstance(expr, ast.Name) and expr.id == "__name__":
+            return FILE_MODULE
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, str) and expr.value != "unique":
+            return ("named", expr.value)
+        if isinstance(expr, ast.Name):
+            bound = self.binding(expr.id, scopes)
+            if isinstance(bound, ast.expr):
+                return self._module_key(bound, self.scopes(bound), depth + 1)
+            return None
+        if isinstance(expr, ast.Call) and self.warp.is_warp(expr.func, "get_module") and len(expr.args) == 1:
+            name = expr.args[0]
+            if isinstance(name, ast.Name) and name.id == "__name__":
+                return FILE_MODULE
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                return ("named", name.value)
+            return ("object", id(expr))
+        if isinstance(expr, ast.Call) and self.warp.is_warp(expr.func, "Module"):
+            return ("object", id(expr))
+        if isinstance(expr, ast.Attribute) and expr.attr == "module" and isinstance(expr.value, ast.Name):
+            kernel = self.binding(expr.value.id, scopes)
+            if isinstance(kernel, ast.FunctionDef) and self.is_kernel(kernel):
+                return self.module_of(kernel, depth + 1)
+        return None
+
+    def _disabling(self, node: ast.AST) -> ModuleKey | None:
+        """The module a statement sets up without a backward pass: ``wp.set_module_options({"enable_backward":
+        False}, module=m)`` (the file's own without ``module``, at module level only: in a function it may never
+        run), ``m.options.update({...})`` or ``m.options.update(enable_backward=False)``, ``m.options[
+        "enable_backward"] = False``."""
+        if isinstance(node, ast.Call) and self.warp.is_warp(node.func, "set_module_options"):
+            if not _disables_backward(_argument_at(node, 0, "options")):
+                return None
+            module = _argument_at(node, 1, "module")
+            if module is None:
+                return None if self.scopes(node) else FILE_MODULE
+            return self._module_key(module, self.scopes(node))
+        func = node.func if isinstance(node, ast.Call) else None
+        if isinstance(func, ast.Attribute) and func.attr == "update" and _is_options(func.value):
+            keyword = next((k.value for k in node.keywords if k.arg == "enable_backward"), None)
+            if _literal_false(keyword) or (len(node.args) == 1 and _disables_backward(node.args[0])):
+                return self._options_owner(node, func.value.value)
+        if isinstance(node, ast.Assign) and _literal_false(node.value):
+            for target in node.targets:
+                is_backward = isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant)
+                if is_backward and target.slice.value == "enable_backward" and _is_options(target.value):
+                    return self._options_owner(node, target.value.value)
+        return None
+
+    def _options_owner(self, statement: ast.AST, expr: ast.expr) -> ModuleKey | None:
+        """The module whose ``.options`` ``statement`` changes; the file's own only at module level."""
+        scopes = self.scopes(statement)
+        key = self._module_key(expr, scopes)
+        return None if key == FILE_MODULE and scopes else key
+
     @cached_property
-    def _module_backward_off(self) -> str | None:
-        """Why no kernel of the file has a backward pass unless it asks for one itself:
-        ``wp.set_module_options({"enable_backward": False})`` or ``wp.config.enable_backward = False`` at module
-        level."""
+    def _backward_off(self) -> dict[ModuleKey, str]:
+        """The Warp modules the file sets up without a backward pass, and why."""
+        found = {}
+        for node in self.nodes:
+            if isinstance(node, ast.Call | ast.Assign) and not self.generated(node):
+                key = self._disabling(node)
+                if key is not None:
+                    found.setdefault(key, "its module is set up with enable_backward=False")
+        return found
+
+    @cached_property
+    def _config_backward_off(self) -> str | None:
+        """``wp.config.enable_backward = False`` at module level: modules made from then on have no backward pass."""
         for node in module_level(self.tree):
-            value = node.value if isinstance(node, ast.Expr) else None
-            is_options = isinstance(value, ast.Call) and self.warp.is_warp(value.func, "set_module_options")
-            if is_options and value.args and _disables_backward(value.args[0]):
-                return "its module is set up with enable_backward=False"
             if isinstance(node, ast.Assign) and _literal_false(node.value):
                 for target in node.targets:
                     if (isinstance(target, ast.Attribute) and target.attr == "enable_backward"
@@ -325,7 +487,8 @@ class StaticModule:
         return None
 
     def module_backward_disabled(self) -> str | None:
-        return self._module_backward_off
+        """Why the file's own Warp module has no backward pass, or None if it has one."""
+        return self._backward_off.get(FILE_MODULE) or self._config_backward_off
 
     def backward_disabled(self, kernel: ast.FunctionDef) -> str | None:
         """Why the kernel has no backward pass (its own option or its module's), or None if it has one."""
@@ -334,19 +497,31 @@ class StaticModule:
             return "it is built with enable_backward=False" if _literal_false(options["enable_backward"]) else None
         if _disables_backward(options.get("module_options")):
             return "its module_options disable the backward pass"
-        return self._module_backward_off
+        module = self.module_of(kernel)
+        return (self._backward_off.get(module) if module is not None else None) or self._config_backward_off
+
+    def _options_call(self, kernel: ast.FunctionDef) -> ast.Call | None:
+        """The call whose keywords are the kernel's options: its ``@wp.kernel(...)`` decorator, or the Warp call
+        that makes it a kernel."""
+        decorator = self.warp.decorator(kernel, "kernel")
+        if isinstance(decorator, ast.Call):
+            return decorator
+        construction = self._constructed.get(id(kernel)) if decorator is None else None
+        return construction.options if construction is not None else None
 
     def kernel_keywords(self, kernel: ast.FunctionDef) -> dict[str | None, ast.expr]:
         """The keyword arguments of ``@wp.kernel(...)`` (or of the ``wp.Kernel(...)`` call, whose ``options=``
         dict is read as keywords), unevaluated; ``**options`` under the key None."""
-        decorator = self.warp.decorator(kernel, "kernel")
-        call = decorator if isinstance(decorator, ast.Call) else self._constructed.get(id(kernel))
+        call = self._options_call(kernel)
         keywords = {k.arg: k.value for k in call.keywords} if call is not None else {}
-        options = keywords.get("options") if call is not None and call is not decorator else None
-        if isinstance(options, ast.Dict):
-            for key, value in zip(options.keys, options.values, strict=True):
-                if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                    keywords[key.value] = value
+        if call is not None and self.warp.is_warp(call.func, "Kernel"):
+            module = _argument_at(call, 2, "module")
+            keywords |= {"module": module} if module is not None else {}
+            options = _argument_at(call, 3, "options")
+            if isinstance(options, ast.Dict):
+                for key, value in zip(options.keys, options.values, strict=True):
+                    if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                        keywords[key.value] = value
         return keywords
 
     def consumed(self, function: ast.FunctionDef) -> list[AtomicCall]:
@@ -414,10 +589,19 @@ class StaticModule:
         ``Imported``, an ``ast.arg`` (a parameter), the value assigned to it, or None if nothing in the file binds
         it. The last binding of a scope wins: Warp reads closures and globals when it builds the kernel, after
         the function ran."""
+        found = self._lookup(name, scopes)
+        return found[1] if found is not None else None
+
+    def binding_scope(self, name: str, scopes: list[Scope]) -> Scope | ast.Module | None:
+        """The function (or the module) whose binding of ``name`` ``binding`` finds."""
+        found = self._lookup(name, scopes)
+        return found[0] if found is not None else None
+
+    def _lookup(self, name: str, scopes: list[Scope]) -> tuple[Scope | ast.Module, ast.AST | Imported] | None:
         for scope in [s for s in scopes if not isinstance(s, ast.ClassDef)] + [self.tree]:
             found = _scope_binding(scope, name, self.generated)
             if found is not None:
-                return found
+                return scope, found
         return None
 
 
@@ -466,17 +650,29 @@ def _stores(target: ast.expr, name: str) -> bool:
     return any(isinstance(n, ast.Name) and n.id == name for n in walk(target))
 
 
-def _own_returns(function: ast.FunctionDef) -> Iterator[ast.Return]:
-    """The ``return`` statements of ``function`` itself, not of the functions it defines."""
+def _own_statements(function: ast.FunctionDef) -> Iterator[ast.stmt]:
+    """The statements of ``function`` itself, at any depth, not those of the functions and classes it defines."""
     pending = list(function.body)
     while pending:
         node = pending.pop()
-        if isinstance(node, ast.Return):
-            yield node
-        elif isinstance(node, ast.stmt) and not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        yield node
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             pending.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
             for handler in getattr(node, "handlers", []):
                 pending.extend(handler.body)
+
+
+def _own_returns(function: ast.FunctionDef) -> Iterator[ast.Return]:
+    """The ``return`` statements of ``function`` itself, not of the functions it defines."""
+    return (node for node in _own_statements(function) if isinstance(node, ast.Return))
+
+
+def _class_member(module: StaticModule, cls: ast.ClassDef, attr: str) -> tuple[StaticModule, ast.FunctionDef] | None:
+    """The ``@wp.func`` method ``attr`` of a class (Newton's vector types: ``YieldParamVec.from_values(...)``)."""
+    for node in cls.body:
+        if isinstance(node, ast.FunctionDef) and node.name == attr and module.warp.decorated(node, "func"):
+            return module, node
+    return None
 
 
 @dataclass(frozen=True)
@@ -600,12 +796,18 @@ class Project:
             bound = module.binding(expr.value.id, scopes[1:])
             if isinstance(bound, Imported):  # ``helpers.bump(...)`` after ``import pkg.helpers as helpers``
                 return self._in_module(module, bound, expr.attr, call, depth)
+            if isinstance(bound, ast.ClassDef):
+                return _class_member(module, bound, expr.attr)
             if bound is not None and not isinstance(bound, ast.ClassDef) and static:
                 return Unresolved(call, ast.unparse(expr), f"an attribute of '{expr.value.id}', known only at run time")
             return None
         if isinstance(expr, ast.Call) and static:
             found = self._returned_helper(module, expr, call, scopes, depth)
             return found or Unresolved(call, ast.unparse(expr), "a helper returned by a call, known only at run time")
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Call) and static:
+            found = self._returned_attribute(module, expr.value, expr.attr, call, scopes, depth)
+            return found or Unresolved(call, ast.unparse(expr), "an attribute of a value returned by a call, known "
+                                       "only at run time")  # fmt: skip
         if static:
             return Unresolved(call, ast.unparse(expr), "an expression evaluated when Warp builds the kernel")
         return None
@@ -634,6 +836,10 @@ class Project:
             if found is not None or not in_function:
                 return found
             return Unresolved(call, name, f"the result of {ast.unparse(bound.func)}(...), known only at run time")
+        if isinstance(bound, ast.Attribute) and isinstance(bound.value, ast.Call):  # ``solve = make(...).core``
+            found = self._returned_attribute(module, bound.value, bound.attr, call, module.scopes(bound), depth)
+            if found is not None:
+                return found
         return Unresolved(call, name, "a value known only at run time") if in_function else None
 
     def _returned_helper(
@@ -653,6 +859,26 @@ class Project:
         helpers = {id(found[1]): found for found in returned if isinstance(found, tuple)}
         return next(iter(helpers.values())) if returned and len(helpers) == 1 and len(returned) == sum(
             isinstance(found, tuple) for found in returned) else None  # fmt: skip
+
+    def _returned_attribute(
+        self, module: StaticModule, expr: ast.Call, attr: str, call: ast.Call, scopes: list[Scope], depth: int
+    ) -> tuple[StaticModule, ast.FunctionDef] | None:
+        """The helper ``factory(...).attr`` names, where the factory (in the project) sets that attribute on what
+        it returns: ``solve.core = solve_core; return solve``."""
+        factory = self._function(module, expr.func, scopes)
+        if factory is None:
+            return None
+        owner, definition = factory
+        returned = {node.value.id for node in _own_returns(definition) if isinstance(node.value, ast.Name)}
+        for node in _own_statements(definition):
+            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)):
+                continue
+            for target in node.targets:
+                if (isinstance(target, ast.Attribute) and target.attr == attr and isinstance(target.value, ast.Name)
+                        and target.value.id in returned):  # fmt: skip
+                    found = self._name(owner, node.value.id, call, [definition, *owner.scopes(definition)], depth + 1)
+                    return found if isinstance(found, tuple) else None
+        return None
 
     def _function(self, module: StaticModule, expr: ast.expr, scopes: list[Scope]):
         """The plain function (module, definition) ``expr`` names, following imports; None if not found."""
@@ -685,7 +911,7 @@ class Project:
             path = self.module_file(module, bound.level, bound.module)
             target = self.load(path) if path is not None else None
             return self.kernel_named(target, ast.Name(bound.name), [], depth + 1) if target else None
-        if isinstance(bound, ast.FunctionDef) and (module.warp.decorated(bound, "kernel") or module.constructed(bound)):
+        if isinstance(bound, ast.FunctionDef) and module.is_kernel(bound):
             return module, bound
         return None
 
@@ -702,9 +928,19 @@ class Project:
 
     def _in_module(self, module: StaticModule, source: Imported, attr: str, call: ast.Call, depth: int) -> Resolved:
         dotted = ".".join(p for p in (source.module, source.name) if p)
-        if source.level == 0 and _is_standard(dotted):
+        if depth > 20 or (source.level == 0 and _is_standard(dotted)):
             return None
         path = self.module_file(module, source.level, dotted)
+        if path is None and source.name is not None:  # ``from pkg.mod import SomeVector``: a name, not a module
+            owner = self.module_file(module, source.level, source.module)
+            target = self.load(owner) if owner is not None else None
+            found = target.binding(source.name, []) if target is not None else None
+            if isinstance(found, ast.ClassDef):
+                return _class_member(target, found, attr)
+            if isinstance(found, Imported):
+                return self._in_module(target, found, attr, call, depth + 1)
+            if found is not None:
+                return None  # another object of that module: its attributes are not followed, as in this file
         if path is None:
             return Unfollowed(call, attr, "." * source.level + dotted)
         target = self.load(path)

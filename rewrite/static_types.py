@@ -253,11 +253,12 @@ class StaticFrontend:
         A cloned helper is copied into the rewritten module, so each global name it uses must mean the same there:
         warp under the same name, a builtin, another clone, a name the module imports from the helper's file, or
         else one the module does not bind at all, which it then imports from the helper's file (``_hashtable_hash``
-        beside ``hashtable_find_or_insert``), spelled as its own import of that file.
+        beside ``hashtable_find_or_insert``), spelled as its own import of that file. A helper of the kernel's own
+        file must not use a name only a function around it binds (``_check_visible``).
         """
         module, unit = self.source, function.unit
         owner, helper = unit.owner, unit.tree
-        if owner is module:
+        if helper is self.definition:
             return []
         local = {a.arg for a in helper.args.args} | {
             n.id for n in walk(helper) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
@@ -268,7 +269,12 @@ class StaticFrontend:
             if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load) or node.id in local | _BUILTINS:
                 continue
             name = node.id
-            if id(node) in cloned or self._same_binding(owner, name):
+            if id(node) in cloned:
+                continue
+            if owner is module:
+                self._check_visible(helper, node)
+                continue
+            if self._same_binding(owner, name):
                 continue
             spelled = self._import_of(owner)
             problem, advice = None, None
@@ -309,6 +315,21 @@ class StaticFrontend:
                 if found is not None and found.resolve() == path:
                     return node, "." * level + dotted
         return None
+
+    def _check_visible(self, helper: ast.FunctionDef, node: ast.Name) -> None:
+        """Refuse a helper of this file whose copy, put beside the kernel, would not see a name it uses: one bound in
+        a function around the helper (a factory's closure) that is not also around the kernel."""
+        module = self.source
+        scope = module.binding_scope(node.id, module.scopes(helper))
+        if scope is None or isinstance(scope, ast.Module) or scope in module.scopes(self.definition):
+            return
+        raise RewriteError(
+            self.definition.name,
+            module.location(node),
+            f"helper '{helper.name}' must be copied beside the rewritten kernel, but it uses '{node.id}', a name "
+            f"of '{scope.name}' around the helper, which the kernel cannot see",
+            f"Pass '{node.id}' to the helper as an argument, or rewrite the kernel at run time with wp_rewrite()",
+        )
 
     def _same_binding(self, owner: StaticModule, name: str) -> bool:
         """True if ``name`` means in the kernel's module what it means in ``owner`` (the file a helper comes from)."""

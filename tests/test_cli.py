@@ -560,6 +560,20 @@ def test_file_without_kernels_to_rewrite_is_copied(tmp_path, capsys):
     assert run_cli(capsys, source, "--diff", "-q") == (0, "", "")
 
 
+def test_kernels_in_a_module_set_up_without_backward_are_left_as_they_are(tmp_path, capsys):
+    """Nothing runs backward through them (a module object's options, as Newton's Kamino sets them): no block."""
+    source, out = tmp_path / "no_backward.py", tmp_path / "out.py"
+    source.write_text(
+        "import warp as wp\n\n\ndef make(name):\n    module = wp.get_module(name)\n"
+        '    module.options.update({"enable_backward": False})\n\n    @wp.kernel(module=module)\n'
+        "    def compact(x: wp.array[float], count: wp.array[int], out: wp.array[float]):\n"
+        "        out[wp.atomic_add(count, 0, 1)] = x[wp.tid()]\n\n    return compact\n"
+    )
+    status, _, err = run_cli(capsys, source, "-o", out)
+    assert status == 0 and out.read_text() == source.read_text()
+    assert "no kernel to rewrite (none with a backward pass uses an atomic's returned value)" in err
+
+
 # --- errors ---------------------------------------------------------------------------------------------------
 
 
@@ -682,6 +696,64 @@ def test_a_copied_helper_using_a_name_the_module_binds_otherwise_is_refused(tmp_
         f"probing.py:13:45: kernel 'scatter': helper 'take_slot' (in {tmp_path / 'probing.py'}) must be copied into "
         f"the rewritten module, but it uses 'STEP', which {source} binds to something else. Give one of the two "
         f"another name, or define 'take_slot' in {source}"
+    ) in err
+
+
+HELPERS_IN_CLASSES_AND_ATTRIBUTES = """import warp as wp
+
+
+class Slot(wp.types.vector(length=2, dtype=wp.int32)):
+    @wp.func
+    def claim(count: wp.array[wp.int32]) -> wp.int32:
+        return wp.atomic_add(count, 0, 1)
+
+
+def make_scaler():
+    @wp.func
+    def scale_core(x: wp.float64, count: wp.array[wp.int32]) -> wp.float64:
+        return x * wp.float64(wp.atomic_add(count, 1, 1) + 1)
+
+    @wp.func
+    def scale(x: wp.float64, count: wp.array[wp.int32]) -> wp.float64:
+        return scale_core(x, count)
+
+    scale.core = scale_core
+    return scale
+
+
+@wp.kernel
+def compact_scaled(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    out[Slot.claim(count)] = wp.static(make_scaler().core)(x[tid], count)
+"""
+
+
+def test_helpers_in_classes_and_set_as_attributes_by_factories_are_rewritten(tmp_path, capsys):
+    """``SomeVector.method(...)`` and ``wp.static(make(...).core)`` (Newton's vector types and GJK/MPR solvers):
+    followed and cloned, against finite differences (out[slot] = x * (arrival + 1) in thread order)."""
+    source, out = tmp_path / "attributes.py", tmp_path / "attributes_rewritten.py"
+    source.write_text(HELPERS_IN_CLASSES_AND_ATTRIBUTES)
+    assert run_cli(capsys, source, "-o", out)[0] == 0
+    module = import_file(out, "attributes_rewritten")
+    make = lambda: [f64(X, True), i32([0, 0]), zeros(N)]  # noqa: E731
+    check(Case(None, N, make, [2], [0], program=through(module, "compact_scaled", N)))
+
+
+def test_a_factory_helper_using_the_factorys_names_is_refused_not_copied_blind(tmp_path, capsys):
+    """Its copy beside the kernel would not see ``scale_by``: a clear refusal, not generated code Warp cannot build."""
+    source = tmp_path / "closure.py"
+    source.write_text(
+        HELPERS_IN_CLASSES_AND_ATTRIBUTES.replace("def make_scaler():", "def make_scaler(scale_by: float):")
+        .replace("wp.float64(wp.atomic_add(count, 1, 1) + 1)", "wp.float64(wp.atomic_add(count, 1, 1) + 1) * scale_by")
+        .replace("make_scaler().core", "make_scaler(2.0).core")
+    )
+    status, _, err = run_cli(capsys, source, "-o", tmp_path / "closure_rewritten.py")
+    assert status == 1
+    assert f"{source}:13:" in err
+    assert (
+        "kernel 'compact_scaled': helper 'scale_core' must be copied beside the rewritten kernel, but it uses "
+        "'scale_by', a name of 'make_scaler' around the helper, which the kernel cannot see. Pass 'scale_by' to "
+        "the helper as an argument, or rewrite the kernel at run time with wp_rewrite()"
     ) in err
 
 

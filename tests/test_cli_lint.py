@@ -263,6 +263,56 @@ def test_module_option_disabling_backward(capsys, tmp_path):
     assert check(capsys, tmp_path, MODULE_OPTIONS_OFF, "--select", "WR101") == ["8:12: WR101", "13:9: WR101"]
 
 
+MODULE_OBJECTS = """import warp as wp
+
+wp.set_module_options({"enable_backward": False})
+wp.get_module("shared").options.update(enable_backward=False)
+
+
+@wp.kernel(module="unique")
+def own_module(count: wp.array[int], out: wp.array[float]):
+    out[wp.atomic_add(count, 0, 1)] = 1.0
+
+
+@wp.kernel(module="unique")
+def own_module_off(count: wp.array[int], out: wp.array[float]):
+    out[wp.atomic_add(count, 0, 1)] = 1.0
+
+
+wp.set_module_options({"enable_backward": False}, module=own_module_off.module)
+
+
+@wp.kernel(module="shared")
+def named_module(count: wp.array[int], out: wp.array[float]):
+    out[wp.atomic_add(count, 0, 1)] = 1.0
+
+
+def make_kernels(suffix):
+    module = wp.get_module(f"made_{suffix}")
+    module.options["enable_backward"] = False
+    other = wp.get_module(f"other_{suffix}")
+
+    @wp.kernel(module=module)
+    def held_module(count: wp.array[int], out: wp.array[float]):
+        out[wp.atomic_add(count, 0, 1)] = 1.0
+
+    @wp.kernel(module=other)
+    def other_module(count: wp.array[int], out: wp.array[float]):
+        out[wp.atomic_add(count, 0, 1)] = 1.0
+
+    return held_module, other_module
+"""
+
+
+def test_module_objects_and_their_options(capsys, tmp_path):
+    """Options set on a module object (``wp.get_module(...)``, held in a variable or not, ``k.module``) reach the
+    kernels built into it; a ``module="unique"`` kernel gets a module of its own, which the file's options do not
+    reach (Warp: it starts from ``wp.config``)."""
+    assert check(capsys, tmp_path, MODULE_OBJECTS) == ["9:9: WR001", "36:13: WR001"]
+    assert check(capsys, tmp_path, MODULE_OBJECTS, "--select", "WR101") == ["14:9: WR101", "22:9: WR101",
+                                                                            "32:13: WR101"]  # fmt: skip
+
+
 HAND_WRITTEN_REPLAY = """import warp as wp
 
 
@@ -335,6 +385,75 @@ quiet_kernel = wp.Kernel(quiet, options={"enable_backward": False})
 def test_kernels_built_with_the_kernel_constructor_are_found(capsys, tmp_path):
     assert check(capsys, tmp_path, KERNEL_CONSTRUCTOR) == ["5:9: WR001", "14:13: WR001"]
     assert check(capsys, tmp_path, KERNEL_CONSTRUCTOR, "--select", "WR101") == ["9:9: WR101"]
+
+
+KERNEL_MAKERS = """import warp as wp
+
+made = {}
+
+
+def getkernel(func, suffix=""):
+    if func.__name__ + suffix not in made:
+        made[func.__name__ + suffix] = wp.Kernel(func=func, key=func.__name__ + suffix)
+    return made[func.__name__ + suffix]
+
+
+def cached(suffix, function):
+    return getkernel(function, suffix)
+
+
+def without_backward(f):
+    return wp.kernel(enable_backward=False, module="unique")(f)
+
+
+def test_compact():
+    def compact(count: wp.array[int], out: wp.array[float]):
+        out[wp.atomic_add(count, 0, 1)] = 1.0
+
+    def through_two(count: wp.array[int], out: wp.array[float]):
+        out[wp.atomic_sub(count, 0, 1)] = 1.0
+
+    def quiet(count: wp.array[int], out: wp.array[float]):
+        out[wp.atomic_max(count, 0, 1)] = 1.0
+
+    def called(count: wp.array[int], out: wp.array[float]):
+        out[wp.atomic_min(count, 0, 1)] = 1.0
+
+    def not_a_kernel(count: wp.array[int], out: wp.array[float]):
+        out[wp.atomic_exch(count, 0, 1)] = 1.0
+
+    return (getkernel(compact, suffix="x"), cached("y", function=through_two), without_backward(quiet),
+            wp.kernel(called, module="unique"), not_a_kernel)
+"""
+
+
+def test_kernels_made_by_functions_of_the_file_are_found(capsys, tmp_path):
+    """A function handed to a function of the file that makes it a kernel (Warp's tests' ``getkernel``), also
+    through another one and by keyword, and ``wp.kernel(f)`` / ``wp.kernel(...)(f)`` called, not decorating."""
+    assert check(capsys, tmp_path, KERNEL_MAKERS) == ["22:13: WR001", "25:13: WR001", "31:13: WR001"]
+    assert check(capsys, tmp_path, KERNEL_MAKERS, "--select", "WR101") == ["28:13: WR101"]
+
+
+def test_a_helper_reaching_the_same_unknown_callee_twice_is_one_finding(capsys, tmp_path):
+    source = """import warp as wp
+
+
+def make(step):
+    @wp.func
+    def twice(x: float) -> float:
+        return step(x) + step(2.0 * x)
+
+    @wp.func
+    def both(x: float) -> float:
+        return twice(x) * twice(-x)
+
+    @wp.kernel
+    def apply(x: wp.array[float]):
+        x[0] = both(x[0]) + step(x[1]) + step(x[2])
+
+    return apply
+"""
+    assert check(capsys, tmp_path, source) == ["15:16: WR005", "15:29: WR005", "15:42: WR005"]
 
 
 FACTORIES = """import warp as wp
@@ -420,6 +539,66 @@ def test_calls_through_closures_and_static_are_followed(capsys, tmp_path):
     _, out, _ = run_cli(capsys, "--check", tmp_path / "kernels.py", "--select", "WR005")
     assert "kernel 'parameter_writer' calls 'writer', a parameter of 'make_with_writer', known only when it is " \
         "called, which wp-rewrite cannot follow from the source" in out  # fmt: skip
+
+
+SOLVERS = """import warp as wp
+
+
+class Slots(wp.types.vector(length=2, dtype=wp.int32)):
+    @wp.func
+    def claim(count: wp.array[int]) -> int:
+        return wp.atomic_add(count, 0, 1)
+
+    @wp.func
+    def first(count: wp.array[int]) -> int:
+        return count[0]
+
+
+def make_solver():
+    @wp.func
+    def solve_core(count: wp.array[int]) -> int:
+        return wp.atomic_sub(count, 0, 1)
+
+    @wp.func
+    def solve(count: wp.array[int]) -> int:
+        return solve_core(count) + 1
+
+    solve.core = solve_core
+    return solve
+"""
+USES_SOLVERS = """import warp as wp
+from solvers import Slots, make_solver
+
+
+@wp.kernel
+def claims(count: wp.array[int], out: wp.array[float]):
+    out[Slots.claim(count)] = 1.0
+    out[Slots.first(count)] = 2.0
+
+
+def make():
+    core = make_solver().core
+
+    @wp.kernel
+    def through_core(count: wp.array[int], out: wp.array[float]):
+        out[core(count)] = 1.0
+        out[wp.static(make_solver().core)(count)] = 2.0
+
+    return through_core
+"""
+
+
+def test_class_methods_and_attributes_factories_set_are_followed(capsys, tmp_path):
+    """``SomeVector.method(...)`` (a ``@wp.func`` in a class, imported or not) and ``make(...).core``, where the
+    factory sets ``core`` on the helper it returns (Newton's GJK/MPR solvers): followed, not WR005."""
+    (tmp_path / "solvers.py").write_text(SOLVERS)
+    assert check(capsys, tmp_path, USES_SOLVERS) == ["7:9: WR003", "16:13: WR003", "17:13: WR003"]
+    _, out, _ = run_cli(capsys, "--check", tmp_path / "kernels.py")
+    assert "calls helper 'claim', which uses the value returned by wp.atomic_add()" in out
+    assert "kernel 'through_core' calls helper 'solve_core', which uses the value returned by wp.atomic_sub()" in out
+    assert check(capsys, tmp_path, SOLVERS + USES_SOLVERS.split("\n", 2)[2], name="together.py") == [
+        "7:16: WR002", "17:16: WR002", "29:9: WR003", "38:13: WR003", "39:13: WR003",
+    ]  # fmt: skip
 
 
 HELPERS = """import warp as wp

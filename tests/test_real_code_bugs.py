@@ -145,12 +145,6 @@ def test_an_emitted_module_in_a_namespace_folder_of_a_package_imports(tmp_path):
         assert last == (["[0.0, 1.0, 2.0]"] if command[0] != "-c" else []), ran.stdout  # gradients, when run
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a helper that calls a factory's parameter twice gives the kernel that calls "
-    "it one WR005 per call, with the same location and message: Newton's tests (test_mpr.py, "
-    "test_kamino_lox_kernels.py) print the same line up to 6 times",
-)
 def test_check_reports_a_finding_once(tmp_path, capsys):
     path = tmp_path / "made.py"
     path.write_text(
@@ -175,11 +169,6 @@ def test_check_reports_a_finding_once(tmp_path, capsys):
     assert len(lines) == len(set(lines)) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="options set on a module from wp.get_module() and passed as @wp.kernel(module="
-    "...) are not read: Newton's Kamino rcm_batch kernels (backward off) are reported as WR001",
-)
 def test_check_reads_backward_off_from_a_module_object(tmp_path, capsys):
     path = tmp_path / "made.py"
     path.write_text(
@@ -250,12 +239,6 @@ def test_an_emitted_factory_replay_keeps_what_its_annotations_use(tmp_path, monk
     check(Case(None, N, make, [4], [0], program=program))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a function handed to wp.Kernel(func=...) inside a helper of the file "
-    "(Warp's test_atomic_cas.py: getkernel(test_spinlock_counter_1d, ...)) is not known as a kernel: its "
-    "consuming helpers are reported (WR002), the kernel is not",
-)
 def test_check_finds_a_kernel_made_through_a_helper(tmp_path, capsys):
     path = tmp_path / "made.py"
     path.write_text(

@@ -18,18 +18,8 @@ HAND_WRITTEN_REPLAY = {
     "warp/tests/deterministic/test_deterministic_backward.py:custom_replay_counter_kernel",
     "warp/tests/test_grad_customs.py:run_atomic_add",
 }
-# Where --check and Warp disagree today, and why.
-RCM_BATCH = "newton/_src/solvers/kamino/_src/linalg/factorize/rcm_batch.py"
-KNOWN = {
-    f"{RCM_BATCH}:{kernel}": "backward off through module.options.update() on a wp.get_module() module: "
-    "tests/test_real_code_bugs.py::test_check_reads_backward_off_from_a_module_object"
-    for kernel in ("select_and_seed_kernel", "bfs_step_kernel", "complete_cuda_kernel")
-} | {
-    f"warp/tests/test_atomic_cas.py:test_spinlock_counter_{n}d": "a function that reaches wp.Kernel(func=...) through "
-    "a helper of the file (getkernel(f)) is not known as a kernel; its helpers are reported (WR002): "
-    "tests/test_real_code_bugs.py::test_check_finds_a_kernel_made_through_a_helper"
-    for n in range(1, 5)
-}
+# Where --check and Warp disagree today, and why (function -> reason).
+KNOWN: dict[str, str] = {}
 
 
 def backward(real: RealKernel) -> bool:
