@@ -584,9 +584,7 @@ def _pruned_body(body: list[ast.stmt], read: set[str]) -> list[ast.stmt]:
     for statement in body:
         if isinstance(statement, ast.Pass):
             continue
-        if isinstance(statement, ast.Assign) and all(
-            isinstance(t, ast.Name) and t.id not in read for t in statement.targets
-        ):
+        if _assigns_unread(statement, read):
             if any(isinstance(n, ast.Call) and not _constructs(n) for n in walk(statement.value)):
                 kept.append(ast.copy_location(ast.Expr(statement.value), statement))
             continue
@@ -602,6 +600,19 @@ def _pruned_body(body: list[ast.stmt], read: set[str]) -> list[ast.stmt]:
         return body if len(body) == 1 and isinstance(body[0], ast.Pass) else [ast.Pass()]
     unchanged = len(kept) == len(body) and all(k is b for k, b in zip(kept, body, strict=True))
     return body if unchanged else kept
+
+
+def _assigns_unread(statement: ast.stmt, read: set[str]) -> bool:
+    """Does the statement only assign locals nothing reads? ``x += v`` counts as an assignment: it reads ``x`` only
+    to write it back, so it dies with the assignments before it (dropping one and not the other leaves ``x += v``
+    on a name nothing defines)."""
+    if isinstance(statement, ast.Assign):
+        targets = statement.targets
+    elif isinstance(statement, ast.AugAssign):
+        targets = [statement.target]
+    else:
+        return False
+    return all(isinstance(t, ast.Name) and t.id not in read for t in targets)
 
 
 def _outermost_calls(expr: ast.expr) -> list[ast.Call]:

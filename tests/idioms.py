@@ -126,3 +126,38 @@ def float_assigned_before_read(
         s = x[tid] + wp.float64(k)  # assigned before it is read in every iteration: nothing is carried
         slot = wp.atomic_add(count, 0, 1)
         out[slot] = wp.float64(2.0) * s + best
+
+
+# --- locals only what a generated kernel leaves out reads ---------------------------------------------------------
+
+
+@wp.kernel
+def offsets_per_trip(
+    trips: wp.array(dtype=wp.int32),
+    count: wp.array(dtype=wp.int32),
+    x: wp.array(dtype=wp.float64),
+    starts: wp.array(dtype=wp.int32),
+    out: wp.array(dtype=wp.float64),
+):
+    tid = wp.tid()
+    for k in range(trips[tid]):  # of unknown length: a count kernel runs it first, without the stores
+        slot = wp.atomic_add(count, 0, 1)
+        start = slot * 2
+        start += k  # read by the store below only
+        starts[slot] = start
+        out[slot] = x[tid] * wp.float64(k + 1)
+
+
+@wp.kernel
+def cursor_read_by_its_condition(
+    trips: wp.array(dtype=wp.int32),
+    count: wp.array(dtype=wp.int32),
+    x: wp.array(dtype=wp.float64),
+    out: wp.array(dtype=wp.float64),
+):
+    tid = wp.tid()
+    pos = int(0)
+    while pos < trips[tid]:  # the replay runs the recorded number of trips instead: pos is read by nothing there
+        slot = wp.atomic_add(count, 0, 1)
+        out[slot] = x[tid] * x[tid]
+        pos += 1

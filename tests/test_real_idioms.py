@@ -21,6 +21,7 @@ from warp_rewrite.cli import main
 
 N = 6
 X = np.array([0.7, 1.3, 1.9, 0.4, 0.6, 1.1])
+TRIPS = [1, 2, 0, 3, 1, 2]  # loop lengths per thread
 
 
 def zeros(n: int) -> wp.array:
@@ -37,6 +38,8 @@ CASES = {
     "probe_with_a_wide_hash": (lambda: [i32([0] * 8), f64(X, True), zeros(8)], [2], [1]),
     "count_while_working": (lambda: [i32([0]), f64(X, True), zeros(N)], [2], [1]),
     "float_assigned_before_read": (lambda: [i32([0]), f64(X, True), zeros(N)], [2], [1]),
+    "offsets_per_trip": (lambda: [i32(TRIPS), i32([0]), f64(X, True), i32([0] * 3 * N), zeros(3 * N)], [4], [2]),
+    "cursor_read_by_its_condition": (lambda: [i32(TRIPS), i32([0]), f64(X, True), zeros(3 * N)], [3], [2]),
 }
 
 
