@@ -3,6 +3,8 @@
 test_real_idioms rewrites them with wp_rewrite and runs wp-rewrite on this file. One file, compiled once.
 """
 
+from typing import Any
+
 import warp as wp
 
 # --- a helper called without its defaulted arguments ----------------------------------------------------------
@@ -161,3 +163,32 @@ def cursor_read_by_its_condition(
         slot = wp.atomic_add(count, 0, 1)
         out[slot] = x[tid] * x[tid]
         pos += 1
+
+
+# --- a struct taken as Any, handed whole to helpers that declare its type --------------------------------------
+
+
+@wp.struct
+class Emitter:
+    count: wp.array(dtype=wp.int32)
+    capacity: int
+    values: wp.array(dtype=wp.float64)
+
+
+@wp.func
+def put_value(emitter: Emitter, slot: int, value: wp.float64):
+    if slot < emitter.capacity:
+        emitter.values[slot] = value
+
+
+@wp.func
+def emit_value(emitter: Emitter, value: wp.float64):
+    slot = wp.atomic_add(emitter.count, 0, 1)  # an int counter: no exact float return
+    put_value(emitter, slot, value)
+
+
+@wp.kernel
+def emit_through_any(x: wp.array(dtype=wp.float64), emitter: Any):  # the writer is the caller's choice
+    tid = wp.tid()
+    if emitter.count[0] < emitter.capacity:  # a plain read of the counter
+        emit_value(emitter, x[tid] * x[tid])

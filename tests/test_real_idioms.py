@@ -75,6 +75,36 @@ def test_the_command_line_takes_the_idiom(emitted, name):
     check(Case(None, N, make, loss, wrt, program=program))
 
 
+# --- a struct taken as Any ---------------------------------------------------------------------------------------
+
+
+def test_a_struct_taken_as_any_has_the_type_the_helpers_it_is_handed_to_declare(emitted):
+    """Newton's narrow-phase kernels take their contact writer's struct as ``Any`` and hand it whole to a writer
+    helper that declares it: its int counter is no float target (no exact returns, so no refusal of the helper it is
+    handed to, or of a plain read of the counter), and that read is recorded."""
+
+    def program_of(module):
+        def program(args, launcher):
+            emitter = module.Emitter()
+            emitter.count, emitter.capacity, emitter.values = args[1], 4, args[2]
+            if launcher is harness.launch_original:
+                wp.launch(idioms.emit_through_any, N, inputs=[args[0], emitter], device="cpu")
+            elif module is idioms:
+                launcher(idioms.emit_through_any, N, [args[0], emitter])
+            else:
+                module.launch_emit_through_any(N, inputs=[args[0], emitter], device="cpu")
+
+        return program
+
+    sites = wp_rewrite(idioms.emit_through_any).pair.spec.sites
+    assert [(site.target, site.op, site.exact) for site in sites] == [
+        ("emitter.count", "read", None),
+        ("emitter.count", "add", None),
+    ]
+    for module in (idioms, emitted):
+        check(Case(None, N, lambda: [f64(X, True), i32([0]), zeros(N)], [2], [0], program=program_of(module)))
+
+
 # --- kernel factories ------------------------------------------------------------------------------------------
 
 
