@@ -10,6 +10,7 @@ import harness
 import idioms
 import idioms_buffers_in
 import idioms_buffers_out
+import idioms_future
 import idioms_structs
 import numpy as np
 import pytest
@@ -103,6 +104,21 @@ def test_a_struct_taken_as_any_has_the_type_the_helpers_it_is_handed_to_declare(
     ]
     for module in (idioms, emitted):
         check(Case(None, N, lambda: [f64(X, True), i32([0]), zeros(N)], [2], [0], program=program_of(module)))
+
+
+# --- string annotations ----------------------------------------------------------------------------------------
+
+
+def test_a_helper_declared_to_return_an_int_by_a_string_annotation_returns_an_int(tmp_path):
+    """Under ``from __future__ import annotations`` a helper's ``-> int`` is the string ``'int'``: read as Warp reads
+    it, the local it is assigned to is an int, which a loop around a consumed atomic may carry (Newton's
+    export_reduced_contacts_kernel, whose ``contact_id = unpack_contact_id(...)`` was refused as not an int)."""
+    packed = np.array([0x1203, 0x3401, 0x05, 0xFF02, 0x04, 0x106, 0x2, 0x7, 0x1, 0x3, 0x8, 0x9], dtype=np.uint64)
+    packed_ids = lambda: wp.array(packed, dtype=wp.uint64, device="cpu")  # noqa: E731
+    make = lambda: [packed_ids(), i32([0]), f64(X, True), zeros(2 * N), zeros(N)]  # noqa: E731
+    check(Case(idioms_future.export_unpacked, N, make, [3, 4], [2]))
+    out = tmp_path / "idioms_future_rewritten.py"
+    assert main([str(Path(idioms_future.__file__)), "-o", str(out)]) == 0
 
 
 # --- kernel factories ------------------------------------------------------------------------------------------
