@@ -571,8 +571,10 @@ class Planner:
         builtin that might write it. A call the planner cannot see into, handed memory, is refused.
 
         Also notes (``self._read_back``) the arrays the launch may read back, with a consumed atomic, an element read
-        or a builtin, and (``self._writers``) which functions write each array: what a dry run must copy."""
-        written, seen = set(), set()
+        or a builtin, and (``self._writers``) which functions write each array: what a dry run must copy.
+
+        Refuses a write into memory under an argument of a generic type that no helper declares (``_untyped``)."""
+        written, seen, untyped, consumed = set(), set(), {}, set()
         pending = [(self.kernel, {p: p for p in self.params})]
         while pending:
             unit, paths = pending.pop()
@@ -582,12 +584,15 @@ class Planner:
             seen.add(key)
             facts = self.analysis(unit)
             path_of = self._path_of(unit, paths)
-            writes = [path_of(call.target) for call in facts.atomics]
-            writes += [path_of(array) for node in facts.nodes for array in memory.stored_arrays(node)]
-            for path in writes:
+            writes = [(call.node, path_of(call.target)) for call in facts.atomics]
+            writes += [(node, path_of(array)) for node in facts.nodes for array in memory.stored_arrays(node)]
+            for node, path in writes:
                 self._writers.setdefault(path, set()).add(id(unit.tree))
-            written.update(writes)
-            self._read_back.update(path_of(call.target) for call in facts.atomics if call.consumed)
+                if self._untyped(path):
+                    untyped.setdefault(path, (unit, node))
+            written.update(path for _, path in writes)
+            consumed.update(path_of(call.target) for call in facts.atomics if call.consumed)
+            self._read_back.update(consumed)
             for node in memory.loads(facts.nodes, facts.parents, facts.names):
                 if self._is_element_read(unit, node, path := path_of(node)):
                     self._read_back.add(path)
@@ -616,7 +621,25 @@ class Planner:
                         written.update(handed)  # it might write them
                         for path in handed:
                             self._writers.setdefault(path, set()).add(None)  # by no function of the plan
+        # The targets of consumed atomics are sites: their records follow the type at launch, and plain accesses of
+        # them are refused where their returns may be floats (_check_exact_accesses).
+        for path, (unit, node) in untyped.items():
+            if path not in consumed:
+                root = path.partition(".")[0]
+                raise Refusal(
+                    unit,
+                    node,
+                    f"this writes '{path}', memory of '{root}', whose type is generic: the rewrite cannot tell which "
+                    "arrays it holds, so it cannot record what the launch reads back from them",
+                    f"Annotate '{root}' with its type, or hand '{root}' whole to a @wp.func that declares it",
+                )
         return frozenset(path for path in written if path is not None and self.array(path) is not None)
+
+    def _untyped(self, path: str | None) -> bool:
+        """Is ``path`` memory under an argument of a generic type (``Any``) whose arrays the planner cannot tell?"""
+        if path is None or self.array(path) is not None:
+            return False
+        return dtypes.is_generic(self.frontend.parameter_types(self.kernel).get(path.partition(".")[0]))
 
     def _copied(self, root: FunctionPlan) -> frozenset[str]:
         """The written arrays a dry run needs copies of: read back by the launch, or written by a function the
