@@ -62,6 +62,13 @@ def array_info(annotation: Any) -> ArrayInfo | None:
     return ArrayInfo(None if warp_types.type_is_generic(dtype) else dtype, annotation.ndim)
 
 
+def same_type(a: Any, b: Any) -> bool:
+    """Do two annotations declare one type? (An array annotation is a new object wherever it is written.)"""
+    if is_array(a) and is_array(b):
+        return type(a) is type(b) and array_info(a) == array_info(b)
+    return a is b or a == b  # the command line's struct types are equal where they read the same class
+
+
 def field_type(struct: Any, name: str) -> Any:
     """The type of a struct type's field (Warp's struct types, and the command line's, keep them in ``vars``)."""
     field = getattr(struct, "vars", {}).get(name)

@@ -80,9 +80,26 @@ def overlap(path: str, other: str) -> bool:
     return path == other or path.startswith(other + ".") or other.startswith(path + ".")
 
 
-def is_int_path(frontend: Frontend, path: str) -> bool:
-    """Is the array at argument ``path`` known, before launch, to hold integers (no adjoint)?"""
+def array_at(frontend: Frontend, narrowed: dict[str, Any], path: str) -> dtypes.ArrayInfo | None:
+    """What is known of the array at argument ``path``: from the argument's type or, where that is generic (``Any``,
+    ``wp.array(dtype=Any)``), from ``narrowed``: the types helpers declare for memory under generic arguments, by
+    path (``Planner._narrowed_types``)."""
     array = frontend.array(path)
+    if array is not None and array.dtype is not None:
+        return array
+    parts = path.split(".")
+    for end in range(len(parts), 0, -1):  # the longest path a helper declares: the struct, or the field itself
+        declared = narrowed.get(".".join(parts[:end]))
+        if declared is not None:
+            for name in parts[end:]:
+                declared = dtypes.field_type(declared, name)
+            return dtypes.array_info(declared) or array
+    return array
+
+
+def is_int_path(frontend: Frontend, path: str, narrowed: dict[str, Any] | None = None) -> bool:
+    """Is the array at argument ``path`` known, before launch, to hold integers (no adjoint)?"""
+    array = array_at(frontend, narrowed or {}, path)
     return array is not None and dtypes.is_int(array.dtype)
 
 
@@ -262,6 +279,7 @@ class KernelPlan:
     written: frozenset[str] = frozenset()  # argument paths of the arrays the launch writes
     # those of them a dry run needs copies of: the launch reads them back (the count phase writes only these)
     copied: frozenset[str] = frozenset()
+    narrowed: dict[str, Any] = field(default_factory=dict)  # types of memory under generic arguments (array_at)
 
 
 def needs_forward_twin(plan: FunctionPlan, int_paths: frozenset[str]) -> bool:
@@ -428,15 +446,20 @@ class Planner:
         self._read_back: set[str | None] = set()  # see _written_paths
         self._writers: dict[str | None, set[int | None]] = {}
         self._reading: dict[tuple, bool] = {}
+        self.narrowed: dict[str, Any] = {}  # see _narrowed_types
+
+    def array(self, path: str) -> dtypes.ArrayInfo | None:
+        return array_at(self.frontend, self.narrowed, path)
 
     def is_int_path(self, path: str) -> bool:
-        return is_int_path(self.frontend, path)
+        return is_int_path(self.frontend, path, self.narrowed)
 
     def plan(self) -> KernelPlan:
         namer = self.namer
         if not self._consumes(self.kernel, set()):
             return KernelPlan(FunctionPlan(self.kernel, self.kernel.name), [], [])  # nothing to record
         identity = {p: p for p in self.params}
+        self.narrowed = self._narrowed_types()
         self.written = self._written_paths()
         root = self._plan(self.kernel, identity, (), namer.fresh_base(self.kernel.name))
         ops: dict[str, set[str]] = {}
@@ -456,7 +479,7 @@ class Planner:
                     "Use one kind of atomic per target array, or rewrite with detach_returns=True",
                     location=odd_one.location,
                 )
-        return KernelPlan(root, self.loops, self.sites, self.written, self._copied(root))
+        return KernelPlan(root, self.loops, self.sites, self.written, self._copied(root), self.narrowed)
 
     def analysis(self, unit: Unit) -> _Analysis:
         if id(unit.tree) not in self._analyses:
@@ -476,7 +499,7 @@ class Planner:
         declared = facts.parameter_types.get(local) if local is not None else None
         if dtypes.is_array(declared):
             return declared.ndim
-        array = self.frontend.array(path) if path is not None else None
+        array = self.array(path) if path is not None else None
         return (array.ndim or 1) if array is not None else None
 
     def _names_memory(self, unit: Unit, expr: ast.expr, path: str | None) -> bool:
@@ -493,7 +516,7 @@ class Planner:
     def _is_element_read(self, unit: Unit, node: ast.Subscript, path: str | None) -> bool:
         """Does the load ``node`` read an element of the argument array at ``path`` (not a view, not a component
         of a value already read)?"""
-        if path is None or self.frontend.array(path) is None:
+        if path is None or self.array(path) is None:
             return False
         aliases = self.analysis(unit).aliases
         return memory.depth(node, aliases) >= self._ndim(unit, node, path) > memory.depth(node.value, aliases)
@@ -507,14 +530,51 @@ class Planner:
             paths[param] = path if self._names_memory(unit, arg, path) else None
         return paths
 
+    def _narrowed_types(self) -> dict[str, Any]:
+        """The types helpers declare for memory under the kernel's generic arguments, by kernel path: a struct the
+        kernel takes as ``Any`` and hands whole to a helper taking a ``ContactWriterData`` is one (Warp compiles the
+        call for no other type). Paths helpers declare different types for stay unknown."""
+        params = self.frontend.parameter_types(self.kernel)
+        generic = {name for name in self.params if dtypes.is_generic(params.get(name))}
+        if not generic:
+            return {}
+        declared: dict[str, list[Any]] = {}
+        seen, pending = set(), [(self.kernel, {p: p for p in self.params}, frozenset())]
+        while pending:
+            unit, paths, views = pending.pop()
+            key = (id(unit.tree), tuple(sorted(paths.items(), key=repr)), views)
+            if key in seen:
+                continue
+            seen.add(key)
+            facts = self.analysis(unit)
+            path_of = self._path_of(unit, paths)
+            for call in facts.calls:
+                helper = self.resolve_helper(unit, call) if facts.names.atomic_op(call) is None else None
+                if helper is None:
+                    continue
+                bound = self._bind(unit, call, helper, path_of)
+                arguments = _bound_arguments(call, helper)
+                handed_views = frozenset(p for p, arg in arguments.items() if is_view(arg, facts.aliases, views))
+                types = self.frontend.parameter_types(helper)
+                for param, path in bound.items():
+                    typed = types.get(param)
+                    if path is None or path.partition(".")[0] not in generic or param in handed_views:
+                        continue  # a view's type is not its array's
+                    if typed is not None and not dtypes.is_generic(typed):
+                        declared.setdefault(path, []).append(typed)
+                pending.append((helper, bound, handed_views))
+        return {path: types[0] for path, types in declared.items() if all(dtypes.same_type(t, types[0]) for t in types)}
+
     def _written_paths(self) -> frozenset[str]:
         """Argument paths of the arrays this launch writes: with atomics, stores and augmented assignments, in the
         kernel and in every helper it calls (through the paths each call binds), and any array handed to a Warp
         builtin that might write it. A call the planner cannot see into, handed memory, is refused.
 
         Also notes (``self._read_back``) the arrays the launch may read back, with a consumed atomic, an element read
-        or a builtin, and (``self._writers``) which functions write each array: what a dry run must copy."""
-        written, seen = set(), set()
+        or a builtin, and (``self._writers``) which functions write each array: what a dry run must copy.
+
+        Refuses a write into memory under an argument of a generic type that no helper declares (``_untyped``)."""
+        written, seen, untyped, consumed = set(), set(), {}, set()
         pending = [(self.kernel, {p: p for p in self.params})]
         while pending:
             unit, paths = pending.pop()
@@ -524,12 +584,15 @@ class Planner:
             seen.add(key)
             facts = self.analysis(unit)
             path_of = self._path_of(unit, paths)
-            writes = [path_of(call.target) for call in facts.atomics]
-            writes += [path_of(array) for node in facts.nodes for array in memory.stored_arrays(node)]
-            for path in writes:
+            writes = [(call.node, path_of(call.target)) for call in facts.atomics]
+            writes += [(node, path_of(array)) for node in facts.nodes for array in memory.stored_arrays(node)]
+            for node, path in writes:
                 self._writers.setdefault(path, set()).add(id(unit.tree))
-            written.update(writes)
-            self._read_back.update(path_of(call.target) for call in facts.atomics if call.consumed)
+                if self._untyped(path):
+                    untyped.setdefault(path, (unit, node))
+            written.update(path for _, path in writes)
+            consumed.update(path_of(call.target) for call in facts.atomics if call.consumed)
+            self._read_back.update(consumed)
             for node in memory.loads(facts.nodes, facts.parents, facts.names):
                 if self._is_element_read(unit, node, path := path_of(node)):
                     self._read_back.add(path)
@@ -558,7 +621,25 @@ class Planner:
                         written.update(handed)  # it might write them
                         for path in handed:
                             self._writers.setdefault(path, set()).add(None)  # by no function of the plan
-        return frozenset(path for path in written if path is not None and self.frontend.array(path) is not None)
+        # The targets of consumed atomics are sites: their records follow the type at launch, and plain accesses of
+        # them are refused where their returns may be floats (_check_exact_accesses).
+        for path, (unit, node) in untyped.items():
+            if path not in consumed:
+                root = path.partition(".")[0]
+                raise Refusal(
+                    unit,
+                    node,
+                    f"this writes '{path}', memory of '{root}', whose type is generic: the rewrite cannot tell which "
+                    "arrays it holds, so it cannot record what the launch reads back from them",
+                    f"Annotate '{root}' with its type, or hand '{root}' whole to a @wp.func that declares it",
+                )
+        return frozenset(path for path in written if path is not None and self.array(path) is not None)
+
+    def _untyped(self, path: str | None) -> bool:
+        """Is ``path`` memory under an argument of a generic type (``Any``) whose arrays the planner cannot tell?"""
+        if path is None or self.array(path) is not None:
+            return False
+        return dtypes.is_generic(self.frontend.parameter_types(self.kernel).get(path.partition(".")[0]))
 
     def _copied(self, root: FunctionPlan) -> frozenset[str]:
         """The written arrays a dry run needs copies of: read back by the launch, or written by a function the
@@ -783,7 +864,7 @@ class Planner:
                 expr = aliases[expr.id]
             else:
                 break
-        array = self.frontend.array(path)
+        array = self.array(path)
         return array is None or array.ndim is None or indices >= array.ndim
 
     def _opaque_loops(self, unit: Unit, atomics: list[AtomicCall], kernel_path: Callable) -> set[ast.AST]:

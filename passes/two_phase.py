@@ -584,9 +584,7 @@ def _pruned_body(body: list[ast.stmt], read: set[str]) -> list[ast.stmt]:
     for statement in body:
         if isinstance(statement, ast.Pass):
             continue
-        if isinstance(statement, ast.Assign) and all(
-            isinstance(t, ast.Name) and t.id not in read for t in statement.targets
-        ):
+        if _assigns_unread(statement, read):
             if any(isinstance(n, ast.Call) and not _constructs(n) for n in walk(statement.value)):
                 kept.append(ast.copy_location(ast.Expr(statement.value), statement))
             continue
@@ -618,6 +616,19 @@ def mentioning(function: ast.FunctionDef, closure_variable: Callable[[str], bool
     at = 0 if ast.get_docstring(function) is None else 1
     function.body = [*function.body[:at], *(ast.Expr(_expr(name)) for name in missing), *function.body[at:]]
     return function
+
+
+def _assigns_unread(statement: ast.stmt, read: set[str]) -> bool:
+    """Does the statement only assign locals nothing reads? ``x += v`` counts as an assignment: it reads ``x`` only
+    to write it back, so it dies with the assignments before it (dropping one and not the other leaves ``x += v``
+    on a name nothing defines)."""
+    if isinstance(statement, ast.Assign):
+        targets = statement.targets
+    elif isinstance(statement, ast.AugAssign):
+        targets = [statement.target]
+    else:
+        return False
+    return all(isinstance(t, ast.Name) and t.id not in read for t in targets)
 
 
 def _outermost_calls(expr: ast.expr) -> list[ast.Call]:

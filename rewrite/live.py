@@ -206,7 +206,9 @@ class LiveFrontend:
         return {name: var.type for name, var in adjoint.symbols.items()}
 
     def return_type(self, unit: FunctionSource) -> Any:
-        return dtypes.normalized(getattr(unit.obj.func, "__annotations__", {}).get("return"))
+        # Warp's reading of the annotation: evaluated where it was written (a string under ``from __future__ import
+        # annotations``, as Newton writes them)
+        return dtypes.normalized(unit.obj.adj.arg_types.get("return"))
 
     def parameter_types(self, unit: FunctionSource) -> dict[str, Any]:
         return {arg.label: dtypes.normalized(arg.type) for arg in unit.obj.adj.args}

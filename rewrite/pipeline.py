@@ -24,7 +24,7 @@ from warp_rewrite.passes.dataflow import exact_chain_links
 from warp_rewrite.passes.layout import RecordParam, check_replay_twins, record_params, site_gradient_sources
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.plan import Frontend as PlanFrontend
-from warp_rewrite.passes.plan import KernelPlan, Planner, Refusal, is_int_path
+from warp_rewrite.passes.plan import KernelPlan, Planner, Refusal, array_at, is_int_path
 from warp_rewrite.passes.syntax import walk
 from warp_rewrite.passes.two_phase import (
     COUNT,
@@ -116,7 +116,7 @@ def plan(rewrite: Rewrite) -> None:
     result = planner.plan()
     atomics = {s.target for s in result.sites if s.op != "read"}  # reads get no exact gradients
     exact = frozenset() if rewrite.options.detach_returns else atomics
-    exact = frozenset(path for path in exact if not is_int_path(frontend, path))
+    exact = frozenset(path for path in exact if not is_int_path(frontend, path, result.narrowed))
     helpers = [f.unit.tree for f in result.root.walk() if f.unit is not kernel]
     if exact or (helpers and namer.issued & Namer.for_tree(ast.Module(helpers, [])).taken):
         namer = Namer.for_tree(ast.Module([f.unit.tree for f in result.root.walk()], []), frontend.taken)
@@ -137,9 +137,9 @@ def plan(rewrite: Rewrite) -> None:
 def layout(rewrite: Rewrite) -> None:
     """The record parameters and their dtypes (``passes.layout``), and the refusals that need them."""
     frontend, plan_ = rewrite.frontend, rewrite.plan
-    rewrite.records = record_params(plan_, frontend.array)
+    rewrite.records = record_params(plan_, lambda path: array_at(frontend, plan_.narrowed, path))
     paths = {s.target for s in plan_.sites} | {p for f in plan_.root.walk() for p in f.unconsumed.values() if p}
-    rewrite.int_paths = frozenset(path for path in paths if is_int_path(frontend, path))
+    rewrite.int_paths = frozenset(path for path in paths if is_int_path(frontend, path, plan_.narrowed))
     check_replay_twins(plan_, rewrite.records, rewrite.int_paths, frontend.parameter_types)
 
 

@@ -3,6 +3,8 @@
 test_real_idioms rewrites them with wp_rewrite and runs wp-rewrite on this file. One file, compiled once.
 """
 
+from typing import Any
+
 import warp as wp
 
 # --- a helper called without its defaulted arguments ----------------------------------------------------------
@@ -158,3 +160,67 @@ def add_column(acc: wp.array(dtype=column), value: wp.float64, out: wp.array(dty
 def running_columns(x: wp.array(dtype=wp.float64), acc: wp.array(dtype=column), out: wp.array(dtype=wp.float64)):
     tid = wp.tid()
     add_column(acc, x[tid], out, tid)
+
+
+# --- locals only what a generated kernel leaves out reads ---------------------------------------------------------
+
+
+@wp.kernel
+def offsets_per_trip(
+    trips: wp.array(dtype=wp.int32),
+    count: wp.array(dtype=wp.int32),
+    x: wp.array(dtype=wp.float64),
+    starts: wp.array(dtype=wp.int32),
+    out: wp.array(dtype=wp.float64),
+):
+    tid = wp.tid()
+    for k in range(trips[tid]):  # of unknown length: a count kernel runs it first, without the stores
+        slot = wp.atomic_add(count, 0, 1)
+        start = slot * 2
+        start += k  # read by the store below only
+        starts[slot] = start
+        out[slot] = x[tid] * wp.float64(k + 1)
+
+
+@wp.kernel
+def cursor_read_by_its_condition(
+    trips: wp.array(dtype=wp.int32),
+    count: wp.array(dtype=wp.int32),
+    x: wp.array(dtype=wp.float64),
+    out: wp.array(dtype=wp.float64),
+):
+    tid = wp.tid()
+    pos = int(0)
+    while pos < trips[tid]:  # the replay runs the recorded number of trips instead: pos is read by nothing there
+        slot = wp.atomic_add(count, 0, 1)
+        out[slot] = x[tid] * x[tid]
+        pos += 1
+
+
+# --- a struct taken as Any, handed whole to helpers that declare its type --------------------------------------
+
+
+@wp.struct
+class Emitter:
+    count: wp.array(dtype=wp.int32)
+    capacity: int
+    values: wp.array(dtype=wp.float64)
+
+
+@wp.func
+def put_value(emitter: Emitter, slot: int, value: wp.float64):
+    if slot < emitter.capacity:
+        emitter.values[slot] = value
+
+
+@wp.func
+def emit_value(emitter: Emitter, value: wp.float64):
+    slot = wp.atomic_add(emitter.count, 0, 1)  # an int counter: no exact float return
+    put_value(emitter, slot, value)
+
+
+@wp.kernel
+def emit_through_any(x: wp.array(dtype=wp.float64), emitter: Any):  # the writer is the caller's choice
+    tid = wp.tid()
+    if emitter.count[0] < emitter.capacity:  # a plain read of the counter
+        emit_value(emitter, x[tid] * x[tid])

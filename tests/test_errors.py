@@ -60,6 +60,14 @@ def deposits_through_a_generic_helper(count: wp.array[int], x: wp.array[float], 
     deposit_any(count, mass, x[wp.tid()])
 
 
+@wp.kernel
+def scatters_through_any(x: wp.array[wp.float64], scatter: Any, out: wp.array[wp.float64]):
+    tid = wp.tid()
+    slot = wp.atomic_add(scatter.count, 0, 1)
+    scatter.values[slot] = x[tid] * x[tid]  # untyped-write
+    out[tid] = scatter.values[0] * x[tid]  # what thread 0 wrote: the replay must not read it from memory
+
+
 def refusal(kernel: wp.Kernel) -> str:
     with pytest.raises(RewriteError) as error:
         wp_rewrite(kernel)
@@ -103,6 +111,17 @@ def test_generic_helper_whose_replay_keeps_a_float_atomic():
         "has generic parameters and keeps a float atomic's adjoint in its replay, which needs a @wp.func_replay "
         "that Warp does not allow for generic functions (in helper 'deposit_any'). Give 'deposit_any' concrete "
         "parameter types"
+    )
+
+
+def test_memory_written_through_an_argument_of_a_generic_type():
+    """Which of its fields are arrays, and of what, is known only at launch: reads of what the launch writes there
+    cannot be recorded (they were not, and the gradient through them was silently wrong)."""
+    assert refusal(scatters_through_any) == (
+        f"{where('untyped-write', 'scatter')}: kernel 'scatters_through_any': this writes 'scatter.values', memory of "
+        "'scatter', whose type is generic: the rewrite cannot tell which arrays it holds, so it cannot record what "
+        "the launch reads back from them. Annotate 'scatter' with its type, or hand 'scatter' whole to a @wp.func "
+        "that declares it"
     )
 
 

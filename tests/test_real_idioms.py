@@ -10,6 +10,7 @@ import harness
 import idioms
 import idioms_buffers_in
 import idioms_buffers_out
+import idioms_future
 import idioms_structs
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from warp_rewrite.cli import main
 
 N = 6
 X = np.array([0.7, 1.3, 1.9, 0.4, 0.6, 1.1])
+TRIPS = [1, 2, 0, 3, 1, 2]  # loop lengths per thread
 
 
 def zeros(n: int) -> wp.array:
@@ -47,6 +49,8 @@ CASES = {
         [2],
         [0, 1],
     ),
+    "offsets_per_trip": (lambda: [i32(TRIPS), i32([0]), f64(X, True), i32([0] * 3 * N), zeros(3 * N)], [4], [2]),
+    "cursor_read_by_its_condition": (lambda: [i32(TRIPS), i32([0]), f64(X, True), zeros(3 * N)], [3], [2]),
 }
 
 
@@ -80,6 +84,51 @@ def test_the_command_line_takes_the_idiom(emitted, name):
             getattr(emitted, f"launch_{name}")(N, inputs=args, device="cpu")
 
     check(Case(None, N, make, loss, wrt, program=program))
+
+
+# --- a struct taken as Any ---------------------------------------------------------------------------------------
+
+
+def test_a_struct_taken_as_any_has_the_type_the_helpers_it_is_handed_to_declare(emitted):
+    """Newton's narrow-phase kernels take their contact writer's struct as ``Any`` and hand it whole to a writer
+    helper that declares it: its int counter is no float target (no exact returns, so no refusal of the helper it is
+    handed to, or of a plain read of the counter), and that read is recorded."""
+
+    def program_of(module):
+        def program(args, launcher):
+            emitter = module.Emitter()
+            emitter.count, emitter.capacity, emitter.values = args[1], 4, args[2]
+            if launcher is harness.launch_original:
+                wp.launch(idioms.emit_through_any, N, inputs=[args[0], emitter], device="cpu")
+            elif module is idioms:
+                launcher(idioms.emit_through_any, N, [args[0], emitter])
+            else:
+                module.launch_emit_through_any(N, inputs=[args[0], emitter], device="cpu")
+
+        return program
+
+    sites = wp_rewrite(idioms.emit_through_any).pair.spec.sites
+    assert [(site.target, site.op, site.exact) for site in sites] == [
+        ("emitter.count", "read", None),
+        ("emitter.count", "add", None),
+    ]
+    for module in (idioms, emitted):
+        check(Case(None, N, lambda: [f64(X, True), i32([0]), zeros(N)], [2], [0], program=program_of(module)))
+
+
+# --- string annotations ----------------------------------------------------------------------------------------
+
+
+def test_a_helper_declared_to_return_an_int_by_a_string_annotation_returns_an_int(tmp_path):
+    """Under ``from __future__ import annotations`` a helper's ``-> int`` is the string ``'int'``: read as Warp reads
+    it, the local it is assigned to is an int, which a loop around a consumed atomic may carry (Newton's
+    export_reduced_contacts_kernel, whose ``contact_id = unpack_contact_id(...)`` was refused as not an int)."""
+    packed = np.array([0x1203, 0x3401, 0x05, 0xFF02, 0x04, 0x106, 0x2, 0x7, 0x1, 0x3, 0x8, 0x9], dtype=np.uint64)
+    packed_ids = lambda: wp.array(packed, dtype=wp.uint64, device="cpu")  # noqa: E731
+    make = lambda: [packed_ids(), i32([0]), f64(X, True), zeros(2 * N), zeros(N)]  # noqa: E731
+    check(Case(idioms_future.export_unpacked, N, make, [3, 4], [2]))
+    out = tmp_path / "idioms_future_rewritten.py"
+    assert main([str(Path(idioms_future.__file__)), "-o", str(out)]) == 0
 
 
 # --- kernel factories ------------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ FEATURES = {
     "slot indexing a float target": r"a\d+ = wp\.atomic_\w+\(f\d+, s\d+ % \d",
     "float chain": r"a\d+ = wp\.atomic_\w+\(f\d+, [^,]+, [^\n]*a\d+",
     "plain store at a slot": r"o\d+\[\w+, s\d+( - 1)?\] = ",
+    "stored value built up with +=": r"v\d+ \+= xv\n(.*\n)*?\s+o\d+\[[^]]+\] \+?= v\d+",
     "float return in math": r"wp\.sin\(a\d+\)",
     "unconsumed augmented assignment": r"\n\s+[cf]\d+\[[^]]+\] [-+&|^]= ",
     "unconsumed bare call": r"\n\s+wp\.atomic_\w+\([cf]\d+",

@@ -314,7 +314,15 @@ class _KernelWriter:
 
     def store_at_slot(self, scope: _Scope, counter: _Counter, index: str, slot: str) -> None:
         """Compaction: the slot indexes a float64 output (plain store where slots are unique)."""
-        value = f"{self.float_value(scope)} + xv"
+        value = self.float_value(scope)
+        if self.rng.random() < 0.2:
+            # Built up in a local that only the store reads: a phase that leaves the store out leaves out all of it
+            local = self.fresh("v")
+            scope.line(f"{local} = {value}")
+            scope.line(f"{local} += xv")
+            value = local
+        else:
+            value = f"{value} + xv"
         out = counter.out.name
         if counter.op == "add":
             guard = self.rng.random() < 0.3
