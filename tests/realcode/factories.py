@@ -12,19 +12,22 @@ from __future__ import annotations
 import contextlib
 import io
 import types
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 import warp as wp
 
 
 @dataclass(frozen=True)
 class FactoryCall:
-    """``module.label`` names the call in the outcomes (``narrow_phase.create_..(write_contact)``)."""
+    """``module.label`` names the call in the outcomes (``narrow_phase.create_..(write_contact)``); ``launch_types``
+    the types the callers of the kernels it makes pass for their generic parameters (``Any``), by name."""
 
     module: str
     label: str
     call: Callable[[], object]  # makes the kernels; what it returns is kept alive until they are harvested
+    launch_types: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
 
 def newton_calls() -> list[FactoryCall]:
@@ -43,21 +46,26 @@ def newton_calls() -> list[FactoryCall]:
 
     calls = []
 
-    def add(module, label, call):
-        calls.append(FactoryCall(module.__name__, label, call))
+    def add(module, label, call, launch_types=None):
+        calls.append(FactoryCall(module.__name__, label, call, launch_types or {}))
 
     for writer in (collide.write_contact, collide.write_contact_speculative):
         name = writer.key
+        # The kernels take the writer's data as ``writer_data: Any`` and hand it to the writer, which declares its
+        # type: Warp compiles the call for that type alone, and CollisionPipeline launches them with it.
+        written = {"writer_data": writer.input_types["writer_data"]}
         for speculative in (False, True):
             add(
                 narrow,
                 f"create_narrow_phase_primitive_kernel({name}, speculative={speculative})",
                 lambda w=writer, s=speculative: narrow.create_narrow_phase_primitive_kernel(w, speculative=s),
+                written,
             )
             add(
                 narrow,
                 f"create_narrow_phase_kernel_gjk_mpr(False, {name}, speculative={speculative})",
                 lambda w=writer, s=speculative: narrow.create_narrow_phase_kernel_gjk_mpr(False, w, speculative=s),
+                written,
             )
             add(
                 narrow,
@@ -65,24 +73,31 @@ def newton_calls() -> list[FactoryCall]:
                 lambda w=writer, s=speculative: narrow.create_narrow_phase_kernels_gjk_mpr_split(
                     False, w, speculative=s
                 ),
+                written,
             )
         add(
             narrow,
             f"create_narrow_phase_process_mesh_plane_contacts_kernel({name})",
             lambda w=writer: narrow.create_narrow_phase_process_mesh_plane_contacts_kernel(w),
+            written,
         )
         add(
             reduction,
             f"create_export_reduced_contacts_kernel({name})",
             lambda w=writer: reduction.create_export_reduced_contacts_kernel(w),
+            written,
         )
         add(
             reduction,
             f"create_export_group_contacts_kernel({name})",
             lambda w=writer: reduction.create_export_group_contacts_kernel(w),
+            written,
         )
         add(
-            hydro, f"get_decode_contacts_kernel(0.0, {name})", lambda w=writer: hydro.get_decode_contacts_kernel(0.0, w)
+            hydro,
+            f"get_decode_contacts_kernel(0.0, {name})",
+            lambda w=writer: hydro.get_decode_contacts_kernel(0.0, w),
+            written,
         )
         for reduce in (False, True):  # two different kernels
             add(
@@ -91,6 +106,7 @@ def newton_calls() -> list[FactoryCall]:
                 lambda w=writer, r=reduce: sdf_contact.create_narrow_phase_process_mesh_mesh_contacts_kernel(
                     w, reduce_contacts=r
                 ),
+                written,
             )
     for ratio in (0, 4):
         add(

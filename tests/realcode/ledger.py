@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from outcomes import CRASH, ORIGINAL_FAILS, REFUSED, REWRITTEN, Outcome
+from outcomes import CRASH, GENERIC, ORIGINAL_FAILS, REFUSED, REWRITTEN, Outcome
 
 VERSIONS = {"newton": "newton 1.8.0", "warp/examples": "warp-lang 1.19.0", "warp/tests": "warp-lang 1.19.0"}
 WAYS = {"wp_rewrite": "`wp_rewrite` + CPU compile", "wp-rewrite": "`wp-rewrite FILE -o OUT`, import + CPU compile"}
@@ -111,6 +111,12 @@ REASONS = (
         "an emitted factory replay loses a name only its annotations use (`__future__` annotations)",
         BUG + "test_an_emitted_factory_replay_keeps_what_its_annotations_use (Kamino's rcm_batch kernels)",
     ),
+    Reason(
+        r"no launch types known for its generic parameter",
+        "a generic kernel no caller's types are known for",
+        "not compiled: Warp compiles a generic kernel per overload, which its launch makes; give its factory call "
+        "the types its callers pass (`launch_types` in factories.py)",
+    ),
 )
 VERDICTS = {reason.label: reason.verdict for reason in REASONS}
 
@@ -198,17 +204,19 @@ EXPECTED: dict[tuple[str, str], Summary] = {
 def render(expected: dict[tuple[str, str], Summary] = EXPECTED) -> str:
     """The README's tables: counts per tree and way, then every reason with its counts and verdict."""
     lines = [
-        "| real code | way | rewritten + compiled | refused | original does not compile either | crashes |",
-        "|---|---|---:|---:|---:|---:|",
+        "| real code | way | rewritten + compiled | rewritten, generic: not compiled | refused "
+        "| original does not compile either | crashes |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     for (tree, way), by_result in expected.items():
-        counts = [sum(by_result.get(result, Counter()).values()) for result in (REWRITTEN, REFUSED, ORIGINAL_FAILS)]
+        counted = (REWRITTEN, GENERIC, REFUSED, ORIGINAL_FAILS)
+        counts = [sum(by_result.get(result, Counter()).values()) for result in counted]
         crashes = sum(by_result.get(CRASH, Counter()).values())
         lines.append(f"| {tree} ({VERSIONS[tree]}) | {WAYS[way]} | {' | '.join(map(str, counts))} | {crashes} |")
     lines += ["", "| reason | kernels (tree, way) | verdict |", "|---|---|---|"]
     by_label: dict[str, list[str]] = {}
     for (tree, way), by_result in expected.items():
-        for result in (REFUSED, ORIGINAL_FAILS, CRASH):
+        for result in (GENERIC, REFUSED, ORIGINAL_FAILS, CRASH):
             for label, count in by_result.get(result, Counter()).items():
                 kind = "" if result == REFUSED else f" {result}"
                 by_label.setdefault(label, []).append(f"{count} {tree} `{way}`{kind}")

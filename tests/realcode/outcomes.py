@@ -9,6 +9,9 @@ REWRITTEN = "rewritten"  # and compiled (API: its generated kernels; command lin
 REFUSED = "refused"  # a RewriteError naming the kernel, the place and what to do
 ORIGINAL_FAILS = "original fails"  # does not compile, and neither does the original kernel (Warp's negative tests)
 CRASH = "crash"  # any other exception, or generated code that does not compile where the original does
+# A generic kernel (a parameter annotated ``Any``) has nothing to compile until it is launched with concrete types;
+# where the suite knows none its callers pass (``RealKernel.launch_types``), what was generated is not compiled.
+GENERIC = "rewritten, generic: not compiled"
 
 
 @dataclass(frozen=True, order=True)

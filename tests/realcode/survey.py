@@ -53,7 +53,8 @@ def api_kernels(tree: Tree) -> list[through_api.RealKernel]:
             if kernel.func.__module__ == name and kernel not in at_module_level:
                 found.append(through_api.RealKernel(f"{name}.(at import)/{kernel.key}", kernel))
     for call, kernel in factories.made_by(factories.calls_for(tree.name)):
-        found.append(through_api.RealKernel(f"{call.module}.{call.label}/{kernel.func.__name__}", kernel))
+        name = f"{call.module}.{call.label}/{kernel.func.__name__}"
+        found.append(through_api.RealKernel(name, kernel, call.launch_types))
     return found
 
 

@@ -8,26 +8,35 @@ import importlib
 import io
 import traceback
 from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import warp as wp
-from outcomes import CRASH, ORIGINAL_FAILS, REFUSED, REWRITTEN, Outcome, refusal_reason
+from outcomes import CRASH, GENERIC, ORIGINAL_FAILS, REFUSED, REWRITTEN, Outcome, refusal_reason
 from trees import Tree
+from warp._src.types import type_is_generic  # what makes a kernel generic, by Warp's own test (no public alias)
 
 from warp_rewrite import RewriteError, RewrittenKernel, wp_rewrite
 from warp_rewrite.api import generate
+from warp_rewrite.runtime import KernelPair
 
 WAY = "wp_rewrite"
 
 
 @dataclass(frozen=True)
 class RealKernel:
-    """A live kernel and its name in the outcomes: ``module.name``, or ``module.factory(args)/name``."""
+    """A live kernel and its name in the outcomes: ``module.name``, or ``module.factory(args)/name``.
+
+    ``launch_types``: the types its callers pass for its generic parameters (``Any``), by name. Warp compiles a
+    generic kernel only per overload, which a launch makes from its arguments: without them there is nothing to
+    compile.
+    """
 
     name: str
     kernel: wp.Kernel
+    launch_types: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
 
 def import_quietly(module: str):
@@ -70,8 +79,14 @@ def rewrite_and_compile(tree: Tree, kernels: list[RealKernel]) -> list[Outcome]:
         except Exception:
             outcomes[real.name] = outcome(real, CRASH, traceback.format_exc(limit=-3))
             continue
-        if rewritten.pair is not None:
-            by_module[rewritten.record_kernel.module.name].append((real, rewritten))
+        if rewritten.pair is None:
+            continue
+        if real.kernel.is_generic:
+            generic = _overload_generic(real, rewritten.pair)
+            if generic is not None:
+                outcomes[real.name] = outcome(real, *generic)
+                continue
+        by_module[rewritten.record_kernel.module.name].append((real, rewritten))
     cpu = wp.get_device("cpu")
     for members in by_module.values():
         try:
@@ -92,6 +107,8 @@ def _compiled_alone(real: RealKernel, suffix: str) -> tuple[str, str]:
     cpu = wp.get_device("cpu")
     try:
         pair, _ = generate(real.kernel, module_suffix=suffix)
+        for kernel in _generated(pair) if real.kernel.is_generic else ():
+            _overload(kernel, real.launch_types)
         pair.record.module.load(cpu)
         pair.replay.module.load(cpu)
     except Exception as error:
@@ -101,6 +118,45 @@ def _compiled_alone(real: RealKernel, suffix: str) -> tuple[str, str]:
             return ORIGINAL_FAILS, _first_line(original)
         return CRASH, _first_line(error)
     return REWRITTEN, "compiles alone, not beside the module's other kernels"
+
+
+def _generated(pair: KernelPair) -> tuple[wp.Kernel, ...]:
+    return (pair.record, pair.replay, *((pair.count,) if pair.count is not None else ()))
+
+
+def _generic_parameters(kernel: wp.Kernel) -> list[str]:
+    return [arg.label for arg in kernel.adj.args if type_is_generic(arg.type)]
+
+
+def _overload(kernel: wp.Kernel, launch_types: Mapping[str, Any]) -> wp.Kernel:
+    """The overload of ``kernel`` a launch with arguments of ``launch_types`` makes (``wp.launch`` infers it from
+    the arguments; ``wp.overload`` is the public way to make it without them)."""
+    return wp.overload(kernel, {name: launch_types[name] for name in _generic_parameters(kernel)})
+
+
+def _overload_generic(real: RealKernel, pair: KernelPair) -> tuple[str, str] | None:
+    """Give the generic kernel ``real`` and the kernels generated from it the overloads launches with
+    ``real.launch_types`` make, and compile the original's, which proves those types right (the generated kernels
+    compile with the others of their module). The outcome where that cannot be done, None where it is.
+
+    The generated kernels' parameters after the kernel's own (the records) have concrete types where the launch
+    allocates them from the kernel's declarations; one still generic needs a launch type as well.
+    """
+    kernels = (real.kernel, *_generated(pair))
+    unknown = sorted({name for kernel in kernels for name in _generic_parameters(kernel)} - set(real.launch_types))
+    if unknown:
+        return GENERIC, f"no launch types known for its generic parameter(s) {', '.join(unknown)}"
+    try:
+        _overload(real.kernel, real.launch_types)
+        real.kernel.module.load(wp.get_device("cpu"))
+    except Exception as error:  # the types or the kernel are at fault, not the rewrite
+        return ORIGINAL_FAILS, _first_line(error)
+    try:
+        for kernel in kernels[1:]:
+            _overload(kernel, real.launch_types)
+    except Exception:
+        return CRASH, traceback.format_exc(limit=-3)
+    return None
 
 
 def _first_line(error: Exception) -> str:
