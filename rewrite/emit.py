@@ -587,6 +587,10 @@ def emit_module(
         blocks.append(Block(kernel, generated, launch, names, line[: len(line) - len(line.lstrip())], nested))
         if constructed:
             wrappers[id(kernel)] = launch.rewritten
+            emitted.warnings += [_warning(module, use, f"kernel '{kernel.name}' is a plain function named here, where "
+                                          "wp-rewrite cannot tell whether a kernel is made of it: one made through "
+                                          "here launches the original, whose gradients are wrong")
+                                 for use in module.other_uses(kernel)]  # fmt: skip
         else:
             launches[id(kernel)] = launch.launch
         emitted.rewritten.append(kernel.name)

@@ -353,8 +353,21 @@ class StaticModule:
         return {key: sorted(made, key=lambda c: position(c.site)) for key, made in found.items()}
 
     def constructions(self, kernel: ast.FunctionDef) -> list[Construction]:
-        """The calls that make a kernel of the plain function ``kernel``, in source order."""
-        return self._constructed.get(id(kernel), [])
+        """The calls that make a kernel of the plain function ``kernel``, in source order (none for a
+        ``@wp.kernel``)."""
+        return self._constructed.get(id(kernel), []) if self.constructed(kernel) else []
+
+    def other_uses(self, kernel: ast.FunctionDef) -> list[ast.Name]:
+        """Where the plain function ``kernel`` is named other than as what a construction makes a kernel of (or
+        the object of an attribute, ``f.__name__``): a kernel made of it through there is not found."""
+        handed = {id(made.function) for made in self.constructions(kernel)}
+        return [
+            node
+            for node in self.nodes
+            if isinstance(node, ast.Name) and node.id == kernel.name and isinstance(node.ctx, ast.Load)
+            and id(node) not in handed and not isinstance(self._parents.get(node), ast.Attribute)
+            and not self.generated(node) and self.binding(node.id, self.scopes(node)) is kernel
+        ]  # fmt: skip
 
     def returns_kernel(self, maker: Maker, depth: int = 0) -> bool:
         """True if every ``return`` of the maker gives the kernel it makes: the making call itself, a name or
@@ -390,7 +403,7 @@ class StaticModule:
 
     def constructed(self, kernel: ast.FunctionDef) -> bool:
         """True for a function made a kernel by ``wp.Kernel(func)`` rather than by ``@wp.kernel``."""
-        return id(kernel) in self._constructed
+        return id(kernel) in self._constructed and not self.warp.decorated(kernel, "kernel")
 
     def helpers(self) -> dict[str, ast.FunctionDef]:
         """``@wp.func`` helpers defined when the module is imported (also under a top-level ``if``)."""

@@ -663,3 +663,14 @@ def test_kernels_made_at_run_time_are_refused_only_for_what_was_seen(capsys, tmp
         "generated kernels cannot serve both. Give both calls the same options"
     )
     assert "wp.Kernel(func)" not in err and lines[-1].endswith(": 3 kernels refused (see above)")
+
+
+def test_a_function_made_a_kernel_and_named_elsewhere_is_warned_about(capsys, tmp_path):
+    source, out = tmp_path / "listed.py", tmp_path / "listed_rewritten.py"
+    source.write_text(MADE_AT_RUN_TIME + "\n\nlisted = [compact_sines]\nnamed = compact_sines.__name__\n")
+    status, _, err = run_cli(capsys, source, "-o", out)
+    assert status == 0
+    assert err.splitlines()[0] == (
+        f"{source}:51:11: warning: kernel 'compact_sines' is a plain function named here, where wp-rewrite cannot "
+        "tell whether a kernel is made of it: one made through here launches the original, whose gradients are wrong"
+    )
