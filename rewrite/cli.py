@@ -319,6 +319,9 @@ def _summary(display: str, emitted: Emitted, written: Path | None) -> str:
     if emitted.launches:
         done.append(f"{_plural(emitted.launches, 'wp.launch call')} now {'call' if emitted.launches != 1 else 'calls'}"
                     " the rewritten launch")  # fmt: skip
+    if emitted.constructions:
+        done.append(f"{_plural(emitted.constructions, 'call')} making a kernel now "
+                    f"give{'s' * (emitted.constructions == 1)} the rewritten one")  # fmt: skip
     if emitted.refusals:
         done.append(f"{_plural(len(emitted.refusals), 'kernel')} refused (see above)")
     if not done and emitted.already:

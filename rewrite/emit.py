@@ -38,7 +38,7 @@ from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.pipeline import GeneratedKernel, RewriteOptions
 from warp_rewrite.runtime import RewriteError
 from warp_rewrite.static_module import Imported, Project, StaticModule, Unfollowed
-from warp_rewrite.static_types import HelperImport, StaticFrontend
+from warp_rewrite.static_types import HelperImport, StaticFrontend, construction_options, construction_problem
 
 BEGIN = (
     "# ---- wp-rewrite: generated from kernel '{kernel}' above ----\n"
@@ -75,6 +75,7 @@ class Emitted:
     refusals: list[RewriteError] = field(default_factory=list)  # kernels the rewrite cannot handle
     warnings: list[str] = field(default_factory=list)
     launches: int = 0  # wp.launch calls now calling a rewritten launch
+    constructions: int = 0  # calls making a kernel of a plain function now giving the rewritten kernel
     already: list[str] = field(default_factory=list)  # kernels with a block from an earlier run
 
     @property
@@ -139,11 +140,9 @@ def choose_kernels(module: StaticModule, finder: HazardFinder) -> Choice:
         if not hazardous:
             continue
         scopes = module.scopes(kernel)
-        if module.constructed(kernel):
-            choice.refusals.append(_refusal(
-                module, kernel, "a kernel made by wp.Kernel(func) cannot be rewritten to a file",
-                "Decorate the function with @wp.kernel, or rewrite the kernel at run time with wp_rewrite()",
-            ))  # fmt: skip
+        refusal = _construction_refusal(module, kernel) if module.constructed(kernel) else None
+        if refusal is not None:
+            choice.refusals.append(refusal)
         elif scopes and isinstance(scopes[0], ast.ClassDef):
             choice.refusals.append(_refusal(
                 module, kernel, "a kernel defined in a class body cannot be rewritten to a file (the generated "
@@ -153,6 +152,38 @@ def choose_kernels(module: StaticModule, finder: HazardFinder) -> Choice:
         else:
             choice.to_rewrite.append(kernel)
     return choice
+
+
+def _shown(call: ast.Call, most: int = 70) -> str:
+    """The call as written (shortened), for messages that say what was seen."""
+    text = ast.unparse(call)
+    return text if len(text) <= most else text[: most - 5] + "...)"
+
+
+def _construction_refusal(module: StaticModule, kernel: ast.FunctionDef) -> RewriteError | None:
+    """Why the calls that make a kernel of the plain function ``kernel`` cannot be made to give the rewritten
+    kernel, or None if each can (each is then wrapped in the block's ``KernelRewrite``)."""
+    advice = "decorate the function with @wp.kernel, or rewrite the kernel at run time with wp_rewrite()"
+    first, first_options = None, None
+    for made in module.constructions(kernel):
+        seen = f"{_shown(made.site)} ({module.location(made.site)})"
+        if made.maker is not None and not module.returns_kernel(made.maker):
+            maker = made.maker.function.name
+            return _refusal(module, kernel, f"it is made a kernel by {seen}, and '{maker}' does not return the kernel "
+                            "it makes (at every return), so wp-rewrite cannot hand on the rewritten one",
+                            f"Make '{maker}' return the kernel, {advice}")  # fmt: skip
+        problem = construction_problem(module, made)
+        if problem is not None:
+            return _refusal(module, kernel, f"it is made a kernel by {seen} with {problem}",
+                            f"Write the options as literals in that call, {advice}")  # fmt: skip
+        options = construction_options(module, made)
+        if first is None:
+            first, first_options = seen, options
+        elif options != first_options:
+            return _refusal(module, kernel, f"it is made a kernel by {first} and by {seen} with other options: one "
+                            "pair of generated kernels cannot serve both",
+                            f"Give both calls the same options, {advice}")  # fmt: skip
+    return None
 
 
 def _bound_names(tree: ast.Module, skip: Callable[[ast.AST], bool] = lambda node: False) -> set[str]:
@@ -281,27 +312,42 @@ def _literal(value: Any, names: ModuleNames, indent: str, relocate: Callable[[st
 class LaunchNames:
     """The names a block binds for the kernel's launch."""
 
-    rewritten: str  # <kernel>_rewritten: the RewrittenKernel
-    launch: str  # launch_<kernel>; in a function, <kernel>.launch (the function's <kernel> is rebound)
+    rewritten: str  # <kernel>_rewritten: the RewrittenKernel; rewrite_<kernel>: the KernelRewrite of a plain function
+    launch: str | None  # launch_<kernel>; in a function, <kernel>.launch (the function's <kernel> is rebound); None
+    # for a plain function made a kernel by a call: the call is wrapped in rewrite_<kernel>(...) instead
 
 
-def _launch_names(kernel: str, taken: set[str], free: set[str], nested: bool) -> LaunchNames:
-    """Fresh names for the kernel's RewrittenKernel and launch; ``free``: taken names the block may define."""
+def _launch_names(kernel: str, taken: set[str], free: set[str], nested: bool, constructed: bool) -> LaunchNames:
+    """Fresh names for the kernel's RewrittenKernel and launch, or for the KernelRewrite of a plain function made
+    a kernel by a call; ``free``: taken names the block may define."""
     namer = Namer(taken - free)
-    rewritten = namer.fresh(f"{kernel}_rewritten")
-    names = LaunchNames(rewritten, f"{kernel}.launch" if nested else namer.fresh(f"launch_{kernel}"))
-    taken |= {names.rewritten, names.launch}
+    if constructed:
+        names = LaunchNames(namer.fresh(f"rewrite_{kernel}"), None)
+    else:
+        rewritten = namer.fresh(f"{kernel}_rewritten")
+        names = LaunchNames(rewritten, f"{kernel}.launch" if nested else namer.fresh(f"launch_{kernel}"))
+    taken |= {name for name in (names.rewritten, names.launch) if name is not None}
     return names
 
 
 def _rewritten_kernel(generated: GeneratedKernel, spec: str, names: ModuleNames, launch: LaunchNames,
                       max_records: int | None, rebind: bool) -> str:  # fmt: skip
     """``<kernel>_rewritten = RewrittenKernel(...)``, then ``launch_<kernel> = <kernel>_rewritten.launch``, or, in a
-    function, ``<kernel> = <kernel>_rewritten``: what the function hands on is the rewritten kernel."""
+    function, ``<kernel> = <kernel>_rewritten``: what the function hands on is the rewritten kernel. For a plain
+    function made a kernel by a call, ``rewrite_<kernel> = KernelRewrite(...)``, which that call is wrapped in."""
     kernel = generated.kernel
     pair = [generated.record_kernel, generated.replay_kernel, spec]
     pair += [f"count={generated.count_kernel}"] if generated.count_kernel else []
     options = [f"max_records={max_records}"] if max_records is not None else []
+    if launch.launch is None:
+        return "\n".join([
+            f"{launch.rewritten} = {names.runtime_function(runtime.KernelRewrite.__name__)}(",
+            f"    {names.runtime_function('KernelPair')}(",
+            *(f"        {item}," for item in pair),
+            "    ),",
+            *(f"    {option}," for option in options),
+            f")  # each call that makes {kernel} a kernel is wrapped in {launch.rewritten}(...)",
+        ]) + "\n"  # fmt: skip
     lines = [
         f"{launch.rewritten} = {names.runtime_function('RewrittenKernel')}(",
         f"    {kernel},",
@@ -459,6 +505,20 @@ def launch_edits(
     return edits, warnings
 
 
+def construction_edits(module: StaticModule, wrappers: dict[int, str], offsets: Offsets) -> list[tuple[Edit, Edit]]:
+    """Each call that makes a kernel of a plain function in ``wrappers`` (by id of its definition: the name of its
+    ``KernelRewrite``) wrapped in a call of that, unless it is already: two edits a call."""
+    edits = []
+    for kernel in module.kernels():
+        wrapper = wrappers.get(id(kernel))
+        for made in module.constructions(kernel) if wrapper is not None else []:
+            if module.wrapper(made) != wrapper:
+                site = made.site
+                edits.append((Edit(*[offsets(site.lineno, site.col_offset)] * 2, f"{wrapper}("),
+                              Edit(*[offsets(site.end_lineno, site.end_col_offset)] * 2, ")")))  # fmt: skip
+    return edits
+
+
 def _remove_argument(call: ast.Call, argument: ast.expr, offsets: Offsets) -> Edit:
     """Take the kernel argument out of the call, with the comma after it (or, last, the one before it)."""
     items = sorted([*call.args, *call.keywords], key=lambda n: (n.lineno, n.col_offset))
@@ -508,8 +568,10 @@ def emit_module(
     offsets = Offsets(module)
     launches = {id(k): module.launch_name(k) for k in choice.already if module.launch_name(k)}
     blocks, helper_imports = [], []
+    wrappers = {id(k): module.rewrite_name(k) for k in choice.already if module.rewrite_name(k)}
     for kernel in choice.to_rewrite:
         nested = bool(module.scopes(kernel))
+        constructed = module.constructed(kernel)
         frontend = StaticFrontend(module, project, kernel, names, taken)
         try:
             made = generate(frontend, detach_returns)
@@ -520,10 +582,17 @@ def emit_module(
             continue
         generated, needed = made
         helper_imports += needed
-        launch = _launch_names(kernel.name, taken, free, nested)
+        launch = _launch_names(kernel.name, taken, free, nested, constructed)
         line = module.lines[kernel.lineno - 1]
         blocks.append(Block(kernel, generated, launch, names, line[: len(line) - len(line.lstrip())], nested))
-        launches[id(kernel)] = launch.launch
+        if constructed:
+            wrappers[id(kernel)] = launch.rewritten
+            emitted.warnings += [_warning(module, use, f"kernel '{kernel.name}' is a plain function named here, where "
+                                          "wp-rewrite cannot tell whether a kernel is made of it: one made through "
+                                          "here launches the original, whose gradients are wrong")
+                                 for use in module.other_uses(kernel)]  # fmt: skip
+        else:
+            launches[id(kernel)] = launch.launch
         emitted.rewritten.append(kernel.name)
     inserted = helper_import_lines(module, helper_imports)  # (input line after which, text)
     if (blocks or emitted.already) and imports.warp:
@@ -538,6 +607,9 @@ def emit_module(
     emitted.warnings += warnings
     emitted.launches = len(calls)
     edits += [edit for pair in calls for edit in pair]
+    wrapped = construction_edits(module, wrappers, offsets)
+    emitted.constructions = len(wrapped)
+    edits += [edit for pair in wrapped for edit in pair]
     if edits:
         emitted.text = _apply(text, edits)
     return emitted

@@ -1547,6 +1547,25 @@ class RewrittenLaunch:
         self.kernel.launch(**self.arguments)
 
 
+@dataclass(frozen=True)
+class KernelRewrite:
+    """The record and replay kernels generated for a plain function that its file makes a kernel of when it runs
+    (``wp.Kernel(func=f)``, ``wp.kernel(f)``, a function of the file calling one of those): ``wp-rewrite`` wraps
+    each call that makes the kernel in a call of this, which gives the ``RewrittenKernel`` launching them."""
+
+    pair: KernelPair
+    max_records: int | None = None
+
+    def __call__(self, kernel: wp.Kernel) -> RewrittenKernel:
+        spec = self.pair.spec
+        function = getattr(kernel, "func", None)
+        if not isinstance(kernel, wp.Kernel) or tuple(inspect.signature(function).parameters) != spec.parameters:
+            problem = (f"the call wrapped to rewrite it gave {kernel!r}, not a kernel made of the function "
+                       f"'{spec.key}' the record and replay kernels were generated from")  # fmt: skip
+            raise RewriteError(spec.key, spec.location, problem, "Make that call return the kernel it makes")
+        return RewrittenKernel(kernel, self.pair, max_records=self.max_records)
+
+
 # ``wp.launch`` takes rewritten kernels: importing this module puts ``launch`` below in its place, which hands them
 # to their own ``launch`` and everything else to the ``wp.launch`` it found (Warp's, or another copy's of this
 # module: the package's and the ones written beside emitted files each wrap the one before). For code one cannot

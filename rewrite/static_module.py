@@ -25,6 +25,7 @@ _BEGIN_RE = re.compile(r"^[ \t]*# ---- wp-rewrite: generated from kernel '(\w+)'
 _END_RE = re.compile(r"^[ \t]*# ---- wp-rewrite: end of the code generated from kernel '(\w+)'")
 _NOT_FOLLOWED = frozenset({"warp", "numpy", "typing", "math"})
 _BUILTINS = frozenset(dir(builtins))
+_REWRITE = "KernelRewrite"  # the runtime's class that a constructed kernel's block binds (warp_rewrite.runtime)
 Scope = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
 
 
@@ -195,16 +196,23 @@ class Maker:
 
     function: ast.FunctionDef
     parameter: str
-    options: ast.Call  # the Warp call inside it (``wp.Kernel(func=...)``) whose keywords are the kernel's options
+    made: Construction  # the call inside it that makes the kernel (of ``parameter``)
+
+    @property
+    def options(self) -> ast.Call:
+        """The Warp call (``wp.Kernel(func=...)``) whose keywords are the kernel's options."""
+        return self.made.options
 
 
 @dataclass(frozen=True)
 class Construction:
-    """Where a plain function is made a kernel: the call that hands it on, and the Warp call whose keywords are the
-    kernel's options (the same call, or the one inside a ``Maker``)."""
+    """A call that makes a kernel of a function: ``wp.Kernel(func=f)``, ``wp.kernel(f)``, ``wp.kernel(...)(f)``, or
+    one of the file's ``Maker``s (``getkernel(f)``)."""
 
-    site: ast.Call
-    options: ast.Call
+    site: ast.Call  # the whole call, which gives the kernel
+    function: ast.expr  # the argument that is the function
+    options: ast.Call  # the Warp call whose keywords are the kernel's options (``site``, or one inside ``maker``)
+    maker: Maker | None = None
 
 
 def _argument(call: ast.Call, function: ast.FunctionDef, parameter: str) -> ast.expr | None:
@@ -290,22 +298,22 @@ class StaticModule:
 
     # --- kernels and helpers -----------------------------------------------------------------------------------
 
-    def _made_kernel(self, call: ast.Call, makers: dict[int, Maker]) -> tuple[ast.expr, ast.Call] | None:
-        """(the function argument, the Warp call whose keywords are the kernel's options) of a call that makes a
-        kernel of a function: ``wp.Kernel(f)``, ``wp.Kernel(func=f)``, ``wp.kernel(f, ...)``, ``wp.kernel(...)(f)``
-        or a call of one of ``makers``, the file's functions that hand a parameter on to one of those."""
+    def _made_kernel(self, call: ast.Call, makers: dict[int, Maker]) -> Construction | None:
+        """What ``call`` is if it makes a kernel of a function: ``wp.Kernel(f)``, ``wp.Kernel(func=f)``,
+        ``wp.kernel(f, ...)``, ``wp.kernel(...)(f)`` or a call of one of ``makers``, the file's functions that hand a
+        parameter on to one of those."""
         if self.warp.is_warp(call.func, "Kernel"):
             func = next((k.value for k in call.keywords if k.arg == "func"), call.args[0] if call.args else None)
-            return (func, call) if func is not None else None
+            return Construction(call, func, call) if func is not None else None
         if self.warp.is_warp(call.func, "kernel"):  # ``@wp.kernel(...)`` decorators have no positional argument
-            return (call.args[0], call) if call.args else None
+            return Construction(call, call.args[0], call) if call.args else None
         if isinstance(call.func, ast.Call) and self.warp.is_warp(call.func.func, "kernel") and call.args:
-            return call.args[0], call.func
+            return Construction(call, call.args[0], call.func)
         if isinstance(call.func, ast.Name) and call.func.id in {maker.function.name for maker in makers.values()}:
             function = self.binding(call.func.id, self.scopes(call))
             maker = makers.get(id(function))
             argument = _argument(call, maker.function, maker.parameter) if maker is not None else None
-            return (argument, maker.options) if argument is not None else None
+            return Construction(call, argument, maker.options, maker) if argument is not None else None
         return None
 
     @cached_property
@@ -319,30 +327,66 @@ class StaticModule:
             found = {}
             for call in calls:
                 made = self._made_kernel(call, makers)
-                if made is None or not isinstance(made[0], ast.Name):
+                if made is None or not isinstance(made.function, ast.Name):
                     continue
                 scopes = self.scopes(call)
-                parameter = self.binding(made[0].id, scopes)
+                parameter = self.binding(made.function.id, scopes)
                 if isinstance(parameter, ast.arg):
                     owner = next(s for s in scopes if not isinstance(s, ast.ClassDef) and parameter in walk(s.args))
                     if isinstance(owner, ast.FunctionDef) and id(owner) not in makers:
-                        found.setdefault(id(owner), Maker(owner, parameter.arg, made[1]))
+                        found.setdefault(id(owner), Maker(owner, parameter.arg, made))
             if not found:
                 return makers
             makers |= found
 
     @cached_property
-    def _constructed(self) -> dict[int, Construction]:
+    def _constructed(self) -> dict[int, list[Construction]]:
         """Plain functions made kernels by a call (``wp.Kernel(func)``, as Warp's tests do, or a maker of the
-        file), by id of their definition: the first call that does."""
+        file), by id of their definition: the calls that do, in source order (none in generated blocks)."""
         found = {}
         for call in self.nodes:
             made = self._made_kernel(call, self._makers) if isinstance(call, ast.Call) else None
-            if made is not None and isinstance(made[0], ast.Name):
-                definition = self.binding(made[0].id, self.scopes(call))
+            if made is not None and isinstance(made.function, ast.Name) and not self.generated(call):
+                definition = self.binding(made.function.id, self.scopes(call))
                 if isinstance(definition, ast.FunctionDef):
-                    found.setdefault(id(definition), Construction(call, made[1]))
-        return found
+                    found.setdefault(id(definition), []).append(made)
+        return {key: sorted(made, key=lambda c: position(c.site)) for key, made in found.items()}
+
+    def constructions(self, kernel: ast.FunctionDef) -> list[Construction]:
+        """The calls that make a kernel of the plain function ``kernel``, in source order (none for a
+        ``@wp.kernel``)."""
+        return self._constructed.get(id(kernel), []) if self.constructed(kernel) else []
+
+    def other_uses(self, kernel: ast.FunctionDef) -> list[ast.Name]:
+        """Where the plain function ``kernel`` is named other than as what a construction makes a kernel of (or
+        the object of an attribute, ``f.__name__``): a kernel made of it through there is not found."""
+        handed = {id(made.function) for made in self.constructions(kernel)}
+        return [
+            node
+            for node in self.nodes
+            if isinstance(node, ast.Name) and node.id == kernel.name and isinstance(node.ctx, ast.Load)
+            and id(node) not in handed and not isinstance(self._parents.get(node), ast.Attribute)
+            and not self.generated(node) and self.binding(node.id, self.scopes(node)) is kernel
+        ]  # fmt: skip
+
+    def returns_kernel(self, maker: Maker, depth: int = 0) -> bool:
+        """True if every ``return`` of the maker gives the kernel it makes: the making call itself, a name or
+        subscript it was assigned to (``cache[key] = wp.Kernel(...)`` ... ``return cache[key]``), or the call of
+        another maker that does."""
+        made = maker.made
+        holders = {
+            ast.unparse(target)
+            for node in _own_statements(maker.function)
+            if isinstance(node, ast.Assign) and node.value is made.site
+            for target in node.targets
+        }
+        returns = list(_own_returns(maker.function))
+        if not returns or depth > 20:
+            return False
+        inner_returns = made.maker is None or self.returns_kernel(made.maker, depth + 1)
+        return inner_returns and all(
+            r.value is not None and (r.value is made.site or ast.unparse(r.value) in holders) for r in returns
+        )
 
     def kernels(self) -> list[ast.FunctionDef]:
         """Every kernel the user wrote in the file, at any depth, in source order: ``@wp.kernel`` functions and
@@ -359,7 +403,7 @@ class StaticModule:
 
     def constructed(self, kernel: ast.FunctionDef) -> bool:
         """True for a function made a kernel by ``wp.Kernel(func)`` rather than by ``@wp.kernel``."""
-        return id(kernel) in self._constructed
+        return id(kernel) in self._constructed and not self.warp.decorated(kernel, "kernel")
 
     def helpers(self) -> dict[str, ast.FunctionDef]:
         """``@wp.func`` helpers defined when the module is imported (also under a top-level ``if``)."""
@@ -506,8 +550,8 @@ class StaticModule:
         decorator = self.warp.decorator(kernel, "kernel")
         if isinstance(decorator, ast.Call):
             return decorator
-        construction = self._constructed.get(id(kernel)) if decorator is None else None
-        return construction.options if construction is not None else None
+        constructions = self.constructions(kernel) if decorator is None else []
+        return constructions[0].options if constructions else None
 
     def kernel_keywords(self, kernel: ast.FunctionDef) -> dict[str | None, ast.expr]:
         """The keyword arguments of ``@wp.kernel(...)`` (or of the ``wp.Kernel(...)`` call, whose ``options=``
@@ -566,6 +610,22 @@ class StaticModule:
                 return f"{kernel.name}.launch"
             if isinstance(node.value, ast.Attribute) and node.value.attr == "launch":
                 return target
+        return None
+
+    def rewrite_name(self, kernel: ast.FunctionDef) -> str | None:
+        """What an earlier run named the ``KernelRewrite`` of a plain function made a kernel of (``rewrite_k =
+        runtime.KernelRewrite(...)``), which the calls making the kernel are wrapped in."""
+        for node in self._region_assignments.get(self.region_of(kernel), []):
+            value = node.value
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == _REWRITE:
+                return node.targets[0].id
+        return None
+
+    def wrapper(self, construction: Construction) -> str | None:
+        """The name of the call the construction is the only argument of (``rewrite_k(wp.Kernel(func=k))``)."""
+        parent = self._parents.get(construction.site)
+        if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.args == [construction.site]:
+            return parent.func.id if not parent.keywords else None
         return None
 
     # --- names -----------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import inspect
 import typing
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -21,7 +22,7 @@ from warp_rewrite.passes.plan import FunctionPlan
 from warp_rewrite.passes.syntax import walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.runtime import RewriteError
-from warp_rewrite.static_module import Project, StaticModule, module_level
+from warp_rewrite.static_module import Construction, Project, StaticModule, module_level
 
 _ARRAYS = ("array", "array1d", "array2d", "array3d", "array4d", "indexedarray", "fabricarray", "indexedfabricarray")
 
@@ -167,21 +168,74 @@ class _Verbatim(str):
         return str(self)
 
 
+_OWN_KEY = frozenset({"key", "name"})  # the kernel's own key (wp.Kernel's, wp.kernel's): generated kernels have theirs
+_KERNEL_ARGUMENTS = list(inspect.signature(wp.Kernel).parameters)  # func, key, module, options, ...
+_DECORATOR_OPTIONS = frozenset(inspect.signature(wp.kernel).parameters) - {"f"}
+
+
+def _keyword_options(keywords: list[ast.keyword]) -> dict[str, object]:
+    """Keyword arguments as the generated decorators pass them on: literals, else ``_Verbatim`` source text;
+    ``**expr`` under the key "**expr"; not the kernel's own key."""
+    options = {}
+    for keyword in keywords:
+        if keyword.arg in _OWN_KEY:
+            continue
+        if keyword.arg is None:  # @wp.kernel(**options): passed on as it is
+            options[f"**{ast.unparse(keyword.value)}"] = None
+            continue
+        try:
+            options[keyword.arg] = ast.literal_eval(keyword.value)
+        except (ValueError, TypeError, SyntaxError, RecursionError):
+            options[keyword.arg] = _Verbatim(ast.unparse(keyword.value))
+    return options
+
+
 def kernel_options(module: StaticModule, kernel: ast.FunctionDef) -> dict[str, object]:
-    """The keyword arguments of the kernel's ``@wp.kernel(...)`` decorator (``**expr`` under the key "**expr")."""
-    for decorator in kernel.decorator_list:
-        if isinstance(decorator, ast.Call) and module.warp.is_warp(decorator.func, "kernel"):
-            options = {}
-            for keyword in decorator.keywords:
-                if keyword.arg is None:  # @wp.kernel(**options): passed on as it is
-                    options[f"**{ast.unparse(keyword.value)}"] = None
-                    continue
-                try:
-                    options[keyword.arg] = ast.literal_eval(keyword.value)
-                except (ValueError, TypeError, SyntaxError, RecursionError):
-                    options[keyword.arg] = _Verbatim(ast.unparse(keyword.value))
-            return options
-    return {}
+    """The options of the kernel, as ``@wp.kernel(...)`` takes them: its decorator's keyword arguments
+    (``**expr`` under the key "**expr"), or those of the first call that makes a kernel of it."""
+    decorator = module.warp.decorator(kernel, "kernel")
+    if isinstance(decorator, ast.Call):
+        return _keyword_options(decorator.keywords)
+    constructions = module.constructions(kernel) if decorator is None else []
+    return construction_options(module, constructions[0]) if constructions else {}
+
+
+def construction_options(module: StaticModule, construction: Construction) -> dict[str, object]:
+    """The options of the kernel a call makes, as ``@wp.kernel(...)`` takes them: ``wp.kernel``'s keywords, or
+    ``wp.Kernel``'s ``module`` and the entries of its ``options`` dict. What a decorator could not say as it is
+    said there (a ``wp.Kernel`` option ``wp.kernel`` does not take, its ``code_transformers`` or ``source``) is
+    ``_Verbatim``, as are values not written as literals."""
+    call = construction.options
+    if not module.warp.is_warp(call.func, "Kernel"):
+        return _keyword_options(call.keywords)
+    given = dict(zip(_KERNEL_ARGUMENTS, call.args, strict=False)) | {k.arg: k.value for k in call.keywords}
+    if None in given:
+        return {f"**{ast.unparse(given[None])}": None}
+    entries = given.pop("options", None)
+    options = _keyword_options([ast.keyword(name, value) for name, value in given.items() if name != "func"])
+    for name in ("code_transformers", "source"):
+        if name in options:
+            options[name] = _Verbatim(ast.unparse(given[name]))
+    if options.get("module", _Verbatim("")) is None:
+        del options["module"]
+    if isinstance(entries, ast.Dict) and all(isinstance(k, ast.Constant) for k in entries.keys):
+        for name, value in _keyword_options([ast.keyword(k.value, v) for k, v in zip(entries.keys, entries.values,
+                                                                                    strict=True)]).items():  # fmt: skip
+            options[name] = value if name in _DECORATOR_OPTIONS else _Verbatim(repr(value))
+    elif entries is not None and not (isinstance(entries, ast.Constant) and entries.value is None):
+        options["options"] = _Verbatim(ast.unparse(entries))
+    return options
+
+
+def construction_problem(module: StaticModule, construction: Construction) -> str | None:
+    """Why the generated kernels cannot be given the options of the kernel ``construction`` makes: the
+    first one only known when it runs, or that a decorator cannot say; None if there is none."""
+    for name, value in construction_options(module, construction).items():
+        if name.startswith("**"):
+            return f"options given as {name}, known only at run time"
+        if isinstance(value, _Verbatim):
+            return f"its {name}={value}, which wp-rewrite cannot give the generated kernels"
+    return None
 
 
 @dataclass

@@ -475,3 +475,202 @@ def test_new_files_get_the_usual_mode(capsys, tmp_path):
     finally:
         os.umask(umask)
     assert stat.S_IMODE(out.stat().st_mode) == 0o644
+
+
+# --- kernels a file makes of plain functions when it runs ----------------------------------------------------------
+
+MADE_AT_RUN_TIME = '''"""Kernels made of plain functions when the module runs, as Warp's own tests make them."""
+
+import warp as wp
+
+made = {}
+
+
+def getkernel(func, suffix=""):
+    key = func.__name__ + "_" + suffix
+    if key not in made:
+        made[key] = wp.Kernel(func=func, key=key)
+    return made[key]
+
+
+def compact_squares(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    if x[tid] > wp.float64(0.0):
+        out[wp.atomic_add(count, 0, 1)] = x[tid] * x[tid]
+
+
+by_class = wp.Kernel(func=compact_squares, key="compact_squares_by_class")
+
+
+def compact_sines(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = wp.sin(x[tid])
+
+
+by_call = wp.kernel(compact_sines)
+
+
+def compact_shifted(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    out[wp.atomic_add(count, 0, 1)] = x[tid] * x[tid] * x[tid] + wp.float64(1.0)
+
+
+by_options = wp.kernel(enable_backward=True)(compact_shifted)
+
+
+def make_compact_scaled(dtype):
+    def compact_scaled(x: wp.array(dtype=dtype), count: wp.array[wp.int32], out: wp.array(dtype=dtype)):
+        tid = wp.tid()
+        slot = wp.atomic_add(count, 0, 1)
+        out[slot] = x[tid] * dtype(3.0)
+
+    kernel = getkernel(compact_scaled, suffix=dtype.__name__)
+    return kernel
+'''
+WAYS = {
+    "wp.Kernel(func=f)": ("by_class", "by_class = rewrite_compact_squares(wp.Kernel(func=compact_squares, "
+                          'key="compact_squares_by_class"))\n'),
+    "wp.kernel(f)": ("by_call", "by_call = rewrite_compact_sines(wp.kernel(compact_sines))\n"),
+    "wp.kernel(...)(f)": ("by_options", "by_options = rewrite_compact_shifted(wp.kernel(enable_backward=True)("
+                          "compact_shifted))\n"),
+    "getkernel(f)": ("make_compact_scaled", "    kernel = rewrite_compact_scaled(getkernel(compact_scaled, "
+                     "suffix=dtype.__name__))\n"),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def made_at_run_time(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("made")
+    source, out = folder / "made.py", folder / "made_rewritten.py"
+    source.write_text(MADE_AT_RUN_TIME)
+    assert main([str(source), "-o", str(out), "-q"]) == 0
+    return import_file(out, "made_rewritten")
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_kernels_made_at_run_time_are_rewritten_where_they_are_made(made_at_run_time, way):
+    """The function is kept as it is, its block follows it, and the call that makes the kernel gives the
+    rewritten kernel; gradients equal finite differences of the original kernel (``.kernel``, what the call made)."""
+    name, wrapped = WAYS[way]
+    text = Path(made_at_run_time.__file__).read_text()
+    assert wrapped in text
+    functions = [chunk for chunk in MADE_AT_RUN_TIME.split("\n\n\n") if chunk.startswith("def compact")]
+    assert len(functions) == 3 and all(function in text for function in functions)  # kept as written
+    made = getattr(made_at_run_time, name)
+    rewritten = made(wp.float64) if callable(made) and not hasattr(made, "launch") else made
+    assert isinstance(rewritten, made_at_run_time.wp_rewrite_runtime.RewrittenKernel)
+    assert rewritten.record_kernel is not None
+
+    def program(args, launcher):
+        if launcher.__name__ == "launch_original":
+            wp.launch(rewritten.kernel, N, inputs=args, device="cpu")
+        else:
+            wp.launch(rewritten, N, inputs=args, device="cpu")  # as the file's own code launches it
+
+    def make():
+        return [f64(X, True), i32([0]), wp.zeros(N, dtype=wp.float64, requires_grad=True)]
+
+    check(Case(None, N, make, [2], [0], program=program))
+
+
+def test_a_kernel_made_by_a_helper_in_a_factory_keeps_the_factorys_closure(made_at_run_time):
+    rewritten = made_at_run_time.make_compact_scaled(wp.float32)
+    x, count, out = wp.array(X, dtype=wp.float32, requires_grad=True), i32([0]), wp.zeros(N, dtype=wp.float32)
+    out.requires_grad = True
+    tape = wp.Tape()
+    with tape:
+        wp.launch(rewritten, N, inputs=[x, count, out], device="cpu")
+    tape.backward(grads={out: wp.array(np.arange(N, dtype=np.float32), dtype=wp.float32)})
+    np.testing.assert_allclose(x.grad.numpy(), 3.0 * np.arange(N))  # thread k writes slot k on the CPU
+
+
+def test_kernels_made_at_run_time_rewrite_to_themselves_come_back_and_check_clean(made_at_run_time, capsys, tmp_path):
+    path = Path(made_at_run_time.__file__)
+    again = tmp_path / "again.py"
+    status, _, err = run_cli(capsys, path, "-o", again)
+    assert status == 0 and again.read_text() == path.read_text()
+    assert err.endswith("already rewritten (compact_squares, compact_sines, compact_shifted, compact_scaled): "
+                        "nothing to change\n")  # fmt: skip
+    assert assert_each_block_comes_back(path) == 4
+    status, out, _ = run_cli(capsys, "--check", path)
+    assert (status, out) == (0, "")
+
+
+def test_a_new_call_making_a_rewritten_kernel_is_wrapped_too(made_at_run_time, capsys, tmp_path):
+    text = Path(made_at_run_time.__file__).read_text() + "\n\nanother = wp.kernel(compact_sines)\n"
+    source, out = tmp_path / "more.py", tmp_path / "more_rewritten.py"
+    source.write_text(text)
+    status, _, err = run_cli(capsys, source, "-o", out)
+    assert status == 0 and err.endswith(": 1 call making a kernel now gives the rewritten one\n")
+    assert out.read_text() == text.replace("= wp.kernel(compact_sines)\n", "= rewrite_compact_sines(wp.kernel("
+                                           "compact_sines))\n")  # fmt: skip
+
+
+REFUSED_CONSTRUCTIONS = """import warp as wp
+
+registered = []
+
+
+def register(func):
+    registered.append(wp.Kernel(func=func))
+
+
+def counted(count: wp.array[int], out: wp.array[float]):
+    out[wp.atomic_add(count, 0, 1)] = 1.0
+
+
+register(counted)
+
+
+def optioned(count: wp.array[int], out: wp.array[float]):
+    out[wp.atomic_add(count, 0, 1)] = 2.0
+
+
+def build(options):
+    return wp.kernel(optioned, module=options["module"])
+
+
+def twice(count: wp.array[int], out: wp.array[float]):
+    out[wp.atomic_add(count, 0, 1)] = 3.0
+
+
+plain = wp.kernel(twice)
+unique = wp.Kernel(twice, options={"enable_backward": True})
+"""
+
+
+def test_kernels_made_at_run_time_are_refused_only_for_what_was_seen(capsys, tmp_path):
+    source, out = tmp_path / "refused.py", tmp_path / "refused_rewritten.py"
+    source.write_text(REFUSED_CONSTRUCTIONS)
+    status, _, err = run_cli(capsys, source, "-o", out)
+    assert status == 1
+    lines = err.splitlines()
+    assert lines[0] == (
+        f"{source}:10:1: kernel 'counted': it is made a kernel by register(counted) ({source}:14:1), and 'register' "
+        "does not return the kernel it makes (at every return), so wp-rewrite cannot hand on the rewritten one. "
+        "Make 'register' return the kernel, decorate the function with @wp.kernel, or rewrite the kernel at run "
+        "time with wp_rewrite()"
+    )
+    assert lines[1].startswith(
+        f"{source}:17:1: kernel 'optioned': it is made a kernel by wp.kernel(optioned, module=options['module']) "
+        f"({source}:22:12) with its module=options['module'], which wp-rewrite cannot give the generated kernels. "
+        "Write the options as literals in that call"
+    )
+    assert lines[2].startswith(
+        f"{source}:25:1: kernel 'twice': it is made a kernel by wp.kernel(twice) ({source}:29:9) and by "
+        f"wp.Kernel(twice, options={{'enable_backward': True}}) ({source}:30:10) with other options: one pair of "
+        "generated kernels cannot serve both. Give both calls the same options"
+    )
+    assert "wp.Kernel(func)" not in err and lines[-1].endswith(": 3 kernels refused (see above)")
+
+
+def test_a_function_made_a_kernel_and_named_elsewhere_is_warned_about(capsys, tmp_path):
+    source, out = tmp_path / "listed.py", tmp_path / "listed_rewritten.py"
+    source.write_text(MADE_AT_RUN_TIME + "\n\nlisted = [compact_sines]\nnamed = compact_sines.__name__\n")
+    status, _, err = run_cli(capsys, source, "-o", out)
+    assert status == 0
+    assert err.splitlines()[0] == (
+        f"{source}:51:11: warning: kernel 'compact_sines' is a plain function named here, where wp-rewrite cannot "
+        "tell whether a kernel is made of it: one made through here launches the original, whose gradients are wrong"
+    )
