@@ -1990,12 +1990,13 @@ def _element(view: wp.array4d(dtype=Any), flat: int) -> wp.vec4i:
 
 @wp.func
 def _stores(op: int, old: Any, operand: Any, compare: Any) -> bool:
-    """Whether an exch/max/min/cas op stored its operand (max/min: only if that changed the value)."""
+    """Whether an exch/max/min/cas op stored its operand. Max/min store only if that changes the value, and
+    follow Warp's float min/max (C's fmin/fmax): a NaN held is replaced by a number, a NaN offered is not."""
     stores = op == 4
     if op == 2:
-        stores = operand < old
+        stores = operand == operand and not (old <= operand)
     elif op == 3:
-        stores = operand > old
+        stores = operand == operand and not (old >= operand)
     elif op == 5:
         stores = old == compare
         if _on_cuda():

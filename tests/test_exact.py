@@ -216,3 +216,26 @@ for _kernel in [running_sum, per_bucket_sum, drain, hand_over, record_high, proj
                 float_returns_in_a_loop, running_sum_f32]:  # fmt: skip
     wp_rewrite(_kernel)
 wp_rewrite(running_sum, detach_returns=True)
+
+
+@wp.kernel
+def lowest_so_far(x: wp.array[wp.float64], low: wp.array[wp.float64], out: wp.array[wp.float64]):
+    """Warp's float min and max treat NaN as missing (fmin): a NaN held is replaced, a NaN offered is not."""
+    tid = wp.tid()
+    before = wp.atomic_min(low, 0, x[tid])
+    if tid > 0:
+        out[tid] = before * x[tid]
+
+
+@wp.kernel
+def highest_so_far(x: wp.array[wp.float64], high: wp.array[wp.float64], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    before = wp.atomic_max(high, 0, x[tid])
+    if tid > 0:
+        out[tid] = before * x[tid]
+
+
+@pytest.mark.parametrize("kernel", [lowest_so_far, highest_so_far], ids=["min", "max"])
+def test_replacing_a_nan_passes_the_gradient_to_the_value_stored(kernel):
+    # the target starts NaN: thread 0's value replaces it, and later threads see (and differentiate) thread 0's value
+    check(Case(kernel, N, lambda: [f64(X, True), f64([np.nan], True), zeros(N)], [1, 2], [0]))
