@@ -30,6 +30,21 @@ def probes_in_the_condition(table: wp.array[int], key: int, n: int, weights: wp.
     while wp.atomic_cas(table, slot, -1, key) != -1:  # in-condition
         weights[slot] = weights[slot] * 0.5  # differentiable work: the loop must be replayed
         slot = (slot + 1) % n
+    else:  # Warp never runs it
+        weights[slot] = 0.0
+
+
+@wp.func
+def first_claimed(count: wp.array[int], x: wp.array[float], n: int) -> float:
+    for i in range(n):
+        if wp.atomic_add(count, 0, 1) == i:
+            return x[i]  # float-return
+    return 0.0
+
+
+@wp.kernel
+def returns_a_float_from_a_loop(count: wp.array[int], x: wp.array[float], n: int, out: wp.array[float]):
+    out[wp.tid()] = first_claimed(count, x, n)
 
 
 @wp.kernel
@@ -73,10 +88,18 @@ def test_loop_over_something_other_than_range():
     )
 
 
-def test_atomic_in_a_while_condition():
+def test_atomic_in_the_condition_of_a_while_loop_with_else():
     assert refusal(probes_in_the_condition) == (
-        f"{where('in-condition')}: kernel 'probes_in_the_condition': an atomic in a while loop's condition. "
-        "Call the atomic in the loop body and leave the loop with 'break'"
+        f"{where('in-condition', 'while')}: kernel 'probes_in_the_condition': a loop with an 'else' clause around a "
+        "consumed atomic. Rewrite the loop without 'else'"
+    )
+
+
+def test_float_returned_from_a_loop():
+    assert refusal(returns_a_float_from_a_loop) == (
+        f"{where('float-return', 'return')}: kernel 'returns_a_float_from_a_loop': a 'return' inside a loop around a "
+        "consumed atomic (Warp's backward cannot replay a return from a loop it does not unroll) (in helper "
+        "'first_claimed'). Leave the loop with 'break', setting a flag, and return after the loop"
     )
 
 

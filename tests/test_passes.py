@@ -12,6 +12,7 @@ from warp_rewrite.passes.atomics import WarpNames, find_atomic_calls
 from warp_rewrite.passes.dataflow import argument_path, gradient_sources, single_assignments
 from warp_rewrite.passes.int_types import IntLocals
 from warp_rewrite.passes.layout import record_params
+from warp_rewrite.passes.loop_carried import LoopFlow
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.plan import KernelPlan, Planner, Refusal, is_int_path
 from warp_rewrite.passes.two_phase import (
@@ -485,6 +486,166 @@ def test_int_locals_settle_on_loop_carried_updates():
     """)
     kinds = IntLocals(kernel, parameter_types(Unit(ast.unparse(kernel)))).locals
     assert kinds["slot"] is wp.int32 and kinds["done"] is wp.int32 and "v" not in kinds
+
+
+# (body of a kernel, with the loop asked about over 'i' or a while loop; locals carried into later iterations,
+# out of the loop)
+CARRIED_SHAPES = {
+    "a running minimum read after the loop": (
+        """
+        m = x[0]
+        for i in range(n):
+            m = wp.min(m, x[i])
+        y[0] = m
+        """,
+        {"m"},
+        {"m"},
+    ),
+    "reassigned late in an iteration, read early in the next": (
+        """
+        s = x[0]
+        for i in range(n):
+            y[i] = s
+            s = x[i] * 2.0
+        """,
+        {"s"},
+        set(),
+    ),
+    "assigned before it is read, in the branch that reads it": (
+        """
+        s = x[0]
+        for i in range(n):
+            if x[i] > 0.0:
+                s = x[i] * x[i]
+                y[i] = s
+        """,
+        set(),
+        set(),
+    ),
+    "assigned on both branches before the read": (
+        """
+        s = x[0]
+        for i in range(n):
+            if x[i] > 0.0:
+                s = x[i]
+            else:
+                s = -x[i]
+            y[i] = s
+        """,
+        set(),
+        set(),
+    ),
+    "assigned on one branch only before the read": (
+        """
+        s = x[0]
+        for i in range(n):
+            if x[i] > 0.0:
+                s = x[i]
+            y[i] = s
+        """,
+        {"s"},
+        set(),
+    ),
+    "after the loop, read only where a later branch assigned it first": (
+        """
+        for i in range(n):
+            s = x[i] * 2.0
+            y[i] = s
+        for j in range(n):
+            if x[j] > 1.0:
+                s = x[j] * 3.0
+                y[j] = s
+        """,
+        set(),
+        set(),
+    ),
+    "after the loop, read on a path that skips the later assignment": (
+        """
+        for i in range(n):
+            s = x[i] * 2.0
+        if x[0] > 1.0:
+            s = x[0]
+        y[0] = s
+        """,
+        set(),
+        {"s"},
+    ),
+    "a continue skips the assignment before the read": (
+        """
+        s = x[0]
+        for i in range(n):
+            if i == 1:
+                continue
+            y[i] = s
+            s = x[i]
+        """,
+        {"s"},
+        set(),
+    ),
+    "a break leaves before the assignment that later code would see": (
+        """
+        s = x[0]
+        for i in range(n):
+            s = x[i]
+            if s > 1.0:
+                break
+            s = 0.0
+        y[0] = s
+        """,
+        set(),
+        {"s"},
+    ),
+    "read in the next iteration of a loop around it": (
+        """
+        s = x[0]
+        for k in range(n):
+            for i in range(n):
+                s = x[i]
+            y[k] = s
+        """,
+        set(),
+        {"s"},
+    ),
+    "a while loop's condition reads what its body changes": (
+        """
+        s = x[0]
+        while s < 4.0:
+            s = s * 2.0
+        """,
+        {"s"},
+        set(),
+    ),
+    "a local first assigned in the loop carries nothing into the next iteration": (
+        """
+        for i in range(n):
+            if i > 0:
+                y[i] = t
+            t = x[i]
+        """,
+        set(),
+        set(),
+    ),
+    "a loop variable is set by its own loop": (
+        """
+        for i in range(n):
+            for j in range(n):
+                y[j] = x[i]
+        y[0] = float(i + j)
+        """,
+        set(),
+        set(),
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", CARRIED_SHAPES)
+def test_loop_carried_locals_are_those_a_read_can_see_across_an_iteration(shape):
+    body, into, out = CARRIED_SHAPES[shape]
+    kernel = parse("def k(x: wp.array[float], y: wp.array[float], n: int):\n" + textwrap.indent(body, "    "))
+    asked = lambda n: isinstance(n, ast.While) or (isinstance(n, ast.For) and n.target.id == "i")  # noqa: E731
+    loop = next(n for n in ast.walk(kernel) if asked(n))
+    carried = LoopFlow(kernel).carried(loop)
+    assert (set(carried.into_iterations), set(carried.out_of_loop)) == (into, out)
 
 
 def test_argument_paths_follow_struct_fields_views_and_aliases():
