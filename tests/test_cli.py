@@ -119,12 +119,14 @@ CASES = {
     "write_pairs": (N, lambda: [f64(X, True), i32([0]), zeros(N)], [2], [0], pair_writer),
     "compact_generic": (N, lambda: [f64(X, True), i32([0]), zeros(N)], [2], [0]),
     "compact_deterministic": (N, lambda: [f64(X, True), i32([0]), zeros(N)], [2], [0]),
-    # atomics in while conditions (moved into the loops' bodies)
+    # atomics in while conditions (moved into the loops' bodies), returns from loops (made breaks)
     "spend_budget": (N, lambda: [f64(X, True), i32([3, 2, 4]), i32([0]), zeros(9)], [3], [0]),
     "spend_budget_skipping": (N, lambda: [f64(X, True), i32([3, 2, 4]), i32([0]), zeros(9)], [3], [0]),
     "fill_from_pool": (N, lambda: [f64(X, True), i32([4]), i32([0]), zeros(4)], [3], [0]),
     "tally_under_a_lock": (N, lambda: [f64(X, True), i32([0]), i32([0]), zeros(N)], [3], [0]),
     "deposit_while_counting_down": (N, lambda: [f64(X, True), i32([7]), zeros(2)], [2], [0]),
+    "take_until_full": (N, lambda: [f64(X, True), i32([0]), zeros(7 + N)], [2], [0]),
+    "take_per_trip": (N, lambda: [f64(X, True), 3, i32([0]), zeros(7 + N)], [3], [0]),
     # exact gradients through float returns: through the operands and the target's initial values
     "per_bucket_sum": (
         N,

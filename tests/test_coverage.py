@@ -20,6 +20,8 @@ from patterns import (
     insert_keys,
     spend_budget,
     spend_budget_skipping,
+    take_per_trip,
+    take_until_full,
     tally_under_a_lock,
     write_contact,
     write_pairs,
@@ -144,8 +146,8 @@ def test_probe_loop_keeps_only_the_final_slot():
     assert not any(loop.counted for loop in rewritten.pair.spec.loops)  # so no dry run either
 
 
-# An atomic (or a helper) in a while loop's condition, which the rewrite moves into the loop's body:
-# kernel -> its arguments (the last one is the output)
+# An atomic (or a helper) in a while loop's condition, which the rewrite moves into the loop's body, and returns
+# from loops: kernel -> its arguments (the last one is the output)
 WHILE_CONDITIONS = {
     # budgets of 3, 2 and 4 units, one per trip: threads 0 to 2 take them all, nine slots in all
     spend_budget: lambda: [f64(X, True), i32([3, 2, 4]), i32([0]), zeros(9)],
@@ -153,6 +155,9 @@ WHILE_CONDITIONS = {
     fill_from_pool: lambda: [f64(X, True), i32([4]), i32([0]), zeros(4)],  # in a helper; two threads go without
     tally_under_a_lock: lambda: [f64(X, True), i32([0]), i32([0]), zeros(N)],
     deposit_while_counting_down: lambda: [f64(X, True), i32([7]), zeros(2)],  # every test deposits
+    # a return from a loop, which the rewrite makes a flag and a break: seven slots, then threads return
+    take_until_full: lambda: [f64(X, True), i32([0]), zeros(7 + N)],
+    take_per_trip: lambda: [f64(X, True), 3, i32([0]), zeros(7 + N)],
 }
 
 

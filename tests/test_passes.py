@@ -13,6 +13,7 @@ from warp_rewrite.passes.dataflow import argument_path, gradient_sources, single
 from warp_rewrite.passes.int_types import IntLocals
 from warp_rewrite.passes.layout import record_params
 from warp_rewrite.passes.loop_carried import LoopFlow
+from warp_rewrite.passes.loop_returns import lower_returns
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.plan import KernelPlan, Planner, Refusal, is_int_path
 from warp_rewrite.passes.two_phase import (
@@ -25,6 +26,7 @@ from warp_rewrite.passes.two_phase import (
     phase_functions,
     thread_index_prologue,
 )
+from warp_rewrite.passes.while_conditions import hoist_conditions
 
 WARP = WarpNames(frozenset({"wp"}), (("atomic_add", "add"),))
 MODULE = ModuleNames(warp="wp", runtime="rt")
@@ -646,6 +648,110 @@ def test_loop_carried_locals_are_those_a_read_can_see_across_an_iteration(shape)
     loop = next(n for n in ast.walk(kernel) if asked(n))
     carried = LoopFlow(kernel).carried(loop)
     assert (set(carried.into_iterations), set(carried.out_of_loop)) == (into, out)
+
+
+def hoisted(source: str) -> str:
+    """The function with its while conditions that call an atomic hoisted, or 'unchanged'."""
+    tree = hoist_conditions(parse(source), lambda call: WARP.atomic_op(call) is not None)
+    return "unchanged" if tree is None else ast.unparse(tree)
+
+
+def test_a_while_condition_that_calls_an_atomic_moves_into_the_loop():
+    same_code(
+        hoisted("""
+            def k(budget: wp.array[int], count: wp.array[int], n: int):
+                while wp.atomic_sub(budget, 0, 1) > 0:
+                    slot = wp.atomic_add(count, 0, 1)
+                    if slot % 2 == 1:
+                        continue  # jumps to the test, which is now the body's first statement
+                    while n > 0:  # nothing to hoist
+                        n = n - 1
+        """),
+        """
+        def k(budget: wp.array[int], count: wp.array[int], n: int):
+            while True:
+                if not wp.atomic_sub(budget, 0, 1) > 0:
+                    break
+                slot = wp.atomic_add(count, 0, 1)
+                if slot % 2 == 1:
+                    continue
+                while n > 0:
+                    n = n - 1
+        """,
+    )
+    assert "if wp.atomic_add(count, 0, -1):\n            pass\n        else:\n            break" in hoisted("""
+        def k(count: wp.array[int]):
+            while wp.atomic_add(count, 0, -1):  # not a bool: Warp's 'not' takes no float
+                pass
+    """)
+    assert (
+        hoisted("""
+        def k(count: wp.array[int]):
+            while wp.atomic_add(count, 0, -1) > 0:
+                pass
+            else:  # Warp never runs it: the planner refuses such a loop around an atomic
+                pass
+    """)
+        == "unchanged"
+    )
+
+
+def lowered(source: str) -> str:
+    tree = lower_returns(parse(source))
+    return "unchanged" if tree is None else ast.unparse(tree)
+
+
+def test_a_return_from_a_loop_warp_does_not_unroll_becomes_a_flag_and_breaks():
+    same_code(
+        lowered("""
+            def take(count: wp.array[int], n: int) -> int:
+                while True:
+                    for k in range(n):
+                        if wp.atomic_add(count, 0, 1) > k:
+                            return k
+                    if n > 3:
+                        return -1
+                    n = n + 1
+                for k in range(3):  # unrolled: its return is left alone
+                    if k == n:
+                        return k
+                return 0
+        """),
+        """
+        def take(count: wp.array[int], n: int) -> int:
+            returned = bool(False)
+            returned_value = int(0)
+            while True:
+                for k in range(n):
+                    if wp.atomic_add(count, 0, 1) > k:
+                        returned_value = int(k)
+                        returned = True
+                        break
+                if returned:
+                    break
+                if n > 3:
+                    returned_value = int(-1)
+                    returned = True
+                    break
+                n = n + 1
+            if returned:
+                return returned_value
+            for k in range(3):
+                if k == n:
+                    return k
+            return 0
+        """,
+    )
+    assert (
+        lowered("""
+        def first(count: wp.array[int], x: wp.array[float], n: int) -> float:
+            for i in range(n):
+                if wp.atomic_add(count, 0, 1) == i:
+                    return x[i]  # a float: left for the planner to refuse
+            return 0.0
+    """)
+        == "unchanged"
+    )
 
 
 def test_argument_paths_follow_struct_fields_views_and_aliases():

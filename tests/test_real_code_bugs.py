@@ -13,7 +13,6 @@ import pytest
 import warp as wp
 from harness import Case, check, f64, i32
 
-from warp_rewrite import RewriteError
 from warp_rewrite.cli import main
 
 X = np.array([0.7, 1.3, 1.9, 0.4, 0.6, 1.1])
