@@ -68,6 +68,8 @@ class LoopFlow:
         changed = {name for p in where.points if p not in self.loop_variables for name in self.defines[p]}
         at_head = self._reaching[where.head]
         exposed = self._read_before_assigned(where)
+        # Read before assigned, with a value from an earlier iteration and one from before the loop: Warp carries
+        # only locals that exist when the loop starts.
         into = {
             name
             for name in changed & exposed
@@ -114,11 +116,12 @@ class LoopFlow:
             head = self._point([start], defines=_assigned(node.target))
             self.loop_variables.add(head)
             return self._loop(node, head, loop)
-        if isinstance(node, ast.Break):
-            loop.breaks.append(self._point(ends))
-            return []
-        if isinstance(node, ast.Continue):
-            self._link([self._point(ends)], loop.head)
+        if isinstance(node, ast.Break | ast.Continue) and loop is not None:  # (outside a loop, Warp refuses them)
+            jump = self._point(ends)
+            if isinstance(node, ast.Break):
+                loop.breaks.append(jump)
+            else:
+                self._link([jump], loop.head)
             return []
         if isinstance(node, ast.Return):
             self._point(ends, _reads(node.value) if node.value is not None else set())
