@@ -326,6 +326,8 @@ def _check_loop(unit: Unit, loop: ast.AST, names: WarpNames) -> None:
             unit, loop, "a loop with an 'else' clause around a consumed atomic", "Rewrite the loop without 'else'"
         )
     if isinstance(loop, ast.While):
+        # The pipeline moves such a condition into the body first (passes.while_conditions), but for a loop with an
+        # 'else', refused above; a planner handed a tree that was not desugared refuses it here.
         if find_atomic_calls(loop.test, names):
             raise Refusal(
                 unit,
