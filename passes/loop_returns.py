@@ -44,12 +44,12 @@ def own_jumps(body: list[ast.stmt]) -> list[ast.Break | ast.Continue]:
     return jumps
 
 
-def lower_returns(function: ast.FunctionDef) -> ast.FunctionDef | None:
+def lower_returns(function: ast.FunctionDef, warp: str) -> ast.FunctionDef | None:
     """``function`` with its returns from loops Warp does not unroll lowered; None when there are none, or when
-    the function returns something other than nothing or an int."""
+    the function returns something other than nothing or an int. ``warp``: the function's name of Warp's module."""
     if function.returns is not None and _type_name(function.returns) not in _INT_TYPES:
         return None
-    lowering = _Lowering(function)
+    lowering = _Lowering(function, warp)
     body = lowering.body(function.body)
     if body is function.body or lowering.refused:
         return None
@@ -59,8 +59,10 @@ def lower_returns(function: ast.FunctionDef) -> ast.FunctionDef | None:
 
 
 class _Lowering:
-    def __init__(self, function: ast.FunctionDef):
-        self.returns = function.returns  # the int type of the value, or None
+    def __init__(self, function: ast.FunctionDef, warp: str):
+        self.warp = warp
+        returns = function.returns  # the int type of the value, or None; Python's int is Warp's int32
+        self.returns = _warp_type(warp, "int32") if isinstance(returns, ast.Name) and returns.id == "int" else returns
         self.namer = Namer.for_tree(function)
         self.refused = False  # a return with a value in a function that declares none
 
@@ -85,11 +87,12 @@ class _Lowering:
         return [new]
 
     def loop(self, node: ast.For | ast.While) -> list[ast.stmt]:
-        """``returned = bool(False)`` (and ``value = T(0)``), the loop with its returns made breaks, then
+        """``returned = wp.bool(False)`` (and ``value = T(0)``), the loop with its returns made breaks, then
         ``if returned: return value``."""
         flag = self.namer.fresh("returned")
         value = self.namer.fresh("returned_value") if self.returns is not None else None
-        declared = [_at(ast.Assign([_name(flag, ast.Store())], _cast("bool", ast.Constant(False))), node)]
+        declared = [_at(ast.Assign([_name(flag, ast.Store())], self.cast_to(_warp_type(self.warp, "bool"),
+                                                                             ast.Constant(False))), node)]  # fmt: skip
         if value is not None:
             declared.append(_at(ast.Assign([_name(value, ast.Store())], self.cast(ast.Constant(0))), node))
         loop = self.breaking(node, flag, value)
@@ -120,7 +123,11 @@ class _Lowering:
         return new
 
     def cast(self, value: ast.expr) -> ast.Call:
-        return _at(ast.Call(copy.deepcopy(self.returns), [value], []), value)
+        return self.cast_to(self.returns, value)
+
+    @staticmethod
+    def cast_to(type_: ast.expr, value: ast.expr) -> ast.Call:
+        return _at(ast.Call(copy.deepcopy(type_), [value], []), value)
 
 
 def _returns(node: ast.AST) -> bool:
@@ -140,8 +147,10 @@ def _name(name: str, ctx: ast.expr_context) -> ast.Name:
     return ast.Name(name, ctx)
 
 
-def _cast(type_name: str, value: ast.expr) -> ast.Call:
-    return ast.Call(ast.Name(type_name, ast.Load()), [value], [])
+def _warp_type(warp: str, name: str) -> ast.Attribute:
+    """``wp.int32``: Warp's type, not Python's, so that ``wp.int32(0)`` declares a local a loop may change (Warp
+    takes a literal for a constant) without the lint a Python ``int(0)`` draws."""
+    return ast.Attribute(ast.Name(warp, ast.Load()), name, ast.Load())
 
 
 def _at(node: ast.AST, where: ast.AST) -> ast.AST:

@@ -51,15 +51,23 @@ def _statement(node: ast.stmt, hoists: Callable[[ast.Call], bool]) -> ast.stmt:
         setattr(new, name, block)
     if moved:
         new.test = ast.copy_location(ast.Constant(True), node.test)
-        new.body = [_leave_unless(node.test), *new.body]
+        new.body = [_leave_unless(node.test), *(s for s in new.body if not isinstance(s, ast.Pass))]
     return new
 
 
 def _leave_unless(test: ast.expr) -> ast.If:
-    """``if not (test): break``; for a test that need not be a bool (a float's truth is not Warp's ``not``),
-    ``if test: pass`` with ``else: break``."""
+    """``if not (test): break`` (``a != b`` for ``a == b`` and back); for a test that need not be a bool (a float's
+    truth is not Warp's ``not``), ``if test: pass`` with ``else: break``."""
     leave = ast.copy_location(ast.Break(), test)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _OPPOSITES:
+        opposite = ast.Compare(test.left, [_OPPOSITES[type(test.ops[0])]()], test.comparators)
+        return ast.copy_location(ast.If(ast.copy_location(opposite, test), [leave], []), test)
     if isinstance(test, ast.Compare | ast.BoolOp) or (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)):
         negated = ast.copy_location(ast.UnaryOp(ast.Not(), test), test)
         return ast.copy_location(ast.If(negated, [leave], []), test)
     return ast.copy_location(ast.If(test, [ast.copy_location(ast.Pass(), test)], [leave]), test)
+
+
+# Comparisons whose negation is another comparison, for every operand (``not a < b`` is not ``a >= b`` for a NaN).
+_OPPOSITES = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.In: ast.NotIn,
+              ast.NotIn: ast.In}  # fmt: skip

@@ -125,7 +125,7 @@ class DesugaredFrontend:
                 return names.atomic_op(call) is not None or self.frontend.resolve_helper(unit, call) is not None
 
             hoisted = hoist_conditions(unit.tree, calls_out)
-            tree = lower_returns(hoisted or unit.tree) or hoisted
+            tree = lower_returns(hoisted or unit.tree, min(names.modules)) or hoisted
             desugared = unit if tree is None else dataclasses.replace(unit, tree=tree)
             self._desugared[id(unit)], self._sources[id(desugared)] = desugared, unit
         return self._desugared[id(unit)]

@@ -310,17 +310,6 @@ def take_until_full(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.
     out[7 + tid] = x[tid] * x[tid]
 
 
-@wp.kernel
-def take_per_trip(x: wp.array[wp.float64], trips: int, count: wp.array[wp.int32], out: wp.array[wp.float64]):
-    tid = wp.tid()
-    for k in range(trips):
-        slot = wp.atomic_add(count, 0, 1)
-        if slot >= 7:
-            return
-        out[slot] = x[tid] * wp.float64(k + 1)
-    out[7 + tid] = x[tid] * x[tid]
-
-
 # --- helpers: in this file and imported -----------------------------------------------------------------------
 
 

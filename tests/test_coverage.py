@@ -20,7 +20,6 @@ from patterns import (
     insert_keys,
     spend_budget,
     spend_budget_skipping,
-    take_per_trip,
     take_until_full,
     tally_under_a_lock,
     write_contact,
@@ -144,6 +143,17 @@ def test_probe_loop_keeps_only_the_final_slot():
     rewritten = wp_rewrite(insert_keys)
     assert [record.kind for record in rewritten.records] == ["carried"]
     assert not any(loop.counted for loop in rewritten.pair.spec.loops)  # so no dry run either
+
+
+@wp.kernel
+def take_per_trip(x: wp.array[wp.float64], trips: int, count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    for k in range(trips):
+        slot = wp.atomic_add(count, 0, 1)
+        if slot >= 7:
+            return
+        out[slot] = x[tid] * wp.float64(k + 1)
+    out[7 + tid] = x[tid] * x[tid]
 
 
 # An atomic (or a helper) in a while loop's condition, which the rewrite moves into the loop's body, and returns

@@ -373,7 +373,7 @@ def test_only_stores_inside_a_loop_that_may_outgrow_its_records_check_for_room()
                          trip_capacity0: int, status: wp.array(dtype=wp.int32)):
             PROLOGUE
             slot = key % n
-            trips0 = int(0)
+            trips0 = wp.int32(0)
             while True:
                 coordinate0 = thread * trip_capacity0 + trips0
                 rt.record_if_room(slot, slot_in_loop0, coordinate0)
@@ -697,7 +697,7 @@ def test_a_while_condition_that_calls_an_atomic_moves_into_the_loop():
 
 
 def lowered(source: str) -> str:
-    tree = lower_returns(parse(source))
+    tree = lower_returns(parse(source), "wp")
     return "unchanged" if tree is None else ast.unparse(tree)
 
 
@@ -719,18 +719,18 @@ def test_a_return_from_a_loop_warp_does_not_unroll_becomes_a_flag_and_breaks():
         """),
         """
         def take(count: wp.array[int], n: int) -> int:
-            returned = bool(False)
-            returned_value = int(0)
+            returned = wp.bool(False)
+            returned_value = wp.int32(0)
             while True:
                 for k in range(n):
                     if wp.atomic_add(count, 0, 1) > k:
-                        returned_value = int(k)
+                        returned_value = wp.int32(k)
                         returned = True
                         break
                 if returned:
                     break
                 if n > 3:
-                    returned_value = int(-1)
+                    returned_value = wp.int32(-1)
                     returned = True
                     break
                 n = n + 1
