@@ -6,12 +6,14 @@ question of reaching definitions, answered here over the function's statements a
 break, continue and return): a local is carried into later iterations when a read in the loop can see an
 assignment the loop made in an earlier iteration, and out of the loop when a read outside it (later in the
 function, or in the next iteration of a loop around it) can see one the loop made. A local assigned before it is
-read, on every path through an iteration, carries nothing, whatever it held before the loop.
+read, on every path through an iteration, carries nothing, whatever it held before the loop. A store into a
+component of a local value (``v[0] = x``, ``contact.depth = d``) reads the rest of it and assigns it.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from warp_rewrite.passes.syntax import walk
@@ -23,6 +25,7 @@ class CarriedLocals:
 
     into_iterations: frozenset[str]  # read by a later iteration before it assigns them (and set before the loop)
     out_of_loop: frozenset[str]  # read, where the loop's value reaches them, after the loop
+    updated_only: frozenset[str]  # of those, the ones the loop changes only one component at a time
 
 
 @dataclass
@@ -42,9 +45,13 @@ class LoopFlow:
     (``defines``) locals; point 0 assigns the parameters.
     """
 
-    def __init__(self, function: ast.FunctionDef):
+    def __init__(self, function: ast.FunctionDef, holds_value: Callable[[str], bool]):
+        """``holds_value``: does a local (or parameter) of this name hold a value (a vector, a matrix, a struct),
+        which a store into a component changes, rather than memory (an array, a view), which such a store writes?"""
+        self.holds_value = holds_value
         self.uses: list[frozenset[str]] = []
         self.defines: list[frozenset[str]] = []
+        self.updates: list[frozenset[str]] = []  # of the locals a point defines, those it stores a component of
         self.successors: list[list[int]] = []
         self.loop_variables: set[int] = set()  # the heads of for loops: they assign the loop variable
         self.loops: dict[ast.AST, _Loop] = {}
@@ -65,7 +72,8 @@ class LoopFlow:
         sets before any read."""
         where = self.loops[loop]
         inside = self._definitions_at(where.points)
-        changed = {name for p in where.points if p not in self.loop_variables for name in self.defines[p]}
+        own = [p for p in where.points if p not in self.loop_variables]
+        changed = {name for p in own for name in self.defines[p]}
         at_head = self._reaching[where.head]
         exposed = self._read_before_assigned(where)
         # Read before assigned, with a value from an earlier iteration and one from before the loop: Warp carries
@@ -82,14 +90,19 @@ class LoopFlow:
             for name in uses & changed
             if self._reaching[p] & inside & self._bits[name]
         }
-        return CarriedLocals(frozenset(into), frozenset(out))
+        whole = {name for p in own for name in self.defines[p] - self.updates[p]}  # assigned whole somewhere
+        return CarriedLocals(frozenset(into), frozenset(out), frozenset((into | out) - whole))
 
     # --- the graph ------------------------------------------------------------------------------------
 
-    def _point(self, predecessors: list[int], uses: set[str] = frozenset(), defines: set[str] = frozenset()) -> int:
+    def _point(
+        self, predecessors: list[int], uses: set[str] = frozenset(), defines: set[str] = frozenset(),
+        updates: set[str] = frozenset(),
+    ) -> int:  # fmt: skip
         index = len(self.uses)
         self.uses.append(frozenset(uses))
-        self.defines.append(frozenset(defines))
+        self.defines.append(frozenset(defines | updates))
+        self.updates.append(frozenset(updates - defines))
         self.successors.append([])
         self._link(predecessors, index)
         return index
@@ -126,10 +139,11 @@ class LoopFlow:
         if isinstance(node, ast.Return):
             self._point(ends, _reads(node.value) if node.value is not None else set())
             return []
-        reads = _reads(node)
+        reads, assigned = _reads(node), _assigned(node)
         if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
             reads.add(node.target.id)  # x += v reads x
-        return [self._point(ends, reads, _assigned(node))]
+        updated = {name for name in _component_stores(node) if self.holds_value(name)}
+        return [self._point(ends, reads | updated, assigned, updated)]
 
     def _loop(self, node: ast.For | ast.While, head: int, outer: _Loop | None) -> list[int]:
         loop = _Loop(head)
@@ -190,6 +204,24 @@ class LoopFlow:
 
 def _reads(node: ast.AST) -> set[str]:
     return {n.id for n in walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _component_stores(node: ast.stmt) -> set[str]:
+    """The names whose components a statement stores into: ``v`` for ``v[0] = x``, ``v.x += y`` or ``m[i][j] = z``."""
+    if isinstance(node, ast.Assign):
+        targets = [t for target in node.targets for t in walk(target) if isinstance(t, ast.Subscript | ast.Attribute)]
+    elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+        targets = [node.target]
+    else:
+        return set()
+    names = set()
+    for target in targets:
+        if isinstance(target, ast.Subscript | ast.Attribute) and isinstance(target.ctx, ast.Store):
+            while isinstance(target, ast.Subscript | ast.Attribute):
+                target = target.value
+            if isinstance(target, ast.Name):
+                names.add(target.id)
+    return names
 
 
 def _assigned(node: ast.AST) -> set[str]:

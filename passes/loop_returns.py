@@ -17,20 +17,40 @@ import copy
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.syntax import walk
 
-# Warp's default 'max_unroll': it unrolls a constant range() of at most this many trips, unless the loop breaks.
-WARP_MAX_UNROLL = 16
 _INT_TYPES = frozenset({"int", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"})
 
 
-def unrolled_by_warp(loop: ast.For | ast.While) -> bool:
-    """Does Warp unroll the loop: a ``range()`` of constants, short enough, that never breaks?"""
+def unrolled_by_warp(loop: ast.For | ast.While, max_unroll: int) -> bool:
+    """Does Warp unroll the loop? A ``range()`` of int literals (or ``wp.static(...)``s), which Warp unrolls whenever
+    the loop holds a ``wp.static(...)``, else when it has at most ``max_unroll`` trips (the module's option) and
+    never breaks (``codegen.get_unroll_range``). A name's constant value is not looked up: such a loop counts as
+    one Warp runs as a loop."""
     if not isinstance(loop, ast.For) or not _calls(loop.iter, "range") or loop.iter.keywords:
         return False
     args = loop.iter.args
-    if not 1 <= len(args) <= 3 or not all(isinstance(a, ast.Constant) and isinstance(a.value, int) for a in args):
+    if not 1 <= len(args) <= 3 or not all(_int_literal(a) is not None or _is_static(a) for a in args):
+        return False
+    if any(_is_static(node) for node in walk(loop)):
+        return True
+    if any(_is_static(a) for a in args):
         return False
     breaks = any(isinstance(jump, ast.Break) for jump in own_jumps(loop.body))
-    return len(range(*(a.value for a in args))) <= WARP_MAX_UNROLL and not breaks
+    return len(range(*(_int_literal(a) for a in args))) <= max_unroll and not breaks
+
+
+def _int_literal(expr: ast.expr) -> int | None:
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+        value = _int_literal(expr.operand)
+        return None if value is None else -value
+    return expr.value if isinstance(expr, ast.Constant) and type(expr.value) is int else None
+
+
+def _is_static(expr: ast.AST) -> bool:
+    """``wp.static(...)`` (under any name of Warp's module), or ``static(...)`` imported from it."""
+    if not isinstance(expr, ast.Call):
+        return False
+    name = expr.func.attr if isinstance(expr.func, ast.Attribute) else getattr(expr.func, "id", None)
+    return name == "static"
 
 
 def own_jumps(body: list[ast.stmt]) -> list[ast.Break | ast.Continue]:
@@ -44,12 +64,13 @@ def own_jumps(body: list[ast.stmt]) -> list[ast.Break | ast.Continue]:
     return jumps
 
 
-def lower_returns(function: ast.FunctionDef, warp: str) -> ast.FunctionDef | None:
+def lower_returns(function: ast.FunctionDef, warp: str, max_unroll: int) -> ast.FunctionDef | None:
     """``function`` with its returns from loops Warp does not unroll lowered; None when there are none, or when
-    the function returns something other than nothing or an int. ``warp``: the function's name of Warp's module."""
+    the function returns something other than nothing or an int. ``warp``: the function's name of Warp's module;
+    ``max_unroll``: the module's option (see ``unrolled_by_warp``)."""
     if function.returns is not None and _type_name(function.returns) not in _INT_TYPES:
         return None
-    lowering = _Lowering(function, warp)
+    lowering = _Lowering(function, warp, max_unroll)
     body = lowering.body(function.body)
     if body is function.body or lowering.refused:
         return None
@@ -59,8 +80,8 @@ def lower_returns(function: ast.FunctionDef, warp: str) -> ast.FunctionDef | Non
 
 
 class _Lowering:
-    def __init__(self, function: ast.FunctionDef, warp: str):
-        self.warp = warp
+    def __init__(self, function: ast.FunctionDef, warp: str, max_unroll: int):
+        self.warp, self.max_unroll = warp, max_unroll
         returns = function.returns  # the int type of the value, or None; Python's int is Warp's int32
         self.returns = _warp_type(warp, "int32") if isinstance(returns, ast.Name) and returns.id == "int" else returns
         self.namer = Namer.for_tree(function)
@@ -74,7 +95,7 @@ class _Lowering:
         return statements if lowered == statements else lowered
 
     def statement(self, node: ast.stmt) -> list[ast.stmt]:
-        if isinstance(node, ast.For | ast.While) and not unrolled_by_warp(node) and _returns(node):
+        if isinstance(node, ast.For | ast.While) and not unrolled_by_warp(node, self.max_unroll) and _returns(node):
             return self.loop(node)
         if not isinstance(node, ast.If | ast.For | ast.While):
             return [node]

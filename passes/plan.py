@@ -49,6 +49,7 @@ class Frontend(Protocol):
     ``warp_rewrite.live``) or from source files (the command line, ``warp_rewrite.static_types``)."""
 
     kernel: Unit
+    max_unroll: int  # the longest constant range() Warp unrolls in the kernel's module (its option 'max_unroll')
 
     def warp_names(self, unit: Unit) -> WarpNames:
         """How the function's module spells Warp and its atomics."""
@@ -132,7 +133,26 @@ class _Analysis:
 
     @functools.cached_property
     def flow(self) -> LoopFlow:
-        return LoopFlow(self.tree)
+        return LoopFlow(self.tree, self._holds_a_value)
+
+    def _holds_a_value(self, name: str) -> bool:
+        """Does ``name`` hold a value (a vector, matrix or struct the function makes or reads), which a store into a
+        component changes, rather than memory (an array, a view of one), which such a store writes? Where the
+        types do not tell, memory."""
+        params = [a.arg for a in self.tree.args.args]
+        if name in params:
+            return dtypes.is_value_type(self.parameter_types.get(name))
+        local = ast.Name(name, ast.Load())
+        path = argument_path(local, params, self.aliases)
+        if path is None:
+            return True  # made in the function
+        root, *fields = path.split(".")
+        annotation = self.parameter_types.get(root)
+        for field_name in fields:
+            annotation = dtypes.field_type(annotation, field_name)
+        if dtypes.is_array(annotation):
+            return memory.depth(local, self.aliases) >= annotation.ndim  # an element read, or a view
+        return dtypes.is_value_type(annotation)
 
 
 class Refusal(Exception):
@@ -296,7 +316,12 @@ def _carried(
     """Locals the loop changes that later iterations read, and those code after the loop reads: (name, dtype)."""
     kinds = facts.kinds
     carried = facts.flow.carried(loop)
-    for name in sorted((carried.into_iterations | carried.out_of_loop) - kinds.keys()):
+    into, out = carried.into_iterations, carried.out_of_loop
+    if unrolled_by_warp(loop, facts.frontend.max_unroll):
+        # Unrolled, the loop is straight code to Warp's backward: a value changed one component at a time is then
+        # no concern (the refusal of other floats predates this reasoning, and stays).
+        into, out = into - carried.updated_only, out - carried.updated_only
+    for name in sorted((into | out) - kinds.keys()):
         raise Refusal(
             unit,
             loop,
@@ -305,8 +330,7 @@ def _carried(
             "Warp's backward replays such loops with loop-carried values it does not keep: keep such state in an int, "
             "or move the float computation out of the loop",
         )
-    into, out = sorted(carried.into_iterations), sorted(carried.out_of_loop)
-    return [(n, kinds[n]) for n in into], [(n, kinds[n]) for n in out]
+    return [(n, kinds[n]) for n in sorted(into)], [(n, kinds[n]) for n in sorted(out)]
 
 
 def _enclosing(node: ast.AST, parents: dict[ast.AST, ast.AST], root: ast.AST) -> list[ast.AST]:
@@ -320,7 +344,7 @@ def _enclosing(node: ast.AST, parents: dict[ast.AST, ast.AST], root: ast.AST) ->
     return loops[::-1]
 
 
-def _check_loop(unit: Unit, loop: ast.AST, names: WarpNames) -> None:
+def _check_loop(unit: Unit, loop: ast.AST, names: WarpNames, max_unroll: int) -> None:
     if loop.orelse:
         raise Refusal(
             unit, loop, "a loop with an 'else' clause around a consumed atomic", "Rewrite the loop without 'else'"
@@ -358,7 +382,7 @@ def _check_loop(unit: Unit, loop: ast.AST, names: WarpNames) -> None:
         raise Refusal(
             unit, loop, f"the loop variable '{loop.target.id}' is reassigned in the loop", "Use another local"
         )
-    if not unrolled_by_warp(loop):
+    if not unrolled_by_warp(loop, max_unroll):
         _check_returns(unit, loop)
 
 
@@ -644,7 +668,7 @@ class Planner:
         for node in sorted(relevant, key=lambda n: (n.lineno, n.col_offset)):
             for loop in _enclosing(node, parents, unit.tree):
                 if loop not in plan.loops:
-                    _check_loop(unit, loop, names)
+                    _check_loop(unit, loop, names, self.frontend.max_unroll)
                     plan.loops[loop] = self._new_loop(unit, loop, outer + self._ids(plan, loop, parents, unit))
         for loop in opaque:
             plan.loops[loop].outer_loops = outer + self._ids(plan, loop, parents, unit)

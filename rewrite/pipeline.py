@@ -108,7 +108,7 @@ class DesugaredFrontend:
     def __init__(self, frontend: Frontend):
         self.frontend = frontend
         self.module, self.taken = frontend.module, frontend.taken
-        self.options, self.placement = frontend.options, frontend.placement
+        self.options, self.placement, self.max_unroll = frontend.options, frontend.placement, frontend.max_unroll
         self._desugared: dict[int, Unit] = {}  # id of a front end's unit -> the unit the passes see
         self._sources: dict[int, Unit] = {}  # and back
         self.kernel = self._desugar(frontend.kernel)
@@ -125,7 +125,7 @@ class DesugaredFrontend:
                 return names.atomic_op(call) is not None or self.frontend.resolve_helper(unit, call) is not None
 
             hoisted = hoist_conditions(unit.tree, calls_out)
-            tree = lower_returns(hoisted or unit.tree, min(names.modules)) or hoisted
+            tree = lower_returns(hoisted or unit.tree, min(names.modules), self.max_unroll) or hoisted
             desugared = unit if tree is None else dataclasses.replace(unit, tree=tree)
             self._desugared[id(unit)], self._sources[id(desugared)] = desugared, unit
         return self._desugared[id(unit)]

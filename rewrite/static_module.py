@@ -308,6 +308,20 @@ class StaticModule:
         return id(helper) in self._replayed
 
     @cached_property
+    def module_options(self) -> dict:
+        """What ``wp.set_module_options({...})`` calls at module level set, where their dict is a literal."""
+        options = {}
+        for node in module_level(self.tree):
+            value = node.value if isinstance(node, ast.Expr) else None
+            if isinstance(value, ast.Call) and self.warp.is_warp(value.func, "set_module_options") and value.args:
+                try:
+                    literal = ast.literal_eval(value.args[0])
+                except (ValueError, TypeError, SyntaxError, RecursionError):
+                    continue
+                options.update(literal if isinstance(literal, dict) else {})
+        return options
+
+    @cached_property
     def _module_backward_off(self) -> str | None:
         """Why no kernel of the file has a backward pass unless it asks for one itself:
         ``wp.set_module_options({"enable_backward": False})`` or ``wp.config.enable_backward = False`` at module

@@ -56,6 +56,14 @@ def carries_a_float(count: wp.array[int], x: wp.array[float], out: wp.array[floa
 
 
 @wp.kernel
+def carries_a_vector_component(count: wp.array[int], x: wp.array[float], n: int, out: wp.array[float]):
+    acc = wp.vec2(0.0, 0.0)
+    for _step in range(n):  # vector-carried
+        acc[0] = acc[0] + x[wp.atomic_add(count, 0, 1)]  # a store into a component reads the rest of the vector
+    out[0] = acc[0]
+
+
+@wp.kernel
 def picks_target_at_run_time(a: wp.array[int], b: wp.array[int], flag: int, out: wp.array[float]):
     counter = a
     if flag > 0:
@@ -109,6 +117,13 @@ def test_float_carried_through_a_loop():
         "atomic and read by later iterations or after the loop, and is not an int. Warp's backward replays such "
         "loops with loop-carried values it does not keep: keep such state in an int, or move the float computation "
         "out of the loop"
+    )
+
+
+def test_vector_carried_one_component_at_a_time():
+    assert refusal(carries_a_vector_component).startswith(
+        f"{where('vector-carried', 'for')}: kernel 'carries_a_vector_component': 'acc' is changed in a loop around a "
+        "consumed atomic and read by later iterations or after the loop, and is not an int."
     )
 
 

@@ -13,7 +13,7 @@ from warp_rewrite.passes.dataflow import argument_path, gradient_sources, single
 from warp_rewrite.passes.int_types import IntLocals
 from warp_rewrite.passes.layout import record_params
 from warp_rewrite.passes.loop_carried import LoopFlow
-from warp_rewrite.passes.loop_returns import lower_returns
+from warp_rewrite.passes.loop_returns import lower_returns, unrolled_by_warp
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.plan import KernelPlan, Planner, Refusal, is_int_path
 from warp_rewrite.passes.two_phase import (
@@ -89,6 +89,8 @@ def parameter_types(unit: Unit) -> dict:
 
 class Frontend:
     """``passes.plan.Frontend`` over test sources: helpers found by name, types from the annotations."""
+
+    max_unroll = 16  # Warp's default
 
     def __init__(self, kernel: Unit, helpers: dict[str, Unit]):
         self.kernel, self.helpers = kernel, helpers
@@ -627,6 +629,28 @@ CARRIED_SHAPES = {
         set(),
         set(),
     ),
+    "a vector changed one component at a time": (
+        """
+        acc = wp.vec2d()
+        for i in range(n):
+            acc[0] = acc[0] + x[i]
+            y[i] = 2.0
+        y[0] = acc[0]
+        """,
+        {"acc"},
+        {"acc"},
+    ),
+    "a vector made in each iteration before its components are set": (
+        """
+        p = wp.vec2d()
+        for i in range(n):
+            p = wp.vec2d()
+            p[1] = x[i]
+            y[i] = p[1]
+        """,
+        set(),
+        set(),
+    ),
     "a loop variable is set by its own loop": (
         """
         for i in range(n):
@@ -646,8 +670,10 @@ def test_loop_carried_locals_are_those_a_read_can_see_across_an_iteration(shape)
     kernel = parse("def k(x: wp.array[float], y: wp.array[float], n: int):\n" + textwrap.indent(body, "    "))
     asked = lambda n: isinstance(n, ast.While) or (isinstance(n, ast.For) and n.target.id == "i")  # noqa: E731
     loop = next(n for n in ast.walk(kernel) if asked(n))
-    carried = LoopFlow(kernel).carried(loop)
+    values = {"acc", "p"}  # the locals that hold a vector, as the planner tells them from the arrays
+    carried = LoopFlow(kernel, values.__contains__).carried(loop)
     assert (set(carried.into_iterations), set(carried.out_of_loop)) == (into, out)
+    assert carried.updated_only == ({"acc"} if shape == "a vector changed one component at a time" else set())
 
 
 def hoisted(source: str) -> str:
@@ -697,7 +723,7 @@ def test_a_while_condition_that_calls_an_atomic_moves_into_the_loop():
 
 
 def lowered(source: str) -> str:
-    tree = lower_returns(parse(source), "wp")
+    tree = lower_returns(parse(source), "wp", 16)
     return "unchanged" if tree is None else ast.unparse(tree)
 
 
@@ -752,6 +778,22 @@ def test_a_return_from_a_loop_warp_does_not_unroll_becomes_a_flag_and_breaks():
     """)
         == "unchanged"
     )
+
+
+@pytest.mark.parametrize(
+    ("loop", "max_unroll", "unrolled"),
+    [
+        ("for i in range(4):\n    pass", 16, True),
+        ("for i in range(4):\n    pass", 3, False),  # the module's max_unroll
+        ("for i in range(n):\n    pass", 16, False),
+        ("for i in range(4):\n    if i > n:\n        break", 16, False),
+        ("for i in range(wp.static(N + 1)):\n    pass", 0, True),  # a wp.static() makes Warp unroll it
+        ("for i in range(N):\n    pass", 16, False),  # a global's value is not looked up
+        ("while i < 4:\n    pass", 16, False),
+    ],
+)
+def test_which_loops_warp_unrolls(loop, max_unroll, unrolled):
+    assert unrolled_by_warp(ast.parse(loop).body[0], max_unroll) == unrolled
 
 
 def test_argument_paths_follow_struct_fields_views_and_aliases():
