@@ -28,6 +28,8 @@ from warp_rewrite.passes.atomics import (
 )
 from warp_rewrite.passes.dataflow import argument_path, is_view, single_assignments
 from warp_rewrite.passes.int_types import IntLocals
+from warp_rewrite.passes.loop_carried import LoopFlow
+from warp_rewrite.passes.loop_returns import own_jumps, unrolled_by_warp
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.syntax import parent_map, walk
 
@@ -47,6 +49,7 @@ class Frontend(Protocol):
     ``warp_rewrite.live``) or from source files (the command line, ``warp_rewrite.static_types``)."""
 
     kernel: Unit
+    max_unroll: int  # the longest constant range() Warp unrolls in the kernel's module (its option 'max_unroll')
 
     def warp_names(self, unit: Unit) -> WarpNames:
         """How the function's module spells Warp and its atomics."""
@@ -144,6 +147,29 @@ class _Analysis:
         helpers = ((call, self.frontend.resolve_helper(self.unit, call)) for call in self.calls)
         call_types = {call: self.frontend.return_type(helper) for call, helper in helpers if helper is not None}
         return IntLocals(self.tree, self.parameter_types, self.nodes, local_types, call_types).locals
+
+    @functools.cached_property
+    def flow(self) -> LoopFlow:
+        return LoopFlow(self.tree, self._holds_a_value)
+
+    def _holds_a_value(self, name: str) -> bool:
+        """Does ``name`` hold a value (a vector, matrix or struct the function makes or reads), which a store into a
+        component changes, rather than memory (an array, a view of one), which such a store writes? Where the
+        types do not tell, memory."""
+        params = [a.arg for a in self.tree.args.args]
+        if name in params:
+            return dtypes.is_value_type(self.parameter_types.get(name))
+        local = ast.Name(name, ast.Load())
+        path = argument_path(local, params, self.aliases)
+        if path is None:
+            return True  # made in the function
+        root, *fields = path.split(".")
+        annotation = self.parameter_types.get(root)
+        for field_name in fields:
+            annotation = dtypes.field_type(annotation, field_name)
+        if dtypes.is_array(annotation):
+            return memory.depth(local, self.aliases) >= annotation.ndim  # an element read, or a view
+        return dtypes.is_value_type(annotation)
 
 
 class Refusal(Exception):
@@ -302,47 +328,18 @@ def _static_trips(loop: ast.For) -> int | None:
     return None
 
 
-def _own_jumps(body: list[ast.stmt]) -> Iterator[ast.Break | ast.Continue]:
-    """The break/continue statements of this loop, not of loops nested in it."""
-    for stmt in body:
-        if isinstance(stmt, ast.Break | ast.Continue):
-            yield stmt
-        elif isinstance(stmt, ast.If):
-            yield from _own_jumps(stmt.body)
-            yield from _own_jumps(stmt.orelse)
-
-
 def _carried(
     unit: Unit, loop: ast.For | ast.While, facts: _Analysis
 ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """Locals the loop changes that later iterations read, and those code after the loop reads: (name, dtype)."""
     kinds = facts.kinds
-    loop_nodes = walk(loop)
-    inside = {id(n) for n in loop_nodes}
-    names_out = [n for n in facts.nodes if isinstance(n, ast.Name) and id(n) not in inside]
-    changed = {
-        n.id for stmt in loop.body for n in walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-    }
-    # Loop variables (this loop's and nested loops') are set by their own loop before any read.
-    changed -= {n.target.id for n in loop_nodes if isinstance(n, ast.For) and isinstance(n.target, ast.Name)}
-    start = (loop.lineno, loop.col_offset)
-    defined_before = {a.arg for a in unit.tree.args.args} | {
-        n.id for n in names_out if isinstance(n.ctx, ast.Store) and (n.lineno, n.col_offset) < start
-    }
-    read_in = _read_before_assigned(loop.body)
-    if isinstance(loop, ast.While):  # its condition is read before every iteration
-        read_in |= {n.id for n in walk(loop.test) if isinstance(n, ast.Name)}
-    # Read after the loop: later in the function, or anywhere in a loop around it (its next iteration comes later).
-    end = (loop.end_lineno, loop.end_col_offset)
-    around = [outer for outer in _enclosing(loop, facts.parents, unit.tree)]
-    in_around = {id(n) for outer in around for n in walk(outer)}
-    read_out = {
-        n.id
-        for n in names_out
-        if isinstance(n.ctx, ast.Load) and ((n.lineno, n.col_offset) > end or id(n) in in_around)
-    }
-    carried = (sorted(changed & defined_before & read_in), sorted(changed & read_out))
-    for name in sorted({*carried[0], *carried[1]} - kinds.keys()):
+    carried = facts.flow.carried(loop)
+    into, out = carried.into_iterations, carried.out_of_loop
+    if unrolled_by_warp(loop, facts.frontend.max_unroll):
+        # Unrolled, the loop is straight code to Warp's backward: a value changed one component at a time is then
+        # no concern (the refusal of other floats predates this reasoning, and stays).
+        into, out = into - carried.updated_only, out - carried.updated_only
+    for name in sorted((into | out) - kinds.keys()):
         raise Refusal(
             unit,
             loop,
@@ -351,21 +348,7 @@ def _carried(
             "Warp's backward replays such loops with loop-carried values it does not keep: keep such state in an int, "
             "or move the float computation out of the loop",
         )
-    return [(n, kinds[n]) for n in carried[0]], [(n, kinds[n]) for n in carried[1]]
-
-
-def _read_before_assigned(body: list[ast.stmt]) -> set[str]:
-    """Names an iteration of ``body`` may read before assigning them: only those carry a value from one iteration
-    to the next (``s = x[i] * k`` at the top of the body does not, whatever later lines do with ``s``)."""
-    assigned, read = set(), set()
-    for statement in body:
-        for node in walk(statement):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in assigned:
-                read.add(node.id)
-        if isinstance(statement, ast.Assign | ast.AnnAssign):  # assigned on every path through the body from here
-            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-            assigned |= {n.id for t in targets for n in walk(t) if isinstance(n, ast.Name)}
-    return read
+    return [(n, kinds[n]) for n in sorted(into)], [(n, kinds[n]) for n in sorted(out)]
 
 
 def _enclosing(node: ast.AST, parents: dict[ast.AST, ast.AST], root: ast.AST) -> list[ast.AST]:
@@ -379,12 +362,14 @@ def _enclosing(node: ast.AST, parents: dict[ast.AST, ast.AST], root: ast.AST) ->
     return loops[::-1]
 
 
-def _check_loop(unit: Unit, loop: ast.AST, names: WarpNames) -> None:
+def _check_loop(unit: Unit, loop: ast.AST, names: WarpNames, max_unroll: int) -> None:
     if loop.orelse:
         raise Refusal(
             unit, loop, "a loop with an 'else' clause around a consumed atomic", "Rewrite the loop without 'else'"
         )
     if isinstance(loop, ast.While):
+        # The pipeline moves such a condition into the body first (passes.while_conditions), but for a loop with an
+        # 'else', refused above; a planner handed a tree that was not desugared refuses it here.
         if find_atomic_calls(loop.test, names):
             raise Refusal(
                 unit,
@@ -392,6 +377,7 @@ def _check_loop(unit: Unit, loop: ast.AST, names: WarpNames) -> None:
                 "an atomic in a while loop's condition",
                 "Call the atomic in the loop body and leave the loop with 'break'",
             )
+        _check_returns(unit, loop)
         return
     iterates_range = (
         isinstance(loop.iter, ast.Call)
@@ -413,6 +399,23 @@ def _check_loop(unit: Unit, loop: ast.AST, names: WarpNames) -> None:
     if loop.target.id in assigned:
         raise Refusal(
             unit, loop, f"the loop variable '{loop.target.id}' is reassigned in the loop", "Use another local"
+        )
+    if not unrolled_by_warp(loop, max_unroll):
+        _check_returns(unit, loop)
+
+
+def _check_returns(unit: Unit, loop: ast.For | ast.While) -> None:
+    """Refuse a return from a loop Warp does not unroll (what ``passes.loop_returns`` leaves there): in the replay
+    kernel's backward, Warp jumps from the return into the middle of its reverse loop, which then runs the wrong
+    iterations."""
+    returns = sorted((n for n in walk(loop) if isinstance(n, ast.Return)), key=lambda n: (n.lineno, n.col_offset))
+    if returns:
+        raise Refusal(
+            unit,
+            returns[0],
+            "a 'return' inside a loop around a consumed atomic (Warp's backward cannot replay a return from a loop "
+            "it does not unroll)",
+            "Leave the loop with 'break', setting a flag, and return after the loop",
         )
 
 
@@ -746,7 +749,7 @@ class Planner:
         for node in sorted(relevant, key=lambda n: (n.lineno, n.col_offset)):
             for loop in _enclosing(node, parents, unit.tree):
                 if loop not in plan.loops:
-                    _check_loop(unit, loop, names)
+                    _check_loop(unit, loop, names, self.frontend.max_unroll)
                     plan.loops[loop] = self._new_loop(unit, loop, outer + self._ids(plan, loop, parents, unit))
         for loop in opaque:
             plan.loops[loop].outer_loops = outer + self._ids(plan, loop, parents, unit)
@@ -922,7 +925,7 @@ class Planner:
         loop_id = next(self.loop_ids)
         fresh = self.namer.fresh
         loop = Loop(node, loop_id, None, unit.location(node), fresh(f"coordinate{loop_id}"), outer_loops=outer)
-        jumps = list(_own_jumps(node.body))
+        jumps = list(own_jumps(node.body))
         loop.jumps = bool(jumps)
         if loop.jumps:
             loop.active = fresh(f"iteration{loop_id}_active")

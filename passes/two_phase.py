@@ -411,7 +411,7 @@ class PhaseWriter(ast.NodeTransformer):
         if self.forward:
             # A loop that breaks: count the iterations it entered, for the replay to run exactly those.
             node.body = [*self._iteration_start(loop, counter), _stmt(f"{counter} = {counter} + 1"), *body]
-            return [*before, _stmt(f"{counter} = int(0)"), node, *self._after(loop)]
+            return [*before, _stmt(f"{counter} = {self.settings.module.warp}.int32(0)"), node, *self._after(loop)]
         replay = _stmt(f"for {counter} in range({loop.trips_records}[{self.coordinate}]):\n    pass")
         position = _stmt(f"{variable} = {start} + {counter} * {step}")
         replay.body = [position, *self._iteration_start(loop, counter), *body]
@@ -423,7 +423,7 @@ class PhaseWriter(ast.NodeTransformer):
         if self.forward:
             node.body = [*self._iteration_start(loop, counter), _stmt(f"{counter} = {counter} + 1"), *body]
             return [
-                _stmt(f"{counter} = int(0)"),
+                _stmt(f"{counter} = {self.settings.module.warp}.int32(0)"),
                 node,
                 self._report_trips(loop, counter),
                 *self._after(loop),

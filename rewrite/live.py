@@ -162,6 +162,7 @@ class LiveFrontend:
         self.warp_kernel = kernel
         self.kernel = read_source(kernel)
         self.options = dict(kernel.options)
+        self.max_unroll = (kernel.module.options | kernel.options).get("max_unroll", wp.config.max_unroll)
         self.placement = {}  # the generated kernels join a Warp module the API chooses (warp_rewrite.api)
         self.taken = set(taken) | set(self.kernel.namespace)
         warp = min(self.kernel.warp_names.modules)

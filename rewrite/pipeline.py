@@ -13,18 +13,21 @@ stage made.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from warp_rewrite.passes.atomics import AtomicCall
+from warp_rewrite.passes.atomics import AtomicCall, WarpNames
 from warp_rewrite.passes.dataflow import exact_chain_links
+from warp_rewrite.passes.dtypes import ArrayInfo
 from warp_rewrite.passes.layout import RecordParam, check_replay_twins, record_params, site_gradient_sources
+from warp_rewrite.passes.loop_returns import lower_returns
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.plan import Frontend as PlanFrontend
-from warp_rewrite.passes.plan import KernelPlan, Planner, Refusal, array_at, is_int_path
+from warp_rewrite.passes.plan import KernelPlan, Planner, Refusal, Unit, array_at, is_int_path
 from warp_rewrite.passes.syntax import walk
 from warp_rewrite.passes.two_phase import (
     COUNT,
@@ -37,6 +40,7 @@ from warp_rewrite.passes.two_phase import (
     mentioning,
     phase_functions,
 )
+from warp_rewrite.passes.while_conditions import hoist_conditions
 from warp_rewrite.printing import unparse_wrapped
 from warp_rewrite.runtime import ExactRecords, KernelSpec, LoopSpec, RecordSpec, RewriteError, SiteSpec
 
@@ -86,7 +90,7 @@ class GeneratedKernel:
 class Rewrite:
     """The state the stages pass on: each fills in its part."""
 
-    frontend: Frontend
+    frontend: Frontend  # the caller's, until the stage ``desugar`` replaces it with a DesugaredFrontend
     options: RewriteOptions
     plan: KernelPlan | None = None
     names: KernelNames | None = None
@@ -99,6 +103,65 @@ class Rewrite:
     count_kernel: str = ""
     source: str = ""
     spec: KernelSpec | None = None
+
+
+class DesugaredFrontend:
+    """The front end, handing the passes each function desugared: while conditions that call out moved into their
+    loops (``passes.while_conditions``), then returns from loops Warp does not unroll made breaks
+    (``passes.loop_returns``). A function that changes is a copy of the front end's own unit with the new tree,
+    which the front end is asked about as its own unit (``source``)."""
+
+    def __init__(self, frontend: Frontend):
+        self.frontend = frontend
+        self.module, self.taken = frontend.module, frontend.taken
+        self.options, self.placement, self.max_unroll = frontend.options, frontend.placement, frontend.max_unroll
+        self._desugared: dict[int, Unit] = {}  # id of a front end's unit -> the unit the passes see
+        self._sources: dict[int, Unit] = {}  # and back
+        self.kernel = self._desugar(frontend.kernel)
+
+    def source(self, unit: Unit) -> Unit:
+        """The front end's unit that ``unit`` (one the passes see) was made from."""
+        return self._sources.get(id(unit), unit)
+
+    def _desugar(self, unit: Unit) -> Unit:
+        if id(unit) not in self._desugared:
+            names = self.frontend.warp_names(unit)
+
+            def calls_out(call: ast.Call) -> bool:  # an atomic, or a helper (which may hold atomics)
+                return names.atomic_op(call) is not None or self.frontend.resolve_helper(unit, call) is not None
+
+            hoisted = hoist_conditions(unit.tree, calls_out)
+            tree = lower_returns(hoisted or unit.tree, min(names.modules), self.max_unroll) or hoisted
+            desugared = unit if tree is None else dataclasses.replace(unit, tree=tree)
+            self._desugared[id(unit)], self._sources[id(desugared)] = desugared, unit
+        return self._desugared[id(unit)]
+
+    def warp_names(self, unit: Unit) -> WarpNames:
+        return self.frontend.warp_names(self.source(unit))
+
+    def resolve_helper(self, unit: Unit, call: ast.Call) -> Unit | None:
+        helper = self.frontend.resolve_helper(self.source(unit), call)
+        return None if helper is None else self._desugar(helper)
+
+    def parameter_types(self, unit: Unit) -> dict[str, Any]:
+        return self.frontend.parameter_types(self.source(unit))
+
+    def local_types(self, unit: Unit) -> dict[str, Any]:
+        return self.frontend.local_types(self.source(unit))
+
+    def return_type(self, unit: Unit) -> Any:
+        return self.frontend.return_type(self.source(unit))
+
+    def is_builtin(self, unit: Unit, call: ast.Call) -> bool:
+        return self.frontend.is_builtin(self.source(unit), call)
+
+    def array(self, path: str) -> ArrayInfo | None:
+        return self.frontend.array(path)
+
+
+def desugar(rewrite: Rewrite) -> None:
+    """The kernel and every helper the passes look into, desugared (``DesugaredFrontend``)."""
+    rewrite.frontend = DesugaredFrontend(rewrite.frontend)
 
 
 def plan(rewrite: Rewrite) -> None:
@@ -190,7 +253,7 @@ def print_source(rewrite: Rewrite) -> None:
     """The generated source, with the user's own text for every statement the phases left as it was."""
     originals = {}
     for function in rewrite.plan.root.walk():
-        unit = function.unit
+        unit = rewrite.frontend.source(function.unit)  # its statements, not those the stage desugar made
         originals.update({node: unit.text for node in walk(unit.tree) if isinstance(node, ast.stmt)})
     rewrite.source = "\n\n\n".join(unparse_wrapped(f, originals) for f in rewrite.functions) + "\n"
 
@@ -255,6 +318,7 @@ def exact_rounds(rewrite: Rewrite, params: list[str]) -> int | None:
 
 
 STAGES: tuple[tuple[str, Callable[[Rewrite], None]], ...] = (
+    ("desugar", desugar),
     ("plan", plan),
     ("layout", layout),
     ("record", record_phase),
@@ -272,29 +336,30 @@ def rewrite_kernel(frontend: Frontend, options: RewriteOptions = RewriteOptions(
     Raises ``RewriteError`` for what the rewrite cannot handle correctly.
     """
     rewrite = Rewrite(frontend, options)
-    kernel = frontend.kernel
     for name, stage in STAGES:
         try:
             stage(rewrite)
         except Refusal as refusal:
             problem = refusal.problem
-            if refusal.unit is not kernel:
+            if refusal.unit is not frontend.kernel and refusal.unit is not rewrite.frontend.kernel:
                 problem += f" (in helper '{refusal.unit.name}')"
-            raise RewriteError(kernel.name, refusal.location, problem, refusal.advice) from None
+            raise RewriteError(frontend.kernel.name, refusal.location, problem, refusal.advice) from None
         if DEBUG:
             _show(name, rewrite)
         if name == "plan" and not rewrite.plan.sites and not rewrite.plan.loops:
             return None  # nothing to record (a probe loop's consumed atomics may leave only a loop to record)
     frontend.taken.update(f.name for f in rewrite.functions)
-    return GeneratedKernel(kernel.name, rewrite.source, [f.name for f in rewrite.functions], rewrite.record_kernel,
-                           rewrite.replay_kernel, rewrite.count_kernel, rewrite.spec, rewrite.plan,
-                           rewrite.max_records)  # fmt: skip
+    return GeneratedKernel(frontend.kernel.name, rewrite.source, [f.name for f in rewrite.functions],
+                           rewrite.record_kernel, rewrite.replay_kernel, rewrite.count_kernel, rewrite.spec,
+                           rewrite.plan, rewrite.max_records)  # fmt: skip
 
 
 def _show(stage: str, rewrite: Rewrite) -> None:
     """What a stage made, on stderr (``DEBUG``)."""
     kernel = rewrite.frontend.kernel.name
-    if stage == "plan":
+    if stage == "desugar":
+        lines = [ast.unparse(rewrite.frontend.kernel.tree)]
+    elif stage == "plan":
         lines = [f"{s.location}: wp.atomic_{s.op} on '{s.target}' -> {s.records}" for s in rewrite.plan.sites]
         lines += [f"{loop.location}: loop {loop.id}" + (" (skipped by the replay)" if loop.opaque else "")
                   for loop in rewrite.plan.loops]  # fmt: skip

@@ -509,6 +509,20 @@ class StaticModule:
         return None if key == FILE_MODULE and scopes else key
 
     @cached_property
+    def module_options(self) -> dict:
+        """What ``wp.set_module_options({...})`` calls at module level set, where their dict is a literal."""
+        options = {}
+        for node in module_level(self.tree):
+            value = node.value if isinstance(node, ast.Expr) else None
+            if isinstance(value, ast.Call) and self.warp.is_warp(value.func, "set_module_options") and value.args:
+                try:
+                    literal = ast.literal_eval(value.args[0])
+                except (ValueError, TypeError, SyntaxError, RecursionError):
+                    continue
+                options.update(literal if isinstance(literal, dict) else {})
+        return options
+
+    @cached_property
     def _backward_off(self) -> dict[ModuleKey, str]:
         """The Warp modules the file sets up without a backward pass, and why."""
         found = {}

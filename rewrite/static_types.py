@@ -256,6 +256,10 @@ class StaticFrontend:
         # The generated kernels join the kernel's own Warp module: its file's, or the one its decorator asks for.
         self.placement = {key: options.pop(key) for key in ("module", "module_options") if key in options}
         self.options = options
+        module_options = self.placement.get("module_options")
+        chosen = [options.get("max_unroll"), module_options.get("max_unroll") if isinstance(module_options, dict)
+                  else None, self.source.module_options.get("max_unroll"), wp.config.max_unroll]  # fmt: skip
+        self.max_unroll = next(value for value in chosen if isinstance(value, int))
 
     def unit(self, owner: StaticModule, function: ast.FunctionDef) -> StaticUnit:
         if id(function) not in self.units:

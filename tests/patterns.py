@@ -225,6 +225,91 @@ def insert_keys(
     values[slot] = weights[tid] * weights[tid] + wp.float64(key)
 
 
+# --- atomics in a while loop's condition (the rewrite moves the condition into the loop's body) ----------------
+
+
+@wp.kernel
+def spend_budget(
+    x: wp.array[wp.float64], budget: wp.array[wp.int32], count: wp.array[wp.int32], out: wp.array[wp.float64]
+):
+    tid = wp.tid()
+    while wp.atomic_sub(budget, tid % 3, 1) > 0:  # one unit of the thread's bucket per trip
+        slot = wp.atomic_add(count, 0, 1)
+        out[slot] = x[tid] * wp.float64(slot + 1)
+
+
+@wp.kernel
+def spend_budget_skipping(
+    x: wp.array[wp.float64], budget: wp.array[wp.int32], count: wp.array[wp.int32], out: wp.array[wp.float64]
+):
+    tid = wp.tid()
+    while wp.atomic_sub(budget, tid % 3, 1) > 0:
+        slot = wp.atomic_add(count, 0, 1)
+        if slot % 3 == 1:
+            continue  # tests the condition again: spends another unit
+        out[slot] = x[tid] * x[tid] + wp.float64(slot)
+
+
+@wp.func
+def reserve_from_pool(available: wp.array[wp.int32], taken: wp.array[wp.int32]) -> int:
+    """A slot of a shared pool, or -1 once it is empty: reserve against the pool's count, then take."""
+    while wp.atomic_add(available, 0, -1) <= 0:
+        if wp.atomic_add(available, 0, 1) < 0:  # hand the reservation back: the pool is empty
+            return -1
+    return wp.atomic_add(taken, 0, 1)
+
+
+@wp.kernel
+def fill_from_pool(
+    x: wp.array[wp.float64], available: wp.array[wp.int32], taken: wp.array[wp.int32], out: wp.array[wp.float64]
+):
+    tid = wp.tid()
+    slot = reserve_from_pool(available, taken)
+    if slot >= 0:
+        out[slot] = x[tid] * x[tid] + wp.float64(slot)
+
+
+@wp.kernel
+def tally_under_a_lock(
+    x: wp.array[wp.float64], lock: wp.array[wp.int32], tally: wp.array[wp.int32], out: wp.array[wp.float64]
+):
+    tid = wp.tid()
+    while wp.atomic_cas(lock, 0, 0, 1) == 1:
+        pass
+    seen = tally[0]
+    tally[0] = seen + tid % 3 + 1
+    wp.atomic_exch(lock, 0, 0)
+    out[tid] = x[tid] * wp.float64(seen + 1)
+
+
+@wp.func
+def deposit_and_count_down(acc: wp.array[wp.float64], value: wp.float64, left: wp.array[wp.int32]) -> int:
+    acc[0] += value  # differentiable: its adjoint must be replayed with every test of the condition
+    return wp.atomic_sub(left, 0, 1)
+
+
+@wp.kernel
+def deposit_while_counting_down(x: wp.array[wp.float64], left: wp.array[wp.int32], acc: wp.array[wp.float64]):
+    tid = wp.tid()
+    while deposit_and_count_down(acc, x[tid] * x[tid], left) > 3:
+        acc[1] += x[tid]
+
+
+@wp.kernel
+def take_until_full(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    k = int(0)
+    while True:
+        slot = wp.atomic_add(count, 0, 1)
+        if slot >= 7:
+            return  # the rewrite makes it a flag and a break: Warp's backward cannot replay a return from a loop
+        out[slot] = x[tid] * wp.float64(k + 1)
+        k += 1
+        if k == 2:
+            break
+    out[7 + tid] = x[tid] * x[tid]
+
+
 # --- helpers: in this file and imported -----------------------------------------------------------------------
 
 

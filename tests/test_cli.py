@@ -120,6 +120,13 @@ CASES = {
     "write_pairs": (N, lambda: [f64(X, True), i32([0]), zeros(N)], [2], [0], pair_writer),
     "compact_generic": (N, lambda: [f64(X, True), i32([0]), zeros(N)], [2], [0]),
     "compact_deterministic": (N, lambda: [f64(X, True), i32([0]), zeros(N)], [2], [0]),
+    # atomics in while conditions (moved into the loops' bodies), returns from loops (made breaks)
+    "spend_budget": (N, lambda: [f64(X, True), i32([3, 2, 4]), i32([0]), zeros(9)], [3], [0]),
+    "spend_budget_skipping": (N, lambda: [f64(X, True), i32([3, 2, 4]), i32([0]), zeros(9)], [3], [0]),
+    "fill_from_pool": (N, lambda: [f64(X, True), i32([4]), i32([0]), zeros(4)], [3], [0]),
+    "tally_under_a_lock": (N, lambda: [f64(X, True), i32([0]), i32([0]), zeros(N)], [3], [0]),
+    "deposit_while_counting_down": (N, lambda: [f64(X, True), i32([7]), zeros(2)], [2], [0]),
+    "take_until_full": (N, lambda: [f64(X, True), i32([0]), zeros(7 + N)], [2], [0]),
     # exact gradients through float returns: through the operands and the target's initial values
     "per_bucket_sum": (
         N,
@@ -461,9 +468,15 @@ def test_check_on_rewritten_output_reports_only_the_helper_itself(emitted, capsy
     """Rewritten kernels and generated code are not reported; a consuming helper stays a finding (WR002)."""
     status, out, _ = run_cli(capsys, "--check", emitted.__file__)
     assert status == 1
-    assert [line.split(": ", 1)[1] for line in out.splitlines()] == [
-        "WR002 helper 'write_contact' uses the value returned by wp.atomic_add(); "
-        "gradients through it are wrong in plain Warp"
+    findings = [line.split(": ", 1)[1] for line in out.splitlines()]
+    assert all(
+        f.startswith("WR002 helper '") and f.endswith("gradients through it are wrong in plain Warp") for f in findings
+    )
+    # one finding per consumed atomic
+    assert [f.split("'")[1] for f in findings] == [
+        *["reserve_from_pool"] * 3,
+        "deposit_and_count_down",
+        "write_contact",
     ]
 
 

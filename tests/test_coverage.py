@@ -13,9 +13,15 @@ from patterns import (
     compact_deterministic,
     compact_generic,
     contacts_per_pair,
+    deposit_while_counting_down,
     emit_particles,
+    fill_from_pool,
     generate_contacts,
     insert_keys,
+    spend_budget,
+    spend_budget_skipping,
+    take_until_full,
+    tally_under_a_lock,
     write_contact,
     write_pairs,
 )
@@ -137,6 +143,38 @@ def test_probe_loop_keeps_only_the_final_slot():
     rewritten = wp_rewrite(insert_keys)
     assert [record.kind for record in rewritten.records] == ["carried"]
     assert not any(loop.counted for loop in rewritten.pair.spec.loops)  # so no dry run either
+
+
+@wp.kernel
+def take_per_trip(x: wp.array[wp.float64], trips: int, count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    for k in range(trips):
+        slot = wp.atomic_add(count, 0, 1)
+        if slot >= 7:
+            return
+        out[slot] = x[tid] * wp.float64(k + 1)
+    out[7 + tid] = x[tid] * x[tid]
+
+
+# An atomic (or a helper) in a while loop's condition, which the rewrite moves into the loop's body, and returns
+# from loops: kernel -> its arguments (the last one is the output)
+WHILE_CONDITIONS = {
+    # budgets of 3, 2 and 4 units, one per trip: threads 0 to 2 take them all, nine slots in all
+    spend_budget: lambda: [f64(X, True), i32([3, 2, 4]), i32([0]), zeros(9)],
+    spend_budget_skipping: lambda: [f64(X, True), i32([3, 2, 4]), i32([0]), zeros(9)],
+    fill_from_pool: lambda: [f64(X, True), i32([4]), i32([0]), zeros(4)],  # in a helper; two threads go without
+    tally_under_a_lock: lambda: [f64(X, True), i32([0]), i32([0]), zeros(N)],
+    deposit_while_counting_down: lambda: [f64(X, True), i32([7]), zeros(2)],  # every test deposits
+    # a return from a loop, which the rewrite makes a flag and a break: seven slots, then threads return
+    take_until_full: lambda: [f64(X, True), i32([0]), zeros(7 + N)],
+    take_per_trip: lambda: [f64(X, True), 3, i32([0]), zeros(7 + N)],
+}
+
+
+@pytest.mark.parametrize("kernel", WHILE_CONDITIONS, ids=lambda kernel: kernel.key)
+def test_atomic_in_a_while_condition(kernel):
+    output = len(kernel.adj.args) - 1
+    check(Case(kernel, N, WHILE_CONDITIONS[kernel], [output], [0]))
 
 
 # --- 3. record capacity ---------------------------------------------------------------------------------

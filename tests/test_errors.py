@@ -30,6 +30,21 @@ def probes_in_the_condition(table: wp.array[int], key: int, n: int, weights: wp.
     while wp.atomic_cas(table, slot, -1, key) != -1:  # in-condition
         weights[slot] = weights[slot] * 0.5  # differentiable work: the loop must be replayed
         slot = (slot + 1) % n
+    else:  # Warp never runs it
+        weights[slot] = 0.0
+
+
+@wp.func
+def first_claimed(count: wp.array[int], x: wp.array[float], n: int) -> float:
+    for i in range(n):
+        if wp.atomic_add(count, 0, 1) == i:
+            return x[i]  # float-return
+    return 0.0
+
+
+@wp.kernel
+def returns_a_float_from_a_loop(count: wp.array[int], x: wp.array[float], n: int, out: wp.array[float]):
+    out[wp.tid()] = first_claimed(count, x, n)
 
 
 @wp.kernel
@@ -38,6 +53,14 @@ def carries_a_float(count: wp.array[int], x: wp.array[float], out: wp.array[floa
     for _step in range(4):  # float-carried
         total = total + x[wp.atomic_add(count, 0, 1)]
     out[0] = total
+
+
+@wp.kernel
+def carries_a_vector_component(count: wp.array[int], x: wp.array[float], n: int, out: wp.array[float]):
+    acc = wp.vec2(0.0, 0.0)
+    for _step in range(n):  # vector-carried
+        acc[0] = acc[0] + x[wp.atomic_add(count, 0, 1)]  # a store into a component reads the rest of the vector
+    out[0] = acc[0]
 
 
 @wp.kernel
@@ -81,10 +104,18 @@ def test_loop_over_something_other_than_range():
     )
 
 
-def test_atomic_in_a_while_condition():
+def test_atomic_in_the_condition_of_a_while_loop_with_else():
     assert refusal(probes_in_the_condition) == (
-        f"{where('in-condition')}: kernel 'probes_in_the_condition': an atomic in a while loop's condition. "
-        "Call the atomic in the loop body and leave the loop with 'break'"
+        f"{where('in-condition', 'while')}: kernel 'probes_in_the_condition': a loop with an 'else' clause around a "
+        "consumed atomic. Rewrite the loop without 'else'"
+    )
+
+
+def test_float_returned_from_a_loop():
+    assert refusal(returns_a_float_from_a_loop) == (
+        f"{where('float-return', 'return')}: kernel 'returns_a_float_from_a_loop': a 'return' inside a loop around a "
+        "consumed atomic (Warp's backward cannot replay a return from a loop it does not unroll) (in helper "
+        "'first_claimed'). Leave the loop with 'break', setting a flag, and return after the loop"
     )
 
 
@@ -94,6 +125,13 @@ def test_float_carried_through_a_loop():
         "atomic and read by later iterations or after the loop, and is not an int. Warp's backward replays such "
         "loops with loop-carried values it does not keep: keep such state in an int, or move the float computation "
         "out of the loop"
+    )
+
+
+def test_vector_carried_one_component_at_a_time():
+    assert refusal(carries_a_vector_component).startswith(
+        f"{where('vector-carried', 'for')}: kernel 'carries_a_vector_component': 'acc' is changed in a loop around a "
+        "consumed atomic and read by later iterations or after the loop, and is not an int."
     )
 
 

@@ -12,6 +12,8 @@ from warp_rewrite.passes.atomics import WarpNames, find_atomic_calls
 from warp_rewrite.passes.dataflow import argument_path, gradient_sources, single_assignments
 from warp_rewrite.passes.int_types import IntLocals
 from warp_rewrite.passes.layout import record_params
+from warp_rewrite.passes.loop_carried import LoopFlow
+from warp_rewrite.passes.loop_returns import lower_returns, unrolled_by_warp
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.plan import KernelPlan, Planner, Refusal, is_int_path
 from warp_rewrite.passes.two_phase import (
@@ -24,6 +26,7 @@ from warp_rewrite.passes.two_phase import (
     phase_functions,
     thread_index_prologue,
 )
+from warp_rewrite.passes.while_conditions import hoist_conditions
 
 WARP = WarpNames(frozenset({"wp"}), (("atomic_add", "add"),))
 MODULE = ModuleNames(warp="wp", runtime="rt")
@@ -86,6 +89,8 @@ def parameter_types(unit: Unit) -> dict:
 
 class Frontend:
     """``passes.plan.Frontend`` over test sources: helpers found by name, types from the annotations."""
+
+    max_unroll = 16  # Warp's default
 
     def __init__(self, kernel: Unit, helpers: dict[str, Unit]):
         self.kernel, self.helpers = kernel, helpers
@@ -370,7 +375,7 @@ def test_only_stores_inside_a_loop_that_may_outgrow_its_records_check_for_room()
                          trip_capacity0: int, status: wp.array(dtype=wp.int32)):
             PROLOGUE
             slot = key % n
-            trips0 = int(0)
+            trips0 = wp.int32(0)
             while True:
                 coordinate0 = thread * trip_capacity0 + trips0
                 rt.record_if_room(slot, slot_in_loop0, coordinate0)
@@ -485,6 +490,310 @@ def test_int_locals_settle_on_loop_carried_updates():
     """)
     kinds = IntLocals(kernel, parameter_types(Unit(ast.unparse(kernel)))).locals
     assert kinds["slot"] is wp.int32 and kinds["done"] is wp.int32 and "v" not in kinds
+
+
+# (body of a kernel, with the loop asked about over 'i' or a while loop; locals carried into later iterations,
+# out of the loop)
+CARRIED_SHAPES = {
+    "a running minimum read after the loop": (
+        """
+        m = x[0]
+        for i in range(n):
+            m = wp.min(m, x[i])
+        y[0] = m
+        """,
+        {"m"},
+        {"m"},
+    ),
+    "reassigned late in an iteration, read early in the next": (
+        """
+        s = x[0]
+        for i in range(n):
+            y[i] = s
+            s = x[i] * 2.0
+        """,
+        {"s"},
+        set(),
+    ),
+    "assigned before it is read, in the branch that reads it": (
+        """
+        s = x[0]
+        for i in range(n):
+            if x[i] > 0.0:
+                s = x[i] * x[i]
+                y[i] = s
+        """,
+        set(),
+        set(),
+    ),
+    "assigned on both branches before the read": (
+        """
+        s = x[0]
+        for i in range(n):
+            if x[i] > 0.0:
+                s = x[i]
+            else:
+                s = -x[i]
+            y[i] = s
+        """,
+        set(),
+        set(),
+    ),
+    "assigned on one branch only before the read": (
+        """
+        s = x[0]
+        for i in range(n):
+            if x[i] > 0.0:
+                s = x[i]
+            y[i] = s
+        """,
+        {"s"},
+        set(),
+    ),
+    "after the loop, read only where a later branch assigned it first": (
+        """
+        for i in range(n):
+            s = x[i] * 2.0
+            y[i] = s
+        for j in range(n):
+            if x[j] > 1.0:
+                s = x[j] * 3.0
+                y[j] = s
+        """,
+        set(),
+        set(),
+    ),
+    "after the loop, read on a path that skips the later assignment": (
+        """
+        for i in range(n):
+            s = x[i] * 2.0
+        if x[0] > 1.0:
+            s = x[0]
+        y[0] = s
+        """,
+        set(),
+        {"s"},
+    ),
+    "a continue skips the assignment before the read": (
+        """
+        s = x[0]
+        for i in range(n):
+            if i == 1:
+                continue
+            y[i] = s
+            s = x[i]
+        """,
+        {"s"},
+        set(),
+    ),
+    "a break leaves before the assignment that later code would see": (
+        """
+        s = x[0]
+        for i in range(n):
+            s = x[i]
+            if s > 1.0:
+                break
+            s = 0.0
+        y[0] = s
+        """,
+        set(),
+        {"s"},
+    ),
+    "read in the next iteration of a loop around it": (
+        """
+        s = x[0]
+        for k in range(n):
+            for i in range(n):
+                s = x[i]
+            y[k] = s
+        """,
+        set(),
+        {"s"},
+    ),
+    "a while loop's condition reads what its body changes": (
+        """
+        s = x[0]
+        while s < 4.0:
+            s = s * 2.0
+        """,
+        {"s"},
+        set(),
+    ),
+    "a local first assigned in the loop carries nothing into the next iteration": (
+        """
+        for i in range(n):
+            if i > 0:
+                y[i] = t
+            t = x[i]
+        """,
+        set(),
+        set(),
+    ),
+    "a vector changed one component at a time": (
+        """
+        acc = wp.vec2d()
+        for i in range(n):
+            acc[0] = acc[0] + x[i]
+            y[i] = 2.0
+        y[0] = acc[0]
+        """,
+        {"acc"},
+        {"acc"},
+    ),
+    "a vector made in each iteration before its components are set": (
+        """
+        p = wp.vec2d()
+        for i in range(n):
+            p = wp.vec2d()
+            p[1] = x[i]
+            y[i] = p[1]
+        """,
+        set(),
+        set(),
+    ),
+    "a loop variable is set by its own loop": (
+        """
+        for i in range(n):
+            for j in range(n):
+                y[j] = x[i]
+        y[0] = float(i + j)
+        """,
+        set(),
+        set(),
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", CARRIED_SHAPES)
+def test_loop_carried_locals_are_those_a_read_can_see_across_an_iteration(shape):
+    body, into, out = CARRIED_SHAPES[shape]
+    kernel = parse("def k(x: wp.array[float], y: wp.array[float], n: int):\n" + textwrap.indent(body, "    "))
+    asked = lambda n: isinstance(n, ast.While) or (isinstance(n, ast.For) and n.target.id == "i")  # noqa: E731
+    loop = next(n for n in ast.walk(kernel) if asked(n))
+    values = {"acc", "p"}  # the locals that hold a vector, as the planner tells them from the arrays
+    carried = LoopFlow(kernel, values.__contains__).carried(loop)
+    assert (set(carried.into_iterations), set(carried.out_of_loop)) == (into, out)
+    assert carried.updated_only == ({"acc"} if shape == "a vector changed one component at a time" else set())
+
+
+def hoisted(source: str) -> str:
+    """The function with its while conditions that call an atomic hoisted, or 'unchanged'."""
+    tree = hoist_conditions(parse(source), lambda call: WARP.atomic_op(call) is not None)
+    return "unchanged" if tree is None else ast.unparse(tree)
+
+
+def test_a_while_condition_that_calls_an_atomic_moves_into_the_loop():
+    same_code(
+        hoisted("""
+            def k(budget: wp.array[int], count: wp.array[int], n: int):
+                while wp.atomic_sub(budget, 0, 1) > 0:
+                    slot = wp.atomic_add(count, 0, 1)
+                    if slot % 2 == 1:
+                        continue  # jumps to the test, which is now the body's first statement
+                    while n > 0:  # nothing to hoist
+                        n = n - 1
+        """),
+        """
+        def k(budget: wp.array[int], count: wp.array[int], n: int):
+            while True:
+                if not wp.atomic_sub(budget, 0, 1) > 0:
+                    break
+                slot = wp.atomic_add(count, 0, 1)
+                if slot % 2 == 1:
+                    continue
+                while n > 0:
+                    n = n - 1
+        """,
+    )
+    assert "if wp.atomic_add(count, 0, -1):\n            pass\n        else:\n            break" in hoisted("""
+        def k(count: wp.array[int]):
+            while wp.atomic_add(count, 0, -1):  # not a bool: Warp's 'not' takes no float
+                pass
+    """)
+    assert (
+        hoisted("""
+        def k(count: wp.array[int]):
+            while wp.atomic_add(count, 0, -1) > 0:
+                pass
+            else:  # Warp never runs it: the planner refuses such a loop around an atomic
+                pass
+    """)
+        == "unchanged"
+    )
+
+
+def lowered(source: str) -> str:
+    tree = lower_returns(parse(source), "wp", 16)
+    return "unchanged" if tree is None else ast.unparse(tree)
+
+
+def test_a_return_from_a_loop_warp_does_not_unroll_becomes_a_flag_and_breaks():
+    same_code(
+        lowered("""
+            def take(count: wp.array[int], n: int) -> int:
+                while True:
+                    for k in range(n):
+                        if wp.atomic_add(count, 0, 1) > k:
+                            return k
+                    if n > 3:
+                        return -1
+                    n = n + 1
+                for k in range(3):  # unrolled: its return is left alone
+                    if k == n:
+                        return k
+                return 0
+        """),
+        """
+        def take(count: wp.array[int], n: int) -> int:
+            returned = wp.bool(False)
+            returned_value = wp.int32(0)
+            while True:
+                for k in range(n):
+                    if wp.atomic_add(count, 0, 1) > k:
+                        returned_value = wp.int32(k)
+                        returned = True
+                        break
+                if returned:
+                    break
+                if n > 3:
+                    returned_value = wp.int32(-1)
+                    returned = True
+                    break
+                n = n + 1
+            if returned:
+                return returned_value
+            for k in range(3):
+                if k == n:
+                    return k
+            return 0
+        """,
+    )
+    assert (
+        lowered("""
+        def first(count: wp.array[int], x: wp.array[float], n: int) -> float:
+            for i in range(n):
+                if wp.atomic_add(count, 0, 1) == i:
+                    return x[i]  # a float: left for the planner to refuse
+            return 0.0
+    """)
+        == "unchanged"
+    )
+
+
+@pytest.mark.parametrize(
+    ("loop", "max_unroll", "unrolled"),
+    [
+        ("for i in range(4):\n    pass", 16, True),
+        ("for i in range(4):\n    pass", 3, False),  # the module's max_unroll
+        ("for i in range(n):\n    pass", 16, False),
+        ("for i in range(4):\n    if i > n:\n        break", 16, False),
+        ("for i in range(wp.static(N + 1)):\n    pass", 0, True),  # a wp.static() makes Warp unroll it
+        ("for i in range(N):\n    pass", 16, False),  # a global's value is not looked up
+        ("while i < 4:\n    pass", 16, False),
+    ],
+)
+def test_which_loops_warp_unrolls(loop, max_unroll, unrolled):
+    assert unrolled_by_warp(ast.parse(loop).body[0], max_unroll) == unrolled
 
 
 def test_argument_paths_follow_struct_fields_views_and_aliases():

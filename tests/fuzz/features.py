@@ -24,6 +24,7 @@ FEATURES = {
     "break": r"\bbreak\b",
     "continue": r"\bcontinue\b",
     "while probe loop": r"while (True|done\d+ == 0):\n\s+prev\d+ = wp\.atomic_cas",
+    "atomic in a while condition": r"while wp\.atomic_cas\(table\d+",
     "helper": r"@wp\.func",
     "helper two calls deep": r"@wp\.func\ndef \w+\([^\n]*\n(    [^\n]*\n)*?    [^\n]*fz_\d+_\d+_h\d+\(",
     "helper returning a slot": r"r\d+ = fz_\d+_\d+_h\d+\(",
@@ -36,6 +37,7 @@ FEATURES = {
     "unconsumed augmented assignment": r"\n\s+[cf]\d+\[[^]]+\] [-+&|^]= ",
     "unconsumed bare call": r"\n\s+wp\.atomic_\w+\([cf]\d+",
     "int carried through a loop": r"n\d+ = n\d+ \+ s\d+",
+    "float reassigned before it is read, in a loop and after it": r"\n\s+g\d+ = [^\n]*\n\s+y\[tid\] \+= g\d+ \*",
     # issue 15: reads of written arrays, memory shared or laid out otherwise, calls of every kind
     "capacity check before a counter": r"\n\s+if c\d+\[[^]]+\] < \d+:\n\s+s\d+ = wp\.atomic_add",
     "int read-modify-write under a spin lock": r"seen\d+ = total\d+\[0\]\n\s+total\d+\[0\] = seen\d+ \+ tid",

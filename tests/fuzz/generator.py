@@ -386,11 +386,17 @@ class _KernelWriter:
             body.nested().line(f"{done} = 1")
             body.line("else:")
             body.nested().line(f"{slot} = ({slot} + 1) % {size}")
-        else:
+        elif self.rng.random() < 0.5:
             scope.line("while True:")
             body.line(f"{prev} = wp.atomic_cas({table.name}, {slot}, -1, {key})")
             body.line(f"if {prev} == -1 or {prev} == {key}:")
             body.nested().line("break")
+            body.line(f"{slot} = ({slot} + 1) % {size}")
+        else:  # the CAS in the condition (the rewrite moves it into the body), differentiable work in the body
+            scope.line(f"while wp.atomic_cas({table.name}, {slot}, -1, {key}) != -1:")
+            body.line(f"if {table.name}[{slot}] == {key}:")
+            body.nested().line("break")
+            body.line(f"y[tid] += xv * {self.constant()}")
             body.line(f"{slot} = ({slot} + 1) % {size}")
         scope.line(f"{values.name}[{slot}] += {self.float_value(scope)}")
 
@@ -498,14 +504,27 @@ class _KernelWriter:
         if "helper" not in rest and self.rng.random() < 0.3:
             carry = self.fresh("n")
             scope.line(f"{carry} = int(0)")
+        reassigned = self.fresh("g") if self.rng.random() < 0.25 else None
+        if reassigned:  # a float with a value before the loop, that no iteration and nothing after it reads
+            scope.line(f"{reassigned} = xv * {self.constant()}")
         scope.line(f"for {variable} in range({bounds}):")
         inner = scope.nested(loops=(*scope.loops, (variable, trips)), local_loops=scope.local_loops + 1, carry=carry)
         if self.rng.random() < 0.2:
             inner.line(f"if {variable} == 1:")
             inner.nested().line("continue")
+        if reassigned:
+            self.reassign_then_read(inner, reassigned)
         self.wrapped(inner, rest, body)
         if carry is not None:
             scope.line(f"y[tid] += wp.float64({carry}) * xv * {self.constant()}")
+        if reassigned:
+            self.reassign_then_read(scope, reassigned)
+
+    def reassign_then_read(self, scope: _Scope, local: str) -> None:
+        """A branch assigning a float local before it reads it: whatever the local held, nothing is carried."""
+        scope.line(f"if {self.condition()}:")
+        scope.nested().line(f"{local} = {self.float_value(scope)}")
+        scope.nested().line(f"y[tid] += {local} * {self.constant()}")
 
     def helper(self, scope: _Scope, rest: list[str], body) -> str | None:
         """Move the rest of the block into a new ``@wp.func``; it may return the block's int return."""
