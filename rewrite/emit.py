@@ -370,7 +370,12 @@ def generate(frontend: StaticFrontend, detach_returns: bool) -> tuple[GeneratedK
     generated = pipeline.rewrite_kernel(frontend, RewriteOptions(None, detach_returns))
     if generated is None:
         return None
-    return generated, [found for function in generated.plan.root.walk() for found in frontend.helper_imports(function)]
+    imports = [
+        found
+        for function in generated.plan.root.walk()
+        for found in frontend.helper_imports(generated.source_unit(function.unit), function.clones)
+    ]
+    return generated, imports
 
 
 def helper_import_lines(module: StaticModule, imports: list[HelperImport]) -> list[tuple[int, str]]:

@@ -84,6 +84,7 @@ class GeneratedKernel:
     spec: KernelSpec
     plan: KernelPlan
     max_records: int | None  # the room compiled in, where some loop takes it; None where none does
+    source_unit: Callable[[Unit], Unit]  # the front end's own unit a unit of ``plan`` was desugared from
 
 
 @dataclass
@@ -157,6 +158,9 @@ class DesugaredFrontend:
 
     def array(self, path: str) -> ArrayInfo | None:
         return self.frontend.array(path)
+
+    def closure_variable(self, name: str) -> bool:
+        return self.frontend.closure_variable(name)
 
 
 def desugar(rewrite: Rewrite) -> None:
@@ -351,7 +355,7 @@ def rewrite_kernel(frontend: Frontend, options: RewriteOptions = RewriteOptions(
     frontend.taken.update(f.name for f in rewrite.functions)
     return GeneratedKernel(frontend.kernel.name, rewrite.source, [f.name for f in rewrite.functions],
                            rewrite.record_kernel, rewrite.replay_kernel, rewrite.count_kernel, rewrite.spec,
-                           rewrite.plan, rewrite.max_records)  # fmt: skip
+                           rewrite.plan, rewrite.max_records, rewrite.frontend.source)  # fmt: skip
 
 
 def _show(stage: str, rewrite: Rewrite) -> None:

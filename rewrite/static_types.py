@@ -10,6 +10,7 @@ import ast
 import builtins
 import inspect
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -18,7 +19,6 @@ import warp as wp
 
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import WarpNames
-from warp_rewrite.passes.plan import FunctionPlan
 from warp_rewrite.passes.syntax import walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.runtime import RewriteError
@@ -304,7 +304,7 @@ class StaticFrontend:
     def closure_variable(self, name: str) -> bool:
         return self.source.postponed_annotations and self.source.bound_around(name, self.definition)
 
-    def helper_imports(self, function: FunctionPlan) -> list[HelperImport]:
+    def helper_imports(self, unit: StaticUnit, clones: Iterable[ast.Call]) -> list[HelperImport]:
         """What the rewritten module must import for a helper from another file to be copied into it; raises
         ``RewriteError`` where it cannot.
 
@@ -314,14 +314,14 @@ class StaticFrontend:
         beside ``hashtable_find_or_insert``), spelled as its own import of that file. A helper of the kernel's own
         file must not use a name only a function around it binds (``_check_visible``).
         """
-        module, unit = self.source, function.unit
+        module = self.source
         owner, helper = unit.owner, unit.tree
         if helper is self.definition:
             return []
         local = {a.arg for a in helper.args.args} | {
             n.id for n in walk(helper) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
         }
-        cloned = {id(call.func) for call in function.clones}
+        cloned = {id(call.func) for call in clones}
         imports = []
         for node in walk(helper):
             if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load) or node.id in local | _BUILTINS:
