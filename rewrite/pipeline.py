@@ -158,6 +158,9 @@ class DesugaredFrontend:
     def array(self, path: str) -> ArrayInfo | None:
         return self.frontend.array(path)
 
+    def closure_variable(self, name: str) -> bool:
+        return self.frontend.closure_variable(name)
+
 
 def desugar(rewrite: Rewrite) -> None:
     """The kernel and every helper the passes look into, desugared (``DesugaredFrontend``)."""
