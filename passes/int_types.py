@@ -26,6 +26,7 @@ _LITERAL = "literal"  # an int literal: takes the type of the int it meets, int3
 _INT_CASTS = {"int": INT, **{t.__name__: t for t in dtypes.INT_TYPES}}
 _SAME_AS_OPERANDS = {"min", "max", "abs", "select", "where"}
 _INT_RESULTS = {"tid": INT, "len": INT}
+_BIT_OPS = (ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift)
 
 
 def _name(expr: ast.expr | None) -> str | None:
@@ -124,6 +125,8 @@ class IntLocals:
             return BOOL
         if isinstance(expr, ast.UnaryOp):
             return _unify({self.kind(expr.operand)})
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, _BIT_OPS):
+            return self._bit_op_kind(expr)
         if isinstance(expr, ast.BinOp):
             return None if isinstance(expr.op, ast.Div) else _unify({self.kind(expr.left), self.kind(expr.right)})
         if isinstance(expr, ast.Subscript):
@@ -131,6 +134,15 @@ class IntLocals:
         if isinstance(expr, ast.Call):
             return self._call_kind(expr)
         return None
+
+    def _bit_op_kind(self, expr: ast.BinOp) -> Any:
+        """Warp defines ``& | ^ << >>`` on two scalars of one int type (or int vectors, matrices): where one
+        operand is an int, the other one is too, as the result, also where it is not known here
+        (``1 << wp.static(N)``, ``bits & helper(x)``)."""
+        kinds = {self.kind(expr.left), self.kind(expr.right)}
+        if kinds & ({_LITERAL, *dtypes.INT_TYPES}):
+            kinds = {_UNKNOWN if kind is None else kind for kind in kinds}
+        return _unify(kinds)
 
     def _subscript_kind(self, expr: ast.Subscript) -> Any:
         if isinstance(expr.value, ast.Attribute) and expr.value.attr == "shape":  # arr.shape[0]

@@ -22,7 +22,7 @@ from warp_rewrite.passes.atomics import WarpNames
 from warp_rewrite.passes.syntax import walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.runtime import RewriteError
-from warp_rewrite.static_module import Construction, Project, StaticModule, module_level
+from warp_rewrite.static_module import Construction, Imported, Project, StaticModule, module_level
 
 _ARRAYS = ("array", "array1d", "array2d", "array3d", "array4d", "indexedarray", "fabricarray", "indexedfabricarray")
 
@@ -48,13 +48,14 @@ class StaticStruct:
     """A ``@wp.struct`` class read from its file. Its ``vars`` are its fields by name, each with its ``type``, as
     Warp's own struct types have them (``passes.dtypes.field_type`` reads both)."""
 
+    project: Project
     owner: StaticModule
     node: ast.ClassDef
 
     @property
     def vars(self) -> dict[str, SimpleNamespace]:
         return {
-            item.target.id: SimpleNamespace(type=resolve_annotation(self.owner, item.annotation))
+            item.target.id: SimpleNamespace(type=resolve_annotation(self.project, self.owner, item.annotation))
             for item in self.node.body
             if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
         }
@@ -70,19 +71,20 @@ def _parsed(node: ast.expr | None) -> ast.expr | None:
     return node
 
 
-def resolve_annotation(module: StaticModule, node: ast.expr | None) -> Any:
+def resolve_annotation(project: Project, module: StaticModule, node: ast.expr | None) -> Any:
     """The Warp type an annotation denotes, as Warp would read it: ``typing.Any`` for a generic one, None for one
-    that cannot be told without running the module."""
+    that cannot be told without running the module. Names the module imports are followed into the files of the
+    project (``project``), as helpers are."""
     node = _parsed(node)
     if isinstance(node, ast.Subscript):  # wp.array[wp.float32]
-        return _array(module, node.value, node.slice, None)
+        return _array(project, module, node.value, node.slice, None)
     if isinstance(node, ast.Call) and _constructor(module, node.func):  # wp.types.matrix(shape=(6, 1), dtype=...)
-        return _value_type(module, node)
+        return _value_type(project, module, node)
     if isinstance(node, ast.Call):  # wp.array(dtype=wp.float32, ndim=2), wp.array2d(float)
         keywords = {k.arg: k.value for k in node.keywords}
         dtype = keywords.get("dtype", node.args[0] if node.args else None)
         ndim = keywords.get("ndim")
-        return _array(module, node.func, dtype, ndim.value if isinstance(ndim, ast.Constant) else None)
+        return _array(project, module, node.func, dtype, ndim.value if isinstance(ndim, ast.Constant) else None)
     if isinstance(node, ast.Name):
         if node.id in ("int", "float", "bool"):
             return dtypes.normalized(getattr(builtins, node.id))
@@ -90,25 +92,56 @@ def resolve_annotation(module: StaticModule, node: ast.expr | None) -> Any:
             return typing.Any
         if node.id in module.warp.members:
             return getattr(wp, module.warp.members[node.id], None)
-        return _module_type(module, node.id)
+        return _module_type(project, module, [node.id])
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
         if node.value.id in module.warp.modules:
             return getattr(wp, node.attr, None)
         if f"{node.value.id}.{node.attr}" == module.warp.any_name:
             return typing.Any
-    return None
+    dotted = _dotted(node)
+    return _module_type(project, module, dotted) if dotted and len(dotted) > 1 else None
 
 
-def _module_type(module: StaticModule, name: str) -> Any:
-    """The type a module-level name of the file stands for: a ``@wp.struct`` class, or a value type made by one of
-    Warp's type constructors (``mat61 = wp.types.matrix(shape=(6, 1), dtype=wp.float32)``); None for anything else."""
-    for node in module_level(module.tree):
+def _dotted(node: ast.expr | None) -> list[str] | None:
+    """``["types_", "Particles"]`` for ``types_.Particles``; None for anything but names and attributes of them."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.insert(0, node.attr)
+        node = node.value
+    return [node.id, *parts] if isinstance(node, ast.Name) else None
+
+
+def _module_type(project: Project, module: StaticModule, dotted: list[str], depth: int = 0) -> Any:
+    """The type a module-level name of the file stands for (``dotted``: the name, or a name the file imports and
+    attributes of it): a ``@wp.struct`` class, or a value type made by one of Warp's type constructors
+    (``mat61 = wp.types.matrix(shape=(6, 1), dtype=wp.float32)``), in this file or one of the project's that it
+    imports it from; None for anything else."""
+    name, *rest = dotted
+    for node in module_level(module.tree) if not rest else ():
         if isinstance(node, ast.ClassDef) and node.name == name:
-            return StaticStruct(module, node) if module.warp.decorated(node, "struct") else None
+            return StaticStruct(project, module, node) if module.warp.decorated(node, "struct") else None
         assigned = isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
         if assigned and isinstance(node.value, ast.Call) and _constructor(module, node.value.func):
-            return _value_type(module, node.value)
-    return None
+            return _value_type(project, module, node.value)
+    source = module.imported.get(name)
+    return None if source is None or depth > 20 else _imported_type(project, module, source, rest, depth + 1)
+
+
+def _imported_type(project: Project, module: StaticModule, source: Imported, rest: list[str], depth: int) -> Any:
+    """The type ``rest`` names in what ``source`` (an import of ``module``) binds: ``from .types_ import Particles``
+    (``rest`` empty), ``from . import types_`` or ``import pkg.types_ as types_`` (``rest``: ``["Particles"]``)."""
+    if source.name is not None:  # a name in a module, or a module in a package (``from . import types_``)
+        path = project.module_file(module, source.level, source.module)
+        target = project.load(path) if path is not None else None
+        found = _module_type(project, target, [source.name, *rest], depth) if target is not None else None
+        if found is not None or not rest:
+            return found
+    if not rest:
+        return None
+    package = ".".join(part for part in (source.module, source.name, *rest[:-1]) if part)
+    path = project.module_file(module, source.level, package)
+    target = project.load(path) if path is not None else None
+    return _module_type(project, target, rest[-1:], depth) if target is not None else None
 
 
 _CONSTRUCTORS = {"vector": ("length", "dtype"), "matrix": ("shape", "dtype"), "quaternion": ("dtype",),
@@ -122,7 +155,7 @@ def _constructor(module: StaticModule, func: ast.expr) -> str | None:
     return None
 
 
-def _value_type(module: StaticModule, call: ast.Call) -> Any:
+def _value_type(project: Project, module: StaticModule, call: ast.Call) -> Any:
     """The type a call of one of Warp's type constructors makes, where its arguments are literals and Warp's scalar
     types; None where they are not (a factory's parameter)."""
     name = _constructor(module, call.func)
@@ -133,7 +166,7 @@ def _value_type(module: StaticModule, call: ast.Call) -> Any:
     values = {}
     for parameter, value in arguments.items():
         if parameter == "dtype":
-            values[parameter] = resolve_annotation(module, value)
+            values[parameter] = resolve_annotation(project, module, value)
             if not dtypes.is_scalar(values[parameter]):
                 return None
         else:
@@ -147,12 +180,12 @@ def _value_type(module: StaticModule, call: ast.Call) -> Any:
         return None
 
 
-def _array(module: StaticModule, kind: ast.expr, dtype: ast.expr | None, ndim: int | None) -> Any:
+def _array(project: Project, module: StaticModule, kind: ast.expr, dtype: ast.expr | None, ndim: int | None) -> Any:
     """The Warp array type ``kind(dtype=dtype, ndim=ndim)`` (generic where the dtype cannot be told)."""
     name = next((a for a in _ARRAYS if module.warp.is_warp(kind, a)), None)
     if name is None:
         return None
-    element = resolve_annotation(module, dtype)
+    element = resolve_annotation(project, module, dtype)
     if element is None or isinstance(element, StaticStruct) or dtypes.is_array(element):
         element = typing.Any
     array_type = getattr(wp, name)
@@ -281,7 +314,7 @@ class StaticFrontend:
             return False
         if func.id in owner.warp.members:
             return True
-        if isinstance(resolve_annotation(owner, func), StaticStruct):
+        if isinstance(resolve_annotation(self.project, owner, func), StaticStruct):
             return True
         return hasattr(builtins, func.id) and func.id not in owner.imported and func.id not in owner.helpers()
 
@@ -289,10 +322,10 @@ class StaticFrontend:
         return {}  # not known without running the module: the passes infer ints from the source
 
     def return_type(self, unit: StaticUnit) -> Any:
-        return resolve_annotation(unit.owner, unit.tree.returns)
+        return resolve_annotation(self.project, unit.owner, unit.tree.returns)
 
     def parameter_types(self, unit: StaticUnit) -> dict[str, Any]:
-        return {a.arg: resolve_annotation(unit.owner, a.annotation) for a in unit.tree.args.args}
+        return {a.arg: resolve_annotation(self.project, unit.owner, a.annotation) for a in unit.tree.args.args}
 
     def array(self, path: str) -> dtypes.ArrayInfo | None:
         root, *fields = path.split(".")
