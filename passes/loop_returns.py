@@ -188,7 +188,7 @@ class _Lowering:
         if node.value is None:
             return [] if not self.returns.types else None
         if not self.returns.is_tuple:
-            return [node.value] if self.returns.types else None
+            return [node.value] if self.returns.types and not isinstance(node.value, ast.Tuple) else None
         elements = node.value.elts if isinstance(node.value, ast.Tuple) else None
         return elements if elements is not None and len(elements) == len(self.returns.types) else None
 

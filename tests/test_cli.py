@@ -127,6 +127,7 @@ CASES = {
     "tally_under_a_lock": (N, lambda: [f64(X, True), i32([0]), i32([0]), zeros(N)], [3], [0]),
     "deposit_while_counting_down": (N, lambda: [f64(X, True), i32([7]), zeros(2)], [2], [0]),
     "take_until_full": (N, lambda: [f64(X, True), i32([0]), zeros(7 + N)], [2], [0]),
+    "drain_work_queue": (N, lambda: [f64(X, True), i32([3, 0, 4, 1, 2]), i32([0]), i32([0, 0, 0]), zeros(8)], [4], [0]),
     # exact gradients through float returns: through the operands and the target's initial values
     "per_bucket_sum": (
         N,
