@@ -477,6 +477,8 @@ def test_check_on_rewritten_output_reports_only_the_helper_itself(emitted, capsy
     assert [f.split("'")[1] for f in findings] == [
         *["reserve_from_pool"] * 3,
         "deposit_and_count_down",
+        *["pop_item"] * 2,
+        *["first_to_mark"] * 2,
         "write_contact",
     ]
 
