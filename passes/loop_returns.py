@@ -1,23 +1,28 @@
 """Turn a return from inside a loop Warp does not unroll into a flag and a break: ``return v`` becomes
 ``value = T(v)``, ``returned = True``, ``break``; each loop it was nested in breaks too, and after the outermost
-one comes ``if returned: return value``.
+one comes ``if returned: return value``. A function returning a tuple gets a value local per element:
+``return a, b`` becomes ``value = T(a)``, ``value_1 = U(b)`` and the function returns ``value, value_1``.
 
 Warp's backward cannot replay a return from such a loop: it jumps from the return into the middle of its reverse
 loop, which then runs the wrong iterations. Lowered, the loop ends like any loop that breaks, which the rewrite
-replays (``passes.two_phase``), and the flag and the value are ints the loop hands on (``passes.plan``). Only
-functions that return nothing or an int (``-> int``, ``-> wp.int32``, ...) are lowered: the value's local needs its
-type before the loop. The planner refuses a return left in such a loop. The tree given is never changed.
+replays (``passes.two_phase``), and the flag and the values are ints or bools the loop hands on (``passes.plan``).
+Only functions that return nothing, an int or bool (``-> int``, ``-> wp.int32``, ``-> bool``, ...) or a tuple of
+them (``-> tuple[bool, int]``, ``-> typing.Tuple[...]``) are lowered, as each value's local needs its type before
+the loop; a tuple function's returns from such loops must be literal tuples (``return a, b``). The planner refuses
+a return left in such a loop. The tree given is never changed.
 """
 
 from __future__ import annotations
 
 import ast
 import copy
+from dataclasses import dataclass
 
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.syntax import walk
 
 _INT_TYPES = frozenset({"int", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"})
+_PYTHON_TYPES = {"int": "int32", "bool": "bool"}  # Python's int and bool as Warp reads them in an annotation
 
 
 def unrolled_by_warp(loop: ast.For | ast.While, max_unroll: int) -> bool:
@@ -66,11 +71,13 @@ def own_jumps(body: list[ast.stmt]) -> list[ast.Break | ast.Continue]:
 
 def lower_returns(function: ast.FunctionDef, warp: str, max_unroll: int) -> ast.FunctionDef | None:
     """``function`` with its returns from loops Warp does not unroll lowered; None when there are none, or when
-    the function returns something other than nothing or an int. ``warp``: the function's name of Warp's module;
-    ``max_unroll``: the module's option (see ``unrolled_by_warp``)."""
-    if function.returns is not None and _type_name(function.returns) not in _INT_TYPES:
+    the function returns something other than nothing, an int or bool, or a tuple of them (or returns from such a
+    loop what its annotation does not declare). ``warp``: the function's name of Warp's module; ``max_unroll``: the
+    module's option (see ``unrolled_by_warp``)."""
+    returns = _return_types(function.returns, warp)
+    if returns is None:
         return None
-    lowering = _Lowering(function, warp, max_unroll)
+    lowering = _Lowering(function, returns, warp, max_unroll)
     body = lowering.body(function.body)
     if body is function.body or lowering.refused:
         return None
@@ -79,13 +86,40 @@ def lower_returns(function: ast.FunctionDef, warp: str, max_unroll: int) -> ast.
     return lowered
 
 
+@dataclass(frozen=True)
+class _Returns:
+    """What a function returns: the Warp type of each value (none for a function returning nothing), and whether
+    they come as a tuple."""
+
+    types: list[ast.expr]
+    is_tuple: bool = False
+
+
+def _return_types(annotation: ast.expr | None, warp: str) -> _Returns | None:
+    """The values of a function with this return annotation; None where one is not an int or bool."""
+    if annotation is None:
+        return _Returns([])
+    if isinstance(annotation, ast.Subscript) and _type_name(annotation.value) in ("tuple", "Tuple"):
+        elements = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
+        types = [_scalar_type(element, warp) for element in elements]
+        return None if None in types else _Returns(types, is_tuple=True)
+    scalar = _scalar_type(annotation, warp)
+    return None if scalar is None else _Returns([scalar])
+
+
+def _scalar_type(annotation: ast.expr, warp: str) -> ast.expr | None:
+    """The Warp type of an int or bool annotation (Python's int is Warp's int32), else None."""
+    name = _type_name(annotation)
+    if isinstance(annotation, ast.Name) and name in _PYTHON_TYPES:
+        return _warp_type(warp, _PYTHON_TYPES[name])
+    return annotation if name in _INT_TYPES or name == "bool" else None
+
+
 class _Lowering:
-    def __init__(self, function: ast.FunctionDef, warp: str, max_unroll: int):
-        self.warp, self.max_unroll = warp, max_unroll
-        returns = function.returns  # the int type of the value, or None; Python's int is Warp's int32
-        self.returns = _warp_type(warp, "int32") if isinstance(returns, ast.Name) and returns.id == "int" else returns
+    def __init__(self, function: ast.FunctionDef, returns: _Returns, warp: str, max_unroll: int):
+        self.returns, self.warp, self.max_unroll = returns, warp, max_unroll
         self.namer = Namer.for_tree(function)
-        self.refused = False  # a return with a value in a function that declares none
+        self.refused = False  # a return whose value the annotation does not declare
 
     def body(self, statements: list[ast.stmt]) -> list[ast.stmt]:
         """The statements with the loops among them (at any depth) lowered: the same list where none is."""
@@ -108,47 +142,63 @@ class _Lowering:
         return [new]
 
     def loop(self, node: ast.For | ast.While) -> list[ast.stmt]:
-        """``returned = wp.bool(False)`` (and ``value = T(0)``), the loop with its returns made breaks, then
-        ``if returned: return value``."""
+        """``returned = wp.bool(False)`` (and ``value = T(0)`` per value), the loop with its returns made breaks,
+        then ``if returned: return value`` (or ``return value, value_1, ...``)."""
         flag = self.namer.fresh("returned")
-        value = self.namer.fresh("returned_value") if self.returns is not None else None
-        declared = [_at(ast.Assign([_name(flag, ast.Store())], self.cast_to(_warp_type(self.warp, "bool"),
-                                                                             ast.Constant(False))), node)]  # fmt: skip
-        if value is not None:
-            declared.append(_at(ast.Assign([_name(value, ast.Store())], self.cast(ast.Constant(0))), node))
-        loop = self.breaking(node, flag, value)
-        result = _name(value, ast.Load()) if value is not None else None
+        values = [self.namer.fresh("returned_value") for _ in self.returns.types]
+        declared = [_assign(flag, _cast(_warp_type(self.warp, "bool"), ast.Constant(False)), node)]
+        declared += [
+            _assign(v, _cast(t, ast.Constant(False if _type_name(t) == "bool" else 0)), node)
+            for v, t in zip(values, self.returns.types, strict=True)
+        ]
+        loop = self.breaking(node, flag, values)
+        loaded = [_name(value, ast.Load()) for value in values]
+        result = ast.Tuple(loaded, ast.Load()) if self.returns.is_tuple else loaded[0] if loaded else None
         leave = _at(ast.If(_name(flag, ast.Load()), [_at(ast.Return(result), node)], []), node)
         return [*declared, loop, leave]
 
-    def breaking(self, node: ast.stmt, flag: str, value: str | None) -> ast.stmt | list[ast.stmt]:
+    def breaking(self, node: ast.stmt, flag: str, values: list[str]) -> ast.stmt | list[ast.stmt]:
         """A statement inside a lowered loop: each return a break, each loop it is in followed by a break."""
         if isinstance(node, ast.Return):
-            if (node.value is None) != (value is None):
+            returned = self.returned(node)
+            if returned is None:
                 self.refused = True
                 return node
-            assigned = [_at(ast.Assign([_name(value, ast.Store())], self.cast(node.value)), node)] if value else []
-            raised = _at(ast.Assign([_name(flag, ast.Store())], ast.Constant(True)), node)
-            return [*assigned, raised, _at(ast.Break(), node)]
+            assigned = [
+                _assign(v, _cast(t, e), node) for v, t, e in zip(values, self.returns.types, returned, strict=True)
+            ]
+            return [*assigned, _assign(flag, ast.Constant(True), node), _at(ast.Break(), node)]
         if not isinstance(node, ast.If | ast.For | ast.While) or not _returns(node):
             return node
         new = copy.copy(node)
         for name in ("body", "orelse"):
             block = []
             for statement in getattr(node, name):
-                lowered = self.breaking(statement, flag, value)
+                lowered = self.breaking(statement, flag, values)
                 block += lowered if isinstance(lowered, list) else [lowered]
                 if isinstance(statement, ast.For | ast.While) and _returns(statement):
                     block.append(_at(ast.If(_name(flag, ast.Load()), [_at(ast.Break(), statement)], []), statement))
             setattr(new, name, block)
         return new
 
-    def cast(self, value: ast.expr) -> ast.Call:
-        return self.cast_to(self.returns, value)
+    def returned(self, node: ast.Return) -> list[ast.expr] | None:
+        """The expression of each value the return gives, None where they do not match the annotation: a tuple
+        function's return must be a literal tuple of its arity (a tuple-valued expression has no elements to
+        assign)."""
+        if node.value is None:
+            return [] if not self.returns.types else None
+        if not self.returns.is_tuple:
+            return [node.value] if self.returns.types and not isinstance(node.value, ast.Tuple) else None
+        elements = node.value.elts if isinstance(node.value, ast.Tuple) else None
+        return elements if elements is not None and len(elements) == len(self.returns.types) else None
 
-    @staticmethod
-    def cast_to(type_: ast.expr, value: ast.expr) -> ast.Call:
-        return _at(ast.Call(copy.deepcopy(type_), [value], []), value)
+
+def _assign(name: str, value: ast.expr, where: ast.AST) -> ast.Assign:
+    return _at(ast.Assign([_name(name, ast.Store())], value), where)
+
+
+def _cast(type_: ast.expr, value: ast.expr) -> ast.Call:
+    return _at(ast.Call(copy.deepcopy(type_), [value], []), value)
 
 
 def _returns(node: ast.AST) -> bool:

@@ -310,6 +310,43 @@ def take_until_full(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.
     out[7 + tid] = x[tid] * x[tid]
 
 
+@wp.func
+def pop_item(items: wp.array[wp.int32], head: wp.array[wp.int32]) -> tuple[bool, int]:
+    """A lock-free pop: a compare-and-swap on the head, retried until it wins or the queue is empty. The rewrite
+    makes its returns a flag, a local per element and a break."""
+    while True:
+        current = wp.atomic_add(head, 0, 0)
+        if current >= items.shape[0]:
+            return False, 0
+        if wp.atomic_cas(head, 0, current, current + 1) == current:
+            return True, items[current]
+
+
+@wp.func
+def first_to_mark(marks: wp.array[wp.int32], bucket: int) -> bool:
+    while True:
+        if wp.atomic_add(marks, bucket, 0) != 0:
+            return False
+        if wp.atomic_cas(marks, bucket, 0, 1) == 0:
+            return True
+
+
+@wp.kernel
+def drain_work_queue(
+    x: wp.array[wp.float64],
+    items: wp.array[wp.int32],
+    head: wp.array[wp.int32],
+    marks: wp.array[wp.int32],
+    out: wp.array[wp.float64],
+):
+    tid = wp.tid()
+    found, item = pop_item(items, head)
+    if found:
+        out[item] = x[tid] * wp.float64(item + 1)
+    if first_to_mark(marks, tid % 3):
+        out[5 + tid % 3] = x[tid] * x[tid]
+
+
 # --- helpers: in this file and imported -----------------------------------------------------------------------
 
 

@@ -127,6 +127,7 @@ CASES = {
     "tally_under_a_lock": (N, lambda: [f64(X, True), i32([0]), i32([0]), zeros(N)], [3], [0]),
     "deposit_while_counting_down": (N, lambda: [f64(X, True), i32([7]), zeros(2)], [2], [0]),
     "take_until_full": (N, lambda: [f64(X, True), i32([0]), zeros(7 + N)], [2], [0]),
+    "drain_work_queue": (N, lambda: [f64(X, True), i32([3, 0, 4, 1, 2]), i32([0]), i32([0, 0, 0]), zeros(8)], [4], [0]),
     # exact gradients through float returns: through the operands and the target's initial values
     "per_bucket_sum": (
         N,
@@ -476,6 +477,8 @@ def test_check_on_rewritten_output_reports_only_the_helper_itself(emitted, capsy
     assert [f.split("'")[1] for f in findings] == [
         *["reserve_from_pool"] * 3,
         "deposit_and_count_down",
+        *["pop_item"] * 2,
+        *["first_to_mark"] * 2,
         "write_contact",
     ]
 

@@ -316,7 +316,7 @@ def test_each_block_of_the_pattern_kernels_comes_back(tmp_path, monkeypatch):
     monkeypatch.chdir(TESTS)  # as test_cli runs it: the helpers' file is found beside
     out = tmp_path / "patterns_rewritten.py"
     assert main([str(PATTERNS), "-o", str(out), "-q"]) == 0
-    assert assert_each_block_comes_back(out) == 37
+    assert assert_each_block_comes_back(out) == 38
 
 
 def test_each_block_of_a_file_with_two_kernels_and_a_factory_comes_back(adoption):

@@ -14,6 +14,7 @@ from patterns import (
     compact_generic,
     contacts_per_pair,
     deposit_while_counting_down,
+    drain_work_queue,
     emit_particles,
     fill_from_pool,
     generate_contacts,
@@ -168,6 +169,8 @@ WHILE_CONDITIONS = {
     # a return from a loop, which the rewrite makes a flag and a break: seven slots, then threads return
     take_until_full: lambda: [f64(X, True), i32([0]), zeros(7 + N)],
     take_per_trip: lambda: [f64(X, True), 3, i32([0]), zeros(7 + N)],
+    # from helpers returning (found, item) and a bool: five items for six threads, three buckets marked once
+    drain_work_queue: lambda: [f64(X, True), i32([3, 0, 4, 1, 2]), i32([0]), i32([0, 0, 0]), zeros(8)],
 }
 
 

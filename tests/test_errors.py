@@ -47,6 +47,26 @@ def returns_a_float_from_a_loop(count: wp.array[int], x: wp.array[float], n: int
     out[wp.tid()] = first_claimed(count, x, n)
 
 
+@wp.func
+def hit(i: int) -> tuple[bool, int]:
+    return True, i
+
+
+@wp.func
+def first_hit(count: wp.array[int], n: int) -> tuple[bool, int]:
+    for i in range(n):
+        if wp.atomic_add(count, 0, 1) == i:
+            return hit(i)  # tuple-return
+    return False, 0
+
+
+@wp.kernel
+def returns_a_tuple_valued_call_from_a_loop(count: wp.array[int], x: wp.array[float], out: wp.array[float]):
+    found, i = first_hit(count, 4)
+    if found:
+        out[i] = x[i]
+
+
 @wp.kernel
 def carries_a_float(count: wp.array[int], x: wp.array[float], out: wp.array[float]):
     total = float(0.0)
@@ -116,6 +136,15 @@ def test_float_returned_from_a_loop():
         f"{where('float-return', 'return')}: kernel 'returns_a_float_from_a_loop': a 'return' inside a loop around a "
         "consumed atomic (Warp's backward cannot replay a return from a loop it does not unroll) (in helper "
         "'first_claimed'). Leave the loop with 'break', setting a flag, and return after the loop"
+    )
+
+
+def test_tuple_returned_from_a_loop_as_a_call_rather_than_a_literal_tuple():
+    """Only ``return a, b`` has elements the lowering can assign to a local each."""
+    assert refusal(returns_a_tuple_valued_call_from_a_loop) == (
+        f"{where('tuple-return', 'return')}: kernel 'returns_a_tuple_valued_call_from_a_loop': a 'return' inside a "
+        "loop around a consumed atomic (Warp's backward cannot replay a return from a loop it does not unroll) (in "
+        "helper 'first_hit'). Leave the loop with 'break', setting a flag, and return after the loop"
     )
 
 
