@@ -18,10 +18,11 @@ import ast
 import copy
 from dataclasses import dataclass
 
+from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.syntax import walk
 
-_INT_TYPES = frozenset({"int", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"})
+_SCALAR_TYPES = frozenset(t.__name__ for t in (*dtypes.INT_TYPES, dtypes.BOOL))  # Warp's, as annotations name them
 _PYTHON_TYPES = {"int": "int32", "bool": "bool"}  # Python's int and bool as Warp reads them in an annotation
 
 
@@ -112,7 +113,7 @@ def _scalar_type(annotation: ast.expr, warp: str) -> ast.expr | None:
     name = _type_name(annotation)
     if isinstance(annotation, ast.Name) and name in _PYTHON_TYPES:
         return _warp_type(warp, _PYTHON_TYPES[name])
-    return annotation if name in _INT_TYPES or name == "bool" else None
+    return annotation if name in _SCALAR_TYPES else None
 
 
 class _Lowering:

@@ -260,12 +260,6 @@ class Checker:
         return findings
 
 
-def check_module(module: StaticModule, project: Project) -> list[Finding]:
-    """Every finding of every code in one file, sorted; ``Selection`` and ``noqa`` decide which are shown."""
-    checker = Checker(project)
-    return sorted(checker.kernels(module) + checker.helpers(module), key=sort_key)
-
-
 def sort_key(finding: Finding) -> tuple[int, int, str]:
     return finding.row, finding.column, finding.code
 
