@@ -54,7 +54,7 @@ def test_finite_differences_too_noisy_to_tell_are_not_a_failure():
 def test_most_kernels_are_checked_rather_than_refused(outcomes):
     """Refusals are acceptable, but a slice that is mostly refused would check little. The generator makes some
     shapes that must be refused on purpose (aliased arguments, float reads of what other threads write, atomics of
-    different kinds on one float target): about 10% of long runs, 11.5% of this slice."""
+    different kinds on one float target): about 10% of long runs, 12% of this slice."""
     refused = sum(1 for o in outcomes.values() if o.status == REFUSED)
     assert refused <= COUNT * 3 // 20, f"{refused} of {COUNT} kernels refused"
 

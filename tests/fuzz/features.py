@@ -25,6 +25,7 @@ FEATURES = {
     "continue": r"\bcontinue\b",
     "while probe loop": r"while (True|done\d+ == 0):\n\s+prev\d+ = wp\.atomic_cas",
     "atomic in a while condition": r"while wp\.atomic_cas\(table\d+",
+    "return from a helper's probe loop (int or tuple)": r"-> (int|tuple\[bool, int\]):\n    while True:",
     "helper": r"@wp\.func",
     "helper two calls deep": r"@wp\.func\ndef \w+\([^\n]*\n(    [^\n]*\n)*?    [^\n]*fz_\d+_\d+_h\d+\(",
     "helper returning a slot": r"r\d+ = fz_\d+_\d+_h\d+\(",

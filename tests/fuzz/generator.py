@@ -377,7 +377,8 @@ class _KernelWriter:
         scope.line(f"{key} = keys[tid]" + (f" + {scope.loops[-1][0]}" if scope.loops else ""))
         scope.line(f"{slot} = ({key} * 7) % {size}")
         body = scope.nested(local_loops=scope.local_loops + 1, carry=None)
-        if self.rng.random() < 0.5:
+        variant = self.rng.choice(("flag", "break", "condition", "returned"))
+        if variant == "flag":
             done = self.fresh("done")
             scope.line(f"{done} = int(0)")
             scope.line(f"while {done} == 0:")
@@ -386,18 +387,31 @@ class _KernelWriter:
             body.nested().line(f"{done} = 1")
             body.line("else:")
             body.nested().line(f"{slot} = ({slot} + 1) % {size}")
-        elif self.rng.random() < 0.5:
+        elif variant == "break":
             scope.line("while True:")
             body.line(f"{prev} = wp.atomic_cas({table.name}, {slot}, -1, {key})")
             body.line(f"if {prev} == -1 or {prev} == {key}:")
             body.nested().line("break")
             body.line(f"{slot} = ({slot} + 1) % {size}")
-        else:  # the CAS in the condition (the rewrite moves it into the body), differentiable work in the body
+        elif variant == "condition":  # the CAS in the condition (the rewrite moves it into the body), work in the body
             scope.line(f"while wp.atomic_cas({table.name}, {slot}, -1, {key}) != -1:")
             body.line(f"if {table.name}[{slot}] == {key}:")
             body.nested().line("break")
             body.line(f"y[tid] += xv * {self.constant()}")
             body.line(f"{slot} = ({slot} + 1) % {size}")
+        else:  # a helper returning from inside its probe loop (the rewrite makes that a flag and a break)
+            probe = self.fresh(f"{self.name}_probe")
+            as_tuple = self.rng.random() < 0.5
+            self.helpers.append(
+                f"@wp.func\ndef {probe}(table: {table.annotation()}, key: int, slot: int) -> "
+                + ("tuple[bool, int]" if as_tuple else "int")
+                + ":\n    while True:\n        prev = wp.atomic_cas(table, slot, -1, key)\n"
+                + "        if prev == -1 or prev == key:\n"
+                + ("            return True, slot\n" if as_tuple else "            return slot\n")
+                + f"        slot = (slot + 1) % {size}\n"
+            )
+            found = f"{self.fresh('found')}, " if as_tuple else ""
+            scope.line(f"{found}{slot} = {probe}({table.name}, {key}, {slot})")
         scope.line(f"{values.name}[{slot}] += {self.float_value(scope)}")
 
     def lock_block(self, scope: _Scope) -> None:
