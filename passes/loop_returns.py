@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.naming import Namer
-from warp_rewrite.passes.syntax import walk
+from warp_rewrite.passes.syntax import walk, with_blocks
 
 _SCALAR_TYPES = frozenset(t.__name__ for t in (*dtypes.INT_TYPES, dtypes.BOOL))  # Warp's, as annotations name them
 _PYTHON_TYPES = {"int": "int32", "bool": "bool"}  # Python's int and bool as Warp reads them in an annotation
@@ -134,13 +134,7 @@ class _Lowering:
             return self.loop(node)
         if not isinstance(node, ast.If | ast.For | ast.While):
             return [node]
-        blocks = {name: self.body(getattr(node, name)) for name in ("body", "orelse")}
-        if all(block is getattr(node, name) for name, block in blocks.items()):
-            return [node]
-        new = copy.copy(node)
-        for name, block in blocks.items():
-            setattr(new, name, block)
-        return [new]
+        return [with_blocks(node, {name: self.body(getattr(node, name)) for name in ("body", "orelse")})]
 
     def loop(self, node: ast.For | ast.While) -> list[ast.stmt]:
         """``returned = wp.bool(False)`` (and ``value = T(0)`` per value), the loop with its returns made breaks,

@@ -1,8 +1,10 @@
-"""Faster ``ast.walk`` and parent map for the passes, which read every function involved several times."""
+"""Faster ``ast.walk`` and parent map for the passes, which read every function involved several times, and the
+copy-on-change step of the passes that rebuild statements."""
 
 from __future__ import annotations
 
 import ast
+import copy
 
 # Operators and load/store contexts: the passes read them as attributes (``node.op``, ``node.ctx``), never
 # as nodes of their own, and the parser shares one object per kind between all nodes, so they have no parent.
@@ -43,3 +45,14 @@ def parent_map(nodes: list[ast.AST]) -> dict[ast.AST, ast.AST]:
             elif isinstance(value, ast.AST):
                 parents[value] = parent
     return parents
+
+
+def with_blocks(node: ast.stmt, blocks: dict[str, list[ast.stmt]]) -> ast.stmt:
+    """``node`` with its statement lists (``body``, ``orelse``) replaced by ``blocks``: a copy, or ``node`` itself
+    when each list is the one it has, so that a pass shares every statement it leaves as it was."""
+    if all(block is getattr(node, name) for name, block in blocks.items()):
+        return node
+    new = copy.copy(node)
+    for name, block in blocks.items():
+        setattr(new, name, block)
+    return new

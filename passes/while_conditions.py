@@ -17,7 +17,7 @@ import ast
 import copy
 from collections.abc import Callable
 
-from warp_rewrite.passes.syntax import walk
+from warp_rewrite.passes.syntax import walk, with_blocks
 
 
 def hoist_conditions(function: ast.FunctionDef, hoists: Callable[[ast.Call], bool]) -> ast.FunctionDef | None:
@@ -44,12 +44,9 @@ def _statement(node: ast.stmt, hoists: Callable[[ast.Call], bool]) -> ast.stmt:
         and not node.orelse
         and any(isinstance(call, ast.Call) and hoists(call) for call in walk(node.test))
     )
-    if not moved and all(block is getattr(node, name) for name, block in blocks.items()):
-        return node
-    new = copy.copy(node)
-    for name, block in blocks.items():
-        setattr(new, name, block)
+    new = with_blocks(node, blocks)
     if moved:
+        new = copy.copy(new) if new is node else new
         new.test = ast.copy_location(ast.Constant(True), node.test)
         new.body = [_leave_unless(node.test), *(s for s in new.body if not isinstance(s, ast.Pass))]
     return new
