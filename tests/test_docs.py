@@ -13,14 +13,16 @@ import re
 import runpy
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 import pytest
 import warp as wp
 
 import warp_rewrite
 from warp_rewrite import runtime
-from warp_rewrite.cli import _parser, main
-from warp_rewrite.lint import CODES
+from warp_rewrite.cli import _parser, main, parse_arguments
+from warp_rewrite.lint import CODES, rule_url
 
 REPO = Path(__file__).parents[1]
 README = REPO / "README.md"
@@ -141,6 +143,12 @@ def test_each_pages_example_is_reported_with_its_code(code, tmp_path, capsys):
     assert f": {code} " in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("code", sorted(CODES))
+def test_each_findings_url_opens_its_page(code):
+    url = urlparse(rule_url(code))
+    assert url.scheme == "file" and Path(url2pathname(url.path)).read_text().startswith(f"# {code}: ")
+
+
 def test_the_cli_reference_links_every_codes_page():
     cli = (REPO / "docs" / "cli.md").read_text()
     assert all(f"[`{code}`](rules/{code}.md)" in cli for code in CODES)
@@ -220,6 +228,18 @@ def test_the_cli_reference_lists_every_option_with_its_metavar():
         for spelled in action.option_strings or [action.metavar]:
             expected[spelled] = metavar if takes_value and action.option_strings else None
     assert documented_options() == expected
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if any(b.info == "sh" for b in blocks(p))], ids=relative)
+def test_the_command_lines_shown_are_valid(page):
+    """Every ``wp-rewrite ...`` line of a shell block parses (its files are the page's own examples)."""
+    lines = [
+        line.split("  #")[0].split() for block in blocks(page) if block.info == "sh" for line in block.code.splitlines()
+    ]
+    commands = [words[1:] for words in lines if words and words[0] == "wp-rewrite"]
+    assert commands
+    for command in commands:
+        parse_arguments(command)
 
 
 def test_the_cli_reference_names_every_output_format():
