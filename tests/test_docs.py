@@ -20,7 +20,6 @@ import pytest
 import warp as wp
 
 import warp_rewrite
-from warp_rewrite import runtime
 from warp_rewrite.cli import _parser, main, parse_arguments
 from warp_rewrite.lint import CODES, rule_url
 
@@ -60,15 +59,14 @@ def relative(page: Path) -> str:
 
 
 @pytest.fixture
-def restored_launches():
-    """An example may turn ``rewrite_launches()`` on: the rest of the suite runs with it as it was."""
-    before = runtime.AUTO_REWRITE
+def launches_as_before():
+    """An example may turn ``rewrite_launches()`` on: the rest of the suite runs with it off, as it does."""
     yield
-    runtime.AUTO_REWRITE = before
+    warp_rewrite.rewrite_launches(False)
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if any(b.runs for b in blocks(p))], ids=relative)
-def test_the_python_examples_run(page, tmp_path, restored_launches):
+def test_the_python_examples_run(page, tmp_path, launches_as_before):
     example = tmp_path / f"{page.stem.replace('-', '_')}_example.py"
     example.write_text("\n\n".join(block.code for block in blocks(page) if block.runs))
     runpy.run_path(str(example), run_name=f"docs_{page.stem.replace('-', '_')}")
