@@ -84,6 +84,6 @@ def test_debug_switch_prints_what_each_stage_made_in_order(monkeypatch, capsys):
     monkeypatch.setattr(pipeline, "DEBUG", True)
     rewrite_kernel(LiveFrontend(patterns.compact_positive, set()))
     err = capsys.readouterr().err
-    headers = [f"--- wp-rewrite: kernel 'compact_positive' after stage '{name}' ---" for name, _ in pipeline.STAGES]
+    headers = [f"--- wp-rewrite: kernel 'compact_positive' after stage '{stage.name}' ---" for stage in pipeline.STAGES]
     assert [err.index(header) for header in headers] == sorted(err.index(header) for header in headers)
     assert "wp.atomic_add on 'count' -> slot_records" in err and "def compact_positive_replay(" in err
