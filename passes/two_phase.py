@@ -30,7 +30,7 @@ from warp_rewrite import runtime
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import positional_arguments
 from warp_rewrite.passes.layout import RecordParam
-from warp_rewrite.passes.plan import FunctionPlan, KernelPlan, Loop, Site, needs_forward_twin
+from warp_rewrite.passes.plan_types import FunctionPlan, KernelPlan, Loop, Site, needs_forward_twin
 from warp_rewrite.passes.syntax import walk
 
 RECORD, REPLAY = "record", "replay"

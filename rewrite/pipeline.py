@@ -26,8 +26,10 @@ from warp_rewrite.passes.dtypes import ArrayInfo
 from warp_rewrite.passes.layout import RecordParam, check_replay_twins, record_params, site_gradient_sources
 from warp_rewrite.passes.loop_returns import lower_returns
 from warp_rewrite.passes.naming import Namer
-from warp_rewrite.passes.plan import Frontend as PlanFrontend
-from warp_rewrite.passes.plan import KernelPlan, Planner, Refusal, Unit, array_at, is_int_path
+from warp_rewrite.passes.plan import Planner
+from warp_rewrite.passes.plan_types import Frontend as PlanFrontend
+from warp_rewrite.passes.plan_types import KernelPlan, Unit, array_at, is_int_path
+from warp_rewrite.passes.refusals import Refusal
 from warp_rewrite.passes.syntax import walk
 from warp_rewrite.passes.two_phase import (
     COUNT,
@@ -48,7 +50,7 @@ DEBUG = bool(os.environ.get("WP_REWRITE_DEBUG"))
 
 
 class Frontend(PlanFrontend, Protocol):
-    """What the pipeline needs to know about one kernel: what the passes ask (``passes.plan.Frontend``), plus
+    """What the pipeline needs to know about one kernel: what the passes ask (``passes.plan_types.Frontend``), plus
     how its module names Warp and the runtime, which module-level names are taken, and the kernel's options."""
 
     module: ModuleNames
