@@ -36,8 +36,10 @@ from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.syntax import walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.pipeline import GeneratedKernel, RewriteOptions
+from warp_rewrite.project import Project, Unfollowed
 from warp_rewrite.runtime import RewriteError
-from warp_rewrite.static_module import Imported, Project, StaticModule, Unfollowed
+from warp_rewrite.source_file import Imported
+from warp_rewrite.static_module import StaticModule
 from warp_rewrite.static_types import HelperImport, StaticFrontend, construction_options, construction_problem
 
 BEGIN = (

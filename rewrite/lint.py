@@ -28,7 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from warp_rewrite.passes.syntax import walk
-from warp_rewrite.static_module import ParseError, Project, StaticModule, Unfollowed, Unresolved, position
+from warp_rewrite.project import Project, Unfollowed, Unresolved
+from warp_rewrite.source_file import ParseError, position
+from warp_rewrite.static_module import StaticModule
 
 _WRONG = "gradients through it are wrong in plain Warp"
 CODES = {

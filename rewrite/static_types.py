@@ -21,8 +21,10 @@ from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import WarpNames
 from warp_rewrite.passes.syntax import walk
 from warp_rewrite.passes.two_phase import ModuleNames
+from warp_rewrite.project import Project
 from warp_rewrite.runtime import RewriteError
-from warp_rewrite.static_module import Construction, Imported, Project, StaticModule, module_level
+from warp_rewrite.source_file import Imported, module_level
+from warp_rewrite.static_module import Construction, StaticModule
 
 _ARRAYS = ("array", "array1d", "array2d", "array3d", "array4d", "indexedarray", "fabricarray", "indexedfabricarray")
 

@@ -21,7 +21,8 @@ from warp_rewrite import RewriteError
 from warp_rewrite.emit import _bound_names, _module_names
 from warp_rewrite.live import LiveFrontend
 from warp_rewrite.pipeline import RewriteOptions, rewrite_kernel
-from warp_rewrite.static_module import Project, StaticModule
+from warp_rewrite.project import Project
+from warp_rewrite.static_module import StaticModule
 from warp_rewrite.static_types import StaticFrontend
 
 FUZZED = 60
