@@ -28,8 +28,8 @@ from typing import Any
 import warp as wp
 
 from warp_rewrite import pipeline, runtime
+from warp_rewrite.hazards import HazardFinder, Unknown, launched_kernel
 from warp_rewrite.import_placement import NewImport, Sections, after_imports, placement
-from warp_rewrite.lint import HazardFinder, Unknown, launched_kernel
 from warp_rewrite.live import RUNTIME_NAME
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.naming import Namer
