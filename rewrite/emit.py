@@ -36,6 +36,7 @@ from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.syntax import walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.pipeline import GeneratedKernel, RewriteOptions
+from warp_rewrite.printing import WIDTH
 from warp_rewrite.project import Project, Unfollowed
 from warp_rewrite.runtime import RewriteError
 from warp_rewrite.source_file import Imported
@@ -48,7 +49,6 @@ BEGIN = (
 )
 END = "# ---- wp-rewrite: end of the code generated from kernel '{kernel}' ----\n"
 RUNTIME_FILE = f"{RUNTIME_NAME}.py"
-_WIDTH = 120
 
 
 def _launch_signature() -> tuple[int, frozenset[str] | None]:
@@ -305,7 +305,7 @@ def _literal(value: Any, names: ModuleNames, indent: str, relocate: Callable[[st
     else:
         return json.dumps(value) if isinstance(value, str) else repr(value)  # strings in double quotes
     flat = opening + ", ".join(items) + closing
-    if len(indent) + len(flat) <= _WIDTH - 10 and "\n" not in flat and not located:
+    if len(indent) + len(flat) <= WIDTH - 10 and "\n" not in flat and not located:
         return flat
     return opening + "\n" + "".join(f"{inner}{item},\n" for item in items) + indent + closing.lstrip(",")
 

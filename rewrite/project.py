@@ -5,18 +5,16 @@ refers to: a helper in this file or another, or something the rewrite could not 
 from __future__ import annotations
 
 import ast
-import builtins
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from warp_rewrite.passes.syntax import walk
-from warp_rewrite.scopes import Scope, own_returns, own_statements, scope_binding
+from warp_rewrite.scopes import PYTHON_BUILTINS, Scope, own_returns, own_statements, scope_binding
 from warp_rewrite.source_file import Imported, ParseError, SourceFile, display_path
 from warp_rewrite.static_module import StaticModule
 
 _NOT_FOLLOWED = frozenset({"warp", "numpy", "typing", "math"})
-_BUILTINS = frozenset(dir(builtins))
 
 
 def _class_member(module: StaticModule, cls: ast.ClassDef, attr: str) -> tuple[StaticModule, ast.FunctionDef] | None:
@@ -181,7 +179,7 @@ class Project:
             return None
         in_function = scope_binding(module.tree, name, module.generated) is not bound
         if isinstance(bound, ast.Call):
-            builtin = isinstance(bound.func, ast.Name) and bound.func.id in _BUILTINS
+            builtin = isinstance(bound.func, ast.Name) and bound.func.id in PYTHON_BUILTINS
             if builtin or module.warp.is_warp_expr(bound.func):
                 return None  # a Warp type or constant (wp.types.vector(...), wp.constant(...)), a conversion
             found = self._returned_helper(module, bound, call, module.scopes(bound), depth)

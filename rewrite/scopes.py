@@ -4,6 +4,7 @@ scope (innermost first, then the module) makes of a name, as Python resolves it 
 from __future__ import annotations
 
 import ast
+import builtins
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -12,6 +13,7 @@ from warp_rewrite.passes.syntax import parent_map, walk
 from warp_rewrite.source_file import Imported, SourceModule, imported_names
 
 Scope = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
+PYTHON_BUILTINS = frozenset(dir(builtins))  # what a name no scope binds refers to
 
 
 @dataclass
