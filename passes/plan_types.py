@@ -24,7 +24,7 @@ class Unit(Protocol):
 
 class Frontend(Protocol):
     """What the passes need to know about a kernel beyond its tree, from live Warp objects (the API,
-    ``warp_rewrite.live``) or from source files (the command line, ``warp_rewrite.static_types``)."""
+    ``warp_rewrite.live_frontend``) or from source files (the command line, ``warp_rewrite.static_frontend``)."""
 
     kernel: Unit
     max_unroll: int  # the longest constant range() Warp unrolls in the kernel's module (its option 'max_unroll')

@@ -30,7 +30,7 @@ import warp as wp
 from warp_rewrite import pipeline, runtime
 from warp_rewrite.hazards import HazardFinder, Unknown, launched_kernel
 from warp_rewrite.import_placement import NewImport, Sections, after_imports, placement
-from warp_rewrite.live import RUNTIME_NAME
+from warp_rewrite.live_frontend import RUNTIME_NAME
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.syntax import walk
@@ -40,8 +40,8 @@ from warp_rewrite.printing import WIDTH
 from warp_rewrite.project import Project, Unfollowed
 from warp_rewrite.runtime import RewriteError
 from warp_rewrite.source_file import Imported
+from warp_rewrite.static_frontend import HelperImport, StaticFrontend, construction_options, construction_problem
 from warp_rewrite.static_module import StaticModule
-from warp_rewrite.static_types import HelperImport, StaticFrontend, construction_options, construction_problem
 
 BEGIN = (
     "# ---- wp-rewrite: generated from kernel '{kernel}' above ----\n"
