@@ -29,6 +29,7 @@ from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.plan import Planner
 from warp_rewrite.passes.plan_types import Frontend as PlanFrontend
 from warp_rewrite.passes.plan_types import KernelPlan, Unit, array_at, is_int_path
+from warp_rewrite.passes.read_back import Analysis
 from warp_rewrite.passes.refusals import Refusal
 from warp_rewrite.passes.syntax import walk
 from warp_rewrite.passes.two_phase import (
@@ -188,7 +189,7 @@ class Surveyed(Desugared):
 
     first: KernelPlan
     namer: Namer  # the names the first planning issued
-    analyses: dict[int, Any]  # what it read off each function (passes.plan.Planner), for the second to reuse
+    analyses: dict[int, Analysis]  # what it read off each function, for the second planning to reuse
     exact: frozenset[str]
 
     @property
@@ -201,7 +202,7 @@ def survey(desugared: Desugared) -> Surveyed:
     """A first planning (``passes.plan``), to find the functions involved and the targets whose float returns
     get exact gradients: every target of an atomic but int ones, unless ``detach_returns``."""
     frontend = desugared.frontend
-    analyses: dict[int, Any] = {}
+    analyses: dict[int, Analysis] = {}
     namer = Namer.for_tree(frontend.kernel.tree, frontend.taken)
     first = Planner(frontend, namer, analyses=analyses).plan()
     atomics = {s.target for s in first.sites if s.op != "read"}  # reads get no exact gradients
@@ -262,7 +263,7 @@ class Recorded(Laid):
     record_kernel: str
 
 
-def _phase(laid: Laid, phase: Any, backward: bool) -> list[ast.FunctionDef]:
+def _phase(laid: Laid, phase: str, backward: bool) -> list[ast.FunctionDef]:
     frontend = laid.frontend
     options = {**frontend.placement, **frontend.options, **({} if backward else {"enable_backward": False})}
     return phase_functions(
