@@ -10,7 +10,8 @@ from typing import Any
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import WarpNames
 from warp_rewrite.passes.dataflow import argument_path, gradient_sources, single_assignments
-from warp_rewrite.passes.plan import HelperResolver, KernelPlan, Refusal, Unit, needs_forward_twin, overlap
+from warp_rewrite.passes.plan_types import HelperResolver, KernelPlan, Unit, needs_forward_twin, overlap
+from warp_rewrite.passes.refusals import Refusal
 from warp_rewrite.passes.syntax import walk
 
 

@@ -1,5 +1,5 @@
 """Faster ``ast.walk`` and parent map for the passes, which read every function involved several times, and the
-copy-on-change step of the passes that rebuild statements."""
+copy-on-change step of the passes that rebuild statements, and the name a call calls."""
 
 from __future__ import annotations
 
@@ -56,3 +56,8 @@ def with_blocks(node: ast.stmt, blocks: dict[str, list[ast.stmt]]) -> ast.stmt:
     for name, block in blocks.items():
         setattr(new, name, block)
     return new
+
+
+def called_name(call: ast.Call) -> str | None:
+    """``tile_load`` for ``wp.tile_load(...)`` or a bare ``tile_load(...)``."""
+    return call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)

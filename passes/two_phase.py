@@ -30,8 +30,8 @@ from warp_rewrite import runtime
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import positional_arguments
 from warp_rewrite.passes.layout import RecordParam
-from warp_rewrite.passes.plan import FunctionPlan, KernelPlan, Loop, Site, needs_forward_twin
-from warp_rewrite.passes.syntax import walk
+from warp_rewrite.passes.plan_types import FunctionPlan, KernelPlan, Loop, Site, needs_forward_twin
+from warp_rewrite.passes.syntax import called_name, walk
 
 RECORD, REPLAY = "record", "replay"
 # The record kernel without its writes into arrays nothing in the launch reads back: what a dry run launches to
@@ -440,14 +440,10 @@ def launch_arity(kernel: ast.FunctionDef) -> int:
     statements = list(kernel.body)  # an assignment is a statement: no need to look inside expressions
     for node in statements:
         statements += [*getattr(node, "body", ()), *getattr(node, "orelse", ())]
-        is_tid = isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _called(node.value) == "tid"
+        is_tid = isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and called_name(node.value) == "tid"
         if is_tid and isinstance(node.targets[0], ast.Tuple):
             arity = max(arity, len(node.targets[0].elts))
     return arity
-
-
-def _called(call: ast.Call) -> str | None:
-    return call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
 
 
 def thread_index_prologue(names: KernelNames, warp: str) -> list[ast.stmt]:
@@ -641,7 +637,7 @@ def _outermost_calls(expr: ast.expr) -> list[ast.Call]:
 
 def _constructs(call: ast.Call) -> bool:
     """Does the call only make a value of a type (``int(0)``, ``wp.float64(x)``, ``wp.vec3(...)``)?"""
-    return dtypes.is_type_name(_called(call))
+    return dtypes.is_type_name(called_name(call))
 
 
 def _replay_registration(twin: ast.FunctionDef, replay_name: str, warp: str) -> ast.FunctionDef:

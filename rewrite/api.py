@@ -9,7 +9,7 @@ from collections.abc import Callable
 import warp as wp
 
 from warp_rewrite import pipeline, runtime
-from warp_rewrite.live import LiveFrontend, compile_generated
+from warp_rewrite.live_frontend import LiveFrontend, compile_generated
 from warp_rewrite.pipeline import RewriteOptions
 from warp_rewrite.runtime import KernelPair, RewrittenKernel
 

@@ -54,7 +54,9 @@ from warp_rewrite.lint import (
     suppressed,
     syntax_error,
 )
-from warp_rewrite.static_module import ParseError, Project, SourceFile, StaticModule
+from warp_rewrite.project import Project
+from warp_rewrite.source_file import ParseError, SourceFile
+from warp_rewrite.static_module import StaticModule
 
 OK, FINDINGS, USAGE, BROKEN_PIPE = 0, 1, 2, 141
 FORMATS = ("concise", "json", "github")

@@ -28,17 +28,20 @@ from typing import Any
 import warp as wp
 
 from warp_rewrite import pipeline, runtime
+from warp_rewrite.hazards import HazardFinder, Unknown, launched_kernel
 from warp_rewrite.import_placement import NewImport, Sections, after_imports, placement
-from warp_rewrite.lint import HazardFinder, Unknown, launched_kernel
-from warp_rewrite.live import RUNTIME_NAME
+from warp_rewrite.live_frontend import RUNTIME_NAME
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.syntax import walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.pipeline import GeneratedKernel, RewriteOptions
+from warp_rewrite.printing import WIDTH
+from warp_rewrite.project import Project, Unfollowed
 from warp_rewrite.runtime import RewriteError
-from warp_rewrite.static_module import Imported, Project, StaticModule, Unfollowed
-from warp_rewrite.static_types import HelperImport, StaticFrontend, construction_options, construction_problem
+from warp_rewrite.source_file import Imported
+from warp_rewrite.static_frontend import HelperImport, StaticFrontend, construction_options, construction_problem
+from warp_rewrite.static_module import StaticModule
 
 BEGIN = (
     "# ---- wp-rewrite: generated from kernel '{kernel}' above ----\n"
@@ -46,7 +49,6 @@ BEGIN = (
 )
 END = "# ---- wp-rewrite: end of the code generated from kernel '{kernel}' ----\n"
 RUNTIME_FILE = f"{RUNTIME_NAME}.py"
-_WIDTH = 120
 
 
 def _launch_signature() -> tuple[int, frozenset[str] | None]:
@@ -303,7 +305,7 @@ def _literal(value: Any, names: ModuleNames, indent: str, relocate: Callable[[st
     else:
         return json.dumps(value) if isinstance(value, str) else repr(value)  # strings in double quotes
     flat = opening + ", ".join(items) + closing
-    if len(indent) + len(flat) <= _WIDTH - 10 and "\n" not in flat and not located:
+    if len(indent) + len(flat) <= WIDTH - 10 and "\n" not in flat and not located:
         return flat
     return opening + "\n" + "".join(f"{inner}{item},\n" for item in items) + indent + closing.lstrip(",")
 

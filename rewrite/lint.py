@@ -25,11 +25,13 @@ import importlib.resources
 import io
 import re
 import tokenize
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from warp_rewrite.passes.syntax import walk
-from warp_rewrite.static_module import ParseError, Project, StaticModule, Unfollowed, Unresolved, position
+from warp_rewrite.hazards import HazardFinder, Unknown, launched_kernel
+from warp_rewrite.project import Project, Unfollowed
+from warp_rewrite.source_file import ParseError
+from warp_rewrite.static_module import StaticModule
 
 _WRONG = "gradients through it are wrong in plain Warp"
 CODES = {
@@ -91,105 +93,6 @@ def syntax_error(error: ParseError, path: Path) -> Finding:
         "E999", CODES["E999"].format(message=error.message), error.display, path, error.line, error.column,
         error.line, error.column,
     )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class HelperHazard:
-    """A helper, called from a kernel, that consumes an atomic's return (itself or through other helpers)."""
-
-    call: ast.Call  # the call in the kernel
-    helper: str  # the name the kernel calls
-    consumer: str  # the function that consumes the return
-    where: str  # path:line:col of the consumed atomic
-    op: str
-
-
-@dataclass(frozen=True)
-class Unknown:
-    """A call in a kernel that may reach a helper the check cannot follow (``via``: the helper in between)."""
-
-    call: ast.Call
-    miss: Unfollowed | Unresolved
-    via: str | None
-
-
-@dataclass
-class KernelCalls:
-    """What a kernel's calls reach: consuming helpers, and calls that could not be followed."""
-
-    hazards: list[HelperHazard] = field(default_factory=list)
-    unknown: list[Unknown] = field(default_factory=list)
-    reached: set[int] = field(default_factory=set)  # every helper called, at any depth, by id of its definition
-
-
-@dataclass
-class _Scan:
-    """One helper, scanned once: its first consumed atomic (its own or its callees'), the misses below it and
-    the helpers it reaches (itself included)."""
-
-    consumer: tuple[str, str, str] | None  # (name, where, op)
-    misses: list[Unfollowed | Unresolved]
-    reached: set[int]
-
-
-class HazardFinder:
-    """Follows the calls of kernels into helpers across the project, each helper scanned once."""
-
-    def __init__(self, project: Project):
-        self.project = project
-        self._scans: dict[int, _Scan] = {}
-
-    def kernel_calls(self, module: StaticModule, function: ast.FunctionDef) -> KernelCalls:
-        """Each call in ``function`` of a helper that consumes an atomic's return (at any depth), in source
-        order, and the calls that could not be followed."""
-        result = KernelCalls()
-        for call in sorted((n for n in walk(function) if isinstance(n, ast.Call)), key=position):
-            found = self.project.resolve(module, call)
-            if isinstance(found, Unfollowed | Unresolved):
-                result.unknown.append(Unknown(call, found, None))
-            elif found is not None:
-                scan = self._scan(*found)
-                name = found[1].name
-                result.reached |= scan.reached
-                if scan.consumer is not None:
-                    result.hazards.append(HelperHazard(call, name, *scan.consumer))
-                result.unknown += [Unknown(call, miss, name) for miss in scan.misses]
-        return result
-
-    @staticmethod
-    def _merge(misses: list[Unfollowed | Unresolved], more: list[Unfollowed | Unresolved]) -> None:
-        """Add to ``misses`` those of ``more`` that say something new: a helper that calls the same unknown callee
-        twice (or reaches it along two paths) is one finding for the kernel, not one per call."""
-        seen = {_miss_key(miss) for miss in misses}
-        for miss in more:
-            if _miss_key(miss) not in seen:
-                seen.add(_miss_key(miss))
-                misses.append(miss)
-
-    def _scan(self, owner: StaticModule, helper: ast.FunctionDef) -> _Scan:
-        if id(helper) in self._scans:
-            return self._scans[id(helper)]
-        scan = self._scans[id(helper)] = _Scan(None, [], {id(helper)})  # a recursive call finds nothing more
-        if owner.has_replay(helper):  # Warp's backward calls the hand-written replay instead
-            return scan
-        consumed = owner.consumed(helper)
-        if consumed:
-            scan.consumer = (helper.name, owner.location(consumed[0].node), consumed[0].op)
-        for call in sorted((n for n in walk(helper) if isinstance(n, ast.Call)), key=position):
-            found = self.project.resolve(owner, call)
-            if isinstance(found, Unfollowed | Unresolved):
-                self._merge(scan.misses, [found])
-            elif found is not None:
-                inner = self._scan(*found)
-                scan.consumer = scan.consumer or inner.consumer
-                self._merge(scan.misses, inner.misses)
-                scan.reached |= inner.reached
-        return scan
-
-
-def _miss_key(miss: Unfollowed | Unresolved) -> tuple[str, str]:
-    """What a miss says: the callee and why it cannot be followed (not where it is called)."""
-    return miss.helper, miss.module if isinstance(miss, Unfollowed) else miss.reason
 
 
 def _unknown_fields(unknown: Unknown) -> dict[str, str]:
@@ -288,13 +191,6 @@ def launches_of_rewritten_kernels(module: StaticModule, project: Project) -> lis
             where = f"{owner.display}:{owner.region_of(kernel).first}"
             findings.append(_finding(module, "WR004", call, name=kernel.name, where=where, launch=launch))
     return findings
-
-
-def launched_kernel(call: ast.Call) -> ast.expr | None:
-    """The kernel argument of a ``wp.launch`` call: the first positional one or ``kernel=``."""
-    if call.args and not isinstance(call.args[0], ast.Starred):
-        return call.args[0]
-    return next((k.value for k in call.keywords if k.arg == "kernel"), None)
 
 
 # --- which findings are shown: --select/--ignore and noqa ----------------------------------------------------------

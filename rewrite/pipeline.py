@@ -1,9 +1,9 @@
 """One pipeline for both front ends: a kernel becomes its record and replay kernels, as source text.
 
-``rewrite_kernel(frontend, options)`` runs the stages of ``STAGES`` in order. Each is a function of the
-``Rewrite`` the stages before it filled in, and adds its own part; the passes they call are pure functions of
-the kernel's tree. The API (``warp_rewrite.api``, with ``warp_rewrite.live.LiveFrontend``) compiles the result,
-the command line (``warp_rewrite.emit``, with ``warp_rewrite.static_types.StaticFrontend``) writes it into a
+``rewrite_kernel(frontend, options)`` runs the stages of ``STAGES`` in order. Each makes its output, a frozen
+record, from the one of the stage before, adding its own part; the passes they call are pure functions of the
+kernel's tree. The API (``warp_rewrite.api``, with ``warp_rewrite.live_frontend.LiveFrontend``) compiles the result,
+the command line (``warp_rewrite.emit``, with ``warp_rewrite.static_frontend.StaticFrontend``) writes it into a
 file: the same kernels either way.
 
 Set ``WP_REWRITE_DEBUG=1`` in the environment (or ``warp_rewrite.pipeline.DEBUG = True``) to print what each
@@ -17,8 +17,8 @@ import dataclasses
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
 
 from warp_rewrite.passes.atomics import AtomicCall, WarpNames
 from warp_rewrite.passes.dataflow import exact_chain_links
@@ -26,8 +26,11 @@ from warp_rewrite.passes.dtypes import ArrayInfo
 from warp_rewrite.passes.layout import RecordParam, check_replay_twins, record_params, site_gradient_sources
 from warp_rewrite.passes.loop_returns import lower_returns
 from warp_rewrite.passes.naming import Namer
-from warp_rewrite.passes.plan import Frontend as PlanFrontend
-from warp_rewrite.passes.plan import KernelPlan, Planner, Refusal, Unit, array_at, is_int_path
+from warp_rewrite.passes.plan import Planner
+from warp_rewrite.passes.plan_types import Frontend as PlanFrontend
+from warp_rewrite.passes.plan_types import KernelPlan, Unit, array_at, is_int_path
+from warp_rewrite.passes.read_back import Analysis
+from warp_rewrite.passes.refusals import Refusal
 from warp_rewrite.passes.syntax import walk
 from warp_rewrite.passes.two_phase import (
     COUNT,
@@ -48,7 +51,7 @@ DEBUG = bool(os.environ.get("WP_REWRITE_DEBUG"))
 
 
 class Frontend(PlanFrontend, Protocol):
-    """What the pipeline needs to know about one kernel: what the passes ask (``passes.plan.Frontend``), plus
+    """What the pipeline needs to know about one kernel: what the passes ask (``passes.plan_types.Frontend``), plus
     how its module names Warp and the runtime, which module-level names are taken, and the kernel's options."""
 
     module: ModuleNames
@@ -87,33 +90,21 @@ class GeneratedKernel:
     source_unit: Callable[[Unit], Unit]  # the front end's own unit a unit of ``plan`` was desugared from
 
 
-@dataclass
-class Rewrite:
-    """The state the stages pass on: each fills in its part."""
+@dataclass(frozen=True)
+class Given:
+    """What the caller hands the pipeline."""
 
-    frontend: Frontend  # the caller's, until the stage ``desugar`` replaces it with a DesugaredFrontend
+    frontend: Frontend
     options: RewriteOptions
-    plan: KernelPlan | None = None
-    names: KernelNames | None = None
-    max_records: int | None = None
-    records: dict[str, RecordParam] = field(default_factory=dict)
-    int_paths: frozenset[str] = frozenset()
-    functions: list[ast.FunctionDef] = field(default_factory=list)  # generated so far, in the order printed
-    record_kernel: str = ""
-    replay_kernel: str = ""
-    count_kernel: str = ""
-    source: str = ""
-    spec: KernelSpec | None = None
 
 
 class DesugaredFrontend:
-    """The front end, handing the passes each function desugared: while conditions that call out moved into their
-    loops (``passes.while_conditions``), then returns from loops Warp does not unroll made breaks
-    (``passes.loop_returns``). A function that changes is a copy of the front end's own unit with the new tree,
-    which the front end is asked about as its own unit (``source``)."""
+    """The front end, handing the passes each function desugared by one pass (``desugaring``): a function that
+    changes is a copy of the front end's own unit with the new tree, which the front end is asked about as its own
+    unit (``source``). The kernel is desugared at once, each helper when the passes first reach it."""
 
-    def __init__(self, frontend: Frontend):
-        self.frontend = frontend
+    def __init__(self, frontend: Frontend, desugaring: Callable[[Frontend, Unit], ast.FunctionDef | None]):
+        self.frontend, self.desugaring = frontend, desugaring
         self.module, self.taken = frontend.module, frontend.taken
         self.options, self.placement, self.max_unroll = frontend.options, frontend.placement, frontend.max_unroll
         self._desugared: dict[int, Unit] = {}  # id of a front end's unit -> the unit the passes see
@@ -121,40 +112,38 @@ class DesugaredFrontend:
         self.kernel = self._desugar(frontend.kernel)
 
     def source(self, unit: Unit) -> Unit:
-        """The front end's unit that ``unit`` (one the passes see) was made from."""
+        """The caller's unit that ``unit`` (one the passes see) was made from, through every desugaring."""
+        own = self._sources.get(id(unit), unit)
+        return self.frontend.source(own) if isinstance(self.frontend, DesugaredFrontend) else own
+
+    def _own_source(self, unit: Unit) -> Unit:
         return self._sources.get(id(unit), unit)
 
     def _desugar(self, unit: Unit) -> Unit:
         if id(unit) not in self._desugared:
-            names = self.frontend.warp_names(unit)
-
-            def calls_out(call: ast.Call) -> bool:  # an atomic, or a helper (which may hold atomics)
-                return names.atomic_op(call) is not None or self.frontend.resolve_helper(unit, call) is not None
-
-            hoisted = hoist_conditions(unit.tree, calls_out)
-            tree = lower_returns(hoisted or unit.tree, min(names.modules), self.max_unroll) or hoisted
+            tree = self.desugaring(self.frontend, unit)
             desugared = unit if tree is None else dataclasses.replace(unit, tree=tree)
             self._desugared[id(unit)], self._sources[id(desugared)] = desugared, unit
         return self._desugared[id(unit)]
 
     def warp_names(self, unit: Unit) -> WarpNames:
-        return self.frontend.warp_names(self.source(unit))
+        return self.frontend.warp_names(self._own_source(unit))
 
     def resolve_helper(self, unit: Unit, call: ast.Call) -> Unit | None:
-        helper = self.frontend.resolve_helper(self.source(unit), call)
+        helper = self.frontend.resolve_helper(self._own_source(unit), call)
         return None if helper is None else self._desugar(helper)
 
     def parameter_types(self, unit: Unit) -> dict[str, Any]:
-        return self.frontend.parameter_types(self.source(unit))
+        return self.frontend.parameter_types(self._own_source(unit))
 
     def local_types(self, unit: Unit) -> dict[str, Any]:
-        return self.frontend.local_types(self.source(unit))
+        return self.frontend.local_types(self._own_source(unit))
 
     def return_type(self, unit: Unit) -> Any:
-        return self.frontend.return_type(self.source(unit))
+        return self.frontend.return_type(self._own_source(unit))
 
     def is_builtin(self, unit: Unit, call: ast.Call) -> bool:
-        return self.frontend.is_builtin(self.source(unit), call)
+        return self.frontend.is_builtin(self._own_source(unit), call)
 
     def array(self, path: str) -> ArrayInfo | None:
         return self.frontend.array(path)
@@ -163,33 +152,83 @@ class DesugaredFrontend:
         return self.frontend.closure_variable(name)
 
 
-def desugar(rewrite: Rewrite) -> None:
-    """The kernel and every helper the passes look into, desugared (``DesugaredFrontend``)."""
-    rewrite.frontend = DesugaredFrontend(rewrite.frontend)
+@dataclass(frozen=True)
+class Desugared:
+    """The kernel as the passes see it: desugared by every desugaring stage so far."""
+
+    frontend: DesugaredFrontend
+    options: RewriteOptions
 
 
-def plan(rewrite: Rewrite) -> None:
-    """Which atomics get records, in which loops and helper clones, under which names (``passes.plan``).
+def _hoisted_conditions(frontend: Frontend, unit: Unit) -> ast.FunctionDef | None:
+    names = frontend.warp_names(unit)
 
-    The first planning finds the functions involved and the targets whose float returns get exact gradients (all
-    but int targets, unless ``detach_returns``). A second one, with those targets and with names fresh in every
-    function involved, is needed only when there are exact targets or the first one's names clash with a helper's.
-    """
-    frontend = rewrite.frontend
+    def calls_out(call: ast.Call) -> bool:  # an atomic, or a helper (which may hold atomics)
+        return names.atomic_op(call) is not None or frontend.resolve_helper(unit, call) is not None
+
+    return hoist_conditions(unit.tree, calls_out)
+
+
+def while_conditions(given: Given) -> Desugared:
+    """While conditions that call an atomic or a helper moved into their loops (``passes.while_conditions``)."""
+    return Desugared(DesugaredFrontend(given.frontend, _hoisted_conditions), given.options)
+
+
+def _lowered_returns(frontend: Frontend, unit: Unit) -> ast.FunctionDef | None:
+    return lower_returns(unit.tree, min(frontend.warp_names(unit).modules), frontend.max_unroll)
+
+
+def loop_returns(desugared: Desugared) -> Desugared:
+    """Returns from loops Warp does not unroll made breaks (``passes.loop_returns``)."""
+    return Desugared(DesugaredFrontend(desugared.frontend, _lowered_returns), desugared.options)
+
+
+@dataclass(frozen=True)
+class Surveyed(Desugared):
+    """The first planning: the functions involved, and the targets whose float returns get exact gradients."""
+
+    first: KernelPlan
+    namer: Namer  # the names the first planning issued
+    analyses: dict[int, Analysis]  # what it read off each function, for the second planning to reuse
+    exact: frozenset[str]
+
+    @property
+    def nothing_to_record(self) -> bool:
+        """No atomic's return is consumed (a probe loop's consumed atomics may leave only a loop to record)."""
+        return not self.first.sites and not self.first.loops
+
+
+def survey(desugared: Desugared) -> Surveyed:
+    """A first planning (``passes.plan``), to find the functions involved and the targets whose float returns
+    get exact gradients: every target of an atomic but int ones, unless ``detach_returns``."""
+    frontend = desugared.frontend
+    analyses: dict[int, Analysis] = {}
+    namer = Namer.for_tree(frontend.kernel.tree, frontend.taken)
+    first = Planner(frontend, namer, analyses=analyses).plan()
+    atomics = {s.target for s in first.sites if s.op != "read"}  # reads get no exact gradients
+    exact = frozenset() if desugared.options.detach_returns else atomics
+    exact = frozenset(path for path in exact if not is_int_path(frontend, path, first.narrowed))
+    return Surveyed(frontend, desugared.options, first, namer, analyses, exact)
+
+
+@dataclass(frozen=True)
+class Planned(Desugared):
+    plan: KernelPlan
+    names: KernelNames
+    max_records: int | None  # the room compiled in, where some loop takes it
+
+
+def plan(surveyed: Surveyed) -> Planned:
+    """Which atomics get records, in which loops and helper clones, under which names (``passes.plan``): the
+    survey's plan, or, where there are exact targets or its names clash with a helper's, a second planning with
+    those targets and with names fresh in every function involved."""
+    frontend, result, namer = surveyed.frontend, surveyed.first, surveyed.namer
     kernel = frontend.kernel
-    analyses = {}
-    namer = Namer.for_tree(kernel.tree, frontend.taken)
-    planner = Planner(frontend, namer, analyses=analyses)
-    result = planner.plan()
-    atomics = {s.target for s in result.sites if s.op != "read"}  # reads get no exact gradients
-    exact = frozenset() if rewrite.options.detach_returns else atomics
-    exact = frozenset(path for path in exact if not is_int_path(frontend, path, result.narrowed))
     helpers = [f.unit.tree for f in result.root.walk() if f.unit is not kernel]
-    if exact or (helpers and namer.issued & Namer.for_tree(ast.Module(helpers, [])).taken):
+    if surveyed.exact or (helpers and namer.issued & Namer.for_tree(ast.Module(helpers, [])).taken):
         namer = Namer.for_tree(ast.Module([f.unit.tree for f in result.root.walk()], []), frontend.taken)
-        result = Planner(frontend, namer, exact, analyses).plan()
-    rewrite.plan = result
-    rewrite.names = KernelNames(
+        result = Planner(frontend, namer, surveyed.exact, surveyed.analyses).plan()
+    names = KernelNames(
         thread=namer.fresh("thread"),
         coordinate=namer.fresh("coordinate"),
         launch_shape=namer.fresh("launch_shape"),
@@ -198,93 +237,133 @@ def plan(rewrite: Rewrite) -> None:
         status=namer.fresh("status"),
     )
     room_needed = any(loop.needs_room for loop in result.loops)
-    rewrite.max_records = rewrite.options.max_records if room_needed else None  # nothing to compile it into
+    max_records = surveyed.options.max_records if room_needed else None  # nothing to compile it into
+    return Planned(frontend, surveyed.options, result, names, max_records)
 
 
-def layout(rewrite: Rewrite) -> None:
+@dataclass(frozen=True)
+class Laid(Planned):
+    records: dict[str, RecordParam]
+    int_paths: frozenset[str]  # the targets known before launch to hold ints (no adjoint)
+
+
+def layout(planned: Planned) -> Laid:
     """The record parameters and their dtypes (``passes.layout``), and the refusals that need them."""
-    frontend, plan_ = rewrite.frontend, rewrite.plan
-    rewrite.records = record_params(plan_, lambda path: array_at(frontend, plan_.narrowed, path))
+    frontend, plan_ = planned.frontend, planned.plan
+    records = record_params(plan_, lambda path: array_at(frontend, plan_.narrowed, path))
     paths = {s.target for s in plan_.sites} | {p for f in plan_.root.walk() for p in f.unconsumed.values() if p}
-    rewrite.int_paths = frozenset(path for path in paths if is_int_path(frontend, path, plan_.narrowed))
-    check_replay_twins(plan_, rewrite.records, rewrite.int_paths, frontend.parameter_types)
+    int_paths = frozenset(path for path in paths if is_int_path(frontend, path, plan_.narrowed))
+    check_replay_twins(plan_, records, int_paths, frontend.parameter_types)
+    return _extended(planned, Laid, records=records, int_paths=int_paths)
 
 
-def record_phase(rewrite: Rewrite) -> None:
+@dataclass(frozen=True)
+class Recorded(Laid):
+    functions: tuple[ast.FunctionDef, ...]  # generated so far, in the order printed
+    record_kernel: str
+
+
+def _phase(laid: Laid, phase: str, backward: bool) -> list[ast.FunctionDef]:
+    frontend = laid.frontend
+    options = {**frontend.placement, **frontend.options, **({} if backward else {"enable_backward": False})}
+    return phase_functions(
+        laid.plan, phase, frontend.module, laid.names, laid.records, laid.int_paths, options, laid.max_records
+    )
+
+
+def record_phase(laid: Laid) -> Recorded:
     """The record kernel and its cloned helpers (``passes.two_phase``)."""
-    frontend = rewrite.frontend
-    options = {**frontend.placement, **frontend.options, "enable_backward": False}
-    functions = phase_functions(rewrite.plan, RECORD, frontend.module, rewrite.names, rewrite.records,
-                                rewrite.int_paths, options, rewrite.max_records)  # fmt: skip
-    rewrite.functions = functions
-    rewrite.record_kernel = functions[-1].name
+    functions = _phase(laid, RECORD, backward=False)
+    return _extended(laid, Recorded, functions=tuple(functions), record_kernel=functions[-1].name)
 
 
-def count_phase(rewrite: Rewrite) -> None:
+@dataclass(frozen=True)
+class Counted(Recorded):
+    count_kernel: str  # "" unless a dry run counts trips
+
+
+def count_phase(recorded: Recorded) -> Counted:
     """Where launches count trips in a dry run (a loop of unknown length without ``max_records``): the record
     kernel without its writes into arrays nothing in the launch reads back, so that the dry run needs no copies
     of those (``passes.two_phase.COUNT``)."""
-    counted = any(loop.needs_room for loop in rewrite.plan.loops) and rewrite.max_records is None
+    counted = any(loop.needs_room for loop in recorded.plan.loops) and recorded.max_records is None
     if not counted:
-        return
-    frontend = rewrite.frontend
-    options = {**frontend.placement, **frontend.options, "enable_backward": False}
-    functions = phase_functions(rewrite.plan, COUNT, frontend.module, rewrite.names, rewrite.records,
-                                rewrite.int_paths, options, rewrite.max_records)  # fmt: skip
-    rewrite.functions += functions
-    rewrite.count_kernel = functions[-1].name
+        return _extended(recorded, Counted, count_kernel="")
+    functions = _phase(recorded, COUNT, backward=False)
+    return _extended(
+        recorded, Counted, functions=recorded.functions + tuple(functions), count_kernel=functions[-1].name
+    )
 
 
-def replay_phase(rewrite: Rewrite) -> None:
+@dataclass(frozen=True)
+class Replayed(Counted):
+    replay_kernel: str
+
+
+def replay_phase(counted: Counted) -> Replayed:
     """The replay kernel, its cloned helpers and their ``@wp.func_replay`` twins (``passes.two_phase``)."""
-    frontend = rewrite.frontend
-    functions = phase_functions(rewrite.plan, REPLAY, frontend.module, rewrite.names, rewrite.records,
-                                rewrite.int_paths, {**frontend.placement, **frontend.options},
-                                rewrite.max_records)  # fmt: skip
-    rewrite.functions += functions
-    rewrite.replay_kernel = functions[-1].name
+    functions = _phase(counted, REPLAY, backward=True)
+    return _extended(
+        counted, Replayed, functions=counted.functions + tuple(functions), replay_kernel=functions[-1].name
+    )
 
 
-def keep_closures(rewrite: Rewrite) -> None:
+def keep_closures(replayed: Replayed) -> Replayed:
     """Every closure variable a generated function's annotations name stays one (``Frontend.closure_variable``):
     where leaving statements out took the body's last use of it (a factory's ``dtype``), the body names it again
     (``passes.two_phase.mentioning``)."""
-    closure_variable = rewrite.frontend.closure_variable
-    rewrite.functions = [mentioning(function, closure_variable) for function in rewrite.functions]
+    closure_variable = replayed.frontend.closure_variable
+    functions = tuple(mentioning(function, closure_variable) for function in replayed.functions)
+    return dataclasses.replace(replayed, functions=functions)
 
 
-def print_source(rewrite: Rewrite) -> None:
+@dataclass(frozen=True)
+class Printed(Replayed):
+    source: str  # the generated definitions: each phase's clones and kernel
+
+
+def print_source(replayed: Replayed) -> Printed:
     """The generated source, with the user's own text for every statement the phases left as it was."""
     originals = {}
-    for function in rewrite.plan.root.walk():
-        unit = rewrite.frontend.source(function.unit)  # its statements, not those the stage desugar made
+    for function in replayed.plan.root.walk():
+        unit = replayed.frontend.source(function.unit)  # its statements, not those the desugaring stages made
         originals.update({node: unit.text for node in walk(unit.tree) if isinstance(node, ast.stmt)})
-    rewrite.source = "\n\n\n".join(unparse_wrapped(f, originals) for f in rewrite.functions) + "\n"
+    source = "\n\n\n".join(unparse_wrapped(f, originals) for f in replayed.functions) + "\n"
+    return _extended(replayed, Printed, source=source)
 
 
-def launch_spec(rewrite: Rewrite) -> None:
+@dataclass(frozen=True)
+class Specified(Printed):
+    spec: KernelSpec
+
+
+def launch_spec(printed: Printed) -> Specified:
     """What a launch of the two kernels needs to know about them (``warp_rewrite.runtime.KernelSpec``)."""
-    frontend, plan_ = rewrite.frontend, rewrite.plan
+    frontend, plan_ = printed.frontend, printed.plan
     kernel = frontend.kernel
     params = [a.arg for a in kernel.tree.args.args]
-    sources = site_gradient_sources(kernel, plan_, params, frontend.warp_names(kernel), frontend.resolve_helper,
-                                    rewrite.int_paths)  # fmt: skip
+    sources = site_gradient_sources(
+        kernel, plan_, params, frontend.warp_names(kernel), frontend.resolve_helper, printed.int_paths
+    )
     sites = []
     for s in plan_.sites:
         gradient_sources = sources.get(id(s), frozenset())
         exact = ExactRecords(s.records, s.values, s.order, s.addresses, s.compares or None) if s.exact else None
-        sites.append(SiteSpec(s.target, s.op, s.location, None if gradient_sources is None else
-                              tuple(sorted(gradient_sources)), exact))  # fmt: skip
+        sites.append(
+            SiteSpec(
+                s.target, s.op, s.location, None if gradient_sources is None else tuple(sorted(gradient_sources)), exact
+            )
+        )
     records = []
     for name in plan_.root.record_params():
-        r = rewrite.records[name]
+        r = printed.records[name]
         fixed = r.dtype if r.kind in ("trips", "carried") else None  # the others' follow the target at launch
         records.append(RecordSpec(name, r.kind, r.target, fixed, r.loops, r.requires_grad))
     loops = [
-        LoopSpec(loop.id, loop.location, loop.static_trips, compiled_room(loop, rewrite.max_records), loop.needs_room)
+        LoopSpec(loop.id, loop.location, loop.static_trips, compiled_room(loop, printed.max_records), loop.needs_room)
         for loop in plan_.loops
     ]
-    rewrite.spec = KernelSpec(
+    spec = KernelSpec(
         kernel.name,
         tuple(params),
         kernel.location(kernel.tree),
@@ -293,17 +372,18 @@ def launch_spec(rewrite: Rewrite) -> None:
         tuple(sites),
         tuple(records),
         tuple(loops),
-        len(rewrite.names.coords),
-        exact_rounds(rewrite, params),
+        len(printed.names.coords),
+        exact_rounds(printed, params),
     )
+    return _extended(printed, Specified, spec=spec)
 
 
-def exact_rounds(rewrite: Rewrite, params: list[str]) -> int | None:
+def exact_rounds(planned: Planned, params: list[str]) -> int | None:
     """The adjoint launches of the replay kernel the exact backward makes: one reaching the inputs, plus one per
     link of the longest chain of exact returns feeding exact operands (``passes.dataflow.exact_chain_links``).
     None: found by the backward, on the host (a chain that can feed back into its own target, or runs through a
     helper); 0: no exact returns."""
-    frontend, exact = rewrite.frontend, [s for s in rewrite.plan.sites if s.exact]
+    frontend, exact = planned.frontend, [s for s in planned.plan.sites if s.exact]
     if not exact:
         return 0
     kernel = frontend.kernel
@@ -321,16 +401,67 @@ def exact_rounds(rewrite: Rewrite, params: list[str]) -> int | None:
     return None if links is None else links + 1
 
 
-STAGES: tuple[tuple[str, Callable[[Rewrite], None]], ...] = (
-    ("desugar", desugar),
-    ("plan", plan),
-    ("layout", layout),
-    ("record", record_phase),
-    ("count", count_phase),
-    ("replay", replay_phase),
-    ("closures", keep_closures),
-    ("print", print_source),
-    ("spec", launch_spec),
+_State = TypeVar("_State")
+
+
+def _extended(state: Any, kind: type[_State], **fields: Any) -> _State:
+    """``state`` as the next stage's output ``kind``: its fields, and the new ones."""
+    return kind(**{**{f.name: getattr(state, f.name) for f in dataclasses.fields(state)}, **fields})
+
+
+_Before = TypeVar("_Before")
+_After = TypeVar("_After")
+
+
+@dataclass(frozen=True)
+class Stage(Generic[_Before, _After]):
+    """One step of the pipeline: ``run`` makes its output from the output of the stage before (the first stage's
+    from ``Given``); ``show`` is what ``DEBUG`` prints of it; where ``finished`` holds of its output, the kernel
+    needs no rewrite and the pipeline stops there."""
+
+    name: str
+    run: Callable[[_Before], _After]
+    show: Callable[[_After], list[str]]
+    finished: Callable[[_After], bool] = lambda _: False
+
+    @property
+    def summary(self) -> str:
+        """The first paragraph of ``run``'s docstring, on one line (the design notes' stage list)."""
+        return " ".join((self.run.__doc__ or "").split("\n\n")[0].split())
+
+
+def _kernel_tree(state: Desugared) -> list[str]:
+    return [ast.unparse(state.frontend.kernel.tree)]
+
+
+def _plan_lines(plan_: KernelPlan) -> list[str]:
+    lines = [f"{s.location}: wp.atomic_{s.op} on '{s.target}' -> {s.records}" for s in plan_.sites]
+    return lines + [
+        f"{loop.location}: loop {loop.id}" + (" (skipped by the replay)" if loop.opaque else "") for loop in plan_.loops
+    ]
+
+
+def _record_lines(state: Laid) -> list[str]:
+    return [f"{r.name}: {r.kind} of {getattr(r.dtype, '__name__', 'generic')}" for r in state.records.values()]
+
+
+def _functions(state: Recorded) -> list[str]:
+    return [ast.unparse(f) for f in state.functions]
+
+
+STAGES: tuple[Stage[Any, Any], ...] = (
+    # A stage "fence" (passes/fence.py), refusing every unsupported construct before any transformation, goes here.
+    Stage("while_conditions", while_conditions, _kernel_tree),
+    Stage("loop_returns", loop_returns, _kernel_tree),
+    Stage("survey", survey, lambda state: _plan_lines(state.first), lambda state: state.nothing_to_record),
+    Stage("plan", plan, lambda state: _plan_lines(state.plan)),
+    Stage("layout", layout, _record_lines),
+    Stage("record", record_phase, _functions),
+    Stage("count", count_phase, _functions),
+    Stage("replay", replay_phase, _functions),
+    Stage("closures", keep_closures, _functions),
+    Stage("print", print_source, lambda state: [state.source]),
+    Stage("spec", launch_spec, lambda state: [repr(state.spec)]),
 )
 
 
@@ -339,40 +470,40 @@ def rewrite_kernel(frontend: Frontend, options: RewriteOptions = RewriteOptions(
 
     Raises ``RewriteError`` for what the rewrite cannot handle correctly.
     """
-    rewrite = Rewrite(frontend, options)
-    for name, stage in STAGES:
+    state: Any = Given(frontend, options)
+    for stage in STAGES:
         try:
-            stage(rewrite)
+            state = stage.run(state)
         except Refusal as refusal:
             problem = refusal.problem
-            if refusal.unit is not frontend.kernel and refusal.unit is not rewrite.frontend.kernel:
+            if state.frontend.source(refusal.unit) is not frontend.kernel:
                 problem += f" (in helper '{refusal.unit.name}')"
             raise RewriteError(frontend.kernel.name, refusal.location, problem, refusal.advice) from None
         if DEBUG:
-            _show(name, rewrite)
-        if name == "plan" and not rewrite.plan.sites and not rewrite.plan.loops:
-            return None  # nothing to record (a probe loop's consumed atomics may leave only a loop to record)
-    frontend.taken.update(f.name for f in rewrite.functions)
-    return GeneratedKernel(frontend.kernel.name, rewrite.source, [f.name for f in rewrite.functions],
-                           rewrite.record_kernel, rewrite.replay_kernel, rewrite.count_kernel, rewrite.spec,
-                           rewrite.plan, rewrite.max_records, rewrite.frontend.source)  # fmt: skip
+            print(
+                f"--- wp-rewrite: kernel '{frontend.kernel.name}' after stage '{stage.name}' ---",
+                *stage.show(state),
+                sep="\n",
+                file=sys.stderr,
+            )
+        if stage.finished(state):
+            return None
+    done: Specified = state
+    frontend.taken.update(f.name for f in done.functions)
+    return GeneratedKernel(
+        frontend.kernel.name,
+        done.source,
+        [f.name for f in done.functions],
+        done.record_kernel,
+        done.replay_kernel,
+        done.count_kernel,
+        done.spec,
+        done.plan,
+        done.max_records,
+        done.frontend.source,
+    )
 
 
-def _show(stage: str, rewrite: Rewrite) -> None:
-    """What a stage made, on stderr (``DEBUG``)."""
-    kernel = rewrite.frontend.kernel.name
-    if stage == "desugar":
-        lines = [ast.unparse(rewrite.frontend.kernel.tree)]
-    elif stage == "plan":
-        lines = [f"{s.location}: wp.atomic_{s.op} on '{s.target}' -> {s.records}" for s in rewrite.plan.sites]
-        lines += [f"{loop.location}: loop {loop.id}" + (" (skipped by the replay)" if loop.opaque else "")
-                  for loop in rewrite.plan.loops]  # fmt: skip
-    elif stage == "layout":
-        lines = [f"{r.name}: {r.kind} of {getattr(r.dtype, '__name__', 'generic')}" for r in rewrite.records.values()]
-    elif stage in ("record", "count", "replay", "closures"):
-        lines = [ast.unparse(f) for f in rewrite.functions]
-    elif stage == "print":
-        lines = [rewrite.source]
-    else:
-        lines = [repr(rewrite.spec)]
-    print(f"--- wp-rewrite: kernel '{kernel}' after stage '{stage}' ---", *lines, sep="\n", file=sys.stderr)
+def stage_list() -> str:
+    """The design notes' list of the stages (docs/design.md, between ``<!-- stages -->`` and ``<!-- /stages -->``)."""
+    return "".join(f"{number}. `{stage.name}`: {stage.summary}\n" for number, stage in enumerate(STAGES, 1))

@@ -87,7 +87,7 @@ def _indented(source: str, indent: str) -> str:
     return indent + source.replace("\n", "\n" + indent)
 
 
-_WIDTH = 120  # the longest signature printed on one line
+WIDTH = 120  # the longest line of generated code
 
 
 def unparse_wrapped(function: ast.FunctionDef, originals: dict[ast.stmt, str]) -> str:
@@ -95,7 +95,7 @@ def unparse_wrapped(function: ast.FunctionDef, originals: dict[ast.stmt, str]) -
     text = unparse_keeping_text(function, originals)
     lines = text.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("def "))
-    if len(lines[at]) <= _WIDTH or function.args.vararg or function.args.kwonlyargs or function.args.kwarg:
+    if len(lines[at]) <= WIDTH or function.args.vararg or function.args.kwonlyargs or function.args.kwarg:
         return text
     params = "".join(f"    {ast.unparse(arg)},\n" for arg in function.args.args)
     returns = f" -> {ast.unparse(function.returns)}" if function.returns else ""

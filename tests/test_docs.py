@@ -112,6 +112,13 @@ def test_links_point_at_files_and_headings_that_exist(page):
             assert anchor in anchors(linked), f"{relative(page)} links to {target}: no such heading"
 
 
+@pytest.mark.parametrize("page", PAGES, ids=relative)
+def test_the_repository_files_named_exist(page):
+    """Paths written as code (`rewrite/pipeline.py`) name files of the repository: a rename must update the docs."""
+    named = re.findall(r"`((?:rewrite|passes|tests|bench|examples|docs)/[\w./-]+)`", page.read_text())
+    assert [path for path in named if not (REPO / path).exists()] == []
+
+
 # --- a page per lint code ------------------------------------------------------------------------------------------
 
 SECTIONS = ["What it does", "Why is this a problem?", "Example", "How to fix it"]

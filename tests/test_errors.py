@@ -193,12 +193,12 @@ def test_memory_written_through_an_argument_of_a_generic_type():
 
 
 def test_unreadable_source(monkeypatch):
-    from warp_rewrite import api, live
+    from warp_rewrite import api, live_frontend
 
     def unreadable(_):
         raise OSError("could not get source code")
 
-    monkeypatch.setattr(live.FunctionSource, "of", unreadable)
+    monkeypatch.setattr(live_frontend.FunctionSource, "of", unreadable)
     with pytest.raises(RewriteError, match=r"kernel 'carries_a_float': its source cannot be read \(could not get"):
         api.generate(carries_a_float)
 

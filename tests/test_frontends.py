@@ -1,7 +1,7 @@
 """The API and the command line run one pipeline: for the same kernel they generate the same source.
 
-The API reads a kernel from Warp's objects (``warp_rewrite.live``), the command line from its file without
-importing it (``warp_rewrite.static_types``); everything after that is ``warp_rewrite.pipeline``. Given the same
+The API reads a kernel from Warp's objects (``warp_rewrite.live_frontend``), the command line from its file without
+importing it (``warp_rewrite.static_frontend``); everything after that is ``warp_rewrite.pipeline``. Given the same
 names to avoid, both must print the same record and replay kernels and the same launch spec, for every pattern
 kernel of the suite and for fuzzed kernels: the same but for where the kernels go (a file's generated kernels
 repeat its kernel's ``@wp.kernel(module=..., module_options=...)``; the API puts them into a Warp module of its
@@ -19,10 +19,11 @@ from fuzz.runner import load_batch
 
 from warp_rewrite import RewriteError
 from warp_rewrite.emit import _bound_names, _module_names
-from warp_rewrite.live import LiveFrontend
+from warp_rewrite.live_frontend import LiveFrontend
 from warp_rewrite.pipeline import RewriteOptions, rewrite_kernel
-from warp_rewrite.static_module import Project, StaticModule
-from warp_rewrite.static_types import StaticFrontend
+from warp_rewrite.project import Project
+from warp_rewrite.static_frontend import StaticFrontend
+from warp_rewrite.static_module import StaticModule
 
 FUZZED = 60
 
@@ -84,6 +85,6 @@ def test_debug_switch_prints_what_each_stage_made_in_order(monkeypatch, capsys):
     monkeypatch.setattr(pipeline, "DEBUG", True)
     rewrite_kernel(LiveFrontend(patterns.compact_positive, set()))
     err = capsys.readouterr().err
-    headers = [f"--- wp-rewrite: kernel 'compact_positive' after stage '{name}' ---" for name, _ in pipeline.STAGES]
+    headers = [f"--- wp-rewrite: kernel 'compact_positive' after stage '{stage.name}' ---" for stage in pipeline.STAGES]
     assert [err.index(header) for header in headers] == sorted(err.index(header) for header in headers)
     assert "wp.atomic_add on 'count' -> slot_records" in err and "def compact_positive_replay(" in err

@@ -15,7 +15,9 @@ from warp_rewrite.passes.layout import record_params
 from warp_rewrite.passes.loop_carried import LoopFlow
 from warp_rewrite.passes.loop_returns import lower_returns, unrolled_by_warp
 from warp_rewrite.passes.naming import Namer
-from warp_rewrite.passes.plan import KernelPlan, Planner, Refusal, is_int_path
+from warp_rewrite.passes.plan import Planner
+from warp_rewrite.passes.plan_types import KernelPlan, is_int_path
+from warp_rewrite.passes.refusals import Refusal
 from warp_rewrite.passes.two_phase import (
     COUNT,
     RECORD,
@@ -88,7 +90,7 @@ def parameter_types(unit: Unit) -> dict:
 
 
 class Frontend:
-    """``passes.plan.Frontend`` over test sources: helpers found by name, types from the annotations."""
+    """``passes.plan_types.Frontend`` over test sources: helpers found by name, types from the annotations."""
 
     max_unroll = 16  # Warp's default
 

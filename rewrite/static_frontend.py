@@ -21,8 +21,11 @@ from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import WarpNames
 from warp_rewrite.passes.syntax import walk
 from warp_rewrite.passes.two_phase import ModuleNames
+from warp_rewrite.project import Project
 from warp_rewrite.runtime import RewriteError
-from warp_rewrite.static_module import Construction, Imported, Project, StaticModule, module_level
+from warp_rewrite.scopes import PYTHON_BUILTINS
+from warp_rewrite.source_file import Imported, module_level
+from warp_rewrite.static_module import Construction, StaticModule
 
 _ARRAYS = ("array", "array1d", "array2d", "array3d", "array4d", "indexedarray", "fabricarray", "indexedfabricarray")
 
@@ -357,7 +360,11 @@ class StaticFrontend:
         cloned = {id(call.func) for call in clones}
         imports = []
         for node in walk(helper):
-            if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load) or node.id in local | _BUILTINS:
+            if (
+                not isinstance(node, ast.Name)
+                or not isinstance(node.ctx, ast.Load)
+                or node.id in local | PYTHON_BUILTINS
+            ):
                 continue
             name = node.id
             if id(node) in cloned:
@@ -448,6 +455,3 @@ class HelperImport:
     after: ast.stmt
     source: str  # the file as the module's import spells it: ".hashtable"
     name: str
-
-
-_BUILTINS = frozenset(dir(builtins))

@@ -23,7 +23,7 @@ from warp_rewrite import runtime
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import ATOMIC_OPS, WarpNames
 from warp_rewrite.passes.naming import Namer
-from warp_rewrite.passes.plan import Refusal
+from warp_rewrite.passes.refusals import Refusal
 from warp_rewrite.passes.syntax import walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.runtime import RewriteError

@@ -1,0 +1,221 @@
+"""What the planner (``passes.plan``) makes of one kernel, and what it asks about the kernel: the plan the phases
+(``passes.two_phase``, ``passes.layout``) read, built whole and frozen, and the front end's protocol."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from warp_rewrite.passes import dtypes
+from warp_rewrite.passes.atomics import WarpNames
+
+
+class Unit(Protocol):
+    """A kernel's or helper's parsed source, as a front end reads it."""
+
+    name: str
+    text: str  # the source ``tree`` was parsed from: its node positions refer to this text
+    tree: ast.FunctionDef  # read, never changed, by the passes
+
+    def location(self, node: ast.AST) -> str: ...
+
+
+class Frontend(Protocol):
+    """What the passes need to know about a kernel beyond its tree, from live Warp objects (the API,
+    ``warp_rewrite.live_frontend``) or from source files (the command line, ``warp_rewrite.static_frontend``)."""
+
+    kernel: Unit
+    max_unroll: int  # the longest constant range() Warp unrolls in the kernel's module (its option 'max_unroll')
+
+    def warp_names(self, unit: Unit) -> WarpNames:
+        """How the function's module spells Warp and its atomics."""
+
+    def resolve_helper(self, unit: Unit, call: ast.Call) -> Unit | None:
+        """The ``@wp.func`` a call in ``unit`` refers to; None for anything else. Raises ``Refusal`` for a
+        helper whose source cannot be read."""
+
+    def parameter_types(self, unit: Unit) -> dict[str, Any]:
+        """The Warp type of each parameter of the function, where known (``passes.dtypes.normalized``)."""
+
+    def local_types(self, unit: Unit) -> dict[str, Any]:
+        """The Warp type of each local of the function, where the front end knows it (else the passes infer ints)."""
+
+    def return_type(self, unit: Unit) -> Any:
+        """The function's declared return type, where known."""
+
+    def is_builtin(self, unit: Unit, call: ast.Call) -> bool:
+        """Is the callee one whose effect on memory is known: a Warp builtin (atomics aside), a Python builtin,
+        a struct or vector constructor? (A ``@wp.func`` is a helper instead: ``resolve_helper``.)"""
+
+    def array(self, path: str) -> dtypes.ArrayInfo | None:
+        """What is known of the array argument (or struct field of one) at ``path``; None if it is no array."""
+
+
+HelperResolver = Callable[[Unit, ast.Call], "Unit | None"]
+
+
+def overlap(path: str, other: str) -> bool:
+    """Do two argument paths name the same memory, or one a struct holding the other (``s`` and ``s.count``)?"""
+    return path == other or path.startswith(other + ".") or other.startswith(path + ".")
+
+
+def array_at(frontend: Frontend, narrowed: dict[str, Any], path: str) -> dtypes.ArrayInfo | None:
+    """What is known of the array at argument ``path``: from the argument's type or, where that is generic (``Any``,
+    ``wp.array(dtype=Any)``), from ``narrowed``: the types helpers declare for memory under generic arguments, by
+    path (``passes.read_back.MemoryAccesses._narrowed_types``)."""
+    array = frontend.array(path)
+    if array is not None and array.dtype is not None:
+        return array
+    parts = path.split(".")
+    for end in range(len(parts), 0, -1):  # the longest path a helper declares: the struct, or the field itself
+        declared = narrowed.get(".".join(parts[:end]))
+        if declared is not None:
+            for name in parts[end:]:
+                declared = dtypes.field_type(declared, name)
+            return dtypes.array_info(declared) or array
+    return array
+
+
+def is_int_path(frontend: Frontend, path: str, narrowed: dict[str, Any] | None = None) -> bool:
+    """Is the array at argument ``path`` known, before launch, to hold integers (no adjoint)?"""
+    array = array_at(frontend, narrowed or {}, path)
+    return array is not None and dtypes.is_int(array.dtype)
+
+
+@dataclass(frozen=True)
+class Carried:
+    """An int a loop changes and later code reads, kept in records for the replay (``Loop.carried``)."""
+
+    local: str
+    records: str
+    dtype: Any  # passes.dtypes.INT or BOOL
+
+
+@dataclass(frozen=True)
+class Loop:
+    """A loop with a consumed atomic somewhere inside (possibly in a called helper)."""
+
+    node: ast.For | ast.While
+    id: int  # index into the launch's trip arrays
+    static_trips: int | None  # trip count when it is a constant range(), else None
+    location: str
+    coordinate: str  # local holding this loop's coordinate
+    counter: str = ""  # while loops: the trip counter of the record kernel / iteration of the replay
+    bounds: tuple[str, str, str] = ("", "", "")  # dynamic for loops: hoisted start, stop, step
+    trips_records: str = ""  # while loops and loops that break: records of each execution's trip count
+    outer_loops: tuple[int, ...] = ()  # ids of the loops around this one
+    jumps: bool = False  # the body has its own break or continue
+    opaque: bool = False  # nothing differentiable inside: the replay skips it (see passes.plan.Planner._opaque_loops)
+    active: str = ""  # replay: flag lowering break/continue, which Warp's reverse pass mishandles
+    # Ints a loop changes: read by later iterations (kept at each iteration's start) or after the loop (kept at
+    # its exit). Warp's backward replays loop bodies with loop-carried locals at their final values, so the replay
+    # kernel restores them from these records.
+    carried_in: tuple[Carried, ...] = ()
+    carried: tuple[Carried, ...] = ()
+
+    @property
+    def needs_room(self) -> bool:
+        """Of unknown length and replayed: it may run more often than its records have room for, so its trips are
+        counted (records inside it are stored with ``record_if_room``, and each launch checks the counts)."""
+        return self.static_trips is None and not self.opaque
+
+
+@dataclass(frozen=True)
+class Site:
+    """A recorded value: an atomic whose value is consumed, any atomic on a target with exact float returns, or
+    a plain read of an array the launch writes (``op`` "read", see ``passes.memory``)."""
+
+    # the atomic call (for ``arr[i] += v``, an equivalent ``wp.atomic_add(arr, i, v)`` at the statement's place),
+    # or the read ``arr[i]``
+    node: ast.Call | ast.Subscript
+    op: str
+    records: str  # the returned values
+    target: str  # kernel argument path of the target array, e.g. "count" or "w.count"
+    loops: tuple[int, ...]  # ids of the loops around it, outermost first, across helper calls
+    location: str
+    in_helper: bool
+    indices: int  # number of index arguments (1 to 4)
+    consumed: bool = True
+    statement: ast.AugAssign | None = None  # the augmented assignment this site stands for
+    # Exact float returns (see the runtime's exact_add): the operands, each operation's place in the order of
+    # operations on its address, the flat address, and (cas) the compare operands.
+    values: str = ""
+    order: str = ""
+    addresses: str = ""
+    compares: str = ""
+    shadow: str = ""  # the target's shadow (values and tickets), shared by every exact site on the target
+
+    @property
+    def exact(self) -> bool:
+        return bool(self.values)
+
+    def record_names(self) -> list[str]:
+        return [n for n in (self.records, self.values, self.order, self.addresses, self.compares) if n]
+
+
+@dataclass(frozen=True)
+class Clone:
+    """A helper specialized for one call path."""
+
+    call: ast.Call
+    plan: FunctionPlan
+
+
+@dataclass(frozen=True)
+class FunctionPlan:
+    unit: Unit
+    name: str  # generated base name (the phase is appended)
+    parents: dict[ast.AST, ast.AST] = field(default_factory=dict, repr=False)  # of the unit's tree's nodes
+    paths: dict[str, str | None] = field(default_factory=dict)  # the kernel path each parameter names
+    sites: list[Site] = field(default_factory=list)
+    loops: dict[ast.AST, Loop] = field(default_factory=dict)
+    clones: dict[ast.Call, Clone] = field(default_factory=dict)
+    # atomics whose value is discarded (bare calls, ``arr[i] += v``): statement -> target's argument path
+    unconsumed: dict[ast.stmt, str | None] = field(default_factory=dict)
+    # plain stores into argument arrays (``out[slot] = v``): statement -> the array's argument path
+    stores: dict[ast.stmt, str] = field(default_factory=dict)
+
+    def walk(self) -> Iterator[FunctionPlan]:
+        yield self
+        for clone in self.clones.values():
+            yield from clone.plan.walk()
+
+    def record_params(self) -> list[str]:
+        """Record arrays this function and its clones use, in a stable order."""
+        names = []
+        shadows = []
+        for plan in self.walk():
+            for site in plan.sites:
+                names += site.record_names()
+                if site.shadow and site.shadow not in shadows:
+                    shadows.append(site.shadow)
+            for loop in plan.loops.values():
+                names += [loop.trips_records] if loop.trips_records else []
+                names += [carried.records for carried in loop.carried_in + loop.carried]
+        return names + shadows
+
+
+@dataclass(frozen=True)
+class KernelPlan:
+    root: FunctionPlan
+    loops: list[Loop]
+    sites: list[Site]
+    written: frozenset[str] = frozenset()  # argument paths of the arrays the launch writes
+    # those of them a dry run needs copies of: the launch reads them back (the count phase writes only these)
+    copied: frozenset[str] = frozenset()
+    narrowed: dict[str, Any] = field(default_factory=dict)  # types of memory under generic arguments (array_at)
+
+
+def needs_forward_twin(plan: FunctionPlan, int_paths: frozenset[str]) -> bool:
+    """Does a cloned helper's replay variant still write memory (an atomic or a store, kept for its adjoint)?
+
+    Warp's backward runs a helper's forward again, side effects included, unless it has a ``@wp.func_replay``:
+    the twin, which writes nothing.
+    """
+    if any(site.target not in int_paths and not site.exact and site.op != "read" for site in plan.sites):
+        return True
+    if any(path not in int_paths for path in [*plan.unconsumed.values(), *plan.stores.values()]):
+        return True
+    return any(needs_forward_twin(clone.plan, int_paths) for clone in plan.clones.values())

@@ -1,0 +1,345 @@
+"""What a launch reads and writes: which argument arrays it writes, which of those it may read back (what the replay
+must read from records, and what a dry run must copy), the types helpers declare for memory under generic
+arguments, and what the planner reads off each function's tree (``Analysis``)."""
+
+from __future__ import annotations
+
+import ast
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from warp_rewrite.passes import dtypes, memory
+from warp_rewrite.passes.atomics import AtomicCall, find_atomic_calls, find_augmented_writes
+from warp_rewrite.passes.dataflow import argument_path, is_view, single_assignments
+from warp_rewrite.passes.int_types import IntLocals
+from warp_rewrite.passes.loop_carried import LoopFlow
+from warp_rewrite.passes.plan_types import Frontend, FunctionPlan, Unit, array_at, is_int_path
+from warp_rewrite.passes.refusals import Refusal
+from warp_rewrite.passes.syntax import called_name, parent_map, walk
+
+
+class Analysis:
+    """What the planner reads off one function's tree, computed once per rewrite and only when asked for.
+
+    Most helpers a kernel calls are only asked whether they consume an atomic's return (``atomics``, ``calls``).
+    """
+
+    def __init__(self, unit: Unit, frontend: Frontend):
+        self.unit, self.frontend, self.tree = unit, frontend, unit.tree
+        self.names = frontend.warp_names(unit)
+        self.parameter_types = frontend.parameter_types(unit)
+
+    @functools.cached_property
+    def nodes(self) -> list[ast.AST]:
+        return walk(self.tree)
+
+    @functools.cached_property
+    def parents(self) -> dict[ast.AST, ast.AST]:
+        return parent_map(self.nodes)
+
+    @functools.cached_property
+    def calls(self) -> list[ast.Call]:
+        return [node for node in self.nodes if isinstance(node, ast.Call)]
+
+    @functools.cached_property
+    def aliases(self) -> dict[str, ast.expr]:
+        return single_assignments(self.tree, self.nodes)
+
+    @functools.cached_property
+    def atomics(self) -> list[AtomicCall]:
+        return find_atomic_calls(self.tree, self.names, self.nodes)
+
+    @functools.cached_property
+    def writes(self) -> list[ast.AugAssign]:
+        return find_augmented_writes(self.tree, self.nodes)
+
+    @functools.cached_property
+    def kinds(self) -> dict[str, str]:
+        local_types = self.frontend.local_types(self.unit)
+        helpers = ((call, self.frontend.resolve_helper(self.unit, call)) for call in self.calls)
+        call_types = {call: self.frontend.return_type(helper) for call, helper in helpers if helper is not None}
+        return IntLocals(self.tree, self.parameter_types, self.nodes, local_types, call_types).locals
+
+    @functools.cached_property
+    def flow(self) -> LoopFlow:
+        return LoopFlow(self.tree, self._holds_a_value)
+
+    def _holds_a_value(self, name: str) -> bool:
+        """Does ``name`` hold a value (a vector, matrix or struct the function makes or reads), which a store into a
+        component changes, rather than memory (an array, a view of one), which such a store writes? Where the
+        types do not tell, memory."""
+        params = [a.arg for a in self.tree.args.args]
+        if name in params:
+            return dtypes.is_value_type(self.parameter_types.get(name))
+        local = ast.Name(name, ast.Load())
+        path = argument_path(local, params, self.aliases)
+        if path is None:
+            return True  # made in the function
+        root, *fields = path.split(".")
+        annotation = self.parameter_types.get(root)
+        for field_name in fields:
+            annotation = dtypes.field_type(annotation, field_name)
+        if dtypes.is_array(annotation):
+            return memory.depth(local, self.aliases) >= annotation.ndim  # an element read, or a view
+        return dtypes.is_value_type(annotation)
+
+
+class MemoryAccesses:
+    """The reads and writes of one kernel's launch, through every helper it calls (the planner builds on them).
+
+    ``analyses``: what an earlier planner of the same kernel read off its functions, to be read again rather than
+    recomputed.
+    """
+
+    def __init__(self, frontend: Frontend, analyses: dict[int, Analysis] | None = None):
+        self.frontend = frontend
+        self.kernel = frontend.kernel
+        self.params = [a.arg for a in self.kernel.tree.args.args]
+        self.resolve_helper = frontend.resolve_helper
+        self._analyses = {} if analyses is None else analyses
+        self.written: frozenset[str] = frozenset()  # argument paths of the arrays the launch writes
+        self._read_back: set[str | None] = set()  # see _written_paths
+        self._writers: dict[str | None, set[int | None]] = {}
+        self._reading: dict[tuple, bool] = {}
+        self.narrowed: dict[str, Any] = {}  # see _narrowed_types
+
+    def array(self, path: str) -> dtypes.ArrayInfo | None:
+        return array_at(self.frontend, self.narrowed, path)
+
+    def is_int_path(self, path: str) -> bool:
+        return is_int_path(self.frontend, path, self.narrowed)
+
+    def analysis(self, unit: Unit) -> Analysis:
+        if id(unit.tree) not in self._analyses:
+            self._analyses[id(unit.tree)] = Analysis(unit, self.frontend)
+        return self._analyses[id(unit.tree)]
+
+    def _path_of(self, unit: Unit, paths: dict[str, str | None]) -> Callable[[ast.expr], str | None]:
+        """The kernel argument path an expression of ``unit`` names (an array, a view of one, a struct field)."""
+        params, aliases = [a.arg for a in unit.tree.args.args], self.analysis(unit).aliases
+        return lambda expr: self._kernel_path(argument_path(expr, params, aliases), paths)
+
+    def _ndim(self, unit: Unit, expr: ast.expr, path: str | None) -> int | None:
+        """The number of dimensions of the array ``expr`` indexes (``path`` in the kernel), as the function sees it:
+        a helper's array parameter may be a view of the kernel's array, so its own annotation counts first."""
+        facts = self.analysis(unit)
+        local = argument_path(expr, [a.arg for a in unit.tree.args.args], facts.aliases)
+        declared = facts.parameter_types.get(local) if local is not None else None
+        if dtypes.is_array(declared):
+            return declared.ndim
+        array = self.array(path) if path is not None else None
+        return (array.ndim or 1) if array is not None else None
+
+    def _names_memory(self, unit: Unit, expr: ast.expr, path: str | None) -> bool:
+        """Does ``expr`` (naming ``path``) stand for memory: an array or a view of one, or a struct that may hold
+        arrays, rather than an element's value?"""
+        if path is None:
+            return False
+        ndim = self._ndim(unit, expr, path)
+        if ndim is not None:
+            return memory.depth(expr, self.analysis(unit).aliases) < ndim
+        root_type = self.frontend.parameter_types(self.kernel).get(path.partition(".")[0])
+        return not dtypes.is_value_type(root_type)
+
+    def _is_element_read(self, unit: Unit, node: ast.Subscript, path: str | None) -> bool:
+        """Does the load ``node`` read an element of the argument array at ``path`` (not a view, not a component
+        of a value already read)?"""
+        if path is None or self.array(path) is None:
+            return False
+        aliases = self.analysis(unit).aliases
+        return memory.depth(node, aliases) >= self._ndim(unit, node, path) > memory.depth(node.value, aliases)
+
+    def _bind(self, unit: Unit, call: ast.Call, helper: Unit, path_of: Callable) -> dict[str, str | None]:
+        """The kernel path each of the helper's parameters names at this call: the memory it is handed (arrays,
+        views, structs), None for values."""
+        paths = {}
+        for param, arg in bound_arguments(call, helper).items():
+            path = path_of(arg)
+            paths[param] = path if self._names_memory(unit, arg, path) else None
+        return paths
+
+    def _narrowed_types(self) -> dict[str, Any]:
+        """The types helpers declare for memory under the kernel's generic arguments, by kernel path: a struct the
+        kernel takes as ``Any`` and hands whole to a helper taking a ``ContactWriterData`` is one (Warp compiles the
+        call for no other type). Paths helpers declare different types for stay unknown."""
+        params = self.frontend.parameter_types(self.kernel)
+        generic = {name for name in self.params if dtypes.is_generic(params.get(name))}
+        if not generic:
+            return {}
+        declared: dict[str, list[Any]] = {}
+        seen, pending = set(), [(self.kernel, {p: p for p in self.params}, frozenset())]
+        while pending:
+            unit, paths, views = pending.pop()
+            key = (id(unit.tree), tuple(sorted(paths.items(), key=repr)), views)
+            if key in seen:
+                continue
+            seen.add(key)
+            facts = self.analysis(unit)
+            path_of = self._path_of(unit, paths)
+            for call in facts.calls:
+                helper = self.resolve_helper(unit, call) if facts.names.atomic_op(call) is None else None
+                if helper is None:
+                    continue
+                bound = self._bind(unit, call, helper, path_of)
+                arguments = bound_arguments(call, helper)
+                handed_views = frozenset(p for p, arg in arguments.items() if is_view(arg, facts.aliases, views))
+                types = self.frontend.parameter_types(helper)
+                for param, path in bound.items():
+                    typed = types.get(param)
+                    if path is None or path.partition(".")[0] not in generic or param in handed_views:
+                        continue  # a view's type is not its array's
+                    if typed is not None and not dtypes.is_generic(typed):
+                        declared.setdefault(path, []).append(typed)
+                pending.append((helper, bound, handed_views))
+        return {path: types[0] for path, types in declared.items() if all(dtypes.same_type(t, types[0]) for t in types)}
+
+    def _written_paths(self) -> frozenset[str]:
+        """Argument paths of the arrays this launch writes: with atomics, stores and augmented assignments, in the
+        kernel and in every helper it calls (through the paths each call binds), and any array handed to a Warp
+        builtin that might write it. A call the planner cannot see into, handed memory, is refused.
+
+        Also notes (``self._read_back``) the arrays the launch may read back, with a consumed atomic, an element read
+        or a builtin, and (``self._writers``) which functions write each array: what a dry run must copy.
+
+        Refuses a write into memory under an argument of a generic type that no helper declares (``_untyped``)."""
+        written, seen, untyped, consumed = set(), set(), {}, set()
+        pending = [(self.kernel, {p: p for p in self.params})]
+        while pending:
+            unit, paths = pending.pop()
+            key = (id(unit.tree), tuple(sorted(paths.items(), key=repr)))
+            if key in seen:
+                continue
+            seen.add(key)
+            facts = self.analysis(unit)
+            path_of = self._path_of(unit, paths)
+            writes = [(call.node, path_of(call.target)) for call in facts.atomics]
+            writes += [(node, path_of(array)) for node in facts.nodes for array in memory.stored_arrays(node)]
+            for node, path in writes:
+                self._writers.setdefault(path, set()).add(id(unit.tree))
+                if self._untyped(path):
+                    untyped.setdefault(path, (unit, node))
+            written.update(path for _, path in writes)
+            consumed.update(path_of(call.target) for call in facts.atomics if call.consumed)
+            self._read_back.update(consumed)
+            for node in memory.loads(facts.nodes, facts.parents, facts.names):
+                if self._is_element_read(unit, node, path := path_of(node)):
+                    self._read_back.add(path)
+            for call in facts.calls:
+                if facts.names.atomic_op(call) is not None:
+                    continue
+                helper = self.resolve_helper(unit, call)
+                arguments = [*call.args, *(keyword.value for keyword in call.keywords)]
+                handed = [path_of(a) for a in arguments if self._names_memory(unit, a, path_of(a))]
+                if helper is not None:
+                    pending.append((helper, self._bind(unit, call, helper, path_of)))
+                elif not handed:
+                    continue
+                elif not self.frontend.is_builtin(unit, call):
+                    path = handed[0]
+                    raise Refusal(
+                        unit,
+                        call,
+                        f"'{ast.unparse(call.func)}' is handed '{path}' but the rewrite cannot see what it does with "
+                        "it (it might write it, or read what this launch wrote)",
+                        "Call a @wp.func the rewrite can read (defined in a .py file), or pass it values, not arrays",
+                    )
+                else:
+                    self._read_back.update(handed)
+                    if called_name(call) not in memory.READ_ONLY_BUILTINS:
+                        written.update(handed)  # it might write them
+                        for path in handed:
+                            self._writers.setdefault(path, set()).add(None)  # by no function of the plan
+        # The targets of consumed atomics are sites: their records follow the type at launch, and plain accesses of
+        # them are refused where their returns may be floats (passes.plan.Planner._check_exact_accesses).
+        for path, (unit, node) in untyped.items():
+            if path not in consumed:
+                root = path.partition(".")[0]
+                raise Refusal(
+                    unit,
+                    node,
+                    f"this writes '{path}', memory of '{root}', whose type is generic: the rewrite cannot tell which "
+                    "arrays it holds, so it cannot record what the launch reads back from them",
+                    f"Annotate '{root}' with its type, or hand '{root}' whole to a @wp.func that declares it",
+                )
+        return frozenset(path for path in written if path is not None and self.array(path) is not None)
+
+    def _untyped(self, path: str | None) -> bool:
+        """Is ``path`` memory under an argument of a generic type (``Any``) whose arrays the planner cannot tell?"""
+        if path is None or self.array(path) is not None:
+            return False
+        return dtypes.is_generic(self.frontend.parameter_types(self.kernel).get(path.partition(".")[0]))
+
+    def _copied(self, root: FunctionPlan) -> frozenset[str]:
+        """The written arrays a dry run needs copies of: read back by the launch, or written by a function the
+        plan does not clone (whose writes the count phase cannot leave out)."""
+        cloned = {id(function.unit.tree) for function in root.walk()}
+        return frozenset(
+            path for path in self.written if path in self._read_back or not self._writers.get(path, set()) <= cloned
+        )
+
+    def _reads(self, unit: Unit, path_of: Callable[[ast.expr], str | None]) -> list[tuple[ast.Subscript, str]]:
+        """The function's reads of elements of arrays the launch writes, with their paths."""
+        facts = self.analysis(unit)
+        found = []
+        for node in memory.loads(facts.nodes, facts.parents, facts.names):
+            path = path_of(node)
+            if path in self.written and self._is_element_read(unit, node, path):
+                found.append((node, path))
+        return found
+
+    def _reads_written(self, unit: Unit, paths: dict[str, str | None], seen: set[tuple]) -> bool:
+        """Does the function read an element of an array the launch writes, itself or in a helper it calls?"""
+        key = (id(unit.tree), tuple(sorted(paths.items(), key=repr)))
+        if key in self._reading:
+            return self._reading[key]
+        if key in seen:
+            return False
+        seen.add(key)
+        path_of = self._path_of(unit, paths)
+        callees = ((call, self.resolve_helper(unit, call)) for call in self.analysis(unit).calls)
+        reads = bool(self._reads(unit, path_of)) or any(
+            self._reads_written(helper, self._bind(unit, call, helper, path_of), seen)
+            for call, helper in callees
+            if helper is not None
+        )
+        self._reading[key] = reads
+        return reads
+
+    def _check_builtin_reads(self, unit: Unit, path_of: Callable[[ast.expr], str | None]) -> None:
+        """Refuse a Warp builtin handed an array the launch writes: it would read it in the replay, after the
+        forward changed it (an element read with ``arr[i]`` is recorded instead)."""
+        facts = self.analysis(unit)
+        for call in facts.calls:
+            if facts.names.atomic_op(call) is not None or called_name(call) == "len":
+                continue
+            if self.resolve_helper(unit, call) is not None or not self.frontend.is_builtin(unit, call):
+                continue
+            for arg in [*call.args, *(keyword.value for keyword in call.keywords)]:
+                path = path_of(arg)
+                if path in self.written and self._names_memory(unit, arg, path):
+                    raise Refusal(
+                        unit,
+                        call,
+                        f"'{ast.unparse(call.func)}' reads '{path}', which this launch also writes: the replay would "
+                        "read it after the forward changed it",
+                        f"Read the elements you need with {path}[i] (those reads are recorded), or pass an array "
+                        "this launch does not write",
+                    )
+
+    @staticmethod
+    def _kernel_path(local: str | None, paths: dict[str, str | None]) -> str | None:
+        if local is None:
+            return None
+        root, _, rest = local.partition(".")
+        mapped = paths.get(root)
+        if mapped is None:
+            return None
+        return f"{mapped}.{rest}" if rest else mapped
+
+
+def bound_arguments(call: ast.Call, helper: Unit) -> dict[str, ast.expr]:
+    """The argument expression each of the helper's parameters gets at this call."""
+    bound = dict(zip([a.arg for a in helper.tree.args.args], call.args, strict=False))
+    bound.update({k.arg: k.value for k in call.keywords if k.arg})
+    return bound

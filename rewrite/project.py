@@ -1,0 +1,303 @@
+"""The files of the user's project that the command line follows helpers into, and what a call inside a kernel
+refers to: a helper in this file or another, or something the rewrite could not follow (``Unfollowed``,
+``Unresolved``)."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from warp_rewrite.passes.syntax import walk
+from warp_rewrite.scopes import PYTHON_BUILTINS, Scope, own_returns, own_statements, scope_binding
+from warp_rewrite.source_file import Imported, ParseError, SourceFile, display_path
+from warp_rewrite.static_module import StaticModule
+
+_NOT_FOLLOWED = frozenset({"warp", "numpy", "typing", "math"})
+
+
+def _class_member(module: StaticModule, cls: ast.ClassDef, attr: str) -> tuple[StaticModule, ast.FunctionDef] | None:
+    """The ``@wp.func`` method ``attr`` of a class (Newton's vector types: ``YieldParamVec.from_values(...)``)."""
+    for node in cls.body:
+        if isinstance(node, ast.FunctionDef) and node.name == attr and module.warp.decorated(node, "func"):
+            return module, node
+    return None
+
+
+@dataclass(frozen=True)
+class Unfollowed:
+    """A helper a kernel calls that could not be found: it may hide an atomic's consumed return."""
+
+    call: ast.Call
+    helper: str
+    module: str
+
+
+@dataclass(frozen=True)
+class Unresolved:
+    """A call whose callee is only known when the code runs (a factory's parameter, ``wp.static(expr)``): it
+    may hide an atomic's consumed return."""
+
+    call: ast.Call
+    helper: str  # the callee as written
+    reason: str  # what it is, for messages: "a parameter of 'make_kernel'"
+
+
+Resolved = tuple["StaticModule", ast.FunctionDef] | Unfollowed | Unresolved | None
+
+
+def _looks_like_a_type(name: str) -> bool:
+    """``dtype``, ``vec_type``, ``scalar_t``, ``Struct``: names that by convention hold types."""
+    return name[0].isupper() or name.endswith(("type", "_t"))
+
+
+def _used_as_type(scope: ast.AST, name: str) -> bool:
+    """True if ``name`` looks like a type or appears as one in ``scope``: in an annotation (also a string one), as
+    a ``dtype=`` argument or a subscript. Its calls are then conversions (``dtype(0.0)``), not helpers."""
+    if _looks_like_a_type(name):
+        return True
+    for node in walk(scope):
+        annotations = []
+        if isinstance(node, ast.arg) and node.annotation is not None:
+            annotations.append(node.annotation)
+        elif isinstance(node, ast.FunctionDef) and node.returns is not None:
+            annotations.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            annotations.append(node.annotation)
+        elif isinstance(node, ast.keyword) and node.arg == "dtype":
+            annotations.append(node.value)
+        elif isinstance(node, ast.Subscript):
+            annotations.append(node.slice)
+        for annotation in annotations:
+            if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+                try:
+                    annotation = ast.parse(annotation.value, mode="eval")
+                except SyntaxError:
+                    continue
+            if any(isinstance(n, ast.Name) and n.id == name for n in walk(annotation)):
+                return True
+    return False
+
+
+@dataclass
+class Project:
+    """The files of the user's project that helpers are followed into, each parsed once."""
+
+    modules: dict[Path, StaticModule | None] = field(default_factory=dict)
+    _files: dict[tuple[Path, int, str], Path | None] = field(default_factory=dict)
+
+    def load(self, path: Path) -> StaticModule | None:
+        path = path.resolve()
+        if path not in self.modules:
+            try:
+                source = SourceFile.read(path)
+                self.modules[path] = StaticModule.parse(path, display_path(path), source.text, source.encoding)
+            except (OSError, UnicodeDecodeError, SyntaxError, ParseError):
+                self.modules[path] = None
+        return self.modules[path]
+
+    def module_file(self, origin: StaticModule, level: int, dotted: str) -> Path | None:
+        """The file a (possibly relative) import of ``origin`` refers to, searched without importing.
+
+        An absolute import is looked up from the file's folder up through every folder above it (the first
+        that has the import's top-level package or module wins), then from the working directory: the roots
+        Python would have on its path when the project runs, wherever ``wp-rewrite`` runs from.
+        """
+        key = (origin.path, level, dotted)
+        if key not in self._files:
+            self._files[key] = self._find_module_file(origin.path.resolve(), level, dotted)
+        return self._files[key]
+
+    @staticmethod
+    def _find_module_file(origin: Path, level: int, dotted: str) -> Path | None:
+        parts = [p for p in dotted.split(".") if p]
+        if level == 0 and (not parts or parts[0] in _NOT_FOLLOWED or parts[0] in sys.stdlib_module_names):
+            return None
+        if level:
+            roots = [origin.parents[level - 1]] if level <= len(origin.parents) else []
+        else:
+            roots = [*origin.parents, Path.cwd()]
+        for root in roots:
+            base = root.joinpath(*parts)
+            for candidate in (base.with_suffix(".py") if parts else None, base / "__init__.py"):
+                if candidate is not None and candidate.is_file():
+                    return candidate
+        return None
+
+    def resolve(self, module: StaticModule, call: ast.Call, depth: int = 0) -> Resolved:
+        """The ``@wp.func`` a call (in ``module``'s tree) refers to; ``Unfollowed`` if it is imported from a file
+        not found, ``Unresolved`` if only running the code would tell; None for anything else (Warp's builtins,
+        structs, constructors)."""
+        func = call.func
+        if isinstance(func, ast.Call) and module.warp.is_warp(func.func, "static") and len(func.args) == 1:
+            return self._callable(module, func.args[0], call, module.scopes(call), depth, static=True)
+        return self._callable(module, func, call, module.scopes(call), depth, static=False)
+
+    def _callable(
+        self, module: StaticModule, expr: ast.expr, call: ast.Call, scopes: list[Scope], depth: int, static: bool
+    ) -> Resolved:
+        """What ``expr``, called in ``scopes``, refers to (``static``: inside ``wp.static(...)``)."""
+        if depth > 20 or module.warp.is_warp_expr(expr):
+            return None
+        if isinstance(expr, ast.Name):
+            return self._name(module, expr.id, call, scopes[1:], depth)  # scopes[0]: the kernel or helper itself
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+            bound = module.binding(expr.value.id, scopes[1:])
+            if isinstance(bound, Imported):  # ``helpers.bump(...)`` after ``import pkg.helpers as helpers``
+                return self._in_module(module, bound, expr.attr, call, depth)
+            if isinstance(bound, ast.ClassDef):
+                return _class_member(module, bound, expr.attr)
+            if bound is not None and not isinstance(bound, ast.ClassDef) and static:
+                return Unresolved(call, ast.unparse(expr), f"an attribute of '{expr.value.id}', known only at run time")
+            return None
+        if isinstance(expr, ast.Call) and static:
+            found = self._returned_helper(module, expr, call, scopes, depth)
+            return found or Unresolved(call, ast.unparse(expr), "a helper returned by a call, known only at run time")
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Call) and static:
+            found = self._returned_attribute(module, expr.value, expr.attr, call, scopes, depth)
+            return found or Unresolved(call, ast.unparse(expr), "an attribute of a value returned by a call, known "
+                                       "only at run time")  # fmt: skip
+        if static:
+            return Unresolved(call, ast.unparse(expr), "an expression evaluated when Warp builds the kernel")
+        return None
+
+    def _name(self, module: StaticModule, name: str, call: ast.Call, scopes: list[Scope], depth: int) -> Resolved:
+        bound = module.binding(name, scopes)
+        if isinstance(bound, Imported):
+            return self._imported(module, bound, name, call, depth)
+        if isinstance(bound, ast.FunctionDef):
+            return (module, bound) if module.warp.decorated(bound, "func") else None
+        if isinstance(bound, ast.arg):
+            owner = next(s for s in scopes if not isinstance(s, ast.ClassDef) and bound in walk(s.args))
+            if _used_as_type(owner, name):
+                return None
+            return Unresolved(call, name, f"a parameter of '{owner.name}', known only when it is called")
+        if isinstance(bound, ast.Name):  # an alias: ``writer = write_contact``
+            return self._name(module, bound.id, call, module.scopes(bound), depth + 1)
+        if bound is None or isinstance(bound, ast.ClassDef | ast.Constant) or module.warp.is_warp_expr(bound):
+            return None
+        in_function = scope_binding(module.tree, name, module.generated) is not bound
+        if isinstance(bound, ast.Call):
+            builtin = isinstance(bound.func, ast.Name) and bound.func.id in PYTHON_BUILTINS
+            if builtin or module.warp.is_warp_expr(bound.func):
+                return None  # a Warp type or constant (wp.types.vector(...), wp.constant(...)), a conversion
+            found = self._returned_helper(module, bound, call, module.scopes(bound), depth)
+            if found is not None or not in_function:
+                return found
+            return Unresolved(call, name, f"the result of {ast.unparse(bound.func)}(...), known only at run time")
+        if isinstance(bound, ast.Attribute) and isinstance(bound.value, ast.Call):  # ``solve = make(...).core``
+            found = self._returned_attribute(module, bound.value, bound.attr, call, module.scopes(bound), depth)
+            if found is not None:
+                return found
+        return Unresolved(call, name, "a value known only at run time") if in_function else None
+
+    def _returned_helper(
+        self, module: StaticModule, expr: ast.Call, call: ast.Call, scopes: list[Scope], depth: int
+    ) -> tuple[StaticModule, ast.FunctionDef] | None:
+        """The helper a function call returns, where that function (a helper factory) is in the project and each
+        of its ``return`` statements names the same ``@wp.func``."""
+        factory = self._function(module, expr.func, scopes)
+        if factory is None:
+            return None
+        owner, definition = factory
+        returned = [
+            self._name(owner, node.value.id, call, [definition, *owner.scopes(definition)], depth + 1)
+            if isinstance(node.value, ast.Name) else None
+            for node in own_returns(definition)
+        ]  # fmt: skip
+        helpers = {id(found[1]): found for found in returned if isinstance(found, tuple)}
+        return next(iter(helpers.values())) if returned and len(helpers) == 1 and len(returned) == sum(
+            isinstance(found, tuple) for found in returned) else None  # fmt: skip
+
+    def _returned_attribute(
+        self, module: StaticModule, expr: ast.Call, attr: str, call: ast.Call, scopes: list[Scope], depth: int
+    ) -> tuple[StaticModule, ast.FunctionDef] | None:
+        """The helper ``factory(...).attr`` names, where the factory (in the project) sets that attribute on what
+        it returns: ``solve.core = solve_core; return solve``."""
+        factory = self._function(module, expr.func, scopes)
+        if factory is None:
+            return None
+        owner, definition = factory
+        returned = {node.value.id for node in own_returns(definition) if isinstance(node.value, ast.Name)}
+        for node in own_statements(definition):
+            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)):
+                continue
+            for target in node.targets:
+                if (isinstance(target, ast.Attribute) and target.attr == attr and isinstance(target.value, ast.Name)
+                        and target.value.id in returned):  # fmt: skip
+                    found = self._name(owner, node.value.id, call, [definition, *owner.scopes(definition)], depth + 1)
+                    return found if isinstance(found, tuple) else None
+        return None
+
+    def _function(self, module: StaticModule, expr: ast.expr, scopes: list[Scope]):
+        """The plain function (module, definition) ``expr`` names, following imports; None if not found."""
+        if isinstance(expr, ast.Name):
+            bound = module.binding(expr.id, scopes)
+            if isinstance(bound, Imported) and bound.name is not None:
+                path = self.module_file(module, bound.level, bound.module)
+                target = self.load(path) if path is not None else None
+                found = target.binding(bound.name, []) if target is not None else None
+                return (target, found) if isinstance(found, ast.FunctionDef) else None
+            return (module, bound) if isinstance(bound, ast.FunctionDef) else None
+        return None
+
+    def kernel_named(
+        self, module: StaticModule, expr: ast.expr, scopes: list[Scope], depth: int = 0
+    ) -> tuple[StaticModule, ast.FunctionDef] | None:
+        """The kernel ``expr`` names (``k``, ``sim.k``) where ``scopes`` surround it, in this file or one it
+        imports; None if it names none the project defines."""
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+            bound = module.binding(expr.value.id, scopes)
+            if not isinstance(bound, Imported):
+                return None
+            path = self.module_file(module, bound.level, ".".join(p for p in (bound.module, bound.name) if p))
+            target = self.load(path) if path is not None else None
+            return self.kernel_named(target, ast.Name(expr.attr), [], depth + 1) if target else None
+        if not isinstance(expr, ast.Name) or depth > 20:
+            return None
+        bound = module.binding(expr.id, scopes)
+        if isinstance(bound, Imported) and bound.name is not None:
+            path = self.module_file(module, bound.level, bound.module)
+            target = self.load(path) if path is not None else None
+            return self.kernel_named(target, ast.Name(bound.name), [], depth + 1) if target else None
+        if isinstance(bound, ast.FunctionDef) and module.is_kernel(bound):
+            return module, bound
+        return None
+
+    def _imported(self, module: StaticModule, source: Imported, name: str, call: ast.Call, depth: int) -> Resolved:
+        if source.name is None or (source.level == 0 and _is_standard(source.module)):
+            return None
+        path = self.module_file(module, source.level, source.module)
+        if path is None:  # ``from . import helpers``: a module, not a name in one
+            if self.module_file(module, source.level, f"{source.module}.{source.name}") is not None:
+                return None
+            return Unfollowed(call, name, "." * source.level + source.module)
+        target = self.load(path)
+        return self._name(target, source.name, call, [], depth + 1) if target else None
+
+    def _in_module(self, module: StaticModule, source: Imported, attr: str, call: ast.Call, depth: int) -> Resolved:
+        dotted = ".".join(p for p in (source.module, source.name) if p)
+        if depth > 20 or (source.level == 0 and _is_standard(dotted)):
+            return None
+        path = self.module_file(module, source.level, dotted)
+        if path is None and source.name is not None:  # ``from pkg.mod import SomeVector``: a name, not a module
+            owner = self.module_file(module, source.level, source.module)
+            target = self.load(owner) if owner is not None else None
+            found = target.binding(source.name, []) if target is not None else None
+            if isinstance(found, ast.ClassDef):
+                return _class_member(target, found, attr)
+            if isinstance(found, Imported):
+                return self._in_module(target, found, attr, call, depth + 1)
+            if found is not None:
+                return None  # another object of that module: its attributes are not followed, as in this file
+        if path is None:
+            return Unfollowed(call, attr, "." * source.level + dotted)
+        target = self.load(path)
+        return self._name(target, attr, call, [], depth + 1) if target else None
+
+
+def _is_standard(dotted: str) -> bool:
+    """Modules whose functions are never user helpers (Warp's own, numpy, the standard library)."""
+    top = dotted.split(".")[0]
+    return top in _NOT_FOLLOWED or top in sys.stdlib_module_names

@@ -1,0 +1,130 @@
+"""What a name in a file refers to where it is used: the functions and classes around a node, and the binding each
+scope (innermost first, then the module) makes of a name, as Python resolves it when the code runs."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cached_property
+
+from warp_rewrite.passes.syntax import parent_map, walk
+from warp_rewrite.source_file import Imported, SourceModule, imported_names
+
+Scope = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
+PYTHON_BUILTINS = frozenset(dir(builtins))  # what a name no scope binds refers to
+
+
+@dataclass
+class ScopedModule(SourceModule):
+    """A file whose names can be looked up by scope."""
+
+    @cached_property
+    def _parents(self) -> dict[ast.AST, ast.AST]:
+        return parent_map(self.nodes)
+
+    def scopes(self, node: ast.AST) -> list[Scope]:
+        """The functions and classes around ``node``, innermost first (``node`` itself not included)."""
+        found, current = [], self._parents.get(node)
+        while current is not None:
+            if isinstance(current, Scope):
+                found.append(current)
+            current = self._parents.get(current)
+        return found
+
+    @cached_property
+    def postponed_annotations(self) -> bool:
+        """True under ``from __future__ import annotations``: the file's annotations are strings, evaluated later."""
+        return any(
+            isinstance(node, ast.ImportFrom) and node.module == "__future__" and alias.name == "annotations"
+            for node in self.tree.body
+            for alias in getattr(node, "names", [])
+        )
+
+    def bound_around(self, name: str, node: ast.AST) -> bool:
+        """True if a function around ``node`` binds ``name``: code there sees it as a closure variable."""
+        functions = [scope for scope in self.scopes(node) if not isinstance(scope, ast.ClassDef)]
+        return any(scope_binding(scope, name, self.generated) is not None for scope in functions)
+
+    def binding(self, name: str, scopes: list[Scope]) -> ast.AST | Imported | None:
+        """What ``name`` is bound to where ``scopes`` (innermost first) surround the code: a definition, an
+        ``Imported``, an ``ast.arg`` (a parameter), the value assigned to it, or None if nothing in the file binds
+        it. The last binding of a scope wins: Warp reads closures and globals when it builds the kernel, after
+        the function ran."""
+        found = self._lookup(name, scopes)
+        return found[1] if found is not None else None
+
+    def binding_scope(self, name: str, scopes: list[Scope]) -> Scope | ast.Module | None:
+        """The function (or the module) whose binding of ``name`` ``binding`` finds."""
+        found = self._lookup(name, scopes)
+        return found[0] if found is not None else None
+
+    def _lookup(self, name: str, scopes: list[Scope]) -> tuple[Scope | ast.Module, ast.AST | Imported] | None:
+        for scope in [s for s in scopes if not isinstance(s, ast.ClassDef)] + [self.tree]:
+            found = scope_binding(scope, name, self.generated)
+            if found is not None:
+                return scope, found
+        return None
+
+
+def scope_binding(scope: ast.AST, name: str, generated: Callable[[ast.AST], bool]) -> ast.AST | Imported | None:
+    """The last binding of ``name`` directly in ``scope`` (not inside the functions it defines), not counting the
+    statements of ``generated`` blocks."""
+    found = None
+    if not isinstance(scope, ast.Module):
+        arguments = scope.args
+        for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]:
+            if arg is not None and arg.arg == name:
+                found = arg
+    pending = list(scope.body) if isinstance(scope.body, list) else []
+    while pending:
+        node = pending.pop(0)
+        if generated(node):
+            continue
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found = node if node.name == name else found
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found = next((source for local, source in imported_names(node) if local == name), found)
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            found = node.value
+        elif isinstance(node, ast.AnnAssign) and _stores(node.target, name):
+            found = node.value if node.value is not None else node
+        elif any(_stores(target, name) for target in _targets(node)):
+            found = node
+        if isinstance(node, ast.stmt) and not isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            pending.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
+            for handler in getattr(node, "handlers", []):
+                pending.extend(handler.body)
+    return found
+
+
+def _targets(node: ast.AST) -> list[ast.expr]:
+    """What a statement other than an assignment binds: a loop's target, ``with ... as``, ``x += 1``."""
+    if isinstance(node, ast.For | ast.AsyncFor | ast.AugAssign):
+        return [node.target]
+    if isinstance(node, ast.With | ast.AsyncWith):
+        return [item.optional_vars for item in node.items if item.optional_vars is not None]
+    return []
+
+
+def _stores(target: ast.expr, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in walk(target))
+
+
+def own_statements(function: ast.FunctionDef) -> Iterator[ast.stmt]:
+    """The statements of ``function`` itself, at any depth, not those of the functions and classes it defines."""
+    pending = list(function.body)
+    while pending:
+        node = pending.pop()
+        yield node
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            pending.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
+            for handler in getattr(node, "handlers", []):
+                pending.extend(handler.body)
+
+
+def own_returns(function: ast.FunctionDef) -> Iterator[ast.Return]:
+    """The ``return`` statements of ``function`` itself, not of the functions it defines."""
+    return (node for node in own_statements(function) if isinstance(node, ast.Return))

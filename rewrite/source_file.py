@@ -1,0 +1,222 @@
+"""A Python file as the command line reads it: its text and encoding, its tree, the names it binds to Warp (from its
+import statements) and the blocks an earlier ``wp-rewrite`` run generated in it. Parsed, never imported or run."""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from warp_rewrite.passes.atomics import ATOMIC_OPS, WarpNames
+from warp_rewrite.passes.syntax import walk
+
+_BEGIN_RE = re.compile(r"^[ \t]*# ---- wp-rewrite: generated from kernel '(\w+)'")
+_END_RE = re.compile(r"^[ \t]*# ---- wp-rewrite: end of the code generated from kernel '(\w+)'")
+
+
+class ParseError(Exception):
+    """A file that is not valid Python. ``str()`` is ``path:line:col: E999 SyntaxError: message``."""
+
+    def __init__(self, display: str, line: int, column: int, message: str):
+        super().__init__(f"{display}:{line}:{column}: E999 SyntaxError: {message}")
+        self.display, self.line, self.column, self.message = display, line, column, message
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file's text and the encoding it is written in (PEP 263: a coding cookie, else UTF-8)."""
+
+    text: str
+    encoding: str
+
+    @classmethod
+    def read(cls, path: Path) -> SourceFile:
+        """Raises ``OSError``, ``UnicodeDecodeError`` and ``SyntaxError`` (an unknown coding cookie)."""
+        raw = path.read_bytes()
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+        return cls(raw.decode(encoding), encoding)  # bytes.decode keeps the line endings as they are
+
+    def encode(self, text: str) -> bytes:
+        """``text`` in this file's encoding (``utf-8-sig`` puts the byte order mark back)."""
+        return text.encode(self.encoding)
+
+
+@dataclass(frozen=True)
+class Imported:
+    """What ``import``/``from ... import`` bound a local name to: a module, or a name in a module."""
+
+    level: int  # leading dots of a relative import
+    module: str  # dotted module path (may be empty for ``from . import x``)
+    name: str | None  # the imported name; None when the local name is the module itself
+
+
+@dataclass(frozen=True)
+class WarpImports:
+    """How a module spells Warp and ``typing.Any``, read from its import statements."""
+
+    modules: frozenset[str]  # names bound to the warp module: {"wp"}
+    members: dict[str, str]  # local name -> warp attribute, from ``from warp import atomic_add as add``
+    any_name: str | None  # how the module can write typing.Any ("Any", "typing.Any"), if at all
+
+    def names(self) -> WarpNames:
+        ops = {f"atomic_{op}": op for op in ATOMIC_OPS}
+        bare = tuple((local, ops[attr]) for local, attr in self.members.items() if attr in ops)
+        return WarpNames(self.modules or frozenset({"wp"}), bare)
+
+    def is_warp(self, expr: ast.expr, attr: str) -> bool:
+        """True for ``wp.<attr>`` (any alias) and for a bare name imported as ``from warp import <attr>``."""
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+            return expr.value.id in self.modules and expr.attr == attr
+        return isinstance(expr, ast.Name) and self.members.get(expr.id) == attr
+
+    def is_warp_expr(self, expr: ast.expr) -> bool:
+        """True for anything reached from the warp module (``wp.types.vector``), which is never a user helper."""
+        while isinstance(expr, ast.Attribute):
+            expr = expr.value
+        return isinstance(expr, ast.Name) and (expr.id in self.modules or expr.id in self.members)
+
+    def decorated(self, node: ast.AST, attr: str) -> bool:
+        """True for a function or class decorated ``@wp.<attr>`` or ``@wp.<attr>(...)``."""
+        return self.decorator(node, attr) is not None
+
+    def decorator(self, node: ast.AST, attr: str) -> ast.expr | None:
+        if not isinstance(node, ast.FunctionDef | ast.ClassDef):
+            return None
+        return next((d for d in node.decorator_list if self.is_warp(d.func if isinstance(d, ast.Call) else d, attr)),
+                    None)  # fmt: skip
+
+
+def module_level(tree: ast.Module) -> Iterator[ast.stmt]:
+    """Statements run at import time: the module body and the bodies of its top-level if/try blocks."""
+    pending = list(tree.body)
+    while pending:
+        node = pending.pop(0)
+        yield node
+        if isinstance(node, ast.If | ast.Try):
+            pending.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
+            for handler in getattr(node, "handlers", []):
+                pending.extend(handler.body)
+
+
+def imported_names(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, Imported]]:
+    """(local name, what it is bound to) for each name an import statement binds."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            local = alias.asname or alias.name.split(".")[0]
+            yield local, Imported(0, alias.name if alias.asname else local, None)
+    else:
+        for alias in node.names:
+            yield alias.asname or alias.name, Imported(node.level, node.module or "", alias.name)
+
+
+def read_imports(tree: ast.Module) -> tuple[WarpImports, dict[str, Imported]]:
+    """The module's Warp names, and every other name its imports bind (for following helpers)."""
+    modules, members, any_name, imported = set(), {}, None, {}
+    for node in module_level(tree):
+        if not isinstance(node, ast.Import | ast.ImportFrom):
+            continue
+        for local, source in imported_names(node):
+            if source.module == "warp" and source.level == 0 and source.name is None:
+                modules.add(local)
+            elif source.module == "warp" and source.level == 0:
+                members[local] = source.name
+            elif source.module == "typing" and source.name in (None, "Any") and any_name is None:
+                any_name = f"{local}.Any" if source.name is None else local
+            else:
+                imported[local] = source
+    return WarpImports(frozenset(modules), members, any_name), imported
+
+
+@dataclass(frozen=True)
+class Region:
+    """A block of code an earlier run generated: lines ``first``..``last`` (1-based, inclusive)."""
+
+    kernel: str
+    first: int
+    last: int
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings, split where Python's tokenizer splits them (not at form feeds, unlike
+    ``str.splitlines``), so that index ``n - 1`` is the AST's line ``n``."""
+    return _LINE.findall(text)
+
+
+def generated_regions(text: str) -> list[Region]:
+    """The blocks earlier runs generated, found by their begin and end marker comments."""
+    regions, open_at = [], None
+    for number, line in enumerate(split_lines(text), start=1):
+        if (begin := _BEGIN_RE.match(line)) and open_at is None:
+            open_at = (begin.group(1), number)
+        elif (end := _END_RE.match(line)) and open_at is not None and end.group(1) == open_at[0]:
+            regions.append(Region(open_at[0], open_at[1], number))
+            open_at = None
+    return regions
+
+
+@dataclass
+class SourceModule:
+    """One Python file, parsed but never imported: its text, tree, imports, and the blocks an earlier run generated."""
+
+    path: Path
+    display: str  # the path as messages print it
+    text: str
+    tree: ast.Module
+    warp: WarpImports
+    imported: dict[str, Imported]
+    regions: list[Region]
+    encoding: str = "utf-8"
+
+    @classmethod
+    def parse(cls, path: Path, display: str, text: str, encoding: str = "utf-8") -> SourceModule:
+        try:
+            tree = ast.parse(text, filename=display)
+        except SyntaxError as error:
+            raise ParseError(display, error.lineno or 1, error.offset or 1, error.msg) from None
+        except ValueError as error:  # source with a null byte
+            raise ParseError(display, 1, 1, str(error)) from None
+        warp, imported = read_imports(tree)
+        return cls(path, display, text, tree, warp, imported, generated_regions(text), encoding)
+
+    @cached_property
+    def lines(self) -> list[str]:
+        return split_lines(self.text)
+
+    def column(self, line: int, offset: int) -> int:
+        """The 1-based column, in characters, of the AST's ``offset`` (UTF-8 bytes) on ``line``."""
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        return offset + 1 if text.isascii() else len(text.encode()[:offset].decode(errors="replace")) + 1
+
+    def location(self, node: ast.AST) -> str:
+        """``path:line:col`` with a 1-based column, as editors and linters print it."""
+        return f"{self.display}:{node.lineno}:{self.column(node.lineno, node.col_offset)}"
+
+    def generated(self, node: ast.AST) -> bool:
+        return any(r.first <= node.lineno <= r.last for r in self.regions)
+
+    # --- scopes ----------------------------------------------------------------------------------------------
+
+    @cached_property
+    def nodes(self) -> list[ast.AST]:
+        """Every node of the file (``walk``'s order), listed once for all the questions asked of it."""
+        return walk(self.tree)
+
+
+def position(node: ast.AST) -> tuple[int, int]:
+    return node.lineno, node.col_offset
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the working directory when it is below it, as messages print file names."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
