@@ -139,7 +139,7 @@ def test_code_one_cannot_edit_can_opt_in():
 
 
 def test_the_environment_switch_turns_it_on():
-    code = "import warp_rewrite.runtime as r; import warp_rewrite; print(r.AUTO_REWRITE is not None)"
+    code = "import warp_rewrite.runtime as r; import warp_rewrite; print(r.hook.AUTO_REWRITE is not None)"
     result = subprocess.run([sys.executable, "-c", code], env={"WP_REWRITE_LAUNCHES": "1", "PATH": ""},
                             capture_output=True, text=True)  # fmt: skip
     assert result.stdout.strip().endswith("True"), result.stderr
