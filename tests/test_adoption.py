@@ -168,3 +168,13 @@ def test_a_short_repr_and_a_log_line_per_rewritten_kernel(monkeypatch):
 
 def test_the_docstring_has_an_example():
     assert "@wp_rewrite" in wp_rewrite.__doc__ and "wp.launch(compact" in wp_rewrite.__doc__
+
+
+def test_importing_the_passes_loads_no_runtime_and_leaves_wp_launch_alone():
+    """The package's ``__init__`` is lazy: a pass imported alone changes nothing in Warp."""
+    code = (
+        "import sys, warp; original = warp.launch; import warp_rewrite.passes.syntax; "
+        "print(warp.launch is original, 'warp_rewrite.runtime' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["True", "False"]
