@@ -1,6 +1,37 @@
-"""warp-rewrite: correct gradients for Warp kernels that use the values atomics return."""
+"""warp-rewrite: correct gradients for Warp kernels that use the values atomics return.
 
-from warp_rewrite.api import launch, rewrite_launches, wp_rewrite
-from warp_rewrite.runtime import RewriteError, RewrittenKernel, __version__, check
+The names below are loaded on first use (PEP 562), so that importing a part of the package (``warp_rewrite.passes``,
+the command line's modules) loads no runtime and leaves ``wp.launch`` alone: the runtime installs its ``wp.launch``
+hook when it is first imported (see ``warp_rewrite.runtime``). ``WP_REWRITE_LAUNCHES=1`` asks for the hook at once.
+"""
 
+import importlib
+import os
+from typing import Any
+
+_HOMES = {
+    "launch": "warp_rewrite.api",
+    "rewrite_launches": "warp_rewrite.api",
+    "wp_rewrite": "warp_rewrite.api",
+    "RewriteError": "warp_rewrite.runtime",
+    "RewrittenKernel": "warp_rewrite.runtime",
+    "__version__": "warp_rewrite.runtime",
+    "check": "warp_rewrite.runtime",
+}
 __all__ = ["RewriteError", "RewrittenKernel", "__version__", "check", "launch", "rewrite_launches", "wp_rewrite"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOMES[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if os.environ.get("WP_REWRITE_LAUNCHES"):
+    importlib.import_module("warp_rewrite.api")  # rewrites plain kernels' launches from the start

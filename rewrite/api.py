@@ -8,10 +8,10 @@ from collections.abc import Callable
 
 import warp as wp
 
-from warp_rewrite import pipeline, runtime
+from warp_rewrite import pipeline
 from warp_rewrite.live_frontend import LiveFrontend, compile_generated
 from warp_rewrite.pipeline import RewriteOptions
-from warp_rewrite.runtime import KernelPair, RewrittenKernel
+from warp_rewrite.runtime import KernelPair, RewrittenKernel, hook
 
 _defined_in_module: dict[str, set[str]] = {}  # Warp module -> names the generated code defined there
 _generated: weakref.WeakKeyDictionary[wp.Kernel, dict[tuple, tuple[KernelPair, str] | None]] = (
@@ -79,7 +79,7 @@ def rewrite_launches(enabled: bool = True) -> None:
     A kernel the rewrite refuses raises its ``RewriteError`` at that launch; kernels without a backward pass, and
     launches without a tape, stay as they are.
     """
-    runtime.AUTO_REWRITE = wp_rewrite if enabled else None
+    hook.AUTO_REWRITE = wp_rewrite if enabled else None
 
 
 def _generated_for(kernel: wp.Kernel, detach_returns: bool, max_records: int | None) -> tuple[KernelPair, str] | None:
@@ -142,7 +142,7 @@ def generate(
     return KernelPair(scope[generated.record_kernel], scope[generated.replay_kernel], generated.spec, count), text
 
 
-launch = runtime.launch  # wp.launch, which takes rewritten kernels once warp_rewrite is imported
+launch = hook.launch  # wp.launch, which takes rewritten kernels once warp_rewrite is imported
 
 if os.environ.get("WP_REWRITE_LAUNCHES"):
     rewrite_launches()

@@ -8,9 +8,9 @@ a block with the kernels ``k_record`` and ``k_replay`` (and clones of the helper
 (the ``RewrittenKernel`` of the API) and ``launch_k = k_rewritten.launch``, which takes ``wp.launch``'s
 arguments (and ``max_records=``) and behaves on a tape as the API does; the file's ``wp.launch(k, ...)`` calls
 become ``launch_k(...)``. A kernel made inside a function gets its block there, and the function's ``k`` is then
-the rewritten kernel. The blocks call warp-rewrite's runtime, which the output imports from
-``wp_rewrite_runtime.py`` beside it: ``-o`` and ``--in-place`` write (or update) that file, a copy of
-``warp_rewrite/runtime.py`` (warp, numpy and the standard library its only imports), so the output runs without
+the rewritten kernel. The blocks call warp-rewrite's runtime, which the output imports from the folder
+``wp_rewrite_runtime/`` beside it: ``-o`` and ``--in-place`` write (or update) that folder, a copy of the package
+``warp_rewrite/runtime/`` (warp, numpy and the standard library its only imports), so the output runs without
 this project installed. Without ``-o`` the module goes to stdout; ``--diff`` prints a unified diff instead.
 Kernels the rewrite refuses are reported and left as they are; the others are rewritten. Running it on its own
 output changes nothing; deleting a generated block and running it again brings the block back. Every write
@@ -34,6 +34,7 @@ import contextlib
 import difflib
 import json
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -41,7 +42,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from warp_rewrite import runtime
-from warp_rewrite.emit import RUNTIME_FILE, Emitted, emit_module
+from warp_rewrite.emit import RUNTIME_FOLDER, Emitted, emit_module
 from warp_rewrite.lint import (
     DEFAULT_SELECT,
     Checker,
@@ -196,13 +197,43 @@ def write_atomically(path: Path, data: bytes) -> None:
 
 
 def write_runtime(directory: Path) -> Path:
-    """Write ``wp_rewrite_runtime.py`` into ``directory`` (a copy of this package's runtime, byte for byte) unless
-    the same is there already: an older copy is replaced. Returns its path."""
-    target = directory / RUNTIME_FILE
-    code = Path(runtime.__file__).read_bytes()
-    if not target.is_file() or target.read_bytes() != code:
-        write_atomically(target, code)
+    """Copy this package's runtime, file for file, into the folder ``wp_rewrite_runtime/`` of ``directory``, unless
+    the same is there already. The copy is made whole in a temporary folder and then takes the place of an older
+    one, so that a failed write leaves the older copy as it was. A single-file copy ``wp_rewrite_runtime.py`` that
+    an earlier version of wp-rewrite wrote there goes once the folder is in place (it would be shadowed by the
+    folder at import anyway). Returns the folder's path."""
+    target = directory / RUNTIME_FOLDER
+    files = {path.name: path.read_bytes() for path in sorted(Path(runtime.__file__).parent.glob("*.py"))}
+    if target.exists() and not target.is_dir():
+        raise UserError(f"{target}: not a folder, where wp-rewrite writes its copy of the runtime")
+    if not _same_copy(target, files):
+        fresh = Path(tempfile.mkdtemp(prefix=f".{RUNTIME_FOLDER}.", dir=directory))
+        try:
+            for name, code in files.items():
+                write_atomically(fresh / name, code)
+            umask = os.umask(0)
+            os.umask(umask)
+            fresh.chmod(0o777 & ~umask)  # mkdtemp makes it private; the copy gets a new folder's usual permissions
+            if target.exists():
+                old = Path(tempfile.mkdtemp(prefix=f".{RUNTIME_FOLDER}.old.", dir=directory))
+                os.replace(target, old / RUNTIME_FOLDER)
+                os.replace(fresh, target)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(fresh, target)
+        finally:
+            shutil.rmtree(fresh, ignore_errors=True)
+    single_file = directory / f"{RUNTIME_FOLDER}.py"
+    if single_file.is_file():
+        single_file.unlink()
     return target
+
+
+def _same_copy(folder: Path, files: dict[str, bytes]) -> bool:
+    """Whether ``folder`` holds exactly the runtime's files (``files``: name -> contents), byte for byte."""
+    if not folder.is_dir() or {path.name for path in folder.glob("*.py")} != set(files):
+        return False
+    return all((folder / name).read_bytes() == code for name, code in files.items())
 
 
 def _python_files(paths: list[str]) -> Iterator[tuple[Path, str]]:
@@ -217,8 +248,8 @@ def _python_files(paths: list[str]) -> Iterator[tuple[Path, str]]:
             continue
         for file in sorted(path.rglob("*.py")):
             relative = file.relative_to(path).parts
-            skipped = any(part.startswith(".") or part == "__pycache__" for part in relative[:-1])
-            if not skipped and file.name != RUNTIME_FILE:
+            skipped = any(part.startswith(".") or part in ("__pycache__", RUNTIME_FOLDER) for part in relative[:-1])
+            if not skipped and file.name != f"{RUNTIME_FOLDER}.py":  # an earlier version's single-file copy
                 yield file, str(file)
 
 
@@ -373,7 +404,7 @@ def run_rewrite(args: argparse.Namespace) -> int:
             raise UserError(f"{output}: cannot write: {error}") from None
     if not args.quiet:
         if emitted.has_blocks and output is None and not args.diff:
-            print(f"note: the rewritten module imports {RUNTIME_FILE}; -o or --in-place write it beside the module",
+            print(f"note: the rewritten module imports {RUNTIME_FOLDER}/; -o or --in-place write it beside the module",
                   file=sys.stderr)  # fmt: skip
         print(_summary(display, emitted, output if output != source_path else None), file=sys.stderr)
     return FINDINGS if emitted.refusals else OK

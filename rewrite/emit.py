@@ -8,7 +8,7 @@ the factory's closure values as the kernel does, and the factory's name of the k
 rewritten kernel: what the factory returns launches both phases. ``wp.launch(kernel, ...)`` calls of the file
 become ``launch_<kernel>(...)`` (the callee and the kernel argument replaced in place). Every other character of
 the file is kept. The blocks call warp-rewrite's runtime, which the emitted module imports, after its own imports,
-from ``wp_rewrite_runtime.py`` beside it (``runtime_import``). Blocks are fenced by marker comments, so
+from the folder ``wp_rewrite_runtime/`` beside it (``runtime_import``). Blocks are fenced by marker comments, so
 that a second run recognises them and changes nothing, and deleting one and running again brings it back.
 """
 
@@ -48,7 +48,7 @@ BEGIN = (
     "# Do not edit. After changing the kernel, delete down to the end marker and run wp-rewrite again.\n"
 )
 END = "# ---- wp-rewrite: end of the code generated from kernel '{kernel}' ----\n"
-RUNTIME_FILE = f"{RUNTIME_NAME}.py"
+RUNTIME_FOLDER = RUNTIME_NAME  # the folder the runtime package is copied into, beside the emitted modules
 
 
 def _launch_signature() -> tuple[int, frozenset[str] | None]:
@@ -274,7 +274,7 @@ def runtime_import(name: str) -> str:
     it), absolute where it is a script or a top-level module (its folder is then on ``sys.path``)."""
     alias = f" as {name}" if name != RUNTIME_NAME else ""
     return (
-        f"if __package__:  # {RUNTIME_FILE} is beside this file\n"
+        f"if __package__:  # {RUNTIME_FOLDER}/ is beside this file\n"
         f"    from . import {RUNTIME_NAME}{alias}\n"
         "else:\n"
         f"    import {RUNTIME_NAME}{alias}\n"

@@ -139,7 +139,7 @@ def test_code_one_cannot_edit_can_opt_in():
 
 
 def test_the_environment_switch_turns_it_on():
-    code = "import warp_rewrite.runtime as r; import warp_rewrite; print(r.AUTO_REWRITE is not None)"
+    code = "import warp_rewrite.runtime as r; import warp_rewrite; print(r.hook.AUTO_REWRITE is not None)"
     result = subprocess.run([sys.executable, "-c", code], env={"WP_REWRITE_LAUNCHES": "1", "PATH": ""},
                             capture_output=True, text=True)  # fmt: skip
     assert result.stdout.strip().endswith("True"), result.stderr
@@ -168,3 +168,13 @@ def test_a_short_repr_and_a_log_line_per_rewritten_kernel(monkeypatch):
 
 def test_the_docstring_has_an_example():
     assert "@wp_rewrite" in wp_rewrite.__doc__ and "wp.launch(compact" in wp_rewrite.__doc__
+
+
+def test_importing_the_passes_loads_no_runtime_and_leaves_wp_launch_alone():
+    """The package's ``__init__`` is lazy: a pass imported alone changes nothing in Warp."""
+    code = (
+        "import sys, warp; original = warp.launch; import warp_rewrite.passes.syntax; "
+        "print(warp.launch is original, 'warp_rewrite.runtime' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["True", "False"]

@@ -364,8 +364,10 @@ def test_emitted_module_imports_only_what_the_input_imports(emitted, rewritten_t
     added = imported(rewritten_text) - imported(PATTERNS.read_text())
     assert added == {"wp_rewrite_runtime"}  # written beside the module, a copy of warp_rewrite.runtime
     assert not {"warp_rewrite", "rewrite", "passes"} & imported(rewritten_text)
-    runtime = Path(emitted.__file__).parent / "wp_rewrite_runtime.py"
-    assert runtime.read_bytes() == Path(warp_rewrite.runtime.__file__).read_bytes()
+    copy = Path(emitted.__file__).parent / "wp_rewrite_runtime"
+    package = Path(warp_rewrite.runtime.__file__).parent
+    assert sorted(path.name for path in copy.glob("*.py")) == sorted(path.name for path in package.glob("*.py"))
+    assert all((copy / path.name).read_bytes() == path.read_bytes() for path in package.glob("*.py"))
 
 
 def test_generated_code_follows_the_kernel_and_its_spec_points_into_the_emitted_file(rewritten_text):
@@ -651,7 +653,7 @@ def test_unsupported_pattern_is_left_as_it_is_and_says_why_as_the_api_does(tmp_p
         f"{source} -> {out}: 1 kernel refused (see above)\n"
     )
     assert out.read_text() == AMBIGUOUS  # the file as far as it could be rewritten: here, not at all
-    assert not (tmp_path / "wp_rewrite_runtime.py").exists()
+    assert not (tmp_path / "wp_rewrite_runtime").exists()
 
 
 PROBING = """\

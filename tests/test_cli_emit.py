@@ -290,7 +290,7 @@ def test_refused_kernels_are_listed_and_the_others_rewritten(capsys, tmp_path):
     text = out.read_text()
     assert "\nlaunch_fine = fine_rewritten.launch" in text and "pick_record" not in text
     assert "@wp.kernel(**{**{'enable_backward': True}, 'enable_backward': False})\ndef hidden_options_record(" in text
-    assert (tmp_path / "wp_rewrite_runtime.py").exists()
+    assert (tmp_path / "wp_rewrite_runtime" / "__init__.py").exists()
 
 
 # --- generated blocks: deleting one and running again brings it back -------------------------------------------------
@@ -388,7 +388,7 @@ def test_package_output_imports_the_runtime_beside_it(capsys, tmp_path, monkeypa
     assert run_cli(capsys, package / "sim.py", "--in-place")[0] == 0
     text = (package / "sim.py").read_text()
     assert "from warp import launch\n\nfrom . import other\n\n" + runtime_import("wp_rewrite_runtime") in text
-    assert (package / "wp_rewrite_runtime.py").exists()
+    assert (package / "wp_rewrite_runtime" / "__init__.py").exists()
     monkeypatch.syspath_prepend(str(tmp_path))
     import simpkg.sim  # imported as a package module, with the runtime beside it
 
@@ -428,15 +428,60 @@ def test_a_failed_write_leaves_every_file_as_it_was(capsys, tmp_path, monkeypatc
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.py", "small.py", "wp_rewrite_runtime.py"]
 
 
-def test_writes_keep_the_files_mode_and_update_an_older_runtime(capsys, tmp_path):
-    source, runtime = tmp_path / "small.py", tmp_path / "wp_rewrite_runtime.py"
+def test_a_failed_write_of_the_runtime_leaves_an_older_copy_as_it_was(capsys, tmp_path, monkeypatch):
+    source, copy = tmp_path / "small.py", tmp_path / "wp_rewrite_runtime"
+    source.write_text(SMALL)
+    copy.mkdir()
+    (copy / "__init__.py").write_text("# an older runtime\n")
+
+    def full_disk(descriptor):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(cli.os, "fsync", full_disk)
+    status, _, err = run_cli(capsys, source, "-o", tmp_path / "out.py")
+    assert status == 2 and "No space left on device" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["small.py", "wp_rewrite_runtime"]
+    assert [p.name for p in copy.iterdir()] == ["__init__.py"] and "older" in (copy / "__init__.py").read_text()
+
+
+def runtime_files() -> dict[str, bytes]:
+    """The runtime package's files: what a copy beside an emitted module holds, byte for byte."""
+    return {path.name: path.read_bytes() for path in Path(warp_rewrite.runtime.__file__).parent.glob("*.py")}
+
+
+def copied_files(folder: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in folder.glob("*.py")}
+
+
+def test_writes_keep_the_files_mode_and_replace_an_older_single_file_runtime(capsys, tmp_path):
+    """Earlier versions wrote the runtime as one file, ``wp_rewrite_runtime.py``, where the folder goes now: a
+    re-run writes the folder and removes the file (the folder would shadow it at import)."""
+    source, single_file = tmp_path / "small.py", tmp_path / "wp_rewrite_runtime.py"
     source.write_text(SMALL)
     source.chmod(0o640)
-    runtime.write_text('__version__ = "0.0.1"\n')
+    single_file.write_text('"""warp-rewrite\'s runtime: ..."""\n__version__ = "0.0.1"\n')
     assert run_cli(capsys, source, "--in-place")[0] == 0
     assert stat.S_IMODE(source.stat().st_mode) == 0o640 and "launch_compact" in source.read_text()
-    assert runtime.read_bytes() == Path(warp_rewrite.runtime.__file__).read_bytes()
-    assert f'__version__ = "{warp_rewrite.runtime.__version__}"' in runtime.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["small.py", "wp_rewrite_runtime"]
+    assert copied_files(tmp_path / "wp_rewrite_runtime") == runtime_files()
+    abi = (tmp_path / "wp_rewrite_runtime" / "abi.py").read_text()
+    assert f'__version__ = "{warp_rewrite.runtime.__version__}"' in abi
+    assert all(code.startswith(b"# SPDX-License-Identifier: Apache-2.0\n") for code in runtime_files().values())
+
+
+def test_a_rerun_updates_an_older_runtime_folder(capsys, tmp_path):
+    """An older copy's files are replaced, and one the runtime no longer has goes; an up-to-date copy is left alone."""
+    source, copy = tmp_path / "small.py", tmp_path / "wp_rewrite_runtime"
+    source.write_text(SMALL)
+    copy.mkdir()
+    (copy / "abi.py").write_text('__version__ = "0.0.1"\n')
+    (copy / "gone.py").write_text("")
+    assert run_cli(capsys, source, "--in-place")[0] == 0
+    assert copied_files(copy) == runtime_files()
+    before = {path.name: path.stat().st_mtime_ns for path in copy.glob("*.py")}
+    assert run_cli(capsys, source, "--in-place")[0] == 0
+    assert {path.name: path.stat().st_mtime_ns for path in copy.glob("*.py")} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["small.py", "wp_rewrite_runtime"]
 
 
 @pytest.mark.parametrize("encoding", ["latin-1", "utf-8-sig"])

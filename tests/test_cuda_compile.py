@@ -29,7 +29,7 @@ import warp as wp
 
 from warp_rewrite import runtime, wp_rewrite
 
-SM_90_TOO = ("warp_rewrite.runtime", "wp_rewrite.patterns")  # see above
+SM_90_TOO = ("warp_rewrite.runtime.exact_kernels", "wp_rewrite.patterns")  # see above
 
 
 def _nvrtc() -> set[int]:
@@ -43,7 +43,9 @@ def _generated_modules() -> dict[str, wp._src.context.Module]:
     for name, module in sorted(wp._src.context.user_modules.items()):
         keys = [kernel.key for kernel in module.kernels.values()]
         generated = any(key.endswith(("_record", "_replay")) for key in keys)
-        if name == "wp_rewrite_runtime" or not (generated or name.startswith(("wp_rewrite", runtime.__name__))):
+        if name.split(".")[0] == "wp_rewrite_runtime" or not (
+            generated or name.startswith(("wp_rewrite", runtime.__name__))
+        ):
             continue
         if name.startswith("wp_rewrite.fuzz_batch_"):
             if fuzz_batch is not None:

@@ -15,7 +15,9 @@ import pytest
 import warp as wp
 from harness import f64, i32
 
-from warp_rewrite import RewriteError, check, launch, runtime, wp_rewrite
+from warp_rewrite import RewriteError, check, launch, wp_rewrite
+from warp_rewrite.runtime import checks, exact
+from warp_rewrite.runtime import launch as runtime_launch
 
 N = 6
 X = np.linspace(0.4, 1.4, N)
@@ -100,7 +102,7 @@ def location_of(line_text: str, construct: str) -> str:
     return f"{__file__}:{line}:{text.index(construct) + 1}"
 
 
-def exact_step(tape) -> runtime.ExactBackward:
+def exact_step(tape) -> exact.ExactBackward:
     return next(entry.__self__ for entry in tape.launches if callable(entry))
 
 
@@ -115,20 +117,20 @@ def no_gradient_written(arrays):
 # --- every operation is checked, and a refusal comes before any gradient ------------------------------------
 
 
-def corrupt_a_returned_value(target: runtime.ExactTarget) -> None:
+def corrupt_a_returned_value(target: exact.ExactTarget) -> None:
     returned = target.returned.numpy()
     returned[3] += 1.0  # thread 3's operation on address 1 (the second there): its predecessor's result differs
 
 
-def corrupt_a_ticket(target: runtime.ExactTarget) -> None:
+def corrupt_a_ticket(target: exact.ExactTarget) -> None:
     target.order.numpy()[2, 0] = target.order.numpy()[0, 0]  # two operations on address 0 with one ticket
 
 
-def drop_a_ticket(target: runtime.ExactTarget) -> None:
+def drop_a_ticket(target: exact.ExactTarget) -> None:
     target.order.numpy()[2, 0] = -1  # thread 2's operation on address 0 (the second there) looks as if it never ran
 
 
-def corrupt_the_final_value(target: runtime.ExactTarget) -> None:
+def corrupt_the_final_value(target: exact.ExactTarget) -> None:
     words = target.shadow.words.numpy()
     words[1, 0] = np.float64(123.0).view(np.uint64)  # what address 1 held after the launch
 
@@ -173,7 +175,7 @@ def test_a_replay_that_recomputes_an_operand_differently_is_refused_and_says_whi
     """The operand reads ``acc`` through another parameter: the forward sees the value before the launch (the
     atomics work on the shadow), the replay the final one. The launch refuses such aliases first; the backward's
     check is the second line, tested here with the first one out of the way. The message names the cause."""
-    monkeypatch.setattr(runtime, "check_aliasing", lambda spec, args: None)
+    monkeypatch.setattr(runtime_launch, "check_aliasing", lambda spec, args: None)
     x, acc, out = f64(X, True), f64([0.25], True), f64(np.zeros(N), True)
     tape = wp.Tape()
     with tape:
@@ -258,9 +260,9 @@ def test_a_chain_feeding_back_into_its_target_reads_the_device_once_per_link(rou
 @pytest.fixture
 def device_behind(monkeypatch):
     """As on a GPU that has not got there yet: no status arrives until ``check()`` waits for it."""
-    monkeypatch.setattr(runtime.PendingCheck, "arrived", lambda self: False)
+    monkeypatch.setattr(checks.PendingCheck, "arrived", lambda self: False)
     yield
-    runtime._device_checks.pending.clear()
+    checks.device_checks.pending.clear()
 
 
 def test_a_refusal_found_later_leaves_the_launchs_gradients_alone_until_check_raises(device_behind):

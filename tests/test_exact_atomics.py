@@ -14,6 +14,7 @@ import pytest
 import warp as wp
 
 from warp_rewrite import runtime
+from warp_rewrite.runtime import exact, exact_atomics, exact_kernels
 
 N = 12
 ADDRESSES = np.arange(N) % 3
@@ -124,7 +125,7 @@ def _array(values: np.ndarray, dtype) -> wp.array:
     if scalar is wp.bfloat16:  # NumPy has no bfloat16: let Warp round each value
         array = wp.empty(len(values), dtype=dtype, device="cpu")
         scalars = wp.array(flat.astype(np.float32).reshape(-1), dtype=wp.float32, device="cpu")
-        wp.launch(_to_bfloat16, scalars.size, inputs=[scalars, runtime.records_view(array)], device="cpu")
+        wp.launch(_to_bfloat16, scalars.size, inputs=[scalars, exact.records_view(array)], device="cpu")
         return array
     numpy_scalar = {wp.float16: np.float16, wp.float32: np.float32, wp.float64: np.float64}[scalar]
     shape = (len(values), *getattr(dtype, "_shape_", ()))
@@ -161,7 +162,7 @@ def test_returned_and_final_values_are_warps_own_and_tickets_count_each_address(
     wp.launch(reference_kernel, N, inputs=[operands, expected_target, expected], device="cpu")
 
     target = _array(initial, dtype)
-    shadow = runtime.Shadow(target, target.device)
+    shadow = exact.Shadow(target, target.device)
     components = shadow.components
     returned, recorded = wp.empty(N, dtype=dtype, device="cpu"), wp.empty(N, dtype=dtype, device="cpu")
     order = wp.full((N, components), -1, dtype=wp.int32, device="cpu")
@@ -197,14 +198,14 @@ def float64_paths(
     tid = wp.tid()
     a = tid % 3
     v, compare = values[tid], values[(tid + 5) % 12]
-    old, ticket = runtime._exact_pair_locked(op, locked, a, 0, v, compare)
+    old, ticket = exact_atomics._exact_pair_locked(op, locked, a, 0, v, compare)
     returned[0, tid] = old
     tickets[0, tid] = ticket
-    old, ticket = runtime._exact_pair_cas(op, swapped, a, 0, v, compare)
+    old, ticket = exact_atomics._exact_pair_cas(op, swapped, a, 0, v, compare)
     returned[1, tid] = old
     tickets[1, tid] = ticket
     stale = wp.vec2ul(wp.uint64(12345), wp.uint64(99) << wp.uint64(32))
-    old, ticket = runtime._exact_pair_cas_from(op, retried, a, 0, v, compare, stale)
+    old, ticket = exact_atomics._exact_pair_cas_from(op, retried, a, 0, v, compare, stale)
     returned[2, tid] = old
     tickets[2, tid] = ticket
 
@@ -219,14 +220,14 @@ def float32_retried(
 ):
     tid = wp.tid()
     stale = (wp.uint64(7) << wp.uint64(32)) | wp.uint64(3)
-    old, ticket = runtime._exact_word_from(op, words, tid % 3, 0, values[tid], values[(tid + 5) % 12], stale)
+    old, ticket = exact_atomics._exact_word_from(op, words, tid % 3, 0, values[tid], values[(tid + 5) % 12], stale)
     returned[tid] = old
     tickets[tid] = ticket
 
 
 @pytest.mark.parametrize("op", ["add", "sub", "min", "max", "exch", "cas"])
 def test_float64_ticket_lock_and_retried_compare_and_swap_agree_with_warp(op):
-    code = runtime._OP_CODES[op]
+    code = exact.OP_CODES[op]
     values = _operands()[:, 0]
     initial = np.array([0.5, values[6], -0.25])  # address 0's ops compare against values[5], [8], [11], [2]
     reference_kernel, _ = KERNELS[op]
@@ -238,7 +239,7 @@ def test_float64_ticket_lock_and_retried_compare_and_swap_agree_with_warp(op):
     shadows = []
     for _ in range(3):
         target = wp.array(initial, dtype=wp.float64, device="cpu")
-        shadows.append((target, runtime.Shadow(target, target.device)))
+        shadows.append((target, exact.Shadow(target, target.device)))
         shadows[-1][1].load()
     returned = wp.empty((3, N), dtype=wp.float64, device="cpu")
     tickets = wp.empty((3, N), dtype=wp.int32, device="cpu")
@@ -259,7 +260,7 @@ def test_float64_ticket_lock_and_retried_compare_and_swap_agree_with_warp(op):
     expected32_target = wp.array(initial, dtype=wp.float32, device="cpu")
     expected32 = wp.empty(N, dtype=wp.float32, device="cpu")
     wp.launch(reference_kernel, N, inputs=[values32, expected32_target, expected32], device="cpu")
-    shadow32 = runtime.Shadow(target32, target32.device)
+    shadow32 = exact.Shadow(target32, target32.device)
     shadow32.load()
     returned32, tickets32 = wp.empty(N, dtype=wp.float32, device="cpu"), wp.empty(N, dtype=wp.int32, device="cpu")
     wp.launch(float32_retried, N, inputs=[code, values32, shadow32.words, returned32, tickets32], device="cpu")
@@ -272,7 +273,7 @@ def test_float64_ticket_lock_and_retried_compare_and_swap_agree_with_warp(op):
 def test_the_runtime_declares_its_kernels_overloads_up_front():
     """Cold start (issue 18): every generic kernel of the exact backward has its overloads for every float scalar
     declared when the runtime is imported, so that its module compiles once per process."""
-    generic = [kernel for kernel in vars(runtime).values() if isinstance(kernel, wp.Kernel) and kernel.is_generic]
+    generic = [kernel for kernel in vars(exact_kernels).values() if isinstance(kernel, wp.Kernel) and kernel.is_generic]
     assert generic
     for kernel in generic:
-        assert len(kernel.overloads) == len(runtime._SCALARS), kernel.key
+        assert len(kernel.overloads) == len(exact_kernels.SCALARS), kernel.key

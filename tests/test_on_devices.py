@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import warp as wp
 
-from warp_rewrite import check, launch, runtime, wp_rewrite
+from warp_rewrite import check, launch, wp_rewrite
+from warp_rewrite.runtime import checks, exact, exact_atomics
 
 N = 4096
 
@@ -163,7 +164,7 @@ def test_no_host_round_trip_on_the_device(device, monkeypatch):
         if repeat == 0:
             del counted[:]  # the first compiles
     assert counted == []
-    assert isinstance(runtime._device_checks, runtime.DeviceChecks)
+    assert isinstance(checks.device_checks, checks.DeviceChecks)
 
 
 @wp.kernel
@@ -178,9 +179,9 @@ def contend_float64(
     sm_90), 1 the 128-bit compare-and-swap (sm_90 and later; what exact_add takes there and on the CPU)."""
     tid = wp.tid()
     if path == 0:
-        old, ticket = runtime._exact_pair_locked(0, words, tid % 2, 0, values[tid], values[tid])
+        old, ticket = exact_atomics._exact_pair_locked(0, words, tid % 2, 0, values[tid], values[tid])
     else:
-        old, ticket = runtime._exact_pair_cas(0, words, tid % 2, 0, values[tid], values[tid])
+        old, ticket = exact_atomics._exact_pair_cas(0, words, tid % 2, 0, values[tid], values[tid])
     returned[tid] = old
     tickets[tid] = ticket
 
@@ -193,7 +194,7 @@ def test_float64_paths_keep_one_order_under_contention(device, path):
         pytest.skip("the 128-bit compare-and-swap needs sm_90")
     values = np.random.default_rng(2).uniform(0.1, 1.0, N)
     target = wp.array([0.25, -0.5], dtype=wp.float64, device=device)
-    shadow = runtime.Shadow(target, device_)
+    shadow = exact.Shadow(target, device_)
     shadow.load()
     returned, tickets = wp.empty(N, dtype=wp.float64, device=device), wp.empty(N, dtype=wp.int32, device=device)
     inputs = [path, wp.array(values, dtype=wp.float64, device=device), shadow.words, returned, tickets]

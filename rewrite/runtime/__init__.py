@@ -1,0 +1,88 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright (c) 2026 the warp-rewrite authors
+"""warp-rewrite's runtime: what rewritten kernels call and how they are launched.
+
+This package is everything generated code needs once it exists. It imports only warp, numpy and the standard
+library (and its own modules, relatively), so that ``wp-rewrite`` can copy it whole beside the modules it emits
+(as the folder ``wp_rewrite_runtime/``): an emitted module then runs without warp-rewrite installed. The API
+(``warp_rewrite.wp_rewrite``) uses the same package as ``warp_rewrite.runtime``. Its modules:
+
+- ``abi``: the contract with generated code: the version, the ABI number, the names generated code calls;
+- ``specs``: what a launch needs to know about the generated kernels (``KernelSpec``...);
+- ``device``: the device functions record and replay kernels call; ``exact_atomics``: the exact float atomics;
+- ``checks``: the device's checks, read by the host when it can without waiting (``check``);
+- ``launch``: launching both phases (``RewrittenKernel``, ``KernelRewrite``);
+- ``exact``, ``exact_kernels``: the exact backward of floating-point atomic returns, host and device side;
+- ``hook``: ``wp.launch`` taking rewritten kernels.
+
+Importing the runtime is the one place warp-rewrite changes Warp: it installs the ``wp.launch`` hook (``hook``).
+That happens when ``wp_rewrite`` or ``rewrite_launches()`` is first used, or an emitted module imports its copy;
+importing ``warp_rewrite`` or its passes alone changes nothing.
+
+Generated code refers to this package by one name (``wp_rewrite_runtime`` unless the user's module uses it),
+for example ``wp_rewrite_runtime.record_returned(slot, slot_records, thread)``.
+"""
+
+from typing import Any
+
+import warp as wp
+
+from . import hook  # noqa: F401  (first: installs the wp.launch hook, once per copy of the runtime)
+from .abi import __version__
+from .checks import check
+from .device import (
+    READER_PREFIX,
+    flat_index,
+    make_reader,
+    range_length,
+    reader_name,
+    record_if_room,
+    record_returned,
+    refused,
+    replay_returned,
+    report_trips,
+)
+from .errors import RewriteError
+from .exact_atomics import exact_add, exact_cas, exact_exch, exact_max, exact_min, exact_returned, exact_sub
+from .launch import KernelRewrite, RewrittenKernel, RewrittenLaunch
+from .specs import ExactRecords, KernelPair, KernelSpec, LoopSpec, RecordSpec, SiteSpec
+
+__all__ = [
+    "Any",
+    "ExactRecords",
+    "KernelPair",
+    "KernelRewrite",
+    "KernelSpec",
+    "LoopSpec",
+    "RecordSpec",
+    "RewriteError",
+    "RewrittenKernel",
+    "RewrittenLaunch",
+    "SiteSpec",
+    "__version__",
+    "check",
+    "exact_add",
+    "exact_cas",
+    "exact_exch",
+    "exact_max",
+    "exact_min",
+    "exact_returned",
+    "exact_sub",
+    "flat_index",
+    "range_length",
+    "reader_name",
+    "record_if_room",
+    "record_returned",
+    "refused",
+    "replay_returned",
+    "report_trips",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Readers (``recorded_float32``, ``recorded_vec3d``, ...) are made when generated code first names them."""
+    dtype = getattr(wp, name.removeprefix(READER_PREFIX), None) if name.startswith(READER_PREFIX) else None
+    if not isinstance(dtype, type) or reader_name(dtype) != name:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = make_reader(dtype)
+    return globals()[name]

@@ -1,0 +1,128 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright (c) 2026 the warp-rewrite authors
+"""The device functions generated record and replay kernels call, beside the exact float atomics
+(``exact_atomics``): record stores and reads, loop lengths, the launch's status and the readers made on demand."""
+
+from typing import Any
+
+import warp as wp
+
+
+@wp.func
+def record_returned(value: Any, records: wp.array(dtype=Any), index: int):
+    """Store an atomic's returned value (or another int the replay needs) for the replay kernel and pass it on."""
+    records[index] = value
+    return value
+
+
+@wp.func
+def record_if_room(value: Any, records: wp.array(dtype=Any), index: int):
+    """``record_returned`` inside a loop of unknown length, which may run more often than its records have room for.
+
+    The kernel then reports the trips it needed in its status (``report_trips``); until the launch raises, the store
+    past the end is only skipped, never out of bounds. Only such loops pay for the check (a few percent of a
+    memory-bound kernel).
+    """
+    if index < records.shape[0]:
+        records[index] = value
+    return value
+
+
+@wp.func
+def replay_returned(value: Any, records: wp.array(dtype=Any), index: int):
+    """Stand in for an atomic's returned value: the value recorded in forward.
+
+    The atomic passed in as ``value`` keeps its own adjoint (d target / d value), but its side effect
+    never runs: the replay kernel is only launched in backward, where Warp skips every atomic.
+    """
+    return records[index]
+
+
+@wp.func
+def range_length(start: int, stop: int, step: int):
+    """How many iterations ``range(start, stop, step)`` makes: the capacity a loop's records need."""
+    if step > 0:
+        return wp.max((stop - start + step - 1) // step, 0)
+    return wp.max((start - stop - step - 1) // (-step), 0)
+
+
+# A launch's status, written by the device and read by the host when it can without waiting (``check``):
+# [why the launch is refused (0: it is not), the spec's index of the site concerned, trips needed per loop...]
+STATUS_CODE, STATUS_SITE, STATUS_TRIPS = 0, 1, 2
+OVERFLOW, ORDER, MISSING, CHAIN, FINAL, REPLAY_DIFFERS, UNSETTLED = range(1, 8)
+_STATUS_TRIPS = wp.constant(STATUS_TRIPS)
+_OVERFLOW, _ORDER, _MISSING, _CHAIN, _FINAL, _REPLAY_DIFFERS, _UNSETTLED = (
+    wp.constant(code) for code in (OVERFLOW, ORDER, MISSING, CHAIN, FINAL, REPLAY_DIFFERS, UNSETTLED)
+)
+
+
+@wp.func
+def refuse(status: wp.array(dtype=wp.int32), code: int, site: int):
+    """Mark the launch refused: the first reason wins, with the site it concerns (-1: none)."""
+    if wp.atomic_cas(status, 0, 0, code) == 0:
+        status[1] = site
+
+
+@wp.func_native("return wp::index(status, 0) != 0;")
+def refused(status: wp.array(dtype=wp.int32)) -> bool:
+    """Whether the launch was refused: the replay kernel and the exact backward then leave every gradient alone.
+
+    Native, like ``_peek``: kernels that read their status and report into it have no backward to corrupt.
+    """
+    ...
+
+
+@wp.func
+def report_trips(status: wp.array(dtype=wp.int32), loop: int, trips: int):
+    """An execution of ``loop`` ran ``trips`` times, more than its records have room for: the launch is refused."""
+    wp.atomic_max(status, _STATUS_TRIPS + loop, trips)
+    refuse(status, _OVERFLOW, -1)
+
+
+@wp.func
+def flat_index(target: Any, i: int) -> int:
+    """The flat (row-major) index of an element: the exact atomics' address, the row of the target's shadow."""
+    return i
+
+
+@wp.func
+def flat_index(target: Any, i: int, j: int) -> int:  # noqa: F811  (Warp overloads @wp.func by signature)
+    return i * target.shape[1] + j
+
+
+@wp.func
+def flat_index(target: Any, i: int, j: int, k: int) -> int:  # noqa: F811
+    return (i * target.shape[1] + j) * target.shape[2] + k
+
+
+@wp.func
+def flat_index(target: Any, i: int, j: int, k: int, l: int) -> int:  # noqa: F811, E741
+    return ((i * target.shape[1] + j) * target.shape[2] + k) * target.shape[3] + l
+
+
+READER_PREFIX = "recorded_"
+
+
+def make_reader(dtype: type) -> wp.Function:
+    """``recorded_<dtype>(records, index)``: a record read back in the replay, with an empty gradient.
+
+    Records never need a gradient, but a plain read would still cost the backward its adjoint. Warp allows
+    custom gradients only for concrete types, hence one reader per dtype, made on first use (see
+    the package's ``__getattr__``) in a Warp module of their own, so that making one never makes Warp compile another
+    module again.
+    """
+
+    @wp.func(name=f"{READER_PREFIX}{dtype.__name__}", module=f"{__package__}.readers")
+    def recorded(records: wp.array(dtype=dtype), index: int) -> dtype:
+        return records[index]
+
+    @wp.func_grad(recorded)
+    def recorded_adjoint(records: wp.array(dtype=dtype), index: int, adj_ret: dtype):
+        pass
+
+    return recorded
+
+
+def reader_name(dtype: type) -> str | None:
+    """The name of the reader of records of ``dtype`` (a Warp type), or None: such records are read plainly."""
+    return f"{READER_PREFIX}{dtype.__name__}" if getattr(wp, dtype.__name__, None) is dtype else None

@@ -1,0 +1,598 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright (c) 2026 the warp-rewrite authors
+"""Launching both phases of a rewritten kernel: ``RewrittenKernel``, ``KernelRewrite`` and what a launch allocates."""
+
+import inspect
+import sys
+import weakref
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+import warp as wp
+
+from .checks import device_checks, explain_status, host_view, trips_of, unbounded_chain
+from .device import STATUS_TRIPS
+from .errors import RewriteError
+from .exact import ExactBackward, ExactTarget, Shadow, is_float_dtype
+from .hook import warp_launch
+from .specs import KernelPair, KernelSpec, RecordSpec, SiteSpec
+
+
+def argument_arrays(parameters: Sequence[str], args: Sequence[Any]):
+    """Every array among a launch's arguments (of any of Warp's array kinds), struct fields included, with its
+    path ("state.count")."""
+    for path, value in zip(parameters, args, strict=True):
+        if isinstance(value, wp._src.types.Array):
+            yield path, value
+        elif isinstance(value, wp._src.codegen.StructInstance):
+            fields = value._cls.vars
+            yield from argument_arrays([f"{path}.{name}" for name in fields], [getattr(value, f) for f in fields])
+
+
+def argument_at(parameters: Sequence[str], args: Sequence[Any], path: str) -> Any:
+    """The launch argument, or struct field of one, that ``path`` ("count", "state.count") names."""
+    root, *fields = path.split(".")
+    value = args[parameters.index(root)]
+    for name in fields:
+        value = getattr(value, name)
+    return value
+
+
+def memory_extent(array: Any) -> tuple[int, int] | None:
+    """The bytes ``[start, end)`` an array's elements lie in (an indexed array's: its data's); None where unknown."""
+    if isinstance(array, wp.indexedarray):
+        array = array.data
+    if not isinstance(array, wp.array) or not array.ptr or array.size == 0:
+        return None
+    last = sum((extent - 1) * stride for extent, stride in zip(array.shape, array.strides, strict=True))
+    return array.ptr, array.ptr + last + wp._src.types.type_size_in_bytes(array.dtype)
+
+
+def check_aliasing(spec: KernelSpec, args: Sequence[Any]) -> None:
+    """Refuse, before anything runs, a launch that binds memory the kernel writes to two arguments (or struct fields).
+
+    The rewrite knows what a kernel writes and reads by argument: a write through one name and a read through another
+    would go unrecorded.
+    """
+    extents = []
+    for path, array in argument_arrays(spec.parameters, args):
+        extent = memory_extent(array)
+        if extent is not None:
+            extents.append((path, array.device, extent))
+    written = set(spec.written)
+    for i, (path, device, (start, end)) in enumerate(extents):
+        for other, other_device, (other_start, other_end) in extents[i + 1 :]:
+            shared = device == other_device and start < other_end and other_start < end
+            if shared and (path in written or other in written):
+                writes = path if path in written else other
+                raise RewriteError(
+                    spec.key,
+                    spec.location,
+                    f"arguments '{path}' and '{other}' share memory and the kernel writes '{writes}': the rewrite "
+                    "records reads and writes per argument, so it would miss those through the other one",
+                    "Pass the array once (one parameter), or pass a copy",
+                )
+
+
+def scratch_copy(value: Any, path: str, written: frozenset[str]) -> Any:
+    """What a dry run may run on in place of ``value`` (the argument at ``path``): a copy of each array the launch
+    writes, struct fields copied likewise; everything else as it is (the kernel never writes it)."""
+    if isinstance(value, wp._src.codegen.StructInstance):
+        copy = type(value)()
+        for name in value._cls.vars:
+            setattr(copy, name, scratch_copy(getattr(value, name), f"{path}.{name}", written))
+        return copy
+    if path not in written:
+        return value
+    if isinstance(value, wp.array):
+        return wp.clone(value, requires_grad=False)
+    if isinstance(value, wp.indexedarray):
+        return wp.indexedarray(wp.clone(value.data, requires_grad=False), value.indices[: value.ndim])
+    return None  # not copyable: the caller refuses
+
+
+def requires_grad_path(parameters: Sequence[str], args: Sequence[Any], site: SiteSpec) -> str | None:
+    """The path of an array requiring grad that a float return may be differentiable in, if any."""
+    if not is_float_dtype(argument_at(parameters, args, site.target).dtype):
+        return None
+    if site.gradient_sources is None:
+        candidates = list(argument_arrays(parameters, args))
+    else:
+        candidates = [(path, argument_at(parameters, args, path)) for path in site.gradient_sources]
+    for path, value in candidates:
+        if isinstance(value, wp.array) and value.requires_grad and is_float_dtype(value.dtype):
+            return path
+    return None
+
+
+def is_stand_in(record: RecordSpec, exact: frozenset[str]) -> bool:
+    """Whether a record is an empty stand-in: exact-return records of a target with no exact returns this launch."""
+    return record.kind in ("values", "order", "addresses", "compares") and record.target not in exact
+
+
+def capacities_of(spec: KernelSpec, max_records: int | None) -> dict[int, int | None]:
+    """Records per execution of each loop: compiled in, ``max_records``, or None (to be counted by a dry run)."""
+    return {
+        loop.id: loop.room if loop.room is not None else max_records if loop.counted else (loop.trips or 1)
+        for loop in spec.loops
+    }
+
+
+@dataclass
+class LaunchRecords:
+    """What one launch allocates for the generated kernels."""
+
+    extra: list[Any]  # the arguments both kernels take after the kernel's own
+    status: wp.array | None  # the device's checks (see ``check``), where the kernels take one
+    shadows: list[Shadow]  # the shadows of targets with exact float returns
+    exact: list[ExactTarget]  # the targets whose float returns get exact gradients in this launch
+
+
+def phase_arguments(
+    spec: KernelSpec,
+    args: Sequence[Any],
+    shape: tuple[int, ...],
+    capacities: dict[int, int],
+    device: wp.Device,
+    exact: frozenset[str] = frozenset(),
+) -> LaunchRecords:
+    """The arguments the generated kernels take after the kernel's own, allocated from bounds known at launch.
+
+    They are: the records, the capacities of loops whose kernels do not have them compiled in, the status (for
+    loops of unknown length and exact float returns), and the launch shape (for kernels unpacking ``wp.tid()``
+    into several indices: they compute their row from it). ``exact``: targets whose float returns need exact
+    gradients in this launch: each one's records are slices of one allocation, which the exact backward reads
+    whole; the other targets' exact-return records are empty (their returns are exact as constants).
+    """
+    threads = 1
+    for extent in shape:
+        threads *= extent
+    sizes = {}
+    for record in spec.records:
+        sizes[record.name] = threads
+        for loop in record.loops:
+            sizes[record.name] *= capacities[loop]
+    shadows = {}
+    for record in spec.records:
+        if record.kind == "shadow":
+            shadows[record.target] = Shadow(argument_at(spec.parameters, args, record.target), device)
+    targets = []
+    for path in sorted(exact):
+        sites = [(index, site) for index, site in enumerate(spec.sites) if site.exact and site.target == path]
+        targets.append(ExactTarget(path, shadows[path], sites, sizes, device))
+    sliced = {name: array for target in targets for name, array in target.slices().items()}
+    extra = []
+    empties = {}  # zero-size stand-ins are never written: one per (shape, dtype) serves every record
+    for record in spec.records:
+        array = argument_at(spec.parameters, args, record.target) if record.target else None
+        if record.name in sliced:
+            extra.append(sliced[record.name])
+        elif record.kind == "shadow":
+            extra.append(shadows[record.target].words)
+        elif is_stand_in(record, exact):
+            empty = (0, 0) if record.kind == "order" else (0,)
+            dtype = array.dtype if record.kind in ("values", "compares") else wp.int32
+            if (empty, dtype) not in empties:
+                empties[empty, dtype] = wp.empty(empty, dtype=dtype, device=device)
+            extra.append(empties[empty, dtype])
+        else:
+            dtype = array.dtype if record.kind == "returned" else record.dtype or wp.int32
+            # The replay reads only records the record kernel wrote, so they need no zero fill.
+            extra.append(wp.empty(sizes[record.name], dtype=dtype, device=device))
+    # The capacities not compiled in, in loop order: the kernels' trip_capacity<id> parameters.
+    extra += [capacities[loop.id] for loop in spec.loops if loop.counted and loop.room is None]
+    status = None
+    if spec.has_status:
+        status = wp.zeros(STATUS_TRIPS + len(spec.loops), dtype=wp.int32, device=device)
+        extra.append(status)
+    if spec.launch_arity > 1:
+        extra.append(wp.vec4i(*shape, *(1,) * (4 - len(shape))))
+    return LaunchRecords(extra, status, list(shadows.values()), targets)
+
+
+def held_elsewhere(values: list[Any], indices: list[int]) -> list[bool]:
+    """For each ``values[i]``: whether anything besides the list ``values`` refers to it.
+
+    How many references ``sys.getrefcount`` reports for an object in one list slot differs across Python
+    versions; a probe in a list of its own, read the same way, calibrates it.
+    """
+    probe = [object()]
+    alone = sys.getrefcount(probe[0])
+    return [sys.getrefcount(values[i]) > alone for i in indices]
+
+
+def signature(args: Sequence[Any], shape: tuple[int, ...], block_dim, max_blocks: int, max_records) -> tuple | None:
+    """The key of a launch's ``PreparedLaunch``; None where an argument could change unseen (a struct's fields).
+
+    An array stands for itself by its packed descriptor: Warp keeps one per array and replaces it whenever the
+    array's gradient changes, and a prepared launch keeps the descriptors it was made for alive, so their ids
+    are never reused. Other values are repacked at every launch: only their types count.
+    """
+    key = [shape, block_dim, max_blocks, max_records]
+    for value in args:
+        if type(value) is wp.array:
+            key.append(id(value.__ctype__()))
+        elif wp.types.is_value(value):
+            key.append(type(value))
+        else:
+            return None
+    return tuple(key)
+
+
+class PreparedLaunch:
+    """The record kernel's launch, packed once for one signature of arguments, and its last records (CPU only).
+
+    A launch with the same arrays repacks only the other values (as ``wp.launch`` would) and runs. It writes the
+    last launch's records (and status) again when no tape holds them any more (they are still warm in the cache),
+    new ones otherwise. Not for CUDA, where a backward enqueued on another stream could still be reading the
+    records, nor for exact float returns, whose shadows are filled and read around each launch.
+    """
+
+    def __init__(self, command, pair: KernelPair, args, records: LaunchRecords, capacities):
+        command.fwd_args = None  # it would keep the arguments alive; Warp reads it only in graph captures
+        self.command = command  # the record kernel's wp.Launch
+        self.pair = pair
+        arrays = [value for value in args if type(value) is wp.array]
+        self.arrays = [weakref.ref(array) for array in arrays]
+        self.descriptors = [array.__ctype__() for array in arrays]  # kept alive: see ``signature``
+        self.values = {index: value for index, value in enumerate(args) if type(value) is not wp.array}  # as packed
+        self.first_extra = len(args)  # the parameter index of extra[0]
+        self.extra = records.extra
+        self.renewed = [i for i, record in enumerate(pair.spec.records) if not is_stand_in(record, frozenset())]
+        if records.status is not None:
+            self.renewed.append(next(i for i, value in enumerate(records.extra) if value is records.status))
+        # A CPU array's memory is the host's: its status is zeroed and read back without a copy or a launch.
+        self.status = host_view(records.status) if records.status is not None else None
+        self.capacities = capacities
+
+    def current(self) -> bool:
+        """False once Warp has rebuilt the record kernel's module (a function it calls changed, or an option)."""
+        command = self.command
+        return command.kernel.module.load(command.device, command.block_dim) is command.module_exec
+
+    def live(self) -> bool:
+        """False once an array it was prepared for is gone: no launch can match it again."""
+        return all(array() is not None for array in self.arrays)
+
+    def launch(self, args, inputs, outputs, dim, block_dim, max_blocks, tape) -> None:
+        """Run the record kernel on ``args`` and put the replay kernel's adjoint on ``tape``."""
+        command, extra = self.command, self.extra
+        for index, packed in self.values.items():
+            value = args[index]
+            # Packing a value costs microseconds; an int, float or bool equal to the one packed need not be.
+            if type(value) is not type(packed) or type(value) not in (int, float, bool) or value != packed:
+                command.set_param_at_index(index, value)
+                self.values[index] = value
+        if any(held_elsewhere(extra, self.renewed)):  # a tape may still replay the last ones
+            for index in self.renewed:
+                extra[index] = wp.empty(extra[index].shape, dtype=extra[index].dtype, device=command.device)
+                command.set_param_at_index(self.first_extra + index, extra[index])
+            if self.status is not None:
+                self.status = host_view(extra[self.renewed[-1]])
+        if self.status is not None:
+            self.status.fill(0)
+        command.launch()
+        if self.status is not None:
+            error = explain_status(self.pair.spec, self.capacities, self.status)
+            if error is not None:
+                raise error
+        tape.record_launch(self.pair.replay, dim, max_blocks, list(inputs), [*outputs, *extra],
+                           command.device, block_dim or 0)  # fmt: skip
+
+
+def remember(launches: dict, key: tuple, prepared: PreparedLaunch, most: int = 8) -> None:
+    """Keep ``prepared`` for launches with ``key``: with at most ``most`` others, none that can no longer match."""
+    for old_key, old in list(launches.items()):
+        if not old.live():
+            launches.pop(old_key, None)
+    while len(launches) >= most:
+        launches.pop(next(iter(launches)), None)  # the least recently used
+    launches[key] = prepared
+
+
+class RewrittenKernel:
+    """A kernel rewritten into a record kernel (forward) and a replay kernel (backward).
+
+    Launch it with ``.launch(...)`` (or ``warp_rewrite.launch``) exactly as you would launch ``kernel`` with
+    ``wp.launch``. Under a ``wp.Tape`` the record kernel runs the original code and stores the values its atomics
+    return, and the tape records the replay kernel, whose adjoint reads them back; without a tape (or with
+    ``record_tape=False``) nothing runs backward, so ``kernel`` itself runs. A kernel that consumes no atomic's
+    return has no pair and launches unchanged.
+    """
+
+    launches_rewritten = True  # how the wp.launch hook (``hook``) of any copy of the runtime recognises one
+
+    def __init__(
+        self,
+        kernel: wp.Kernel,
+        pair: KernelPair | None,
+        *,
+        detached: Callable[[], KernelPair | None] | None = None,
+        max_records: int | None = None,
+        source: str = "",
+    ):
+        self.kernel = kernel
+        self.pair = pair
+        # Kernels with exact float returns: makes the variant recording them as constants, for launches in which
+        # no gradient can flow through them (it costs what a hand-written record costs).
+        self._make_detached = detached
+        self.max_records = max_records  # room per execution of loops of unknown length without one compiled in
+        self.source = source  # the generated source (API), for reading
+        self._launches: dict = {}  # this kernel's PreparedLaunch per signature of arguments
+
+    def __repr__(self) -> str:
+        sites = len(self.pair.spec.sites) if self.pair else 0
+        phases = "record+replay" if self.pair else "unchanged"
+        return f"<RewrittenKernel {self.key!r}: {sites} site{'s' * (sites != 1)}, {phases}>"
+
+    @property
+    def key(self) -> str:
+        return self.kernel.key
+
+    @property
+    def record_kernel(self) -> wp.Kernel | None:
+        return self.pair.record if self.pair else None
+
+    @property
+    def replay_kernel(self) -> wp.Kernel | None:
+        return self.pair.replay if self.pair else None
+
+    @property
+    def records(self) -> tuple[RecordSpec, ...]:
+        return self.pair.spec.records if self.pair else ()
+
+    def detached(self) -> KernelPair | None:
+        """The variant recording float returns as constants (made on first use), or None if there is none."""
+        if self._make_detached is not None:
+            self._detached_pair, self._make_detached = self._make_detached(), None
+        return getattr(self, "_detached_pair", None)
+
+    def launch(
+        self,
+        dim: int | Sequence[int],
+        inputs: Sequence[Any] = (),
+        outputs: Sequence[Any] = (),
+        adj_inputs: Sequence[Any] = (),
+        adj_outputs: Sequence[Any] = (),
+        device: Any = None,
+        stream: wp.Stream | None = None,
+        adjoint: bool = False,
+        record_tape: bool = True,
+        record_cmd: bool = False,
+        max_blocks: int = 0,
+        block_dim: int | None = None,
+        *,
+        max_records: int | None = None,
+    ) -> "RewrittenLaunch | None":
+        """Launch like ``wp.launch`` (the same parameters, in the same order); on an active tape, as the record and
+        replay kernels. ``wp.launch(rewritten, ...)`` comes here too.
+
+        ``record_cmd=True`` returns a ``RewrittenLaunch`` whose ``launch()`` runs both phases then. ``adjoint=True``
+        is refused: a rewritten kernel's backward runs from the tape (``tape.backward()``), which holds the records
+        of the forward launch it belongs to. ``max_records``: records per execution of a loop of unknown length
+        whose kernels do not have a room compiled in (default: the kernel's ``max_records``; None: counted by a dry
+        run at each launch).
+        """
+        if adjoint:
+            raise ValueError(
+                f"kernel '{self.key}' is rewritten: its backward runs from the tape that recorded its forward launch "
+                "(tape.backward()), where the records of that launch are; it cannot be launched with adjoint=True"
+            )
+        if record_cmd:
+            arguments = {"dim": dim, "inputs": inputs, "outputs": outputs, "device": device, "stream": stream,
+                         "record_tape": record_tape, "max_blocks": max_blocks, "block_dim": block_dim,
+                         "max_records": max_records}  # fmt: skip
+            return RewrittenLaunch(self, arguments)
+        device = stream.device if stream is not None else wp.get_device(device)
+        tape = wp._src.context.runtime.tape if record_tape else None  # Warp has no public accessor for it
+        if self.pair is None or tape is None:
+            # Without a tape nothing will run backward: the original kernel is the exact forward.
+            warp_launch(self.kernel, dim, inputs, outputs, device=device, stream=stream, record_tape=record_tape,
+                         block_dim=block_dim, max_blocks=max_blocks)  # fmt: skip
+            return None
+        max_records = self.max_records if max_records is None else max_records
+        args = [*inputs, *outputs]
+        shape = (dim,) if isinstance(dim, int) else tuple(dim)
+        # A CPU launch on a tape with the arrays of an earlier one takes the PreparedLaunch that one left.
+        preparable = device.is_cpu and not device.is_capturing and not wp.config.verify_autograd_array_access
+        key = signature(args, shape, block_dim, max_blocks, max_records) if preparable else None
+        prepared = None if key is None else self._launches.pop(key, None)  # out while it runs: one thread uses it
+        if prepared is not None and prepared.current():
+            try:
+                prepared.launch(args, inputs, outputs, dim, block_dim, max_blocks, tape)
+            finally:
+                self._launches[key] = prepared
+            return None
+        self._check_arguments(args, shape, device)
+        # Records are allocated and filled, and both phases run, on the launch's stream (see the README: Streams).
+        with wp.ScopedStream(stream) if stream is not None else nullcontext():
+            self._launch_on_tape(tape, dim, shape, inputs, outputs, args, device, stream, block_dim, max_blocks,
+                                 max_records, key)  # fmt: skip
+        return None
+
+    def _compile(self, pair: KernelPair, device: wp.Device, block_dim: int | None) -> None:
+        """Load the generated kernels' module; where it does not compile but the kernel's own does, say whose fault
+        it is rather than leave the user with the compiler's output."""
+        if pair.record.is_generic or pair.replay.is_generic:
+            return  # compiled per overload at launch
+        # The variant wp.launch will run: Warp resolves an unset block_dim per device (1 on the CPU, 256 on CUDA);
+        # loading with None would compile the module's 256-thread variant on the CPU as well.
+        block_dim = wp._src.context._resolve_launch_block_dim(device, block_dim)
+        try:
+            for kernel in (pair.record, pair.replay):
+                kernel.module.load(device, block_dim)
+        except Exception as error:
+            self.kernel.module.load(device, block_dim)  # the kernel's own error, if it has one, is the user's
+            first = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+            raise RewriteError(
+                self.key,
+                self.pair.spec.location,
+                f"the kernels warp-rewrite generated for it do not compile ({first}), although the kernel does: this "
+                "is a bug in warp-rewrite",
+                "Please report it, with the kernel's source and RewrittenKernel.source",
+            ) from error
+
+    def _check_arguments(self, args: list[Any], shape: tuple[int, ...], device: wp.Device) -> None:
+        """Refuse a bad launch before anything runs, so counters and outputs stay untouched."""
+        spec = self.pair.spec
+        if len(args) != len(spec.parameters):
+            raise TypeError(f"kernel '{self.key}' takes {len(spec.parameters)} arguments (inputs + outputs), "
+                            f"got {len(args)}")  # fmt: skip
+        for path, array in argument_arrays(spec.parameters, args):
+            if array.device != device:
+                raise ValueError(
+                    f"kernel '{self.key}': argument '{path}' is on device '{array.device}' "
+                    f"but the launch is on '{device}'"
+                )
+        check_aliasing(spec, args)
+        if len(shape) > spec.launch_arity:
+            raise ValueError(
+                f"kernel '{self.key}' unpacks wp.tid() into {spec.launch_arity} index(es) but is launched with "
+                f"{len(shape)} dimensions: its records are kept per thread by those indices. Unpack all "
+                f"{len(shape)} (e.g. i, j = wp.tid()) or launch with fewer dimensions"
+            )
+
+    def _launch_on_tape(self, tape, dim, shape, inputs, outputs, args, device, stream, block_dim, max_blocks,
+                        max_records, key) -> None:  # fmt: skip
+        pair = self.pair
+        parameters = pair.spec.parameters
+        # A detached float return, or a float read of an array the launch writes, is replayed as a constant: exact
+        # only if nothing it is made of needs a gradient.
+        for site in pair.spec.sites:
+            path = None if site.exact else requires_grad_path(parameters, args, site)
+            if path is not None and site.op == "read":
+                raise RewriteError(
+                    self.key,
+                    site.location,
+                    f"this reads '{site.target}', which the launch also writes, and the value read is a float that "
+                    f"depends on '{path}', which requires grad: its gradient through what the launch wrote there is "
+                    "not supported",
+                    f"Write the result into a separate array, or launch with '{path}' not requiring grad",
+                )
+            if path is not None:
+                raise RewriteError(
+                    self.key,
+                    site.location,
+                    f"the value returned by wp.atomic_{site.op}() on '{site.target}' is a float that depends on "
+                    f"'{path}', which requires grad; its exact gradient through the returned value is not supported",
+                    f"Launch with '{path}' not requiring grad, or compute the value without using the atomic's return",
+                )
+        # Exact float returns cost nothing extra where no gradient can flow through them.
+        exact = frozenset(
+            site.target
+            for site in pair.spec.sites
+            if site.exact and requires_grad_path(parameters, args, site) is not None
+        )
+        if not exact:
+            pair = self.detached() or pair
+        self._compile(pair, device, block_dim)
+        spec = pair.spec
+        for site in spec.sites:  # the variant launched keeps these targets' values in shadows
+            target = argument_at(parameters, args, site.target)
+            if site.exact and type(target) is not wp.array:
+                raise RewriteError(
+                    self.key,
+                    site.location,
+                    f"the target '{site.target}' of float atomics whose returns get exact gradients is a "
+                    f"{type(target).__name__}; while the kernel runs, its values live in a shadow of a wp.array",
+                    "Pass a wp.array (a view or slice of one is fine), or rewrite with detach_returns=True",
+                )
+        if exact and spec.exact_rounds is None and device.is_capturing:
+            raise unbounded_chain(spec, next(site for site in spec.sites if site.target in exact), "launch this kernel")
+        options = {"device": device, "stream": stream, "block_dim": block_dim, "max_blocks": max_blocks}
+        capacities = capacities_of(spec, max_records)
+        counted = None in capacities.values()
+        if counted:
+            loop = next(loop for loop in spec.loops if capacities[loop.id] is None)
+            if device.is_capturing:
+                raise RewriteError(
+                    self.key,
+                    loop.location,
+                    "this loop's trip count is not known before the launch: it would be counted by a dry run read "
+                    "back on the host, which a CUDA graph capture cannot wait for",
+                    "Pass max_records=N (to wp_rewrite, or to the launch) to bound its trips",
+                )
+            # A dry run on scratch copies, with no room for records, counts the trips of loops of unknown length.
+            copied = frozenset(spec.copied if pair.count is not None else spec.written)
+            scratch = [scratch_copy(value, path, copied) for value, path in zip(args, parameters, strict=True)]
+            uncopyable = next((path for path, value in zip(parameters, scratch, strict=True) if value is None), None)
+            if uncopyable is not None:
+                raise RewriteError(
+                    self.key, spec.location,
+                    f"counting the trips of its loops of unknown length would need a copy of '{uncopyable}', which "
+                    "the kernel writes, and that kind of array cannot be copied",
+                    "Pass max_records (to wp_rewrite, or to the launch) so that no count is needed",
+                )  # fmt: skip
+            no_room = {loop: room or 0 for loop, room in capacities.items()}
+            dry = phase_arguments(spec, scratch, shape, no_room, device)
+            for shadow in dry.shadows:
+                shadow.load()
+            warp_launch(pair.count or pair.record, shape, scratch, dry.extra, record_tape=False, **options)
+            needed = dry.status.numpy()  # the host needs the counts to size the records: it waits here
+            capacities = {
+                loop: room if room is not None else trips_of(needed, loop) for loop, room in capacities.items()
+            }
+        # Forward: the record kernel runs the original code and stores every consumed atomic's returned value.
+        records = phase_arguments(spec, args, shape, capacities, device, exact)
+        for shadow in records.shadows:
+            shadow.load()
+        # A launch whose record sizes depend only on its signature is prepared for the next one like it.
+        if key is not None and not counted and not records.shadows:
+            command = warp_launch(pair.record, dim, inputs, [*outputs, *records.extra], record_tape=False,
+                                record_cmd=True, **options)  # fmt: skip
+            if command is not None:  # None: no threads, nothing to run
+                remember(self._launches, key, PreparedLaunch(command, pair, args, records, capacities))
+                command.launch()
+        else:
+            warp_launch(pair.record, dim, inputs, [*outputs, *records.extra], record_tape=False, **options)
+        for shadow in records.shadows:
+            shadow.store()
+        if records.status is not None:
+            device_checks.watch(records.status, lambda values: explain_status(spec, capacities, values))
+        # Backward runs these in reverse: the exact order's preparation and checks, then the replay kernel's
+        # adjoint (reading the recorded values back), then the routing of the returned values' adjoints.
+        replay_outputs = [*outputs, *records.extra]
+        exact_targets = [target for target in records.exact if target.count]  # none: in loops that never ran
+        step = None
+        if exact_targets:
+            step = ExactBackward(spec, pair.replay, dim, list(inputs), replay_outputs, device, block_dim, max_blocks,
+                                 records.status, capacities, exact_targets)  # fmt: skip
+            tape.record_func(backward=step.route, arrays=[target.returned for target in exact_targets])
+        tape.record_launch(pair.replay, dim, max_blocks, list(inputs), replay_outputs, device, block_dim or 0)
+        if step is not None:
+            tape.record_func(backward=step.prepare, arrays=[])
+        if wp.config.verify_autograd_array_access:
+            tape._check_kernel_array_access(pair.replay, [*args, *records.extra])
+
+
+@dataclass
+class RewrittenLaunch:
+    """A launch of a rewritten kernel made ready by ``launch(..., record_cmd=True)``: ``launch()`` runs it, both
+    phases on the tape active then, as ``wp.launch``'s ``Launch`` objects do for plain kernels."""
+
+    kernel: RewrittenKernel
+    arguments: dict[str, Any]
+
+    def launch(self) -> None:
+        self.kernel.launch(**self.arguments)
+
+
+@dataclass(frozen=True)
+class KernelRewrite:
+    """The record and replay kernels generated for a plain function that its file makes a kernel of when it runs
+    (``wp.Kernel(func=f)``, ``wp.kernel(f)``, a function of the file calling one of those): ``wp-rewrite`` wraps
+    each call that makes the kernel in a call of this, which gives the ``RewrittenKernel`` launching them."""
+
+    pair: KernelPair
+    max_records: int | None = None
+
+    def __call__(self, kernel: wp.Kernel) -> RewrittenKernel:
+        spec = self.pair.spec
+        function = getattr(kernel, "func", None)
+        if not isinstance(kernel, wp.Kernel) or tuple(inspect.signature(function).parameters) != spec.parameters:
+            problem = (f"the call wrapped to rewrite it gave {kernel!r}, not a kernel made of the function "
+                       f"'{spec.key}' the record and replay kernels were generated from")  # fmt: skip
+            raise RewriteError(spec.key, spec.location, problem, "Make that call return the kernel it makes")
+        return RewrittenKernel(kernel, self.pair, max_records=self.max_records)

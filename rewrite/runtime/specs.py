@@ -1,0 +1,98 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright (c) 2026 the warp-rewrite authors
+"""What a launch needs to know about the generated kernels: frozen records the pipeline fills and emitted modules
+spell out as source text (``KernelPair(record, replay, KernelSpec(...))``)."""
+
+from dataclasses import dataclass
+from typing import Any
+
+import warp as wp
+
+# --- what a launch needs to know about the generated kernels ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExactRecords:
+    """The record parameters of an atomic whose float returns get exact gradients (see the exact backward)."""
+
+    returned: str
+    values: str  # the operands
+    order: str  # each operation's place among the operations on its address, per component (-1: never ran)
+    addresses: str  # the flat address each operation touched
+    compares: str | None = None  # atomic_cas: the compare operands
+
+
+@dataclass(frozen=True)
+class SiteSpec:
+    """One recorded atomic."""
+
+    target: str  # argument path of the target array: "count", or a struct field's "state.count"
+    op: str  # "add", "cas", ...; "read": a plain read of an array the launch writes
+    location: str  # "file:line:col" of the atomic in the user's source
+    # argument paths a float return may be differentiable in; None: any array argument
+    gradient_sources: tuple[str, ...] | None = ()
+    exact: ExactRecords | None = None
+
+
+@dataclass(frozen=True)
+class RecordSpec:
+    """One record parameter of the generated kernels, which each launch allocates.
+
+    ``kind`` says how: "returned", "values" and "compares" hold the target's dtype, "order" (one column per
+    component) and "addresses" int32; a "shadow" holds the target's values and tickets while the record kernel
+    runs (see ``exact_add``); "trips" (how often a loop ran) and "carried" (ints a loop hands on) have ``dtype``.
+    Each but the shadow holds one entry per thread and iteration of ``loops``.
+    """
+
+    name: str
+    kind: str
+    target: str | None = None
+    dtype: Any = None  # the Warp type of "trips" and "carried" records; None: decided by the kind
+    loops: tuple[int, ...] = ()
+    requires_grad: bool = False
+
+
+@dataclass(frozen=True)
+class LoopSpec:
+    """A loop around a recorded atomic."""
+
+    id: int
+    location: str
+    trips: int | None = None  # the trip count of a constant range()
+    room: int | None = None  # records per execution compiled into the kernels; None: passed by each launch
+    counted: bool = False  # of unknown length and replayed: needs room, and its trips are checked
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """What a launch of one pair of generated kernels needs to know about them."""
+
+    key: str  # the original kernel's name, for messages
+    parameters: tuple[str, ...]  # the original kernel's parameters, in order
+    location: str = ""  # "file:line:col" of the kernel's definition
+    written: tuple[str, ...] = ()  # argument paths of the arrays the launch writes
+    # those of them a dry run copies: the ones the launch reads back (the count kernel writes no others)
+    copied: tuple[str, ...] = ()
+    sites: tuple[SiteSpec, ...] = ()
+    records: tuple[RecordSpec, ...] = ()  # in the order of the generated kernels' record parameters
+    loops: tuple[LoopSpec, ...] = ()
+    launch_arity: int = 1  # how many indices the kernel unpacks wp.tid() into: the most launch dimensions
+    # The adjoint launches of the replay kernel the exact backward makes: one, plus one per link of the longest
+    # chain of exact returns feeding exact operands; None: found by the backward, which then reads on the host
+    # whether gradient is left after each (a chain through a helper, or one that can feed back into its target).
+    exact_rounds: int | None = 0
+
+    @property
+    def has_status(self) -> bool:
+        """Whether both kernels take a status array: the device's checks (records overflowing, exact orders)."""
+        return any(loop.counted for loop in self.loops) or any(site.exact for site in self.sites)
+
+
+@dataclass(frozen=True)
+class KernelPair:
+    """A record kernel, its replay kernel, and what their launches need to know about them."""
+
+    record: wp.Kernel  # the complete forward plus the record stores; enable_backward=False
+    replay: wp.Kernel  # the original code reading the records back: only its adjoint runs
+    spec: KernelSpec
+    count: wp.Kernel | None = None  # the record kernel without writes nothing reads back: what dry runs launch
