@@ -33,7 +33,7 @@ bench: $(INSTALLED)
 	$(PY) -m bench.run
 
 # The real-code suite (tests/realcode): Newton (pinned by the realcode extra), warp/examples and warp/tests through
-# --check, wp_rewrite and wp-rewrite, and Newton's soft contacts end to end. See the README's "Real code".
+# --check, wp_rewrite and wp-rewrite, and Newton's soft contacts end to end. See docs/realcode.md.
 realcode: $(INSTALLED)
 	$(PY) -m pip install --quiet -e ".[dev,realcode]"
 	$(PY) -m pytest tests/realcode --durations=5

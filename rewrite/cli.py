@@ -50,6 +50,7 @@ from warp_rewrite.lint import (
     Selection,
     SelectorError,
     noqa_lines,
+    rule_url,
     sort_key,
     suppressed,
     syntax_error,
@@ -271,7 +272,7 @@ def _json_finding(finding: Finding) -> dict:
         "location": {"column": finding.column, "row": finding.row},
         "message": finding.message,
         "noqa_row": finding.row,
-        "url": None,
+        "url": rule_url(finding.code),
     }
 
 

@@ -21,6 +21,7 @@ The codes, as ruff's conventions go (``--select``/``--ignore`` take codes and pr
 from __future__ import annotations
 
 import ast
+import importlib.resources
 import io
 import re
 import tokenize
@@ -48,6 +49,13 @@ CODES = {
     "E999": "SyntaxError: {message}",
 }
 DEFAULT_SELECT = ("WR0",)
+# Each code's page (docs/rules/CODE.md), installed with the package: there is no hosted site to link to.
+RULE_PAGES = importlib.resources.files("warp_rewrite.rules")
+
+
+def rule_url(code: str) -> str:
+    """The ``file://`` URL of the page of ``code`` shipped with the installed package, which a browser opens."""
+    return Path(str(RULE_PAGES / f"{code}.md")).as_uri()
 
 
 @dataclass(frozen=True)

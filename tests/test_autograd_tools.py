@@ -126,7 +126,7 @@ def test_gradcheck_passes(name):
 def test_gradcheck_tape_checks_the_replay_kernel_against_the_recorded_values(name):
     """``gradcheck_tape`` checks each kernel launch on the tape on its own: for a rewritten launch that is the
     replay kernel, whose recorded returned values are inputs like any other (and its Jacobian w.r.t. them is
-    checked). It never runs the exact backward's routing: see the README (Floating-point returns)."""
+    checked). It never runs the exact backward's routing: see docs/user-guide.md (Floating-point returns)."""
     function, make = FUNCTIONS[name]
     inputs = make()
     tape = wp.Tape()

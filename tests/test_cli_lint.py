@@ -16,6 +16,7 @@ import yaml
 
 from warp_rewrite import __version__
 from warp_rewrite.cli import main
+from warp_rewrite.lint import rule_url
 
 REPO = Path(__file__).parents[1]
 WP_REWRITE = Path(sys.executable).with_name("wp-rewrite")
@@ -98,8 +99,9 @@ def test_json_output_has_ruffs_fields(capsys, tmp_path):
         "message": "kernel 'direct' uses the value returned by wp.atomic_add(); gradients through it are wrong in "
         "plain Warp",
         "noqa_row": 11,
-        "url": None,
+        "url": rule_url("WR001"),
     }
+    assert rule_url("WR001") == (Path(__file__).parents[1] / "docs/rules/WR001.md").as_uri()  # the page shipped
     assert run_cli(capsys, "--check", path, "--output-format", "json", "--ignore", "WR")[1] == "[]\n"
 
 

@@ -1,6 +1,6 @@
 """Bugs the real-code suite (tests/realcode, ``make realcode``) found in warp-rewrite, each reduced to a kernel written
 here. A new one is added as ``xfail(strict=True)``: whoever fixes it sees it pass, removes its mark, and updates
-tests/realcode/ledger.py and the README's "Real code" table, where the real kernels it affects are counted. All
+tests/realcode/ledger.py and the tables of docs/realcode.md, where the real kernels it affects are counted. All
 eight found so far are fixed."""
 
 from __future__ import annotations

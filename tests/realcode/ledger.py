@@ -1,8 +1,9 @@
-"""What the real-code suite expects, the one home of the README's "Real code" tables (``render()``).
+"""What the real-code suite expects, the one home of the tables of docs/realcode.md (``render()``).
 
 Every outcome that is not "rewritten" is counted by its reason, and every reason has a verdict: a documented limit
 of the rewrite, a refusal that is right for that code, or a bug (with the test in tests/test_real_code_bugs.py
-that reproduces it). After a change to the rewrite, ``python tests/realcode/survey.py`` prints the new counts.
+that reproduces it). After a change to the rewrite, ``python tests/realcode/survey.py`` prints the new counts;
+after a change to ``EXPECTED``, ``python tests/realcode/ledger.py`` writes the tables into docs/realcode.md.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 from outcomes import CRASH, GENERIC, ORIGINAL_FAILS, REFUSED, REWRITTEN, Outcome
 
@@ -153,7 +155,7 @@ EXPECTED: dict[tuple[str, str], Summary] = {
 
 
 def render(expected: dict[tuple[str, str], Summary] = EXPECTED) -> str:
-    """The README's tables: counts per tree and way, then every reason with its counts and verdict."""
+    """The tables of docs/realcode.md: counts per tree and way, then every reason with its counts and verdict."""
     lines = [
         "| real code | way | rewritten + compiled | rewritten, generic: not compiled | refused "
         "| original does not compile either | crashes |",
@@ -174,3 +176,22 @@ def render(expected: dict[tuple[str, str], Summary] = EXPECTED) -> str:
     for label, where in sorted(by_label.items()):
         lines.append(f"| {label} | {'; '.join(where)} | {VERDICTS.get(label, 'no verdict yet')} |")
     return "\n".join(lines) + "\n"
+
+
+DOCUMENT = Path(__file__).parents[2] / "docs" / "realcode.md"
+BEGIN, END = "<!-- ledger.render() -->\n", "<!-- /ledger.render() -->\n"  # the lines around the tables there
+
+
+def shown(text: str) -> str:
+    """The tables a text of docs/realcode.md shows between its markers."""
+    return text[text.index(BEGIN) + len(BEGIN) : text.index(END)]
+
+
+def write() -> None:
+    """Put ``render()`` between the markers of docs/realcode.md."""
+    text = DOCUMENT.read_text()
+    DOCUMENT.write_text(text.replace(BEGIN + shown(text) + END, BEGIN + render() + END))
+
+
+if __name__ == "__main__":
+    write()

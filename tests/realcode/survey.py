@@ -19,7 +19,7 @@ import warp as wp
 from outcomes import Outcome
 from trees import TREES, Tree, check, module_name
 
-TIMINGS: dict[str, float] = {}  # "newton: wp_rewrite" -> seconds, for the README's account of the run time
+TIMINGS: dict[str, float] = {}  # "newton: wp_rewrite" -> seconds, for the account of the run time in docs/realcode.md
 
 
 class timed:

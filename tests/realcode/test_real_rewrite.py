@@ -1,12 +1,10 @@
 """``wp_rewrite`` and ``wp-rewrite`` on every kernel of the real code that uses an atomic's return: no crash
 (any exception but ``RewriteError``, or generated code that does not compile where the original does), and every
-refusal and failure counted by its reason, as ``ledger.EXPECTED`` and the README's "Real code" table say."""
-
-from pathlib import Path
+refusal and failure counted by its reason, as ``ledger.EXPECTED`` and the tables of docs/realcode.md say."""
 
 import pytest
 import survey
-from ledger import EXPECTED, reason_of, render, summarize
+from ledger import DOCUMENT, EXPECTED, reason_of, render, shown, summarize
 from outcomes import REWRITTEN, Outcome
 from trees import TREES, Tree, require
 
@@ -19,7 +17,8 @@ def assert_as_ledgered(tree: Tree, way: str, outcomes: list[Outcome]) -> None:
     assert not unknown, f"outcomes whose reason ledger.REASONS does not know:\n{listing}"
     assert measured == expected, (
         f"{tree} through {way}: the outcomes changed. If for the better, update ledger.EXPECTED (python "
-        f"tests/realcode/survey.py prints it) and the README's table (ledger.render()).\nmeasured: {measured}\n"
+        f"tests/realcode/survey.py prints it), then python tests/realcode/ledger.py (the tables of docs/realcode.md)."
+        f"\nmeasured: {measured}\n"
         f"expected: {expected}\nevery outcome but rewritten:\n{listing}"
     )
 
@@ -36,6 +35,5 @@ def test_the_command_line_on_every_flagged_file(tree, emitted_root):
     assert_as_ledgered(tree, "wp-rewrite", survey.cli_outcomes(tree, emitted_root))
 
 
-def test_the_readme_shows_the_ledger():
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    assert render() in readme, f"the README's 'Real code' tables are not ledger.render():\n{render()}"
+def test_the_docs_show_the_ledger():
+    assert shown(DOCUMENT.read_text()) == render(), "docs/realcode.md is not current: python tests/realcode/ledger.py"

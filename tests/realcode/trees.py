@@ -1,6 +1,6 @@
 """The real code the suite runs on: trees of installed packages no one here wrote, and what ``--check`` says of them.
 
-Newton is installed by ``make realcode`` (the ``realcode`` extra pins the version the README table describes);
+Newton is installed by ``make realcode`` (the ``realcode`` extra pins the version docs/realcode.md describes);
 ``warp/examples`` and ``warp/tests`` ship inside the warp-lang wheel this project depends on anyway.
 """
 
