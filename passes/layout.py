@@ -12,7 +12,7 @@ from warp_rewrite.passes.atomics import WarpNames
 from warp_rewrite.passes.dataflow import argument_path, gradient_sources, single_assignments
 from warp_rewrite.passes.plan_types import HelperResolver, KernelPlan, Unit, needs_forward_twin, overlap
 from warp_rewrite.passes.refusals import Refusal
-from warp_rewrite.passes.syntax import walk
+from warp_rewrite.passes.syntax import parent_map, walk
 
 
 @dataclass(frozen=True)
@@ -76,20 +76,41 @@ def site_gradient_sources(
     } - {None}
     local = {s.node: s.target for s in plan.sites if s.target not in int_paths and not s.in_helper}
     sources = gradient_sources(kernel.tree, params, names, local) if local else {}
+    nodes = walk(kernel.tree)
+    parents = parent_map(nodes)
     result = {}
     for site in plan.sites:
         if site.target in int_paths:
             continue
         in_reach_of_helpers = site.in_helper or any(overlap(site.target, path) for path in passed_to_helpers)
-        result[id(site)] = None if in_reach_of_helpers else sources[site.node]
+        if not site.in_helper and only_compared(site.node, nodes, parents):
+            result[id(site)] = frozenset()  # it decides branches, and a comparison has no gradient
+        else:
+            result[id(site)] = None if in_reach_of_helpers else sources[site.node]
     return result
+
+
+def only_compared(node: ast.AST, nodes: list[ast.AST], parents: dict[ast.AST, ast.AST]) -> bool:
+    """Is the value of ``node`` only compared: an operand of a comparison, or bound once to a local that is only
+    ever an operand of comparisons (``if d < zbuf[p]``, ``best = peak[0]; if v > best``)?"""
+    parent = parents.get(node)
+    if isinstance(parent, ast.Compare):
+        return True
+    if not (isinstance(parent, ast.Assign) and parent.value is node and len(parent.targets) == 1):
+        return False
+    target = parent.targets[0]
+    if not isinstance(target, ast.Name):
+        return False
+    named = [n for n in nodes if isinstance(n, ast.Name) and n.id == target.id]
+    uses = [n for n in named if isinstance(n.ctx, ast.Load)]
+    return len(named) - len(uses) == 1 and bool(uses) and all(isinstance(parents.get(u), ast.Compare) for u in uses)
 
 
 def check_replay_twins(
     plan: KernelPlan,
     records: dict[str, RecordParam],
     int_paths: frozenset[str],
-    parameter_types: Callable[[Unit], dict[str, Any]],
+    is_generic: Callable[[Unit], bool],
 ) -> None:
     """Refuse a generic helper whose replay keeps a float atomic: its twin needs ``@wp.func_replay``.
 
@@ -99,7 +120,7 @@ def check_replay_twins(
     for function in plan.root.walk():
         if function is plan.root or not needs_forward_twin(function, int_paths):
             continue
-        generic = any(dtypes.is_generic(t) for t in parameter_types(function.unit).values())
+        generic = is_generic(function.unit)
         generic |= any(records[name].dtype is None for name in function.record_params())
         unnamed = [name for name in function.record_params() if not dtypes.has_source(records[name].dtype)]
         if generic or unnamed:

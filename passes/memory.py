@@ -76,8 +76,11 @@ def loads(nodes: list[ast.AST], parents: dict[ast.AST, ast.AST], names: WarpName
     load ``pos[i]`` reads a vector element of a 1-D ``pos``, and ``[0]`` takes a component of the value read.
 
     Subscripts that are stored into, or the target of an atomic (a view ``arr[i]`` handed to it), are not loads;
-    nor is the element a plain assignment stores a component of (``out[i]`` in ``out[i][0, 0] = v`` or
-    ``out[i].x = v``): Warp writes the component in place, reading nothing.
+    nor is the element an assignment stores a component or field of (``out[i]`` in ``out[i][0, 0] = v``,
+    ``out[i].x = v``, ``tally[c][1] += w`` or ``bodies[b].mass += m``): Warp writes the component in place,
+    and lowers the augmented forms to an atomic on that one slot (``emit_AugAssign`` in Warp's codegen), so
+    the element is never read into a value the kernel holds. Wrapping it in a record call would make the
+    update land on a temporary and lose it in the forward.
     """
     found = []
     for node in nodes:
@@ -93,10 +96,11 @@ def loads(nodes: list[ast.AST], parents: dict[ast.AST, ast.AST], names: WarpName
 
 
 def _assigned_into(node: ast.expr, parents: dict[ast.AST, ast.AST]) -> bool:
-    """Is ``node`` what the target of a plain assignment indexes or takes an attribute of, at any depth?"""
+    """Is ``node`` what the target of an assignment (plain or augmented) indexes or takes an attribute of, at
+    any depth?"""
     child, parent = node, parents.get(node)
     while isinstance(parent, ast.Subscript | ast.Attribute) and parent.value is child:
         child, parent = parent, parents.get(parent)
-    if child is node or not isinstance(parent, ast.Assign | ast.AnnAssign):
+    if child is node or not isinstance(parent, ast.Assign | ast.AnnAssign | ast.AugAssign):
         return False
     return any(child is target for target in (parent.targets if isinstance(parent, ast.Assign) else [parent.target]))

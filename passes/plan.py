@@ -26,6 +26,7 @@ from warp_rewrite.passes.plan_types import (
     Clone,
     Frontend,
     FunctionPlan,
+    HelperCall,
     KernelPlan,
     Loop,
     Site,
@@ -99,12 +100,15 @@ class Planner(MemoryAccesses):
             if not call.consumed and call not in exact:
                 unconsumed[parents[call.node]] = kernel_path(call.target)
         for write in facts.writes:
-            if kernel_path(write.target) not in self.exact_targets:
-                unconsumed[write] = kernel_path(write.target)
+            # a component update of a local vector (``v[0] += a``) writes no memory: the replay keeps it
+            if (path := kernel_path(write.target)) is not None and path not in self.exact_targets:
+                unconsumed[write] = path
         for node in facts.nodes:
             stored = [path for array in memory.stored_arrays(node) if (path := kernel_path(array)) in self.written]
             if stored and not isinstance(node, ast.AugAssign):
                 stores[node] = stored[0]
+            elif stored:  # a field of an element (``bodies[b].mass += m``): Warp's atomic on that one slot
+                unconsumed.setdefault(node, stored[0])
         self._check_exact_accesses(unit, paths, unit_params, aliases)
         self._check_builtin_reads(unit, kernel_path)
         helper_calls = self._helper_calls(unit, [c for c in atomics if c.consumed], kernel_path)
@@ -116,7 +120,8 @@ class Planner(MemoryAccesses):
         hidden = lambda node: any(loop in opaque for loop in _enclosing(node, parents, unit.tree))  # noqa: E731
         recorded = [c for c in recorded if not hidden(_statement_or_call(c))]
         reads = [(node, path) for node, path in self._reads(unit, kernel_path) if not hidden(node)]
-        relevant: list[ast.AST] = [_statement_or_call(c) for c in recorded] + [call for call, _ in helper_calls]
+        relevant: list[ast.AST] = [_statement_or_call(c) for c in recorded]
+        relevant += [helper_call.call for helper_call in helper_calls if helper_call.records]
         relevant += [node for node, _ in reads] + list(opaque)
         for node in sorted(relevant, key=lambda n: (n.lineno, n.col_offset)):
             for loop in _enclosing(node, parents, unit.tree):
@@ -161,11 +166,14 @@ class Planner(MemoryAccesses):
         sites.sort(key=lambda site: (site.node.lineno, site.node.col_offset))
 
         clones = {}
-        for call, helper in helper_calls:
+        for helper_call in helper_calls:
+            call, helper = helper_call.call, helper_call.helper
             bound = bound_arguments(call, helper)
             helper_paths = self._bind(unit, call, helper, kernel_path)
             helper_views = frozenset(param for param, arg in bound.items() if is_view(arg, aliases, views))
-            around = outer + tuple(loops[loop].id for loop in _enclosing(call, parents, unit.tree))
+            # a clone that records nothing may sit in loops the plan leaves alone
+            enclosing = [loop for loop in _enclosing(call, parents, unit.tree) if loop in loops]
+            around = outer + tuple(loops[loop].id for loop in enclosing)
             clone = self._plan(helper, helper_paths, around, self.namer.fresh_base(helper.name), helper_views)
             clones[call] = Clone(call, clone)
         return FunctionPlan(unit, name, parents, paths, sites, loops, clones, unconsumed, stores)
@@ -331,9 +339,10 @@ class Planner(MemoryAccesses):
 
     def _helper_calls(
         self, unit: Unit, consumed: list[AtomicCall], path_of: Callable[[ast.expr], str | None]
-    ) -> list[tuple[ast.Call, Unit]]:
+    ) -> list[HelperCall]:
         """Calls to helpers that need a clone: they consume an atomic's return, or read an array the launch writes
-        (their replay must read records instead), somewhere inside."""
+        (their replay must read records instead), somewhere inside; or they write such an array (their replay
+        needs a twin that writes nothing, ``needs_forward_twin``: Warp's backward runs a helper's forward again)."""
         atomic_nodes = {c.node for c in consumed}
         found = []
         for node in self.analysis(unit).calls:
@@ -341,11 +350,11 @@ class Planner(MemoryAccesses):
                 helper = self.resolve_helper(unit, node)
                 if helper is None:
                     continue
-                if self._consumes(helper, set()) or self._reads_written(
-                    helper, self._bind(unit, node, helper, path_of), set()
-                ):
-                    found.append((node, helper))
-        return sorted(found, key=lambda pair: (pair[0].lineno, pair[0].col_offset))
+                paths = self._bind(unit, node, helper, path_of)
+                records = self._consumes(helper, set()) or self._reads_written(helper, paths, set())
+                if records or self._writes_written(helper, paths, set()):
+                    found.append(HelperCall(node, helper, records))
+        return sorted(found, key=lambda found: (found.call.lineno, found.call.col_offset))
 
     def _consumes(self, unit: Unit, seen: set[int]) -> bool:
         """Does the function consume an atomic's return, itself or in a helper it calls?"""

@@ -49,6 +49,10 @@ class Frontend(Protocol):
         """Is the callee one whose effect on memory is known: a Warp builtin (atomics aside), a Python builtin,
         a struct or vector constructor? (A ``@wp.func`` is a helper instead: ``resolve_helper``.)"""
 
+    def is_generic(self, unit: Unit) -> bool:
+        """Is the function generic to Warp (a parameter of type ``Any``, an array of ``Any``)? Warp then lets it
+        have no ``@wp.func_replay``."""
+
     def array(self, path: str) -> dtypes.ArrayInfo | None:
         """What is known of the array argument (or struct field of one) at ``path``; None if it is no array."""
 
@@ -161,6 +165,16 @@ class Clone:
 
     call: ast.Call
     plan: FunctionPlan
+
+
+@dataclass(frozen=True)
+class HelperCall:
+    """A call to a helper the plan clones, and whether the clone records anything (it consumes an atomic's
+    return or reads memory the launch writes) or only needs a replay twin that writes nothing."""
+
+    call: ast.Call
+    helper: Unit
+    records: bool
 
 
 @dataclass(frozen=True)

@@ -214,6 +214,9 @@ class LiveFrontend:
     def parameter_types(self, unit: FunctionSource) -> dict[str, Any]:
         return {arg.label: dtypes.normalized(arg.type) for arg in unit.obj.adj.args}
 
+    def is_generic(self, unit: FunctionSource) -> bool:
+        return any(dtypes.is_generic(arg.type) for arg in unit.obj.adj.args)
+
     def array(self, path: str) -> dtypes.ArrayInfo | None:
         root, *fields = path.split(".")
         arg_type = self.warp_kernel.adj.arg_types.get(root)

@@ -20,12 +20,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import AtomicCall, WarpNames
 from warp_rewrite.passes.dataflow import exact_chain_links
 from warp_rewrite.passes.dtypes import ArrayInfo
 from warp_rewrite.passes.layout import RecordParam, check_replay_twins, record_params, site_gradient_sources
 from warp_rewrite.passes.loop_returns import lower_returns
 from warp_rewrite.passes.naming import Namer
+from warp_rewrite.passes.own_writes import forward_own_writes, thread_index
 from warp_rewrite.passes.plan import Planner
 from warp_rewrite.passes.plan_types import Frontend as PlanFrontend
 from warp_rewrite.passes.plan_types import KernelPlan, Unit, array_at, is_int_path
@@ -136,6 +138,9 @@ class DesugaredFrontend:
     def parameter_types(self, unit: Unit) -> dict[str, Any]:
         return self.frontend.parameter_types(self._own_source(unit))
 
+    def is_generic(self, unit: Unit) -> bool:
+        return self.frontend.is_generic(self._own_source(unit))
+
     def local_types(self, unit: Unit) -> dict[str, Any]:
         return self.frontend.local_types(self._own_source(unit))
 
@@ -181,6 +186,31 @@ def _lowered_returns(frontend: Frontend, unit: Unit) -> ast.FunctionDef | None:
 def loop_returns(desugared: Desugared) -> Desugared:
     """Returns from loops Warp does not unroll made breaks (``passes.loop_returns``)."""
     return Desugared(DesugaredFrontend(desugared.frontend, _lowered_returns), desugared.options)
+
+
+def _forwarded_own_writes(frontend: Frontend, unit: Unit) -> ast.FunctionDef | None:
+    if unit is not frontend.kernel:
+        return None  # helpers: their arrays are the caller's, other threads' elements included
+    names = frontend.warp_names(unit)
+    warp = min(names.modules)
+
+    def is_tid(value: ast.expr) -> bool:
+        func = value.func if isinstance(value, ast.Call) and not value.args else None
+        return (
+            isinstance(func, ast.Attribute) and func.attr == "tid" and getattr(func.value, "id", None) in names.modules
+        )
+
+    candidates = {}
+    for name, annotation in frontend.parameter_types(unit).items():
+        array = dtypes.array_info(annotation)
+        if array is not None and array.ndim == 1 and array.dtype is not None and not dtypes.is_generic(array.dtype):
+            candidates[name] = dtypes.source(array.dtype, warp)
+    return forward_own_writes(unit.tree, thread_index(unit.tree, is_tid), candidates)
+
+
+def own_writes(desugared: Desugared) -> Desugared:
+    """Reads of the element a thread stored itself made reads of the stored value (``passes.own_writes``)."""
+    return Desugared(DesugaredFrontend(desugared.frontend, _forwarded_own_writes), desugared.options)
 
 
 @dataclass(frozen=True)
@@ -253,7 +283,7 @@ def layout(planned: Planned) -> Laid:
     records = record_params(plan_, lambda path: array_at(frontend, plan_.narrowed, path))
     paths = {s.target for s in plan_.sites} | {p for f in plan_.root.walk() for p in f.unconsumed.values() if p}
     int_paths = frozenset(path for path in paths if is_int_path(frontend, path, plan_.narrowed))
-    check_replay_twins(plan_, records, int_paths, frontend.parameter_types)
+    check_replay_twins(plan_, records, int_paths, frontend.is_generic)
     return _extended(planned, Laid, records=records, int_paths=int_paths)
 
 
@@ -453,6 +483,7 @@ STAGES: tuple[Stage[Any, Any], ...] = (
     # A stage "fence" (passes/fence.py), refusing every unsupported construct before any transformation, goes here.
     Stage("while_conditions", while_conditions, _kernel_tree),
     Stage("loop_returns", loop_returns, _kernel_tree),
+    Stage("own_writes", own_writes, _kernel_tree),
     Stage("survey", survey, lambda state: _plan_lines(state.first), lambda state: state.nothing_to_record),
     Stage("plan", plan, lambda state: _plan_lines(state.plan)),
     Stage("layout", layout, _record_lines),

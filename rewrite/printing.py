@@ -46,10 +46,15 @@ def unparse_keeping_text(definition: ast.FunctionDef, originals: dict[ast.stmt, 
     return _PLACEHOLDER_LINE.sub(lambda line: _indented(kept[int(line.group(2))], line.group(1)), printed)
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
 @functools.lru_cache(maxsize=64)
 def _lines(text: str) -> tuple[str, ...]:
-    """A source's lines, split once for all the functions printed from it (the CLI's is a whole file)."""
-    return tuple(text.splitlines())
+    """A source's lines, split once for all the functions printed from it (the CLI's is a whole file), at the line
+    ends Python's parser counts: not ``str.splitlines``, which also splits at a form feed and other separators and
+    would then print statements from the wrong line."""
+    return tuple(_LINE_END.split(text))
 
 
 def _source_of(statement: ast.stmt, source_lines: tuple[str, ...]) -> str | None:

@@ -79,15 +79,11 @@ def resolve_annotation(project: Project, module: StaticModule, node: ast.expr | 
     that cannot be told without running the module. Names the module imports are followed into the files of the
     project (``project``), as helpers are."""
     node = _parsed(node)
-    if isinstance(node, ast.Subscript):  # wp.array[wp.float32]
-        return _array(project, module, node.value, node.slice, None)
     if isinstance(node, ast.Call) and _constructor(module, node.func):  # wp.types.matrix(shape=(6, 1), dtype=...)
         return _value_type(project, module, node)
-    if isinstance(node, ast.Call):  # wp.array(dtype=wp.float32, ndim=2), wp.array2d(float)
-        keywords = {k.arg: k.value for k in node.keywords}
-        dtype = keywords.get("dtype", node.args[0] if node.args else None)
-        ndim = keywords.get("ndim")
-        return _array(project, module, node.func, dtype, ndim.value if isinstance(ndim, ast.Constant) else None)
+    if isinstance(node, ast.Subscript | ast.Call):  # wp.array[wp.float32], wp.array(dtype=float, ndim=2)
+        kind, dtype, ndim = _array_parts(node)
+        return _array(project, module, kind, dtype, ndim)
     if isinstance(node, ast.Name):
         if node.id in ("int", "float", "bool"):
             return dtypes.normalized(getattr(builtins, node.id))
@@ -103,6 +99,29 @@ def resolve_annotation(project: Project, module: StaticModule, node: ast.expr | 
             return typing.Any
     dotted = _dotted(node)
     return _module_type(project, module, dotted) if dotted and len(dotted) > 1 else None
+
+
+def _array_parts(node: ast.Subscript | ast.Call) -> tuple[ast.expr, ast.expr | None, int | None]:
+    """An array annotation's kind, dtype expression and literal ndim: ``wp.array[wp.float32]``,
+    ``wp.array(dtype=wp.float32, ndim=2)``, ``wp.array2d(float)``."""
+    if isinstance(node, ast.Subscript):
+        return node.value, node.slice, None
+    keywords = {k.arg: k.value for k in node.keywords}
+    ndim = keywords.get("ndim")
+    literal = ndim.value if isinstance(ndim, ast.Constant) and isinstance(ndim.value, int) else None
+    return node.func, keywords.get("dtype", node.args[0] if node.args else None), literal
+
+
+def is_generic_annotation(project: Project, module: StaticModule, node: ast.expr | None) -> bool:
+    """Does Warp read the annotation as generic? An array of a struct does not, though ``resolve_annotation``
+    gives it the dtype Any (a Warp array type cannot hold the command line's struct types)."""
+    if not dtypes.is_generic(resolve_annotation(project, module, node)):
+        return False
+    node = _parsed(node)
+    if isinstance(node, ast.Subscript | ast.Call):
+        _, dtype, _ = _array_parts(node)
+        return not isinstance(resolve_annotation(project, module, dtype), StaticStruct)
+    return True
 
 
 def _dotted(node: ast.expr | None) -> list[str] | None:
@@ -329,6 +348,9 @@ class StaticFrontend:
 
     def parameter_types(self, unit: StaticUnit) -> dict[str, Any]:
         return {a.arg: resolve_annotation(self.project, unit.owner, a.annotation) for a in unit.tree.args.args}
+
+    def is_generic(self, unit: StaticUnit) -> bool:
+        return any(is_generic_annotation(self.project, unit.owner, a.annotation) for a in unit.tree.args.args)
 
     def array(self, path: str) -> dtypes.ArrayInfo | None:
         root, *fields = path.split(".")

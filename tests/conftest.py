@@ -17,7 +17,9 @@ collect_ignore = ["realcode"]
 
 @pytest.fixture(autouse=True, scope="session")
 def every_replay_reads_only_unwritten_memory_or_records():
-    """Check every kernel the suite rewrites, through the API or the command line, with ``replay_reads``."""
+    """Check every kernel the suite rewrites, through the API or the command line, with ``replay_reads`` and
+    ``record_kernels``."""
+    from record_kernels import count_kernel_differences, record_kernel_differences
     from replay_reads import unrecorded_reads
 
     from warp_rewrite import pipeline
@@ -29,6 +31,8 @@ def every_replay_reads_only_unwritten_memory_or_records():
         if generated is not None:
             problems = unrecorded_reads(frontend, generated)
             assert not problems, f"kernel '{generated.kernel}': unrecorded reads in its replay:\n" + "\n".join(problems)
+            differences = record_kernel_differences(frontend, generated) + count_kernel_differences(frontend, generated)
+            assert not differences, f"kernel '{generated.kernel}': record kernel:\n" + "\n".join(differences)
         return generated
 
     pipeline.rewrite_kernel = checked

@@ -63,3 +63,15 @@ def test_the_tree_is_left_as_it_was():
     before = ast.dump(function, include_attributes=True)
     unparse_keeping_text(function, dict.fromkeys(function.body, SOURCE))
     assert ast.dump(function, include_attributes=True) == before
+
+
+def test_statements_after_a_form_feed_are_printed_from_their_own_lines():
+    """Python's parser counts only \\n, \\r\\n and \\r as line ends; ``str.splitlines`` also splits at a form feed
+    (common between sections of a file), which once printed every later statement from the line above it."""
+    source = "x = 0\n\x0c\ndef kernel(a: float):\n    y = (a +\n         1.0)\n    return y\n"
+    function = ast.parse(source).body[1]
+    assert unparse_keeping_text(function, dict.fromkeys(function.body, source)).splitlines()[1:] == [
+        "    y = (a +",
+        "         1.0)",
+        "    return y",
+    ]
