@@ -16,8 +16,11 @@ collect_ignore = ["realcode"]
 
 
 @pytest.fixture(autouse=True, scope="session")
-def every_replay_reads_only_unwritten_memory_or_records():
-    """Check every kernel the suite rewrites, through the API or the command line, with ``replay_reads``."""
+def every_generated_kernel_is_checked():
+    """Check every kernel the suite rewrites, through the API or the command line: its replay reads only memory
+    the launch does not write or records (``replay_reads``), and it calls only the ABI's runtime names
+    (``generated_names``)."""
+    from generated_names import unlisted_runtime_names
     from replay_reads import unrecorded_reads
 
     from warp_rewrite import pipeline
@@ -29,6 +32,8 @@ def every_replay_reads_only_unwritten_memory_or_records():
         if generated is not None:
             problems = unrecorded_reads(frontend, generated)
             assert not problems, f"kernel '{generated.kernel}': unrecorded reads in its replay:\n" + "\n".join(problems)
+            unlisted = unlisted_runtime_names(frontend, generated)
+            assert not unlisted, f"kernel '{generated.kernel}': runtime names not in the ABI:\n" + "\n".join(unlisted)
         return generated
 
     pipeline.rewrite_kernel = checked

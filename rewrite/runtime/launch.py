@@ -12,6 +12,7 @@ from typing import Any
 
 import warp as wp
 
+from .abi import Op, RecordKind
 from .checks import device_checks, explain_status, host_view, trips_of, unbounded_chain
 from .device import STATUS_TRIPS
 from .errors import RewriteError
@@ -107,9 +108,12 @@ def requires_grad_path(parameters: Sequence[str], args: Sequence[Any], site: Sit
     return None
 
 
+_EXACT_ONLY = frozenset({RecordKind.VALUES, RecordKind.ORDER, RecordKind.ADDRESSES, RecordKind.COMPARES})
+
+
 def is_stand_in(record: RecordSpec, exact: frozenset[str]) -> bool:
     """Whether a record is an empty stand-in: exact-return records of a target with no exact returns this launch."""
-    return record.kind in ("values", "order", "addresses", "compares") and record.target not in exact
+    return record.kind in _EXACT_ONLY and record.target not in exact
 
 
 def capacities_of(spec: KernelSpec, max_records: int | None) -> dict[int, int | None]:
@@ -156,7 +160,7 @@ def phase_arguments(
             sizes[record.name] *= capacities[loop]
     shadows = {}
     for record in spec.records:
-        if record.kind == "shadow":
+        if record.kind == RecordKind.SHADOW:
             shadows[record.target] = Shadow(argument_at(spec.parameters, args, record.target), device)
     targets = []
     for path in sorted(exact):
@@ -169,16 +173,16 @@ def phase_arguments(
         array = argument_at(spec.parameters, args, record.target) if record.target else None
         if record.name in sliced:
             extra.append(sliced[record.name])
-        elif record.kind == "shadow":
+        elif record.kind == RecordKind.SHADOW:
             extra.append(shadows[record.target].words)
         elif is_stand_in(record, exact):
-            empty = (0, 0) if record.kind == "order" else (0,)
-            dtype = array.dtype if record.kind in ("values", "compares") else wp.int32
+            empty = (0, 0) if record.kind == RecordKind.ORDER else (0,)
+            dtype = array.dtype if record.kind in (RecordKind.VALUES, RecordKind.COMPARES) else wp.int32
             if (empty, dtype) not in empties:
                 empties[empty, dtype] = wp.empty(empty, dtype=dtype, device=device)
             extra.append(empties[empty, dtype])
         else:
-            dtype = array.dtype if record.kind == "returned" else record.dtype or wp.int32
+            dtype = array.dtype if record.kind == RecordKind.RETURNED else record.dtype or wp.int32
             # The replay reads only records the record kernel wrote, so they need no zero fill.
             extra.append(wp.empty(sizes[record.name], dtype=dtype, device=device))
     # The capacities not compiled in, in loop order: the kernels' trip_capacity<id> parameters.
@@ -462,7 +466,7 @@ class RewrittenKernel:
         # only if nothing it is made of needs a gradient.
         for site in pair.spec.sites:
             path = None if site.exact else requires_grad_path(parameters, args, site)
-            if path is not None and site.op == "read":
+            if path is not None and site.op == Op.READ:
                 raise RewriteError(
                     self.key,
                     site.location,
