@@ -25,13 +25,16 @@ import copy
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import positional_arguments
 from warp_rewrite.passes.layout import RecordParam
 from warp_rewrite.passes.plan_types import FunctionPlan, KernelPlan, Loop, Site, needs_forward_twin
 from warp_rewrite.passes.syntax import called_name, walk
-from warp_rewrite.runtime.abi import RuntimeNames
+
+if TYPE_CHECKING:  # the passes import no runtime: the ABI's names come in through ModuleNames
+    from warp_rewrite.runtime.abi import RuntimeNames
 
 RECORD, REPLAY = "record", "replay"
 # The record kernel without its writes into arrays nothing in the launch reads back: what a dry run launches to
