@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import ast
 
-import warp as wp
-
 from warp_rewrite.pipeline import Frontend, GeneratedKernel
-from warp_rewrite.runtime.abi import GENERATED, READER_PREFIX, reader_name
+from warp_rewrite.runtime.abi import GENERATED, reader_dtype
 
 
 def unlisted_runtime_names(frontend: Frontend, generated: GeneratedKernel) -> list[str]:
@@ -33,7 +31,4 @@ def _is(node: ast.AST, alias: str) -> bool:
 
 
 def _listed(name: str) -> bool:
-    if name in GENERATED:
-        return True
-    dtype = getattr(wp, name.removeprefix(READER_PREFIX), None) if name.startswith(READER_PREFIX) else None
-    return isinstance(dtype, type) and reader_name(dtype) == name
+    return name in GENERATED or reader_dtype(name) is not None

@@ -19,8 +19,9 @@ Importing the runtime is the one place warp-rewrite changes Warp: it installs th
 That happens when ``wp_rewrite`` or ``rewrite_launches()`` is first used, or an emitted module imports its copy;
 importing ``warp_rewrite`` or its passes alone changes nothing.
 
-Generated code refers to this package by one name (``wp_rewrite_runtime`` unless the user's module uses it),
-for example ``wp_rewrite_runtime.record_returned(slot, slot_records, thread)``.
+The package exports exactly the ABI's names (``abi.EXPORTED``): what generated code calls and what users of an
+emitted module reach through it. Generated code refers to this package by one name (``wp_rewrite_runtime`` unless
+the user's module uses it), for example ``wp_rewrite_runtime.record_returned(slot, slot_records, thread)``.
 """
 
 from typing import Any

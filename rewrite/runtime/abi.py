@@ -129,6 +129,12 @@ def reader_name(dtype: type) -> str | None:
     return f"{READER_PREFIX}{dtype.__name__}" if getattr(wp, dtype.__name__, None) is dtype else None
 
 
+def reader_dtype(name: str) -> type | None:
+    """The Warp type whose records the reader ``name`` reads, or None if ``name`` names no reader."""
+    dtype = getattr(wp, name.removeprefix(READER_PREFIX), None) if name.startswith(READER_PREFIX) else None
+    return dtype if isinstance(dtype, type) and reader_name(dtype) == name else None
+
+
 # The table: what generated code calls in the runtime (besides the readers).
 GENERATED = tuple(f.name for f in dataclasses.fields(RuntimeNames) if f.name != "alias")
 # What users of an emitted module reach through its runtime: refusals, the kernels it rebinds, the device's checks.

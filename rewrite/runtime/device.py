@@ -7,7 +7,7 @@ from typing import Any
 
 import warp as wp
 
-from .abi import READER_PREFIX, reader_name
+from .abi import reader_dtype
 
 
 @wp.func
@@ -103,7 +103,7 @@ def flat_index(target: Any, i: int, j: int, k: int, l: int) -> int:  # noqa: F81
 
 
 def reader(name: str) -> wp.Function | None:
-    """The reader ``name`` (``recorded_<dtype>(records, index)``, see ``abi.READER_PREFIX``): a record read back in
+    """The reader ``name`` (``recorded_<dtype>(records, index)``, see ``abi.reader_name``): a record read back in
     the replay, with an empty gradient; None if ``name`` names no reader.
 
     Records never need a gradient, but a plain read would still cost the backward its adjoint. Warp allows
@@ -111,8 +111,8 @@ def reader(name: str) -> wp.Function | None:
     the package's ``__getattr__``) in a Warp module of their own, so that making one never makes Warp compile another
     module again.
     """
-    dtype = getattr(wp, name.removeprefix(READER_PREFIX), None) if name.startswith(READER_PREFIX) else None
-    if not isinstance(dtype, type) or reader_name(dtype) != name:
+    dtype = reader_dtype(name)
+    if dtype is None:
         return None
 
     @wp.func(name=name, module=f"{__package__}.readers")
