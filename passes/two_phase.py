@@ -25,13 +25,16 @@ import copy
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from warp_rewrite import runtime
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import positional_arguments
 from warp_rewrite.passes.layout import RecordParam
 from warp_rewrite.passes.plan_types import FunctionPlan, KernelPlan, Loop, Site, needs_forward_twin
 from warp_rewrite.passes.syntax import called_name, walk
+
+if TYPE_CHECKING:  # the passes import no runtime: the ABI's names come in through ModuleNames
+    from warp_rewrite.runtime.abi import RuntimeNames
 
 RECORD, REPLAY = "record", "replay"
 # The record kernel without its writes into arrays nothing in the launch reads back: what a dry run launches to
@@ -46,14 +49,12 @@ REPLAY_FORWARD = "replay_forward"
 class ModuleNames:
     """How generated code names what lives outside the kernels: Warp and warp-rewrite's runtime.
 
-    Both are names of the kernel's module (the user's alias of warp, and a name fresh there for the runtime).
+    Both are names of the kernel's module (the user's alias of warp, and a name fresh there for the runtime); every
+    runtime name generated code calls comes spelled from the ABI's table (``warp_rewrite.runtime.abi``).
     """
 
     warp: str
-    runtime: str
-
-    def runtime_function(self, name: str) -> str:
-        return f"{self.runtime}.{name}"
+    runtime: RuntimeNames
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ class PhaseSettings:
     capacities: dict[int, str]  # each replayed loop's room per execution, as code (a constant or a parameter)
     trip_args: tuple[str, ...]  # the trip parameters every function of the phase takes and passes on
     may_outgrow: frozenset[int]  # loops whose records are stored with record_if_room
-    readers: dict[str, str]  # record parameter -> the runtime function reading it back (replay)
+    readers: dict[str, str]  # record parameter -> the runtime function reading it back (replay), as spelled
     dropped: frozenset[str] = frozenset()  # count phase: argument paths whose writes it leaves out
 
 
@@ -211,8 +212,9 @@ class PhaseWriter(ast.NodeTransformer):
         visited = self.generic_visit(node)
         return visited if site is None else ast.copy_location(self._site(visited, site), node)
 
-    def _runtime(self, name: str) -> ast.expr:
-        return _expr(self.settings.module.runtime_function(name))
+    @property
+    def _runtime(self) -> RuntimeNames:
+        return self.settings.module.runtime
 
     def _site(self, call: ast.Call | ast.Subscript, site: Site) -> ast.expr:
         """The recorded value: stored by the record phase, read back by the replay."""
@@ -229,12 +231,12 @@ class PhaseWriter(ast.NodeTransformer):
             # the target nor anything written into it requires grad (the launch checks that).
             reader = self.settings.readers.get(site.records)
             if self.phase == REPLAY and reader:
-                return ast.Call(self._runtime(reader), [_expr(site.records), _expr(self.coordinate)], [])
+                return ast.Call(_expr(reader), [_expr(site.records), _expr(self.coordinate)], [])
             return _expr(f"{site.records}[{self.coordinate}]")
         # The atomic stays, as the stand-in's argument, for the calls inside it that keep adjoints: Warp skips
         # it when replaying but still generates its adjoint.
         self.kept_calls.add(id(call))
-        stand_in = self._runtime("replay_returned")
+        stand_in = _expr(self._runtime.replay_returned)
         return ast.Call(stand_in, [call, _expr(site.records), _expr(self.coordinate)], [])
 
     def _exact_site(self, call: ast.Call, site: Site) -> ast.expr:
@@ -244,16 +246,16 @@ class PhaseWriter(ast.NodeTransformer):
         if self.forward:
             self.kept_calls.add(id(call))
             target, *indices, value = positional_arguments(call)
-            address = ast.Call(self._runtime("flat_index"), [target, *indices[: site.indices]], [])
+            address = ast.Call(_expr(self._runtime.flat_index), [target, *indices[: site.indices]], [])
             operands = [address, *indices[site.indices :], value]  # atomic_cas: the compare operand first
             names = [site.shadow, site.records, site.values, site.order, site.addresses]
             names += [site.compares] if site.compares else []
             arguments = [*operands, *(_expr(n) for n in names), coordinate]
-            return ast.Call(self._runtime(f"exact_{site.op}"), arguments, [])
+            return ast.Call(_expr(self._runtime.exact(site.op)), arguments, [])
         if self.phase == REPLAY_FORWARD:
             return _expr(f"{site.records}[{self.coordinate}]")
         arguments = [positional_arguments(call)[-1], _expr(site.values), _expr(site.records), coordinate]
-        return ast.Call(self._runtime("exact_returned"), arguments, [])
+        return ast.Call(_expr(self._runtime.exact_returned), arguments, [])
 
     def _drops(self, stmt: ast.stmt) -> bool:
         """Does this phase leave out a write into memory: an atomic whose value is discarded, or a store?"""
@@ -309,8 +311,8 @@ class PhaseWriter(ast.NodeTransformer):
 
     def _recorder(self, loops: tuple[int, ...]) -> str:
         """The record helper for a coordinate inside ``loops``: one checking for room if a loop may outgrow it."""
-        name = "record_if_room" if self.settings.may_outgrow.intersection(loops) else "record_returned"
-        return self.settings.module.runtime_function(name)
+        runtime = self._runtime
+        return runtime.record_if_room if self.settings.may_outgrow.intersection(loops) else runtime.record_returned
 
     def _iteration_start(self, loop: Loop, iteration: str) -> list[ast.stmt]:
         """The iteration's coordinate, then its loop-carried ints recorded (or, replaying, restored)."""
@@ -349,7 +351,7 @@ class PhaseWriter(ast.NodeTransformer):
         that counts trips passes a capacity of 0, so there every execution reports.
         """
         capacity = self.settings.capacities[loop.id]
-        report = self.settings.module.runtime_function("report_trips")
+        report = self._runtime.report_trips
         return _stmt(f"if {trips} > {capacity}:\n    {report}({self.settings.names.status}, {loop.id}, {trips})")
 
     def _opaque(self, node: ast.For | ast.While, loop: Loop) -> list[ast.stmt]:
@@ -388,7 +390,7 @@ class PhaseWriter(ast.NodeTransformer):
             ]
             node.iter = _expr(f"range({start}, {stop}, {step})")
             if self.forward:
-                length = f"{self.settings.module.runtime_function('range_length')}({start}, {stop}, {step})"
+                length = f"{self._runtime.range_length}({start}, {stop}, {step})"
                 before.append(self._report_trips(loop, length))
         else:
             constants = [a.value for a in args]
@@ -470,7 +472,7 @@ def _decorator(warp: str, kind: str, options: dict) -> ast.expr:
 
 def record_annotation(record: RecordParam, module: ModuleNames) -> str:
     """``wp.array(dtype=wp.float32)``; the runtime's ``Any`` where the dtype is only known at launch."""
-    generic = module.runtime_function("Any")
+    generic = module.runtime.Any
     if record.kind in ("shadow", "order"):  # (target elements, words) and (operations, components)
         return f"{module.warp}.array2d(dtype={module.warp}.{'uint64' if record.kind == 'shadow' else 'int32'})"
     dtype = dtypes.source(record.dtype, module.warp) if record.dtype is not None else None
@@ -552,7 +554,7 @@ def phase_function(
         _add_params(function, params)
         prologue = thread_index_prologue(names, w)
         if settings.phase == REPLAY and names.status in settings.trip_args:  # a refused launch has no gradients
-            prologue.append(_stmt(f"if {module.runtime_function('refused')}({names.status}):\n    return"))
+            prologue.append(_stmt(f"if {module.runtime.refused}({names.status}):\n    return"))
         at = 0 if ast.get_docstring(function) is None else 1
         function.body = [*function.body[:at], *prologue, *function.body[at:]]
     else:
@@ -673,7 +675,7 @@ def phase_functions(
     readers = {}
     for site in plan.sites:
         dtype = records[site.records].dtype
-        reader = runtime.reader_name(dtype) if dtype is not None else None
+        reader = module.runtime.reader(dtype) if dtype is not None else None
         if reader and not site.exact:  # exact returns are read by exact_returned
             readers[site.records] = reader
     settings = PhaseSettings(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import enum
 import inspect
 import io
 import json
@@ -39,6 +40,7 @@ from warp_rewrite.pipeline import GeneratedKernel, RewriteOptions
 from warp_rewrite.printing import WIDTH
 from warp_rewrite.project import Project, Unfollowed
 from warp_rewrite.runtime import RewriteError
+from warp_rewrite.runtime.abi import RuntimeNames
 from warp_rewrite.source_file import Imported
 from warp_rewrite.static_frontend import HelperImport, StaticFrontend, construction_options, construction_problem
 from warp_rewrite.static_module import StaticModule
@@ -265,7 +267,7 @@ def _module_names(module: StaticModule, taken: set[str]) -> tuple[ModuleNames, M
         name = Namer(taken).fresh(RUNTIME_NAME)
         imports.runtime = runtime_import(name)
     taken |= {warp, name}
-    return ModuleNames(warp, name), imports
+    return ModuleNames(warp, RuntimeNames.spelled(name)), imports
 
 
 def runtime_import(name: str) -> str:
@@ -296,7 +298,9 @@ def _literal(value: Any, names: ModuleNames, indent: str, relocate: Callable[[st
                _literal(getattr(value, f.name), names, inner, relocate))
             for f in fields
         ]  # fmt: skip
-        opening, closing = f"{names.runtime_function(type(value).__name__)}(", ")"
+        opening, closing = f"{names.runtime.named(type(value).__name__)}(", ")"
+    elif isinstance(value, enum.Enum):  # the ABI's Op and RecordKind
+        return f"{names.runtime.named(type(value).__name__)}.{value.name}"
     elif isinstance(value, tuple):
         items = [_literal(item, names, inner, relocate) for item in value]
         opening, closing = "(", ",)" if len(value) == 1 else ")"
@@ -343,17 +347,17 @@ def _rewritten_kernel(generated: GeneratedKernel, spec: str, names: ModuleNames,
     options = [f"max_records={max_records}"] if max_records is not None else []
     if launch.launch is None:
         return "\n".join([
-            f"{launch.rewritten} = {names.runtime_function(runtime.KernelRewrite.__name__)}(",
-            f"    {names.runtime_function('KernelPair')}(",
+            f"{launch.rewritten} = {names.runtime.KernelRewrite}(",
+            f"    {names.runtime.KernelPair}(",
             *(f"        {item}," for item in pair),
             "    ),",
             *(f"    {option}," for option in options),
             f")  # each call that makes {kernel} a kernel is wrapped in {launch.rewritten}(...)",
         ]) + "\n"  # fmt: skip
     lines = [
-        f"{launch.rewritten} = {names.runtime_function('RewrittenKernel')}(",
+        f"{launch.rewritten} = {names.runtime.RewrittenKernel}(",
         f"    {kernel},",
-        f"    {names.runtime_function('KernelPair')}(",
+        f"    {names.runtime.KernelPair}(",
         *(f"        {item}," for item in pair),
         "    ),",
         *(f"    {option}," for option in options),
@@ -418,7 +422,10 @@ class Block:
         gap = "\n" * self.gap
         generated = self.generated
         spec = _literal(generated.spec, self.names, " " * 8, relocate)
-        body = generated.source + gap + _rewritten_kernel(generated, spec, self.names, self.launch, max_records,
+        # First, before any of the ABI's names is evaluated: the runtime imported is the one this was generated for.
+        location = json.dumps(relocate(generated.spec.location))
+        abi = f"{self.names.runtime.require_abi}({runtime.ABI}, {json.dumps(generated.kernel)}, {location})\n\n"
+        body = abi + generated.source + gap + _rewritten_kernel(generated, spec, self.names, self.launch, max_records,
                                                           self.nested)  # fmt: skip
         name = self.kernel.name
         block = BEGIN.format(kernel=name) + body + gap + END.format(kernel=name)

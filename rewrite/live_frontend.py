@@ -27,6 +27,7 @@ from warp_rewrite.passes.refusals import Refusal
 from warp_rewrite.passes.syntax import walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.runtime import RewriteError
+from warp_rewrite.runtime.abi import RuntimeNames
 
 RUNTIME_NAME = "wp_rewrite_runtime"  # the name generated code gives the runtime, unless the user's module uses it
 
@@ -166,7 +167,7 @@ class LiveFrontend:
         self.placement = {}  # the generated kernels join a Warp module the API chooses (warp_rewrite.api)
         self.taken = set(taken) | set(self.kernel.namespace)
         warp = min(self.kernel.warp_names.modules)
-        self.module = ModuleNames(warp, Namer(self.taken).fresh(RUNTIME_NAME))
+        self.module = ModuleNames(warp, RuntimeNames.spelled(Namer(self.taken).fresh(RUNTIME_NAME)))
         self.bound = dict(self.kernel.namespace)  # see namespace()
         self._helpers: dict[int, FunctionSource] = {}
 
@@ -230,7 +231,7 @@ class LiveFrontend:
     def namespace(self) -> dict[str, Any]:
         """What the generated code refers to: the kernel's namespace, the runtime, and what cloned helpers from other
         modules use (under a fresh name where the kernel's module means something else by it)."""
-        return {**self.bound, self.module.runtime: runtime}
+        return {**self.bound, self.module.runtime.alias: runtime}
 
     def _fit(self, helper: FunctionSource) -> FunctionSource:
         """``helper`` with each global name it uses that means something else in the generated code renamed, and

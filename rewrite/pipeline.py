@@ -47,7 +47,7 @@ from warp_rewrite.passes.two_phase import (
 )
 from warp_rewrite.passes.while_conditions import hoist_conditions
 from warp_rewrite.printing import unparse_wrapped
-from warp_rewrite.runtime import ExactRecords, KernelSpec, LoopSpec, RecordSpec, RewriteError, SiteSpec
+from warp_rewrite.runtime import ExactRecords, KernelSpec, LoopSpec, Op, RecordKind, RecordSpec, RewriteError, SiteSpec
 
 DEBUG = bool(os.environ.get("WP_REWRITE_DEBUG"))
 
@@ -379,16 +379,14 @@ def launch_spec(printed: Printed) -> Specified:
     for s in plan_.sites:
         gradient_sources = sources.get(id(s), frozenset())
         exact = ExactRecords(s.records, s.values, s.order, s.addresses, s.compares or None) if s.exact else None
-        sites.append(
-            SiteSpec(
-                s.target, s.op, s.location, None if gradient_sources is None else tuple(sorted(gradient_sources)), exact
-            )
-        )
+        sources_ = None if gradient_sources is None else tuple(sorted(gradient_sources))
+        sites.append(SiteSpec(s.target, Op(s.op), s.location, sources_, exact))
     records = []
     for name in plan_.root.record_params():
         r = printed.records[name]
-        fixed = r.dtype if r.kind in ("trips", "carried") else None  # the others' follow the target at launch
-        records.append(RecordSpec(name, r.kind, r.target, fixed, r.loops, r.requires_grad))
+        kind = RecordKind(r.kind)
+        fixed = r.dtype if kind in (RecordKind.TRIPS, RecordKind.CARRIED) else None  # the others' follow the target
+        records.append(RecordSpec(name, kind, r.target, fixed, r.loops, r.requires_grad))
     loops = [
         LoopSpec(loop.id, loop.location, loop.static_trips, compiled_room(loop, printed.max_records), loop.needs_room)
         for loop in plan_.loops

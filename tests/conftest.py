@@ -16,9 +16,12 @@ collect_ignore = ["realcode"]
 
 
 @pytest.fixture(autouse=True, scope="session")
-def every_replay_reads_only_unwritten_memory_or_records():
-    """Check every kernel the suite rewrites, through the API or the command line, with ``replay_reads`` and
-    ``record_kernels``."""
+def every_generated_kernel_is_checked():
+    """Check every kernel the suite rewrites, through the API or the command line: its replay reads only memory
+    the launch does not write or records (``replay_reads``), its record kernel is the original plus record stores
+    and its count kernel the record kernel less writes nothing reads back (``record_kernels``), and it calls only
+    the ABI's runtime names (``generated_names``)."""
+    from generated_names import unlisted_runtime_names
     from record_kernels import count_kernel_differences, record_kernel_differences
     from replay_reads import unrecorded_reads
 
@@ -33,6 +36,8 @@ def every_replay_reads_only_unwritten_memory_or_records():
             assert not problems, f"kernel '{generated.kernel}': unrecorded reads in its replay:\n" + "\n".join(problems)
             differences = record_kernel_differences(frontend, generated) + count_kernel_differences(frontend, generated)
             assert not differences, f"kernel '{generated.kernel}': record kernel:\n" + "\n".join(differences)
+            unlisted = unlisted_runtime_names(frontend, generated)
+            assert not unlisted, f"kernel '{generated.kernel}': runtime names not in the ABI:\n" + "\n".join(unlisted)
         return generated
 
     pipeline.rewrite_kernel = checked

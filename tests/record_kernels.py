@@ -30,7 +30,7 @@ _BODIES = ("body", "orelse", "finalbody")
 
 def record_kernel_differences(frontend: Frontend, generated: GeneratedKernel) -> list[str]:
     """What makes a record function more than its original plus record stores, one line each (none if sound)."""
-    runtime = frontend.module.runtime
+    runtime = frontend.module.runtime.alias
     module = ast.parse(generated.source)
     functions = {f.name: f for f in module.body if isinstance(f, ast.FunctionDef)}
     problems: list[str] = []
@@ -205,7 +205,7 @@ def count_kernel_differences(frontend: Frontend, generated: GeneratedKernel) -> 
     """Writes the count functions add to the record functions', or leave out though the launch reads them back."""
     if not generated.count_kernel:
         return []
-    runtime = frontend.module.runtime
+    runtime = frontend.module.runtime.alias
     module = ast.parse(generated.source)
     functions = {f.name: f for f in module.body if isinstance(f, ast.FunctionDef)}
     dropped = generated.plan.written - generated.plan.copied

@@ -14,7 +14,7 @@ import pytest
 import warp as wp
 
 from warp_rewrite import runtime
-from warp_rewrite.runtime import exact, exact_atomics, exact_kernels
+from warp_rewrite.runtime import abi, exact, exact_atomics, exact_kernels
 
 N = 12
 ADDRESSES = np.arange(N) % 3
@@ -227,7 +227,7 @@ def float32_retried(
 
 @pytest.mark.parametrize("op", ["add", "sub", "min", "max", "exch", "cas"])
 def test_float64_ticket_lock_and_retried_compare_and_swap_agree_with_warp(op):
-    code = exact.OP_CODES[op]
+    code = abi.EXACT_OPS.index(abi.Op(op))  # the device's op code
     values = _operands()[:, 0]
     initial = np.array([0.5, values[6], -0.25])  # address 0's ops compare against values[5], [8], [11], [2]
     reference_kernel, _ = KERNELS[op]

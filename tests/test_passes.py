@@ -29,9 +29,10 @@ from warp_rewrite.passes.two_phase import (
     thread_index_prologue,
 )
 from warp_rewrite.passes.while_conditions import hoist_conditions
+from warp_rewrite.runtime.abi import RuntimeNames
 
 WARP = WarpNames(frozenset({"wp"}), (("atomic_add", "add"),))
-MODULE = ModuleNames(warp="wp", runtime="rt")
+MODULE = ModuleNames(warp="wp", runtime=RuntimeNames.spelled("rt"))
 NAMES = KernelNames(
     thread="thread",
     coordinate="coordinate",

@@ -19,23 +19,19 @@ Importing the runtime is the one place warp-rewrite changes Warp: it installs th
 That happens when ``wp_rewrite`` or ``rewrite_launches()`` is first used, or an emitted module imports its copy;
 importing ``warp_rewrite`` or its passes alone changes nothing.
 
-Generated code refers to this package by one name (``wp_rewrite_runtime`` unless the user's module uses it),
-for example ``wp_rewrite_runtime.record_returned(slot, slot_records, thread)``.
+The package exports exactly the ABI's names (``abi.EXPORTED``): what generated code calls and what users of an
+emitted module reach through it. Generated code refers to this package by one name (``wp_rewrite_runtime`` unless
+the user's module uses it), for example ``wp_rewrite_runtime.record_returned(slot, slot_records, thread)``.
 """
 
 from typing import Any
 
-import warp as wp
-
-from . import hook  # noqa: F401  (first: installs the wp.launch hook, once per copy of the runtime)
-from .abi import __version__
+from . import device, hook  # noqa: F401  (hook: installs the wp.launch hook, once per copy of the runtime)
+from .abi import ABI, Op, RecordKind, __version__, require_abi
 from .checks import check
 from .device import (
-    READER_PREFIX,
     flat_index,
-    make_reader,
     range_length,
-    reader_name,
     record_if_room,
     record_returned,
     refused,
@@ -47,13 +43,16 @@ from .exact_atomics import exact_add, exact_cas, exact_exch, exact_max, exact_mi
 from .launch import KernelRewrite, RewrittenKernel, RewrittenLaunch
 from .specs import ExactRecords, KernelPair, KernelSpec, LoopSpec, RecordSpec, SiteSpec
 
-__all__ = [
+__all__ = [  # exactly the ABI's names (abi.EXPORTED), as a test checks
+    "ABI",
     "Any",
     "ExactRecords",
     "KernelPair",
     "KernelRewrite",
     "KernelSpec",
     "LoopSpec",
+    "Op",
+    "RecordKind",
     "RecordSpec",
     "RewriteError",
     "RewrittenKernel",
@@ -70,19 +69,19 @@ __all__ = [
     "exact_sub",
     "flat_index",
     "range_length",
-    "reader_name",
     "record_if_room",
     "record_returned",
     "refused",
     "replay_returned",
     "report_trips",
+    "require_abi",
 ]
 
 
 def __getattr__(name: str) -> Any:
     """Readers (``recorded_float32``, ``recorded_vec3d``, ...) are made when generated code first names them."""
-    dtype = getattr(wp, name.removeprefix(READER_PREFIX), None) if name.startswith(READER_PREFIX) else None
-    if not isinstance(dtype, type) or reader_name(dtype) != name:
+    made = device.reader(name)
+    if made is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = make_reader(dtype)
-    return globals()[name]
+    globals()[name] = made
+    return made

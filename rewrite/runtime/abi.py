@@ -1,5 +1,155 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright (c) 2026 the warp-rewrite authors
-"""The contract between generated code and the runtime: the version and the ABI number."""
+"""The contract between generated code and the runtime: the version, the ABI number, the names generated code
+calls (``RuntimeNames``, the one table of them), and the enums its launch specs hold.
+
+Generated code is written against one ABI: an emitted file's blocks record the number they were generated for and
+call ``require_abi`` first, which refuses a runtime of another ABI (the runtime folder beside the file replaced
+by hand, or the file copied next to another). Change ``ABI`` whenever a name of the table goes or changes what it
+takes; ``require_abi`` and ``ABI`` themselves never change, so that any runtime can tell any emitted file apart.
+"""
+
+import dataclasses
+import enum
+from dataclasses import dataclass
+
+import warp as wp
+
+from .errors import RewriteError
 
 __version__ = "0.3.0"
+ABI = 1  # the contract generated code is written against (see above); not the version, which changes more often
+
+
+class Op(str, enum.Enum):
+    """What a recorded site does: a Warp atomic (``wp.atomic_<op>``), or a plain read of an array the launch
+    writes."""
+
+    ADD = "add"
+    SUB = "sub"
+    MIN = "min"
+    MAX = "max"
+    EXCH = "exch"
+    CAS = "cas"
+    AND = "and"
+    OR = "or"
+    XOR = "xor"
+    READ = "read"
+
+    def __str__(self) -> str:  # in messages ("wp.atomic_add()"), as in code
+        return self.value
+
+
+# The ops whose float returns get exact gradients, in the order of the device's op codes (``exact_atomics``).
+EXACT_OPS = (Op.ADD, Op.SUB, Op.MIN, Op.MAX, Op.EXCH, Op.CAS)
+
+
+class RecordKind(str, enum.Enum):
+    """How a launch allocates a record parameter of the generated kernels (see ``specs.RecordSpec``)."""
+
+    RETURNED = "returned"  # an atomic's returned values: the target's dtype
+    VALUES = "values"  # exact returns: the operands (the target's dtype)
+    COMPARES = "compares"  # exact atomic_cas: the compare operands (the target's dtype)
+    ORDER = "order"  # exact returns: each operation's place on its address, one int32 column per component
+    ADDRESSES = "addresses"  # exact returns: the flat address each operation touched (int32)
+    SHADOW = "shadow"  # exact returns: the target's values and tickets while the record kernel runs
+    TRIPS = "trips"  # how often a loop ran (its own dtype)
+    CARRIED = "carried"  # ints a loop hands on (their own dtype)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+READER_PREFIX = "recorded_"  # recorded_<Warp type>(records, index): the readers, made when code first names one
+
+
+@dataclass(frozen=True)
+class RuntimeNames:
+    """The names generated code calls in the runtime: the ABI's table (every field but ``alias``), each spelled as
+    the generated code of one module spells it, after that module's name of the runtime (``alias``).
+
+    Besides these, generated code names only the readers ``recorded_<dtype>`` (``reader``). The code generators
+    (``warp_rewrite.passes.two_phase``, ``warp_rewrite.emit``) get an instance through their settings and never
+    spell a runtime name themselves; ``tests/conftest.py`` checks every kernel the suite generates against it.
+    """
+
+    alias: str  # the module's name of the runtime: wp_rewrite_runtime, unless the module uses that name
+    # device functions the record and replay kernels call (``device``, ``exact_atomics``)
+    record_returned: str
+    record_if_room: str
+    replay_returned: str
+    range_length: str
+    report_trips: str
+    refused: str
+    flat_index: str
+    exact_add: str
+    exact_sub: str
+    exact_min: str
+    exact_max: str
+    exact_exch: str
+    exact_cas: str
+    exact_returned: str
+    Any: str  # record annotations of generic kernels: wp.array(dtype=<runtime>.Any)
+    # what an emitted block makes: its launch, spelled out (``specs``, ``launch``)
+    require_abi: str
+    RewrittenKernel: str
+    KernelRewrite: str
+    KernelPair: str
+    KernelSpec: str
+    SiteSpec: str
+    RecordSpec: str
+    LoopSpec: str
+    ExactRecords: str
+    Op: str
+    RecordKind: str
+
+    @classmethod
+    def spelled(cls, alias: str) -> "RuntimeNames":
+        """The table as a module naming the runtime ``alias`` spells it."""
+        return cls(alias, **{name: f"{alias}.{name}" for name in GENERATED})
+
+    def named(self, name: str) -> str:
+        """The spelling of the table's ``name`` (``KeyError`` for a name not in it)."""
+        if name not in GENERATED:
+            raise KeyError(f"'{name}' is not a runtime name generated code may call (see RuntimeNames)")
+        return getattr(self, name)
+
+    def exact(self, op: str) -> str:
+        """The exact float atomic standing in for ``wp.atomic_<op>`` in a record kernel."""
+        return self.named(f"exact_{Op(op).value}")
+
+    def reader(self, dtype: type) -> str | None:
+        """The reader of records of ``dtype`` (a Warp type), or None: such records are read plainly."""
+        name = reader_name(dtype)
+        return f"{self.alias}.{name}" if name is not None else None
+
+
+def reader_name(dtype: type) -> str | None:
+    """The runtime's name of the reader of records of ``dtype``, or None where ``dtype`` is not Warp's own type."""
+    return f"{READER_PREFIX}{dtype.__name__}" if getattr(wp, dtype.__name__, None) is dtype else None
+
+
+def reader_dtype(name: str) -> type | None:
+    """The Warp type whose records the reader ``name`` reads, or None if ``name`` names no reader."""
+    dtype = getattr(wp, name.removeprefix(READER_PREFIX), None) if name.startswith(READER_PREFIX) else None
+    return dtype if isinstance(dtype, type) and reader_name(dtype) == name else None
+
+
+# The table: what generated code calls in the runtime (besides the readers).
+GENERATED = tuple(f.name for f in dataclasses.fields(RuntimeNames) if f.name != "alias")
+# What users of an emitted module reach through its runtime: refusals, the kernels it rebinds, the device's checks.
+PUBLIC = ("__version__", "ABI", "RewriteError", "RewrittenLaunch", "check")
+# What the runtime package exports: exactly these (``__init__``).
+EXPORTED = (*PUBLIC, *GENERATED)
+
+
+def require_abi(expected: int, kernel: str, location: str) -> None:
+    """Refuse to run blocks generated for another ABI than this runtime's (see above)."""
+    if expected != ABI:
+        raise RewriteError(
+            kernel,
+            location,
+            f"the code generated for this kernel expects warp-rewrite's runtime ABI {expected}, but the runtime it "
+            f"imports ({__package__}, version {__version__}) has ABI {ABI}",
+            "re-run wp-rewrite on this file: it regenerates the blocks and writes the runtime beside the file anew",
+        )

@@ -112,6 +112,12 @@ class DeviceChecks:
 
 
 device_checks = DeviceChecks()
+# Every copy of the runtime (the package's, and each ``wp_rewrite_runtime/`` written beside emitted modules) has its
+# own module state, so its own ``device_checks``. They meet in one list, kept on the one module every copy imports:
+# ``warp._wp_rewrite_device_checks``, which ``check()`` of any copy reads whole.
+COPIES = "_wp_rewrite_device_checks"
+every_copy: list[DeviceChecks] = wp.__dict__.setdefault(COPIES, [])
+every_copy.append(device_checks)
 
 
 def check() -> None:
@@ -119,9 +125,12 @@ def check() -> None:
 
     On the CPU refusals raise at once. On a GPU the device's checks reach the host without anyone waiting for
     them; they raise at the launch's next checkpoint (right after its forward, after each step of its backward)
-    once the device has got there, and here, which waits for them. Call it after a captured graph's replay.
+    once the device has got there, and here, which waits for them. Call it after a captured graph's replay. It
+    reads the checks of launches of every copy of the runtime loaded (``warp_rewrite.runtime``'s, and those beside
+    emitted modules), and raises the first refusal found; the next call raises the next.
     """
-    device_checks.check()
+    for checks in list(every_copy):
+        checks.check()
 
 
 def unbounded_chain(spec: KernelSpec, site: SiteSpec, instead: str) -> RewriteError:

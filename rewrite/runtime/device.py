@@ -7,6 +7,8 @@ from typing import Any
 
 import warp as wp
 
+from .abi import reader_dtype
+
 
 @wp.func
 def record_returned(value: Any, records: wp.array(dtype=Any), index: int):
@@ -100,19 +102,20 @@ def flat_index(target: Any, i: int, j: int, k: int, l: int) -> int:  # noqa: F81
     return ((i * target.shape[1] + j) * target.shape[2] + k) * target.shape[3] + l
 
 
-READER_PREFIX = "recorded_"
-
-
-def make_reader(dtype: type) -> wp.Function:
-    """``recorded_<dtype>(records, index)``: a record read back in the replay, with an empty gradient.
+def reader(name: str) -> wp.Function | None:
+    """The reader ``name`` (``recorded_<dtype>(records, index)``, see ``abi.reader_name``): a record read back in
+    the replay, with an empty gradient; None if ``name`` names no reader.
 
     Records never need a gradient, but a plain read would still cost the backward its adjoint. Warp allows
     custom gradients only for concrete types, hence one reader per dtype, made on first use (see
     the package's ``__getattr__``) in a Warp module of their own, so that making one never makes Warp compile another
     module again.
     """
+    dtype = reader_dtype(name)
+    if dtype is None:
+        return None
 
-    @wp.func(name=f"{READER_PREFIX}{dtype.__name__}", module=f"{__package__}.readers")
+    @wp.func(name=name, module=f"{__package__}.readers")
     def recorded(records: wp.array(dtype=dtype), index: int) -> dtype:
         return records[index]
 
@@ -121,8 +124,3 @@ def make_reader(dtype: type) -> wp.Function:
         pass
 
     return recorded
-
-
-def reader_name(dtype: type) -> str | None:
-    """The name of the reader of records of ``dtype`` (a Warp type), or None: such records are read plainly."""
-    return f"{READER_PREFIX}{dtype.__name__}" if getattr(wp, dtype.__name__, None) is dtype else None

@@ -8,9 +8,9 @@ from typing import Any
 import warp as wp
 
 from . import exact_kernels as kernels
+from .abi import EXACT_OPS, Op
 from .checks import device_checks, explain_status, unbounded_chain
 from .device import STATUS_TRIPS
-from .exact_atomics import OP_ADD, OP_CAS, OP_EXCH, OP_MAX, OP_MIN, OP_SUB
 from .hook import warp_launch
 from .specs import SiteSpec
 
@@ -41,8 +41,7 @@ from .specs import SiteSpec
 # unbounded length, see ``KernelSpec.exact_rounds``).
 
 ADD, HOLD = 0, 1  # how a returned value is made: a running sum; the operand of the last op that stored one
-_KIND = {"add": ADD, "sub": ADD, "exch": HOLD, "max": HOLD, "min": HOLD, "cas": HOLD}
-OP_CODES = {"add": OP_ADD, "sub": OP_SUB, "min": OP_MIN, "max": OP_MAX, "exch": OP_EXCH, "cas": OP_CAS}
+_KIND = {Op.ADD: ADD, Op.SUB: ADD, Op.EXCH: HOLD, Op.MAX: HOLD, Op.MIN: HOLD, Op.CAS: HOLD}
 
 
 def is_float_dtype(dtype: type) -> bool:
@@ -173,7 +172,7 @@ class ExactTarget:
         self.operands = wp.empty(count, dtype=dtype, device=device)
         self.order = wp.full((count, components), -1, dtype=wp.int32, device=device)  # -1: the op never ran
         self.addresses = wp.empty(count, dtype=wp.int32, device=device)
-        cas = any(part.site.op == "cas" for part in self.sites)
+        cas = any(part.site.op == Op.CAS for part in self.sites)
         self.compares = wp.empty(count, dtype=dtype, device=device) if cas else None
         self.named = {}  # record parameter -> the slice passed for it
         for part in self.sites:
@@ -199,7 +198,7 @@ class ExactTarget:
         codes = wp.empty(len(self.sites), dtype=wp.int32, device=device)
         for i, part in enumerate(self.sites):  # filled on the device: no upload from the host
             ends[i : i + 1].fill_(part.offset + part.count)
-            codes[i : i + 1].fill_(part.index * 8 + OP_CODES[part.site.op])
+            codes[i : i + 1].fill_(part.index * 8 + EXACT_OPS.index(part.site.op))
         self.info = (ends, codes)
         returned, operands, compares = self.record_views()
         self.recorded = wp.clone(self.operands)  # the replay kernel stores the operands it recomputes over them

@@ -7,6 +7,8 @@ from typing import Any
 
 import warp as wp
 
+from .abi import EXACT_OPS, Op
+
 #
 # While the record kernel runs, a target with exact float returns lives in a shadow beside it: per element and
 # component a uint64 word packing (ticket << 32 | value bits) for float32, float16 and bfloat16, so that one
@@ -18,7 +20,10 @@ import warp as wp
 # writes the values back after it; the tickets stay for the exact backward. The CPU runs this same code (its
 # compare-and-swap always succeeds first: CPU launches are serial).
 
-OP_ADD, OP_SUB, OP_MIN, OP_MAX, OP_EXCH, OP_CAS = range(6)
+# The device's op codes: each exact op's place in abi.EXACT_OPS.
+OP_ADD, OP_SUB, OP_MIN, OP_MAX, OP_EXCH, OP_CAS = (
+    wp.constant(EXACT_OPS.index(op)) for op in (Op.ADD, Op.SUB, Op.MIN, Op.MAX, Op.EXCH, Op.CAS)
+)
 _LOW32 = wp.constant(wp.uint64(0xFFFFFFFF))
 SHIFT32 = wp.constant(wp.uint64(32))
 _ONE = wp.constant(wp.uint64(1))
@@ -161,15 +166,15 @@ def combine(op: int, old: Any, operand: Any, compare: Any):
     cas compares as the device's own atomic does: bit patterns on CUDA, ``==`` on the CPU.
     """
     new = operand  # exch
-    if op == 0:
+    if op == OP_ADD:
         new = old + operand
-    elif op == 1:
+    elif op == OP_SUB:
         new = old - operand
-    elif op == 2:
+    elif op == OP_MIN:
         new = wp.min(old, operand)
-    elif op == 3:
+    elif op == OP_MAX:
         new = wp.max(old, operand)
-    elif op == 5:
+    elif op == OP_CAS:
         new = old
         swaps = old == compare
         if on_cuda():
@@ -442,7 +447,7 @@ def exact_add(
     """``wp.atomic_add(target, ..., value)`` on a target's shadow (``address = flat_index(target, ...)``), recorded
     for exact gradients through what it returns."""
     operand = returned.dtype(value)
-    return _record_exact(0, address, operand, operand, shadow, returned, operands, order, addresses, record_index)
+    return _record_exact(OP_ADD, address, operand, operand, shadow, returned, operands, order, addresses, record_index)
 
 
 @wp.func
@@ -458,7 +463,7 @@ def exact_sub(
 ):
     """``exact_add`` for ``wp.atomic_sub``."""
     operand = returned.dtype(value)
-    return _record_exact(1, address, operand, operand, shadow, returned, operands, order, addresses, record_index)
+    return _record_exact(OP_SUB, address, operand, operand, shadow, returned, operands, order, addresses, record_index)
 
 
 @wp.func
@@ -474,7 +479,7 @@ def exact_min(
 ):
     """``exact_add`` for ``wp.atomic_min``."""
     operand = returned.dtype(value)
-    return _record_exact(2, address, operand, operand, shadow, returned, operands, order, addresses, record_index)
+    return _record_exact(OP_MIN, address, operand, operand, shadow, returned, operands, order, addresses, record_index)
 
 
 @wp.func
@@ -490,7 +495,7 @@ def exact_max(
 ):
     """``exact_add`` for ``wp.atomic_max``."""
     operand = returned.dtype(value)
-    return _record_exact(3, address, operand, operand, shadow, returned, operands, order, addresses, record_index)
+    return _record_exact(OP_MAX, address, operand, operand, shadow, returned, operands, order, addresses, record_index)
 
 
 @wp.func
@@ -506,7 +511,7 @@ def exact_exch(
 ):
     """``exact_add`` for ``wp.atomic_exch``."""
     operand = returned.dtype(value)
-    return _record_exact(4, address, operand, operand, shadow, returned, operands, order, addresses, record_index)
+    return _record_exact(OP_EXCH, address, operand, operand, shadow, returned, operands, order, addresses, record_index)
 
 
 @wp.func
@@ -525,7 +530,7 @@ def exact_cas(
     """``exact_add`` for ``wp.atomic_cas``, which also records the compare operand (it decides the swap)."""
     expected = returned.dtype(compare)
     old = _record_exact(
-        5, address, returned.dtype(value), expected, shadow, returned, operands, order, addresses, record_index
+        OP_CAS, address, returned.dtype(value), expected, shadow, returned, operands, order, addresses, record_index
     )
     if record_index < compares.shape[0]:
         compares[record_index] = expected

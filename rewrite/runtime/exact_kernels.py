@@ -8,7 +8,7 @@ from typing import Any
 import warp as wp
 
 from .device import _CHAIN, _FINAL, _MISSING, _ORDER, _REPLAY_DIFFERS, _UNSETTLED, refuse, refused
-from .exact_atomics import SHIFT32, combine, from_bits, on_cuda, same_value, to_bits
+from .exact_atomics import OP_CAS, OP_EXCH, OP_MAX, OP_MIN, SHIFT32, combine, from_bits, on_cuda, same_value, to_bits
 
 SCALARS = wp._src.types.float_types  # the overloads of every generic kernel below: float16, bfloat16, float32, float64
 
@@ -27,12 +27,12 @@ def _element(view: wp.array4d(dtype=Any), flat: int) -> wp.vec4i:
 def _stores(op: int, old: Any, operand: Any, compare: Any) -> bool:
     """Whether an exch/max/min/cas op stored its operand. Max/min store only if that changes the value, and
     follow Warp's float min/max (C's fmin/fmax): a NaN held is replaced by a number, a NaN offered is not."""
-    stores = op == 4
-    if op == 2:
+    stores = op == OP_EXCH
+    if op == OP_MIN:
         stores = operand == operand and not (old <= operand)
-    elif op == 3:
+    elif op == OP_MAX:
         stores = operand == operand and not (old >= operand)
-    elif op == 5:
+    elif op == OP_CAS:
         stores = old == compare
         if on_cuda():
             stores = to_bits(old) == to_bits(compare)

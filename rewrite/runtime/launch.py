@@ -2,6 +2,7 @@
 # Copyright (c) 2026 the warp-rewrite authors
 """Launching both phases of a rewritten kernel: ``RewrittenKernel``, ``KernelRewrite`` and what a launch allocates."""
 
+import functools
 import inspect
 import sys
 import weakref
@@ -12,6 +13,7 @@ from typing import Any
 
 import warp as wp
 
+from .abi import Op, RecordKind
 from .checks import device_checks, explain_status, host_view, trips_of, unbounded_chain
 from .device import STATUS_TRIPS
 from .errors import RewriteError
@@ -107,9 +109,12 @@ def requires_grad_path(parameters: Sequence[str], args: Sequence[Any], site: Sit
     return None
 
 
+_EXACT_ONLY = frozenset({RecordKind.VALUES, RecordKind.ORDER, RecordKind.ADDRESSES, RecordKind.COMPARES})
+
+
 def is_stand_in(record: RecordSpec, exact: frozenset[str]) -> bool:
     """Whether a record is an empty stand-in: exact-return records of a target with no exact returns this launch."""
-    return record.kind in ("values", "order", "addresses", "compares") and record.target not in exact
+    return record.kind in _EXACT_ONLY and record.target not in exact
 
 
 def capacities_of(spec: KernelSpec, max_records: int | None) -> dict[int, int | None]:
@@ -156,7 +161,7 @@ def phase_arguments(
             sizes[record.name] *= capacities[loop]
     shadows = {}
     for record in spec.records:
-        if record.kind == "shadow":
+        if record.kind == RecordKind.SHADOW:
             shadows[record.target] = Shadow(argument_at(spec.parameters, args, record.target), device)
     targets = []
     for path in sorted(exact):
@@ -169,16 +174,16 @@ def phase_arguments(
         array = argument_at(spec.parameters, args, record.target) if record.target else None
         if record.name in sliced:
             extra.append(sliced[record.name])
-        elif record.kind == "shadow":
+        elif record.kind == RecordKind.SHADOW:
             extra.append(shadows[record.target].words)
         elif is_stand_in(record, exact):
-            empty = (0, 0) if record.kind == "order" else (0,)
-            dtype = array.dtype if record.kind in ("values", "compares") else wp.int32
+            empty = (0, 0) if record.kind == RecordKind.ORDER else (0,)
+            dtype = array.dtype if record.kind in (RecordKind.VALUES, RecordKind.COMPARES) else wp.int32
             if (empty, dtype) not in empties:
                 empties[empty, dtype] = wp.empty(empty, dtype=dtype, device=device)
             extra.append(empties[empty, dtype])
         else:
-            dtype = array.dtype if record.kind == "returned" else record.dtype or wp.int32
+            dtype = array.dtype if record.kind == RecordKind.RETURNED else record.dtype or wp.int32
             # The replay reads only records the record kernel wrote, so they need no zero fill.
             extra.append(wp.empty(sizes[record.name], dtype=dtype, device=device))
     # The capacities not compiled in, in loop order: the kernels' trip_capacity<id> parameters.
@@ -190,6 +195,39 @@ def phase_arguments(
     if spec.launch_arity > 1:
         extra.append(wp.vec4i(*shape, *(1,) * (4 - len(shape))))
     return LaunchRecords(extra, status, list(shadows.values()), targets)
+
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    """A launch of a rewritten kernel as ``RewrittenKernel.launch`` received it, with its device resolved."""
+
+    dim: int | Sequence[int]
+    shape: tuple[int, ...]  # ``dim`` as a tuple
+    inputs: Sequence[Any]
+    outputs: Sequence[Any]
+    device: wp.Device
+    stream: wp.Stream | None
+    block_dim: int | None
+    max_blocks: int
+    max_records: int | None  # the launch's, else the kernel's
+
+    @functools.cached_property
+    def args(self) -> list[Any]:
+        """The kernel's arguments, in parameter order (made once: the prepared launches' path is short)."""
+        return [*self.inputs, *self.outputs]
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """What every ``wp.launch`` of the launch's kernels takes."""
+        return dict(device=self.device, stream=self.stream, block_dim=self.block_dim, max_blocks=self.max_blocks)
+
+
+@dataclass(frozen=True)
+class Capacities:
+    """Records per execution of each loop, by loop id, as this launch allocates them."""
+
+    rooms: dict[int, int]
+    counted: bool  # by a dry run: they depend on more than the launch's signature
 
 
 def held_elsewhere(values: list[Any], indices: list[int]) -> list[bool]:
@@ -256,9 +294,9 @@ class PreparedLaunch:
         """False once an array it was prepared for is gone: no launch can match it again."""
         return all(array() is not None for array in self.arrays)
 
-    def launch(self, args, inputs, outputs, dim, block_dim, max_blocks, tape) -> None:
-        """Run the record kernel on ``args`` and put the replay kernel's adjoint on ``tape``."""
-        command, extra = self.command, self.extra
+    def launch(self, request: LaunchRequest, tape: Any) -> None:
+        """Run the record kernel on the request's arguments and put the replay kernel's adjoint on ``tape``."""
+        command, extra, args = self.command, self.extra, request.args
         for index, packed in self.values.items():
             value = args[index]
             # Packing a value costs microseconds; an int, float or bool equal to the one packed need not be.
@@ -278,8 +316,8 @@ class PreparedLaunch:
             error = explain_status(self.pair.spec, self.capacities, self.status)
             if error is not None:
                 raise error
-        tape.record_launch(self.pair.replay, dim, max_blocks, list(inputs), [*outputs, *extra],
-                           command.device, block_dim or 0)  # fmt: skip
+        tape.record_launch(self.pair.replay, request.dim, request.max_blocks, list(request.inputs),
+                           [*request.outputs, *extra], command.device, request.block_dim or 0)  # fmt: skip
 
 
 def remember(launches: dict, key: tuple, prepared: PreparedLaunch, most: int = 8) -> None:
@@ -392,24 +430,24 @@ class RewrittenKernel:
             warp_launch(self.kernel, dim, inputs, outputs, device=device, stream=stream, record_tape=record_tape,
                          block_dim=block_dim, max_blocks=max_blocks)  # fmt: skip
             return None
-        max_records = self.max_records if max_records is None else max_records
-        args = [*inputs, *outputs]
         shape = (dim,) if isinstance(dim, int) else tuple(dim)
+        max_records = self.max_records if max_records is None else max_records
+        request = LaunchRequest(dim, shape, inputs, outputs, device, stream, block_dim, max_blocks, max_records)
+        args = request.args
         # A CPU launch on a tape with the arrays of an earlier one takes the PreparedLaunch that one left.
         preparable = device.is_cpu and not device.is_capturing and not wp.config.verify_autograd_array_access
         key = signature(args, shape, block_dim, max_blocks, max_records) if preparable else None
         prepared = None if key is None else self._launches.pop(key, None)  # out while it runs: one thread uses it
         if prepared is not None and prepared.current():
             try:
-                prepared.launch(args, inputs, outputs, dim, block_dim, max_blocks, tape)
+                prepared.launch(request, tape)
             finally:
                 self._launches[key] = prepared
             return None
         self._check_arguments(args, shape, device)
         # Records are allocated and filled, and both phases run, on the launch's stream (see the README: Streams).
         with wp.ScopedStream(stream) if stream is not None else nullcontext():
-            self._launch_on_tape(tape, dim, shape, inputs, outputs, args, device, stream, block_dim, max_blocks,
-                                 max_records, key)  # fmt: skip
+            self._launch_on_tape(tape, request, key)
         return None
 
     def _compile(self, pair: KernelPair, device: wp.Device, block_dim: int | None) -> None:
@@ -454,15 +492,23 @@ class RewrittenKernel:
                 f"{len(shape)} (e.g. i, j = wp.tid()) or launch with fewer dimensions"
             )
 
-    def _launch_on_tape(self, tape, dim, shape, inputs, outputs, args, device, stream, block_dim, max_blocks,
-                        max_records, key) -> None:  # fmt: skip
-        pair = self.pair
-        parameters = pair.spec.parameters
-        # A detached float return, or a float read of an array the launch writes, is replayed as a constant: exact
-        # only if nothing it is made of needs a gradient.
-        for site in pair.spec.sites:
-            path = None if site.exact else requires_grad_path(parameters, args, site)
-            if path is not None and site.op == "read":
+    def _launch_on_tape(self, tape: Any, request: LaunchRequest, key: tuple | None) -> None:
+        """Both phases of a launch on ``tape``: the record kernel runs now, the replay kernel's adjoint in backward."""
+        self._refuse_constant_replays(request)
+        pair, exact = self._variant(request)
+        self._compile(pair, request.device, request.block_dim)
+        self._refuse_unshadowed_targets(pair.spec, request, exact)
+        capacities = self._capacities(pair, request)
+        records = self._record(pair, request, capacities, exact, key)
+        self._put_on_tape(tape, pair, request, capacities, records)
+
+    def _refuse_constant_replays(self, request: LaunchRequest) -> None:
+        """A detached float return, or a float read of an array the launch writes, is replayed as a constant: exact
+        only if nothing it is made of needs a gradient."""
+        parameters = self.pair.spec.parameters
+        for site in self.pair.spec.sites:
+            path = None if site.exact else requires_grad_path(parameters, request.args, site)
+            if path is not None and site.op == Op.READ:
                 raise RewriteError(
                     self.key,
                     site.location,
@@ -479,18 +525,22 @@ class RewrittenKernel:
                     f"'{path}', which requires grad; its exact gradient through the returned value is not supported",
                     f"Launch with '{path}' not requiring grad, or compute the value without using the atomic's return",
                 )
-        # Exact float returns cost nothing extra where no gradient can flow through them.
+
+    def _variant(self, request: LaunchRequest) -> tuple[KernelPair, frozenset[str]]:
+        """The kernels to launch and the targets whose float returns get exact gradients in this launch: exact
+        returns cost nothing extra where no gradient can flow through them (the detached variant)."""
+        spec = self.pair.spec
         exact = frozenset(
             site.target
-            for site in pair.spec.sites
-            if site.exact and requires_grad_path(parameters, args, site) is not None
+            for site in spec.sites
+            if site.exact and requires_grad_path(spec.parameters, request.args, site) is not None
         )
-        if not exact:
-            pair = self.detached() or pair
-        self._compile(pair, device, block_dim)
-        spec = pair.spec
-        for site in spec.sites:  # the variant launched keeps these targets' values in shadows
-            target = argument_at(parameters, args, site.target)
+        return (self.pair if exact else self.detached() or self.pair), exact
+
+    def _refuse_unshadowed_targets(self, spec: KernelSpec, request: LaunchRequest, exact: frozenset[str]) -> None:
+        """The variant launched keeps its exact targets' values in shadows, which only a ``wp.array`` has."""
+        for site in spec.sites:
+            target = argument_at(spec.parameters, request.args, site.target)
             if site.exact and type(target) is not wp.array:
                 raise RewriteError(
                     self.key,
@@ -499,72 +549,87 @@ class RewrittenKernel:
                     f"{type(target).__name__}; while the kernel runs, its values live in a shadow of a wp.array",
                     "Pass a wp.array (a view or slice of one is fine), or rewrite with detach_returns=True",
                 )
-        if exact and spec.exact_rounds is None and device.is_capturing:
+        if exact and spec.exact_rounds is None and request.device.is_capturing:
             raise unbounded_chain(spec, next(site for site in spec.sites if site.target in exact), "launch this kernel")
-        options = {"device": device, "stream": stream, "block_dim": block_dim, "max_blocks": max_blocks}
-        capacities = capacities_of(spec, max_records)
-        counted = None in capacities.values()
-        if counted:
-            loop = next(loop for loop in spec.loops if capacities[loop.id] is None)
-            if device.is_capturing:
-                raise RewriteError(
-                    self.key,
-                    loop.location,
-                    "this loop's trip count is not known before the launch: it would be counted by a dry run read "
-                    "back on the host, which a CUDA graph capture cannot wait for",
-                    "Pass max_records=N (to wp_rewrite, or to the launch) to bound its trips",
-                )
-            # A dry run on scratch copies, with no room for records, counts the trips of loops of unknown length.
-            copied = frozenset(spec.copied if pair.count is not None else spec.written)
-            scratch = [scratch_copy(value, path, copied) for value, path in zip(args, parameters, strict=True)]
-            uncopyable = next((path for path, value in zip(parameters, scratch, strict=True) if value is None), None)
-            if uncopyable is not None:
-                raise RewriteError(
-                    self.key, spec.location,
-                    f"counting the trips of its loops of unknown length would need a copy of '{uncopyable}', which "
-                    "the kernel writes, and that kind of array cannot be copied",
-                    "Pass max_records (to wp_rewrite, or to the launch) so that no count is needed",
-                )  # fmt: skip
-            no_room = {loop: room or 0 for loop, room in capacities.items()}
-            dry = phase_arguments(spec, scratch, shape, no_room, device)
-            for shadow in dry.shadows:
-                shadow.load()
-            warp_launch(pair.count or pair.record, shape, scratch, dry.extra, record_tape=False, **options)
-            needed = dry.status.numpy()  # the host needs the counts to size the records: it waits here
-            capacities = {
-                loop: room if room is not None else trips_of(needed, loop) for loop, room in capacities.items()
-            }
-        # Forward: the record kernel runs the original code and stores every consumed atomic's returned value.
-        records = phase_arguments(spec, args, shape, capacities, device, exact)
+
+    def _capacities(self, pair: KernelPair, request: LaunchRequest) -> Capacities:
+        """Records per execution of each loop; those of unknown length counted by a dry run on scratch copies,
+        with no room for records."""
+        spec = pair.spec
+        known = capacities_of(spec, request.max_records)
+        if None not in known.values():
+            return Capacities({loop: room for loop, room in known.items() if room is not None}, counted=False)
+        loop = next(loop for loop in spec.loops if known[loop.id] is None)
+        if request.device.is_capturing:
+            raise RewriteError(
+                self.key,
+                loop.location,
+                "this loop's trip count is not known before the launch: it would be counted by a dry run read "
+                "back on the host, which a CUDA graph capture cannot wait for",
+                "Pass max_records=N (to wp_rewrite, or to the launch) to bound its trips",
+            )
+        copied = frozenset(spec.copied if pair.count is not None else spec.written)
+        args = request.args
+        scratch = [scratch_copy(value, path, copied) for value, path in zip(args, spec.parameters, strict=True)]
+        uncopyable = next((path for path, value in zip(spec.parameters, scratch, strict=True) if value is None), None)
+        if uncopyable is not None:
+            raise RewriteError(
+                self.key, spec.location,
+                f"counting the trips of its loops of unknown length would need a copy of '{uncopyable}', which "
+                "the kernel writes, and that kind of array cannot be copied",
+                "Pass max_records (to wp_rewrite, or to the launch) so that no count is needed",
+            )  # fmt: skip
+        no_room = {loop: room or 0 for loop, room in known.items()}
+        dry = phase_arguments(spec, scratch, request.shape, no_room, request.device)
+        for shadow in dry.shadows:
+            shadow.load()
+        warp_launch(pair.count or pair.record, request.shape, scratch, dry.extra, record_tape=False, **request.options)
+        needed = dry.status.numpy()  # the host needs the counts to size the records: it waits here
+        counts = {loop: room if room is not None else trips_of(needed, loop) for loop, room in known.items()}
+        return Capacities(counts, counted=True)
+
+    def _record(
+        self, pair: KernelPair, request: LaunchRequest, capacities: Capacities, exact: frozenset[str], key: tuple | None
+    ) -> LaunchRecords:
+        """Forward: the record kernel runs the original code and stores every consumed atomic's returned value."""
+        spec, rooms = pair.spec, capacities.rooms
+        records = phase_arguments(spec, request.args, request.shape, rooms, request.device, exact)
         for shadow in records.shadows:
             shadow.load()
+        outputs = [*request.outputs, *records.extra]
         # A launch whose record sizes depend only on its signature is prepared for the next one like it.
-        if key is not None and not counted and not records.shadows:
-            command = warp_launch(pair.record, dim, inputs, [*outputs, *records.extra], record_tape=False,
-                                record_cmd=True, **options)  # fmt: skip
+        if key is not None and not capacities.counted and not records.shadows:
+            command = warp_launch(pair.record, request.dim, request.inputs, outputs, record_tape=False,
+                                  record_cmd=True, **request.options)  # fmt: skip
             if command is not None:  # None: no threads, nothing to run
-                remember(self._launches, key, PreparedLaunch(command, pair, args, records, capacities))
+                remember(self._launches, key, PreparedLaunch(command, pair, request.args, records, rooms))
                 command.launch()
         else:
-            warp_launch(pair.record, dim, inputs, [*outputs, *records.extra], record_tape=False, **options)
+            warp_launch(pair.record, request.dim, request.inputs, outputs, record_tape=False, **request.options)
         for shadow in records.shadows:
             shadow.store()
         if records.status is not None:
-            device_checks.watch(records.status, lambda values: explain_status(spec, capacities, values))
-        # Backward runs these in reverse: the exact order's preparation and checks, then the replay kernel's
-        # adjoint (reading the recorded values back), then the routing of the returned values' adjoints.
-        replay_outputs = [*outputs, *records.extra]
+            device_checks.watch(records.status, lambda values: explain_status(spec, rooms, values))
+        return records
+
+    def _put_on_tape(
+        self, tape: Any, pair: KernelPair, request: LaunchRequest, capacities: Capacities, records: LaunchRecords
+    ) -> None:
+        """Backward runs these in reverse: the exact order's preparation and checks, then the replay kernel's
+        adjoint (reading the recorded values back), then the routing of the returned values' adjoints."""
+        dim, inputs, device, block_dim = request.dim, list(request.inputs), request.device, request.block_dim
+        replay_outputs = [*request.outputs, *records.extra]
         exact_targets = [target for target in records.exact if target.count]  # none: in loops that never ran
         step = None
         if exact_targets:
-            step = ExactBackward(spec, pair.replay, dim, list(inputs), replay_outputs, device, block_dim, max_blocks,
-                                 records.status, capacities, exact_targets)  # fmt: skip
+            step = ExactBackward(pair.spec, pair.replay, dim, inputs, replay_outputs, device, block_dim,
+                                 request.max_blocks, records.status, capacities.rooms, exact_targets)  # fmt: skip
             tape.record_func(backward=step.route, arrays=[target.returned for target in exact_targets])
-        tape.record_launch(pair.replay, dim, max_blocks, list(inputs), replay_outputs, device, block_dim or 0)
+        tape.record_launch(pair.replay, dim, request.max_blocks, inputs, replay_outputs, device, block_dim or 0)
         if step is not None:
             tape.record_func(backward=step.prepare, arrays=[])
         if wp.config.verify_autograd_array_access:
-            tape._check_kernel_array_access(pair.replay, [*args, *records.extra])
+            tape._check_kernel_array_access(pair.replay, [*request.args, *records.extra])
 
 
 @dataclass

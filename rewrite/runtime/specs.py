@@ -8,6 +8,8 @@ from typing import Any
 
 import warp as wp
 
+from .abi import Op, RecordKind
+
 # --- what a launch needs to know about the generated kernels ------------------------------------------------
 
 
@@ -27,7 +29,7 @@ class SiteSpec:
     """One recorded atomic."""
 
     target: str  # argument path of the target array: "count", or a struct field's "state.count"
-    op: str  # "add", "cas", ...; "read": a plain read of an array the launch writes
+    op: Op  # the atomic, or Op.READ: a plain read of an array the launch writes
     location: str  # "file:line:col" of the atomic in the user's source
     # argument paths a float return may be differentiable in; None: any array argument
     gradient_sources: tuple[str, ...] | None = ()
@@ -38,16 +40,13 @@ class SiteSpec:
 class RecordSpec:
     """One record parameter of the generated kernels, which each launch allocates.
 
-    ``kind`` says how: "returned", "values" and "compares" hold the target's dtype, "order" (one column per
-    component) and "addresses" int32; a "shadow" holds the target's values and tickets while the record kernel
-    runs (see ``exact_add``); "trips" (how often a loop ran) and "carried" (ints a loop hands on) have ``dtype``.
-    Each but the shadow holds one entry per thread and iteration of ``loops``.
+    ``kind`` says how (``RecordKind``). Each but the shadow holds one entry per thread and iteration of ``loops``.
     """
 
     name: str
-    kind: str
+    kind: RecordKind
     target: str | None = None
-    dtype: Any = None  # the Warp type of "trips" and "carried" records; None: decided by the kind
+    dtype: Any = None  # the Warp type of TRIPS and CARRIED records; None: decided by the kind
     loops: tuple[int, ...] = ()
     requires_grad: bool = False
 
