@@ -17,7 +17,7 @@ output changes nothing; deleting a generated block and running it again brings t
 goes to a temporary file first, renamed over the target: a failed write leaves the target as it was.
 
 Check mode reports, without importing or running anything, every use of an atomic's returned value, with the
-codes of ``warp_rewrite.lint`` (``WR001``-``WR005`` by default, ``WR101``/``WR102`` informational), ruff's way:
+codes of ``warp_rewrite.lint`` (``WR001``-``WR006`` by default, ``WR101``/``WR102`` informational), ruff's way:
 ``# noqa`` and ``# noqa: WR001`` on the reported line, ``--select``/``--ignore``/``--extend-select`` with codes or
 prefixes (``WR00``, ``ALL``), three output formats, a summary line on stderr.
 
@@ -94,7 +94,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"wp-rewrite {runtime.__version__}")
     parser.add_argument("-q", "--quiet", action="store_true", help="print no summary line")
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--check", action="store_true", help="report uses of atomic returns (WR001-WR005); write nothing")
+    mode.add_argument(
+        "--check",
+        action="store_true",
+        help="report uses of atomic returns and stale generated blocks (WR001-WR006); write nothing",
+    )
     mode.add_argument("--diff", action="store_true", help="print a unified diff instead of the rewritten file")
     rewrite = parser.add_argument_group("rewriting a file")
     target = rewrite.add_mutually_exclusive_group()
@@ -113,7 +117,7 @@ def _parser() -> argparse.ArgumentParser:
         "--select",
         type=_selectors,
         metavar="CODES",
-        help="codes or prefixes to report, comma separated (default: WR0, i.e. WR001-WR005; ALL: every code)",
+        help="codes or prefixes to report, comma separated (default: WR0, i.e. WR001-WR006; ALL: every code)",
     )
     check.add_argument("--extend-select", type=_selectors, metavar="CODES", help="codes to report besides those")
     check.add_argument("--ignore", type=_selectors, metavar="CODES", help="codes or prefixes not to report")
@@ -348,8 +352,13 @@ def _plural(count: int, word: str) -> str:
 def _summary(display: str, emitted: Emitted, written: Path | None) -> str:
     """The one line that says what the run did."""
     done = []
-    if emitted.rewritten:
-        done.append(f"rewrote {_plural(len(emitted.rewritten), 'kernel')} ({', '.join(emitted.rewritten)})")
+    fresh = [name for name in emitted.rewritten if name not in emitted.regenerated]
+    again = [name for name in emitted.rewritten if name in emitted.regenerated]
+    if fresh:
+        done.append(f"rewrote {_plural(len(fresh), 'kernel')} ({', '.join(fresh)})")
+    if again:
+        done.append(f"regenerated {_plural(len(again), 'stale block')} ({', '.join(again)}: the kernel, a helper or "
+                    "the options changed since)")  # fmt: skip
     if emitted.launches:
         done.append(f"{_plural(emitted.launches, 'wp.launch call')} now {'call' if emitted.launches != 1 else 'calls'}"
                     " the rewritten launch")  # fmt: skip

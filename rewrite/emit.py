@@ -31,6 +31,7 @@ from warp_rewrite import pipeline, runtime
 from warp_rewrite.hazards import HazardFinder, Unknown, launched_kernel
 from warp_rewrite.import_placement import NewImport, Sections, after_imports, placement
 from warp_rewrite.live_frontend import RUNTIME_NAME
+from warp_rewrite.markers import begin_marker, end_marker
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.syntax import walk
@@ -39,15 +40,11 @@ from warp_rewrite.pipeline import GeneratedKernel, RewriteOptions
 from warp_rewrite.printing import WIDTH
 from warp_rewrite.project import Project, Unfollowed
 from warp_rewrite.runtime import RewriteError
-from warp_rewrite.source_file import Imported
+from warp_rewrite.source_file import Imported, Region
+from warp_rewrite.staleness import MadeFrom, made_from, option_flags, stale
 from warp_rewrite.static_frontend import HelperImport, StaticFrontend, construction_options, construction_problem
 from warp_rewrite.static_module import StaticModule
 
-BEGIN = (
-    "# ---- wp-rewrite: generated from kernel '{kernel}' above ----\n"
-    "# Do not edit. After changing the kernel, delete down to the end marker and run wp-rewrite again.\n"
-)
-END = "# ---- wp-rewrite: end of the code generated from kernel '{kernel}' ----\n"
 RUNTIME_FOLDER = RUNTIME_NAME  # the folder the runtime package is copied into, beside the emitted modules
 
 
@@ -78,7 +75,8 @@ class Emitted:
     warnings: list[str] = field(default_factory=list)
     launches: int = 0  # wp.launch calls now calling a rewritten launch
     constructions: int = 0  # calls making a kernel of a plain function now giving the rewritten kernel
-    already: list[str] = field(default_factory=list)  # kernels with a block from an earlier run
+    already: list[str] = field(default_factory=list)  # kernels with a block from an earlier run, still current
+    regenerated: list[str] = field(default_factory=list)  # kernels whose earlier block was stale, made again
 
     @property
     def has_blocks(self) -> bool:
@@ -406,6 +404,8 @@ class Block:
     names: ModuleNames
     indent: str  # the kernel's own indentation
     nested: bool  # in a function: the function's name of the kernel is rebound
+    made: MadeFrom  # what its fingerprint is of
+    location: str  # the kernel's, in the input
 
     @property
     def gap(self) -> int:
@@ -421,7 +421,18 @@ class Block:
         body = generated.source + gap + _rewritten_kernel(generated, spec, self.names, self.launch, max_records,
                                                           self.nested)  # fmt: skip
         name = self.kernel.name
-        block = BEGIN.format(kernel=name) + body + gap + END.format(kernel=name)
+        made = self.made
+        check = "\n".join([
+            f"{self.names.runtime_function('check_fingerprint')}(",
+            f"    {json.dumps(name)},",
+            f"    location={json.dumps(relocate(self.location))},",
+            f"    expected={json.dumps(made.fingerprint)},",
+            f"    options={json.dumps(made.options)},",
+            f"    functions=({', '.join((name, *made.named))}{',' * (not made.named)}),",
+            f"    elsewhere={json.dumps(made.elsewhere)},",
+            ")  # before anything launches: the kernel is what this block was generated from",
+        ]) + "\n"  # fmt: skip
+        block = begin_marker(name, made.fingerprint, made.options) + check + gap + body + gap + end_marker(name)
         return indent_block(block, self.indent, self.nested)
 
     def insertion(self, lines: list[str], text: str) -> tuple[int, str]:
@@ -563,11 +574,20 @@ def emit_module(
     original = text
     if text and not text.endswith(("\n", "\r")):  # a last line without its line ending gets one
         text += "\r\n" if "\r\n" in text else "\n"
+    options = option_flags(max_records, detach_returns)
     module = StaticModule.parse(path, display, text)
     project.modules.setdefault(path.resolve(), module)
-    choice = choose_kernels(module, HazardFinder(project))  # also loads the files their helpers come from
+    finder = HazardFinder(project)  # also loads the files the kernels' helpers come from
+    regenerated = stale_kernels(module, finder, options)
+    if regenerated:  # as if the user had deleted those blocks: the next steps bring them back
+        original = text = without_regions(module, [module.region_of(kernel) for kernel in regenerated])
+        module = StaticModule.parse(path, display, text)
+        project.modules[path.resolve()] = module
+        finder = HazardFinder(project)
+    choice = choose_kernels(module, finder)
     emitted = Emitted(original, refusals=choice.refusals, warnings=choice.warnings,
-                      already=[k.name for k in choice.already])  # fmt: skip
+                      already=[k.name for k in choice.already],
+                      regenerated=[k.name for k in regenerated])  # fmt: skip
     taken = set().union(*(_bound_names(m.tree) for m in project.modules.values() if m is not None and m is not module))
     taken |= _taken_names(module)
     free = _only_read(module.tree)
@@ -591,7 +611,8 @@ def emit_module(
         helper_imports += needed
         launch = _launch_names(kernel.name, taken, free, nested, constructed)
         line = module.lines[kernel.lineno - 1]
-        blocks.append(Block(kernel, generated, launch, names, line[: len(line) - len(line.lstrip())], nested))
+        blocks.append(Block(kernel, generated, launch, names, line[: len(line) - len(line.lstrip())], nested,
+                            made_from(module, kernel, finder, options), module.location(kernel)))  # fmt: skip
         if constructed:
             wrappers[id(kernel)] = launch.rewritten
             emitted.warnings += [_warning(module, use, f"kernel '{kernel.name}' is a plain function named here, where "
@@ -601,6 +622,13 @@ def emit_module(
         else:
             launches[id(kernel)] = launch.launch
         emitted.rewritten.append(kernel.name)
+    emitted.warnings += [
+        _warning(module, kernel, f"kernel '{kernel.name}' no longer uses an atomic's returned value: its stale block "
+                 f"is removed; calls of the rewritten launch it defined must go back to wp.launch({kernel.name}, ...)")
+        for kernel in module.kernels()
+        if kernel.name in emitted.regenerated and kernel.name not in emitted.rewritten
+        and not any(refusal.kernel == kernel.name for refusal in emitted.refusals)
+    ]  # fmt: skip
     inserted = helper_import_lines(module, helper_imports)  # (input line after which, text)
     if (blocks or emitted.already) and imports.warp:
         inserted.append(placement(module.tree, module.lines, imports.warp, Sections.for_folder(folder)))
@@ -620,6 +648,21 @@ def emit_module(
     if edits:
         emitted.text = _apply(text, edits)
     return emitted
+
+
+def stale_kernels(module: StaticModule, finder: HazardFinder, options: str) -> list[ast.FunctionDef]:
+    """The kernels whose block an earlier run generated from other source or options than this run has."""
+    return [
+        kernel
+        for kernel in module.kernels()
+        if (region := module.region_of(kernel)) is not None and stale(module, kernel, region, finder, options)
+    ]
+
+
+def without_regions(module: StaticModule, regions: list[Region]) -> str:
+    """The module's text without the given blocks, each from its begin marker to its end marker."""
+    dropped = {number for region in regions for number in range(region.first, region.last + 1)}
+    return "".join(line for number, line in enumerate(module.lines, start=1) if number not in dropped)
 
 
 def _relocation(display: str, name: str, inserted: list[tuple[int, str]]) -> Callable[[str], str]:

@@ -10,6 +10,8 @@ The codes, as ruff's conventions go (``--select``/``--ignore`` take codes and pr
            launch;
     WR005  a kernel calls a helper the check cannot follow (a factory's parameter, ``wp.static`` of a value known
            only at run time, a module whose file is not found): a possible hazard;
+    WR006  a block ``wp-rewrite`` generated is stale: its kernel, a helper it calls or its options changed since
+           (the begin marker's fingerprint differs);
     WR101  (informational, off by default) a consumed return in a kernel without a backward pass
            (``enable_backward=False``, its own or its Warp module's), or in a helper of a module without one: not a
            hazard;
@@ -31,6 +33,7 @@ from pathlib import Path
 from warp_rewrite.hazards import HazardFinder, Unknown, launched_kernel
 from warp_rewrite.project import Project, Unfollowed
 from warp_rewrite.source_file import ParseError
+from warp_rewrite.staleness import stale
 from warp_rewrite.static_module import StaticModule
 
 _WRONG = "gradients through it are wrong in plain Warp"
@@ -43,6 +46,9 @@ CODES = {
     "wrong in plain Warp; call {launch}(...) instead",
     "WR005": "kernel '{name}' calls '{helper}'{through}, {reason}, which wp-rewrite cannot follow from the source: "
     "if it uses an atomic's returned value, " + _WRONG,
+    "WR006": "the block wp-rewrite generated for kernel '{name}' (line {line}) is stale: the kernel, a helper it calls "
+    "or the options changed since, so its rewritten launch would run the old code and importing the module raises "
+    "RewriteError; re-run wp-rewrite on this file to regenerate the block",
     "WR101": "{kind} '{name}' uses the value returned by wp.atomic_{op}(){through}, but {why}: not a hazard",
     "WR102": "helper '{name}' uses the value returned by wp.atomic_{op}() and has a hand-written @wp.func_replay: "
     "not a hazard",
@@ -114,13 +120,17 @@ class Checker:
         self._callers: dict[int, set[bool]] = {}  # helper -> whether the kernels calling it have a backward
 
     def kernels(self, module: StaticModule) -> list[Finding]:
-        """WR001, WR003, WR004, WR005 and WR101 of the file's kernels and launches.
+        """WR001, WR003, WR004, WR005, WR006 and WR101 of the file's kernels and launches.
 
-        Kernels that already have a generated block are skipped: their ``launch_<kernel>`` handles them.
+        Kernels that already have a generated block are only checked for staleness (WR006): their
+        ``launch_<kernel>`` handles the rest.
         """
         findings = []
         for kernel in module.kernels():
-            if module.rewritten(kernel):
+            region = module.region_of(kernel)
+            if region is not None:
+                if stale(module, kernel, region, self.finder, region.options):
+                    findings.append(_finding(module, "WR006", kernel, name=kernel.name, line=str(region.first)))
                 continue
             calls = self.finder.kernel_calls(module, kernel)
             disabled = module.backward_disabled(kernel)

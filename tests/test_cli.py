@@ -372,7 +372,11 @@ def test_emitted_module_imports_only_what_the_input_imports(emitted, rewritten_t
 
 def test_generated_code_follows_the_kernel_and_its_spec_points_into_the_emitted_file(rewritten_text):
     lines = rewritten_text.splitlines()
-    begin = lines.index("# ---- wp-rewrite: generated from kernel 'compact_positive' above ----")
+    begin = next(
+        i
+        for i, s in enumerate(lines)
+        if s.startswith("# ---- wp-rewrite: generated from kernel 'compact_positive' above")
+    )
     kernel = lines.index(next(s for s in lines if s.startswith("def compact_positive(")))
     assert kernel < begin and all(line.startswith("    ") or not line for line in lines[kernel + 1 : begin])
     assert "\nlaunch_compact_positive = compact_positive_rewritten.launch" in rewritten_text

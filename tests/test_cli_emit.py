@@ -296,7 +296,7 @@ def test_refused_kernels_are_listed_and_the_others_rewritten(capsys, tmp_path):
 # --- generated blocks: deleting one and running again brings it back -------------------------------------------------
 
 BLOCK = re.compile(
-    r"(?ms)^[ \t]*# ---- wp-rewrite: generated from kernel '(\w+)' above ----\n.*?"
+    r"(?ms)^[ \t]*# ---- wp-rewrite: generated from kernel '(\w+)' above \(fingerprint [^\n]*\) ----\n.*?"
     r"^[ \t]*# ---- wp-rewrite: end of the code generated from kernel '\1' ----\n"
 )
 
