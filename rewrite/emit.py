@@ -62,6 +62,7 @@ def _launch_signature() -> tuple[int, frozenset[str] | None]:
 
 
 _LAUNCH_POSITIONAL, _LAUNCH_KEYWORDS = _launch_signature()
+_ADJOINT_POSITION = list(inspect.signature(wp.launch).parameters).index("adjoint") - 1  # after the kernel
 _FSTRING_START, _FSTRING_END = getattr(tokenize, "FSTRING_START", None), getattr(tokenize, "FSTRING_END", None)
 
 
@@ -332,9 +333,11 @@ def _launch_names(kernel: str, taken: set[str], free: set[str], nested: bool, co
 
 def _rewritten_kernel(generated: GeneratedKernel, spec: str, names: ModuleNames, launch: LaunchNames,
                       max_records: int | None, rebind: bool) -> str:  # fmt: skip
-    """``<kernel>_rewritten = RewrittenKernel(...)``, then ``launch_<kernel> = <kernel>_rewritten.launch``, or, in a
-    function, ``<kernel> = <kernel>_rewritten``: what the function hands on is the rewritten kernel. For a plain
-    function made a kernel by a call, ``rewrite_<kernel> = KernelRewrite(...)``, which that call is wrapped in."""
+    """``<kernel>_rewritten = RewrittenKernel(...)``, then (at module level) ``launch_<kernel> =
+    <kernel>_rewritten.launch``, then ``<kernel> = <kernel>_rewritten``: every name of the kernel (aliases, default
+    arguments, what a factory returns, what another module imports) is the rewritten kernel from then on, which
+    ``wp.launch`` launches through the runtime's hook. For a plain function made a kernel by a call, ``rewrite_<kernel>
+    = KernelRewrite(...)``, which that call is wrapped in."""
     kernel = generated.kernel
     pair = [generated.record_kernel, generated.replay_kernel, spec]
     pair += [f"count={generated.count_kernel}"] if generated.count_kernel else []
@@ -356,8 +359,8 @@ def _rewritten_kernel(generated: GeneratedKernel, spec: str, names: ModuleNames,
         "    ),",
         *(f"    {option}," for option in options),
         ")",
-        f"{kernel} = {launch.rewritten}  # from here on, {kernel}.launch(...) runs both phases" if rebind else
-        f"{launch.launch} = {launch.rewritten}.launch  # takes wp.launch's arguments",
+        *([] if rebind else [f"{launch.launch} = {launch.rewritten}.launch  # takes wp.launch's arguments"]),
+        f"{kernel} = {launch.rewritten}  # every name of {kernel} now launches both phases",
     ]  # fmt: skip
     return "\n".join(lines) + "\n"
 
@@ -508,19 +511,38 @@ def launch_edits(
         launch = launches.get(id(kernel))
         if launch is None:
             continue
-        positional = [a for a in call.args if a is not argument]
-        keywords = [k for k in call.keywords if k.value is not argument]
-        given = {k.arg or f"**{ast.unparse(k.value)}" for k in keywords}
-        unknown = sorted(given - _LAUNCH_KEYWORDS) if _LAUNCH_KEYWORDS is not None else []
-        if any(isinstance(a, ast.Starred) for a in positional) or len(positional) > _LAUNCH_POSITIONAL or unknown:
-            what = ", ".join(unknown) or f"more than {_LAUNCH_POSITIONAL} arguments after the kernel by position"
-            warnings.append(_warning(module, call, f"this wp.launch of kernel '{argument.id}' passes {what}, which "
-                                     f"{launch} does not take: it still launches the original kernel"))  # fmt: skip
+        kept = _kept_launch(call, argument, launch)
+        if kept is not None:
+            warnings.append(_warning(module, call, f"this wp.launch of kernel '{argument.id}' {kept}"))
             continue
         callee = Edit(offsets(call.func.lineno, call.func.col_offset),
                       offsets(call.func.end_lineno, call.func.end_col_offset), launch)  # fmt: skip
         edits.append((callee, _remove_argument(call, argument, offsets)))
     return edits, warnings
+
+
+def _kept_launch(call: ast.Call, argument: ast.Name, launch: str) -> str | None:
+    """Why the ``wp.launch`` call of a rewritten kernel cannot become a call of its ``launch`` (and what it does left
+    as written), or None if it can."""
+    positional = [a for a in call.args if a is not argument]
+    keywords = [k for k in call.keywords if k.value is not argument]
+    adjoint = next((k.value for k in keywords if k.arg == "adjoint"), None)
+    if adjoint is None and len(positional) > _ADJOINT_POSITION:
+        adjoint = positional[_ADJOINT_POSITION]
+    if adjoint is not None and not (isinstance(adjoint, ast.Constant) and adjoint.value is False):
+        return (f"is an adjoint launch ({ast.unparse(adjoint)} for adjoint), which the rewritten kernel cannot take: "
+                f"it is left as written, and as '{argument.id}' is the rewritten kernel it raises when it runs (its "
+                f"backward runs from the tape); launch {argument.id}.kernel for the original's adjoint")  # fmt: skip
+    unpacked = [f"*{ast.unparse(a.value)}" for a in positional if isinstance(a, ast.Starred)]
+    unpacked += [f"**{ast.unparse(k.value)}" for k in keywords if k.arg is None]
+    if unpacked:
+        return (f"passes {', '.join(unpacked)}, which wp-rewrite cannot match to {launch}'s parameters: it is left as "
+                f"written, and wp.launch hands the rewritten kernel what they hold when it runs")  # fmt: skip
+    unknown = sorted({k.arg for k in keywords} - _LAUNCH_KEYWORDS) if _LAUNCH_KEYWORDS is not None else []
+    if unknown or len(positional) > _LAUNCH_POSITIONAL:
+        what = ", ".join(unknown) or f"more than {_LAUNCH_POSITIONAL} arguments after the kernel by position"
+        return f"passes {what}, which {launch} does not take (nor does wp.launch): it is left as written"
+    return None
 
 
 def construction_edits(module: StaticModule, wrappers: dict[int, str], offsets: Offsets) -> list[tuple[Edit, Edit]]:

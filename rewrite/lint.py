@@ -7,7 +7,7 @@ The codes, as ruff's conventions go (``--select``/``--ignore`` take codes and pr
     WR003  a kernel calls a helper that does (in this file, through its imports, a factory's closure, a class or
            ``wp.static(...)``), at any depth;
     WR004  ``wp.launch`` launches a kernel that ``wp-rewrite`` rewrote through the original, not its rewritten
-           launch;
+           launch (a block of a version that did not bind the kernel's name to the rewritten kernel);
     WR005  a kernel calls a helper the check cannot follow (a factory's parameter, ``wp.static`` of a value known
            only at run time, a module whose file is not found): a possible hazard;
     WR006  a block ``wp-rewrite`` generated is stale: its kernel, a helper it calls or its options changed since
@@ -197,7 +197,7 @@ def launches_of_rewritten_kernels(module: StaticModule, project: Project) -> lis
             continue
         owner, kernel = found
         launch = owner.launch_name(kernel)
-        if launch is not None:
+        if launch is not None and not owner.rebinds(kernel):  # a rebound name launches the rewritten kernel
             where = f"{owner.display}:{owner.region_of(kernel).first}"
             findings.append(_finding(module, "WR004", call, name=kernel.name, where=where, launch=launch))
     return findings
