@@ -49,6 +49,7 @@ from warp_rewrite.lint import (
     Finding,
     Selection,
     SelectorError,
+    is_error,
     noqa_lines,
     rule_url,
     sort_key,
@@ -250,11 +251,15 @@ def _python_files(paths: list[str]) -> Iterator[tuple[Path, str]]:
         if path.is_file():
             yield path, name
             continue
+        found = False
         for file in sorted(path.rglob("*.py")):
             relative = file.relative_to(path).parts
             skipped = any(part.startswith(".") or part in ("__pycache__", RUNTIME_FOLDER) for part in relative[:-1])
             if not skipped and file.name != f"{RUNTIME_FOLDER}.py":  # an earlier version's single-file copy
+                found = True
                 yield file, str(file)
+        if not found:
+            print(f"wp-rewrite: warning: {name}: no Python files", file=sys.stderr)
 
 
 # --- --check ---------------------------------------------------------------------------------------------------
@@ -299,15 +304,18 @@ def run_check(args: argparse.Namespace) -> int:
     Every file is read first and its kernels checked, then its helpers: whether a helper is a hazard depends on
     the kernels that call it, wherever they are.
     """
-    project, status = Project(), OK
+    project, status, unreadable = Project(), OK, 0
     checker, output_format = Checker(project), args.output_format or "concise"
     files: list[tuple[StaticModule | None, list[Finding]]] = []
-    for path, display in list(_python_files(args.paths)):
+    paths = list(_python_files(args.paths))
+    if not paths:
+        raise UserError(f"no Python files in {', '.join(args.paths)}: nothing to check")
+    for path, display in paths:
         try:
             source = _read(path, display)
         except UserError as error:
             print(f"wp-rewrite: error: {error}", file=sys.stderr)
-            status = USAGE
+            status, unreadable = USAGE, unreadable + 1
             continue
         try:
             module = StaticModule.parse(path, display, source.text, source.encoding)
@@ -330,12 +338,25 @@ def run_check(args: argparse.Namespace) -> int:
         shown += found
     if output_format == "json":
         print(json.dumps([_json_finding(f) for f in shown], indent=2))
+    errors = sum(is_error(f.code) for f in shown)
     if not args.quiet:
-        count = len(shown)
-        print(f"Found {count} error{'s' * (count != 1)}." if count else "All checks passed!", file=sys.stderr)
+        print(_check_summary(errors, len(shown) - errors, unreadable), file=sys.stderr)
     if status == USAGE:
         return USAGE
-    return FINDINGS if shown and not args.exit_zero else OK
+    return FINDINGS if errors and not args.exit_zero else OK
+
+
+def _check_summary(errors: int, informational: int, unreadable: int) -> str:
+    """The line ``--check`` ends with: the hazards found (informational findings counted apart) and the files it
+    could not read, if any; "All checks passed!" only where every file was read and none has a hazard."""
+    parts = [f"Found {_plural(errors, 'error')}" if errors or unreadable else "All checks passed!"]
+    if informational:
+        parts.append(f"{_plural(informational, 'informational finding')} printed (not "
+                     f"{'a hazard' if informational == 1 else 'hazards'})")  # fmt: skip
+    if unreadable:
+        parts.append(f"{_plural(unreadable, 'file')} could not be read (see above)")
+    text = parts[0] if len(parts) == 1 else f"{parts[0].rstrip('!.')}; {'; '.join(parts[1:])}"
+    return text if text.endswith(("!", ".")) else text + "."
 
 
 # --- rewriting -------------------------------------------------------------------------------------------------
@@ -375,6 +396,17 @@ def _summary(display: str, emitted: Emitted, written: Path | None) -> str:
     return f"{display}{where}: " + "; ".join(done)
 
 
+def _reason(error: OSError) -> str:
+    """Why a write failed, without the name of the temporary file it went through."""
+    return error.strerror or str(error)
+
+
+def _command_line_spelling(message: str) -> str:
+    """A refusal as the command line says it: its options by their flags (``--detach-returns``), not as the API's
+    keyword arguments (``detach_returns=True``), which the pipeline's messages name."""
+    return message.replace("detach_returns=True", _REWRITE_ONLY["detach_returns"])
+
+
 def run_rewrite(args: argparse.Namespace) -> int:
     display = args.paths[0]
     source_path = Path(display)
@@ -390,7 +422,7 @@ def run_rewrite(args: argparse.Namespace) -> int:
     except ParseError as error:
         print(error, file=sys.stderr)
         return USAGE
-    for message in [*map(str, emitted.refusals), *emitted.warnings]:
+    for message in [*(_command_line_spelling(str(r)) for r in emitted.refusals), *emitted.warnings]:
         print(message, file=sys.stderr)
     if args.diff:
         diff = difflib.unified_diff(
@@ -404,13 +436,18 @@ def run_rewrite(args: argparse.Namespace) -> int:
             data = source.encode(emitted.text)
         except UnicodeEncodeError as error:
             raise UserError(f"{output}: cannot write the rewritten module in {source.encoding}: {error}") from None
+        if not output.parent.is_dir():
+            raise UserError(f"{output}: cannot write: there is no folder {output.parent}")
         try:
             if emitted.has_blocks:
                 write_runtime(output.parent)
+        except OSError as error:
+            raise UserError(f"{output.parent / RUNTIME_FOLDER}: cannot write the runtime: {_reason(error)}") from None
+        try:
             if emitted.text != source.text or output != source_path:
                 write_atomically(output, data)
         except OSError as error:
-            raise UserError(f"{output}: cannot write: {error}") from None
+            raise UserError(f"{output}: cannot write: {_reason(error)}") from None
     if not args.quiet:
         if emitted.has_blocks and output is None and not args.diff:
             print(f"note: the rewritten module imports {RUNTIME_FOLDER}/; -o or --in-place write it beside the module",

@@ -102,13 +102,14 @@ def _unknown_warning(module: StaticModule, kernel: ast.FunctionDef, unknown: Unk
     miss = unknown.miss
     through = f" (through helper '{unknown.via}')" if unknown.via else ""
     if isinstance(miss, Unfollowed):
-        what = f"'{miss.helper}' from '{miss.module}', whose file wp-rewrite could not find"
+        what = f"{miss.callee.value} '{miss.helper}' from '{miss.module}', whose file wp-rewrite could not find"
     else:
-        what = f"'{miss.helper}'{through}, {miss.reason}, which wp-rewrite cannot follow from the source"
+        what = (f"{miss.callee.value} '{miss.helper}'{through}, {miss.reason}, which wp-rewrite cannot follow from "
+                "the source")  # fmt: skip
         through = ""
     return _warning(
         module, unknown.call, f"kernel '{kernel.name}' calls {what}{through}; if it uses an atomic's returned value, "
-        "its gradients stay wrong (wp_rewrite() at run time sees the value)",
+        f"its gradients stay wrong: launch wp_rewrite({kernel.name}) instead, which sees the value at run time",
     )  # fmt: skip
 
 

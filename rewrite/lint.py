@@ -37,23 +37,30 @@ from warp_rewrite.staleness import stale
 from warp_rewrite.static_module import StaticModule
 
 _WRONG = "gradients through it are wrong in plain Warp"
+_REWRITE = "run wp-rewrite on this file, or launch wp_rewrite({name}) (enable_backward=False if it needs no gradient)"
+_INFORMATIONAL = "not a hazard, nothing to fix"
 CODES = {
-    "WR001": "kernel '{name}' uses the value returned by wp.atomic_{op}(); " + _WRONG,
-    "WR002": "helper '{name}' uses the value returned by wp.atomic_{op}(); " + _WRONG,
+    "WR001": "kernel '{name}' uses the value returned by wp.atomic_{op}(); " + _WRONG + ": " + _REWRITE,
+    "WR002": "helper '{name}' uses the value returned by wp.atomic_{op}(); " + _WRONG + ": run wp-rewrite on the files "
+    "of the kernels that call it, or launch them with wp_rewrite()",
     "WR003": "kernel '{name}' calls helper '{helper}', which uses the value returned by wp.atomic_{op}() ({where}); "
-    + _WRONG,
+    + _WRONG
+    + ": "
+    + _REWRITE,
     "WR004": "wp.launch() launches kernel '{name}' itself, which wp-rewrite rewrote ({where}): its gradients are "
     "wrong in plain Warp; call {launch}(...) instead",
-    "WR005": "kernel '{name}' calls '{helper}'{through}, {reason}, which wp-rewrite cannot follow from the source: "
-    "if it uses an atomic's returned value, " + _WRONG,
+    "WR005": "kernel '{name}' calls {callee} '{helper}'{through}, {reason}, which wp-rewrite cannot follow from the "
+    "source: if it uses an atomic's returned value, " + _WRONG + "; launch wp_rewrite({name}), which sees it at run "
+    "time, or add # noqa: WR005 if it does not",
     "WR006": "the block wp-rewrite generated for kernel '{name}' (line {line}) is stale: the kernel, a helper it calls "
     "or the options changed since, so its rewritten launch would run the old code and importing the module raises "
     "RewriteError; re-run wp-rewrite on this file to regenerate the block",
-    "WR101": "{kind} '{name}' uses the value returned by wp.atomic_{op}(){through}, but {why}: not a hazard",
+    "WR101": "{kind} '{name}' uses the value returned by wp.atomic_{op}(){through}, but {why}: " + _INFORMATIONAL,
     "WR102": "helper '{name}' uses the value returned by wp.atomic_{op}() and has a hand-written @wp.func_replay: "
-    "not a hazard",
+    + _INFORMATIONAL,
     "E999": "SyntaxError: {message}",
 }
+ERRORS = ("WR0", "E999")  # what "Found N errors" counts and what makes the exit status 1; WR1xx are informational
 DEFAULT_SELECT = ("WR0",)
 # Each code's page (docs/rules/CODE.md), installed with the package: there is no hosted site to link to.
 RULE_PAGES = importlib.resources.files("warp_rewrite.rules")
@@ -104,10 +111,15 @@ def syntax_error(error: ParseError, path: Path) -> Finding:
 def _unknown_fields(unknown: Unknown) -> dict[str, str]:
     miss = unknown.miss
     through = f" (through helper '{unknown.via}')" if unknown.via else ""
+    fields = {"helper": miss.helper, "through": through, "callee": miss.callee.value}
     if isinstance(miss, Unfollowed):
-        return {"helper": miss.helper, "through": through, "reason": f"imported from '{miss.module}', whose file "
-                "was not found"}  # fmt: skip
-    return {"helper": miss.helper, "through": through, "reason": miss.reason}
+        return fields | {"reason": f"imported from '{miss.module}', whose file was not found"}
+    return fields | {"reason": miss.reason}
+
+
+def is_error(code: str) -> bool:
+    """True for the codes that are hazards (or a file that does not parse), not informational findings."""
+    return code.startswith(ERRORS)
 
 
 class Checker:

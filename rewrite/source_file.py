@@ -184,6 +184,8 @@ class SourceModule:
             raise ParseError(display, error.lineno or 1, error.offset or 1, error.msg) from None
         except ValueError as error:  # source with a null byte
             raise ParseError(display, 1, 1, str(error)) from None
+        except RecursionError as error:  # an expression nested deeper than Python's parser builds trees
+            raise ParseError(display, 1, 1, f"too deeply nested to build its syntax tree ({error})") from None
         warp, imported = read_imports(tree)
         return cls(path, display, text, tree, warp, imported, generated_regions(text), encoding)
 

@@ -227,3 +227,35 @@ def test_crlf_files_and_helpers_defined_after_the_kernel_import(tmp_path, capsys
     assert run_cli(capsys, "--check", "--select", "WR006", path)[0] == 0
     edit(path, "    return wp.atomic_add(count, 0, 1)", "    return wp.atomic_add(count, 0, 2)")
     assert " WR006 " in run_cli(capsys, "--check", "--select", "WR006", path)[1]
+
+
+OVERLOADED = """import warp as wp
+
+
+@wp.func
+def take(count: wp.array[wp.int32]) -> wp.int32:
+    return wp.atomic_add(count, 0, 1)
+
+
+@wp.func
+def take(count: wp.array[wp.int32], step: wp.int32) -> wp.int32:
+    return wp.atomic_add(count, 0, step)
+
+
+@wp.kernel
+def compact(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    out[take(count, 1)] = x[tid] * x[tid]
+"""
+
+
+def test_an_overloaded_helper_is_read_as_its_latest_definition(tmp_path, capsys):
+    """Warp's object for an overloaded @wp.func is its first definition's, wrapped around the latest."""
+    path = tmp_path / "overloaded.py"
+    path.write_text(OVERLOADED)
+    assert run_cli(capsys, path, "--in-place")[0] == 0
+    assert "functions=(compact, take)," in path.read_text()
+    load(path)
+    edit(path, "    return wp.atomic_add(count, 0, step)", "    return wp.atomic_add(count, 0, step * 1)")
+    with pytest.raises(Exception, match=r"kernel 'compact'.*re-run wp-rewrite"):
+        load(path)

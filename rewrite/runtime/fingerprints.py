@@ -42,6 +42,7 @@ def fingerprint(options: str, sources: Sequence[str], elsewhere: str) -> str:
 
 def source_of(function: Any) -> str:
     """A kernel's, helper's or plain function's source, decorators included, as ``inspect.getsource`` reads it."""
+    function = inspect.unwrap(function)  # Warp wraps its objects around the latest definition (overloads too)
     return inspect.getsource(inspect.unwrap(getattr(function, "func", function)))
 
 
