@@ -1,20 +1,23 @@
 """The ``wp-rewrite`` command line (also ``python -m warp_rewrite``).
 
     wp-rewrite FILE.py [-o OUT.py | --in-place | --diff] [--max-records N] [--detach-returns]
+    wp-rewrite PATH... (--in-place | --diff) [--max-records N] [--detach-returns]
     wp-rewrite --check PATH... [--select CODES] [--ignore CODES] [--output-format concise|json|github] [--exit-zero]
 
 Rewrite mode writes FILE.py unchanged, plus, right after each kernel ``k`` that uses a value an atomic returns,
 a block with the kernels ``k_record`` and ``k_replay`` (and clones of the helpers they call), ``k_rewritten``
 (the ``RewrittenKernel`` of the API) and ``launch_k = k_rewritten.launch``, which takes ``wp.launch``'s
-arguments (and ``max_records=``) and behaves on a tape as the API does; the file's ``wp.launch(k, ...)`` calls
-become ``launch_k(...)``. A kernel made inside a function gets its block there, and the function's ``k`` is then
-the rewritten kernel. The blocks call warp-rewrite's runtime, which the output imports from the folder
-``wp_rewrite_runtime/`` beside it: ``-o`` and ``--in-place`` write (or update) that folder, a copy of the package
-``warp_rewrite/runtime/`` (warp, numpy and the standard library its only imports), so the output runs without
-this project installed. Without ``-o`` the module goes to stdout; ``--diff`` prints a unified diff instead.
-Kernels the rewrite refuses are reported and left as they are; the others are rewritten. Running it on its own
-output changes nothing; deleting a generated block and running it again brings the block back. Every write
-goes to a temporary file first, renamed over the target: a failed write leaves the target as it was.
+arguments (and ``max_records=``) and behaves on a tape as the API does; the block ends with ``k = k_rewritten``,
+so every name of the kernel launches both phases, and the file's ``wp.launch(k, ...)`` calls become
+``launch_k(...)``. A kernel made inside a function gets its block there. The blocks call warp-rewrite's runtime,
+which the output imports from the folder ``wp_rewrite_runtime/`` beside it: ``-o`` and ``--in-place`` write (or
+update) that folder, a copy of the package ``warp_rewrite/runtime/`` (warp, numpy and the standard library its only
+imports), so the output runs without this project installed. Without ``-o`` the module goes to stdout; ``--diff``
+prints a unified diff instead (with the runtime folder). ``--in-place`` and ``--diff`` also take several files and
+folders. Kernels the rewrite refuses are reported and left as they are; the others are rewritten. Running it on
+its own output changes nothing, but for blocks whose kernel, helpers or options changed since (their marker's
+fingerprint differs): those are generated again, as a deleted block is. Every write goes to a temporary file
+first, renamed over the target: a failed write leaves the target as it was.
 
 Check mode reports, without importing or running anything, every use of an atomic's returned value, with the
 codes of ``warp_rewrite.lint`` (``WR001``-``WR006`` by default, ``WR101``/``WR102`` informational), ruff's way:
@@ -100,7 +103,11 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="report uses of atomic returns and stale generated blocks (WR001-WR006); write nothing",
     )
-    mode.add_argument("--diff", action="store_true", help="print a unified diff instead of the rewritten file")
+    mode.add_argument(
+        "--diff",
+        action="store_true",
+        help="print a unified diff instead of the rewritten file (with the runtime folder, as new files)",
+    )
     rewrite = parser.add_argument_group("rewriting a file")
     target = rewrite.add_mutually_exclusive_group()
     target.add_argument("-o", "--output", metavar="OUT.py", help="write the rewritten module here (default: stdout)")
@@ -147,8 +154,8 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
         misplaced = [f"--{name.replace('_', '-')}" for name in _CHECK_ONLY if getattr(args, name)]
         if misplaced:
             parser.error(f"{', '.join(misplaced)} only go with --check")
-        if len(args.paths) != 1:
-            parser.error("rewrite one FILE.py at a time (several paths are only for --check)")
+        if len(args.paths) != 1 and not (args.in_place or args.diff):
+            parser.error("several paths are rewritten with --in-place or --diff (-o and stdout take one file)")
         if args.diff and (args.output or args.in_place):
             parser.error("--diff prints to stdout: it cannot be combined with -o or --in-place")
         return args
@@ -169,8 +176,6 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
 def _read(path: Path, display: str) -> SourceFile:
     if not path.exists():
         raise UserError(f"{display}: no such file or directory")
-    if path.is_dir():
-        raise UserError(f"{display}: is a directory (only --check takes directories)")
     try:
         return SourceFile.read(path)
     except (OSError, UnicodeDecodeError, SyntaxError) as error:  # SyntaxError: an unknown PEP 263 encoding
@@ -201,6 +206,24 @@ def write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
+def runtime_files() -> dict[str, bytes]:
+    """The runtime package's files, name -> contents: what is copied beside emitted modules."""
+    return {path.name: path.read_bytes() for path in sorted(Path(runtime.__file__).parent.glob("*.py"))}
+
+
+def runtime_diff(display: str) -> Iterator[str]:
+    """The unified diff that brings the runtime copy beside the file ``display`` up to date (new files from
+    ``/dev/null`` where there is none), so that ``patch -p0`` gives a tree whose emitted module runs."""
+    folder = Path(display).parent / RUNTIME_FOLDER
+    for name, code in runtime_files().items():
+        path = folder / name
+        old = path.read_text(encoding="utf-8") if path.is_file() else None
+        new = code.decode("utf-8")
+        if old != new:
+            yield from difflib.unified_diff((old or "").splitlines(keepends=True), new.splitlines(keepends=True),
+                                            "/dev/null" if old is None else str(path), str(path))  # fmt: skip
+
+
 def write_runtime(directory: Path) -> Path:
     """Copy this package's runtime, file for file, into the folder ``wp_rewrite_runtime/`` of ``directory``, unless
     the same is there already. The copy is made whole in a temporary folder and then takes the place of an older
@@ -208,7 +231,7 @@ def write_runtime(directory: Path) -> Path:
     an earlier version of wp-rewrite wrote there goes once the folder is in place (it would be shadowed by the
     folder at import anyway). Returns the folder's path."""
     target = directory / RUNTIME_FOLDER
-    files = {path.name: path.read_bytes() for path in sorted(Path(runtime.__file__).parent.glob("*.py"))}
+    files = runtime_files()
     if target.exists() and not target.is_dir():
         raise UserError(f"{target}: not a folder, where wp-rewrite writes its copy of the runtime")
     if not _same_copy(target, files):
@@ -408,7 +431,31 @@ def _command_line_spelling(message: str) -> str:
 
 
 def run_rewrite(args: argparse.Namespace) -> int:
-    display = args.paths[0]
+    """Rewrite one file (to stdout, ``-o``, ``--in-place`` or ``--diff``) or, with ``--in-place`` or ``--diff``,
+    every ``.py`` file named or under a folder named, each as a run on it alone would, with one runtime copy per
+    folder; the worst status of the files."""
+    if len(args.paths) == 1 and not Path(args.paths[0]).is_dir():
+        return _rewrite_file(args, args.paths[0], set())
+    if not (args.in_place or args.diff):
+        raise UserError(
+            f"{args.paths[0]}: a folder is rewritten with --in-place or --diff (-o and stdout take one file)"
+        )
+    files = list(_python_files(args.paths))
+    if not files:
+        raise UserError(f"no Python files in {', '.join(args.paths)}: nothing to rewrite")
+    status, runtimes = OK, set()
+    for _, display in files:
+        try:
+            status = max(status, _rewrite_file(args, display, runtimes, in_tree=True))
+        except UserError as error:
+            print(f"wp-rewrite: error: {error}", file=sys.stderr)
+            status = USAGE
+    return status
+
+
+def _rewrite_file(args: argparse.Namespace, display: str, runtimes: set[Path], in_tree: bool = False) -> int:
+    """Rewrite the file ``display``; ``runtimes``: the folders whose runtime copy this run has written (or put in
+    its diff) already; ``in_tree``: one of many files, which gets a summary line only if it has kernels to rewrite."""
     source_path = Path(display)
     output = Path(args.output) if args.output else (source_path if args.in_place else None)
     if output is not None and not args.in_place and _same_file(output, source_path):
@@ -429,6 +476,9 @@ def run_rewrite(args: argparse.Namespace) -> int:
             source.text.splitlines(keepends=True), emitted.text.splitlines(keepends=True), display, display
         )
         sys.stdout.writelines(diff)
+        if emitted.has_blocks and source_path.parent.resolve() not in runtimes:
+            runtimes.add(source_path.parent.resolve())
+            sys.stdout.writelines(runtime_diff(display))
     elif output is None:
         sys.stdout.write(emitted.text)
     else:
@@ -439,8 +489,9 @@ def run_rewrite(args: argparse.Namespace) -> int:
         if not output.parent.is_dir():
             raise UserError(f"{output}: cannot write: there is no folder {output.parent}")
         try:
-            if emitted.has_blocks:
+            if emitted.has_blocks and output.parent.resolve() not in runtimes:
                 write_runtime(output.parent)
+                runtimes.add(output.parent.resolve())
         except OSError as error:
             raise UserError(f"{output.parent / RUNTIME_FOLDER}: cannot write the runtime: {_reason(error)}") from None
         try:
@@ -452,7 +503,8 @@ def run_rewrite(args: argparse.Namespace) -> int:
         if emitted.has_blocks and output is None and not args.diff:
             print(f"note: the rewritten module imports {RUNTIME_FOLDER}/; -o or --in-place write it beside the module",
                   file=sys.stderr)  # fmt: skip
-        print(_summary(display, emitted, output if output != source_path else None), file=sys.stderr)
+        if not in_tree or emitted.has_blocks or emitted.refusals or emitted.regenerated:
+            print(_summary(display, emitted, output if output != source_path else None), file=sys.stderr)
     return FINDINGS if emitted.refusals else OK
 
 
