@@ -54,6 +54,8 @@ def wp_rewrite(
         return lambda decorated: wp_rewrite(decorated, max_records=max_records, detach_returns=detach_returns)
     if not isinstance(kernel, wp.Kernel):
         what = "a @wp.func" if isinstance(kernel, wp._src.context.Function) else repr(type(kernel).__name__)
+        if hasattr(kernel, "launches_rewritten"):  # a module wp-rewrite emitted binds the kernel's name to it
+            what += " (already rewritten: launch it as it is, or pass its .kernel, the original, to rewrite that)"
         raise TypeError(f"wp_rewrite() expects a Warp kernel (the object @wp.kernel returns), got {what}")
     if max_records is not None and (not isinstance(max_records, int) or max_records < 0):
         raise ValueError(f"max_records must be a non-negative int, got {max_records!r}")

@@ -1,23 +1,26 @@
 """The ``wp-rewrite`` command line (also ``python -m warp_rewrite``).
 
     wp-rewrite FILE.py [-o OUT.py | --in-place | --diff] [--max-records N] [--detach-returns]
+    wp-rewrite PATH... (--in-place | --diff) [--max-records N] [--detach-returns]
     wp-rewrite --check PATH... [--select CODES] [--ignore CODES] [--output-format concise|json|github] [--exit-zero]
 
 Rewrite mode writes FILE.py unchanged, plus, right after each kernel ``k`` that uses a value an atomic returns,
 a block with the kernels ``k_record`` and ``k_replay`` (and clones of the helpers they call), ``k_rewritten``
 (the ``RewrittenKernel`` of the API) and ``launch_k = k_rewritten.launch``, which takes ``wp.launch``'s
-arguments (and ``max_records=``) and behaves on a tape as the API does; the file's ``wp.launch(k, ...)`` calls
-become ``launch_k(...)``. A kernel made inside a function gets its block there, and the function's ``k`` is then
-the rewritten kernel. The blocks call warp-rewrite's runtime, which the output imports from the folder
-``wp_rewrite_runtime/`` beside it: ``-o`` and ``--in-place`` write (or update) that folder, a copy of the package
-``warp_rewrite/runtime/`` (warp, numpy and the standard library its only imports), so the output runs without
-this project installed. Without ``-o`` the module goes to stdout; ``--diff`` prints a unified diff instead.
-Kernels the rewrite refuses are reported and left as they are; the others are rewritten. Running it on its own
-output changes nothing; deleting a generated block and running it again brings the block back. Every write
-goes to a temporary file first, renamed over the target: a failed write leaves the target as it was.
+arguments (and ``max_records=``) and behaves on a tape as the API does; the block ends with ``k = k_rewritten``,
+so every name of the kernel launches both phases, and the file's ``wp.launch(k, ...)`` calls become
+``launch_k(...)``. A kernel made inside a function gets its block there. The blocks call warp-rewrite's runtime,
+which the output imports from the folder ``wp_rewrite_runtime/`` beside it: ``-o`` and ``--in-place`` write (or
+update) that folder, a copy of the package ``warp_rewrite/runtime/`` (warp, numpy and the standard library its only
+imports), so the output runs without this project installed. Without ``-o`` the module goes to stdout; ``--diff``
+prints a unified diff instead (with the runtime folder). ``--in-place`` and ``--diff`` also take several files and
+folders. Kernels the rewrite refuses are reported and left as they are; the others are rewritten. Running it on
+its own output changes nothing, but for blocks whose kernel, helpers or options changed since (their marker's
+fingerprint differs): those are generated again, as a deleted block is. Every write goes to a temporary file
+first, renamed over the target: a failed write leaves the target as it was.
 
 Check mode reports, without importing or running anything, every use of an atomic's returned value, with the
-codes of ``warp_rewrite.lint`` (``WR001``-``WR005`` by default, ``WR101``/``WR102`` informational), ruff's way:
+codes of ``warp_rewrite.lint`` (``WR001``-``WR006`` by default, ``WR101``/``WR102`` informational), ruff's way:
 ``# noqa`` and ``# noqa: WR001`` on the reported line, ``--select``/``--ignore``/``--extend-select`` with codes or
 prefixes (``WR00``, ``ALL``), three output formats, a summary line on stderr.
 
@@ -49,6 +52,7 @@ from warp_rewrite.lint import (
     Finding,
     Selection,
     SelectorError,
+    is_error,
     noqa_lines,
     rule_url,
     sort_key,
@@ -94,8 +98,16 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"wp-rewrite {runtime.__version__}")
     parser.add_argument("-q", "--quiet", action="store_true", help="print no summary line")
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--check", action="store_true", help="report uses of atomic returns (WR001-WR005); write nothing")
-    mode.add_argument("--diff", action="store_true", help="print a unified diff instead of the rewritten file")
+    mode.add_argument(
+        "--check",
+        action="store_true",
+        help="report uses of atomic returns and stale generated blocks (WR001-WR006); write nothing",
+    )
+    mode.add_argument(
+        "--diff",
+        action="store_true",
+        help="print a unified diff instead of the rewritten file (with the runtime folder, as new files)",
+    )
     rewrite = parser.add_argument_group("rewriting a file")
     target = rewrite.add_mutually_exclusive_group()
     target.add_argument("-o", "--output", metavar="OUT.py", help="write the rewritten module here (default: stdout)")
@@ -113,7 +125,7 @@ def _parser() -> argparse.ArgumentParser:
         "--select",
         type=_selectors,
         metavar="CODES",
-        help="codes or prefixes to report, comma separated (default: WR0, i.e. WR001-WR005; ALL: every code)",
+        help="codes or prefixes to report, comma separated (default: WR0, i.e. WR001-WR006; ALL: every code)",
     )
     check.add_argument("--extend-select", type=_selectors, metavar="CODES", help="codes to report besides those")
     check.add_argument("--ignore", type=_selectors, metavar="CODES", help="codes or prefixes not to report")
@@ -142,8 +154,8 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
         misplaced = [f"--{name.replace('_', '-')}" for name in _CHECK_ONLY if getattr(args, name)]
         if misplaced:
             parser.error(f"{', '.join(misplaced)} only go with --check")
-        if len(args.paths) != 1:
-            parser.error("rewrite one FILE.py at a time (several paths are only for --check)")
+        if len(args.paths) != 1 and not (args.in_place or args.diff):
+            parser.error("several paths are rewritten with --in-place or --diff (-o and stdout take one file)")
         if args.diff and (args.output or args.in_place):
             parser.error("--diff prints to stdout: it cannot be combined with -o or --in-place")
         return args
@@ -164,8 +176,6 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
 def _read(path: Path, display: str) -> SourceFile:
     if not path.exists():
         raise UserError(f"{display}: no such file or directory")
-    if path.is_dir():
-        raise UserError(f"{display}: is a directory (only --check takes directories)")
     try:
         return SourceFile.read(path)
     except (OSError, UnicodeDecodeError, SyntaxError) as error:  # SyntaxError: an unknown PEP 263 encoding
@@ -196,6 +206,24 @@ def write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
+def runtime_files() -> dict[str, bytes]:
+    """The runtime package's files, name -> contents: what is copied beside emitted modules."""
+    return {path.name: path.read_bytes() for path in sorted(Path(runtime.__file__).parent.glob("*.py"))}
+
+
+def runtime_diff(display: str) -> Iterator[str]:
+    """The unified diff that brings the runtime copy beside the file ``display`` up to date (new files from
+    ``/dev/null`` where there is none), so that ``patch -p0`` gives a tree whose emitted module runs."""
+    folder = Path(display).parent / RUNTIME_FOLDER
+    for name, code in runtime_files().items():
+        path = folder / name
+        old = path.read_text(encoding="utf-8") if path.is_file() else None
+        new = code.decode("utf-8")
+        if old != new:
+            yield from difflib.unified_diff((old or "").splitlines(keepends=True), new.splitlines(keepends=True),
+                                            "/dev/null" if old is None else str(path), str(path))  # fmt: skip
+
+
 def write_runtime(directory: Path) -> Path:
     """Copy this package's runtime, file for file, into the folder ``wp_rewrite_runtime/`` of ``directory``, unless
     the same is there already. The copy is made whole in a temporary folder and then takes the place of an older
@@ -203,7 +231,7 @@ def write_runtime(directory: Path) -> Path:
     an earlier version of wp-rewrite wrote there goes once the folder is in place (it would be shadowed by the
     folder at import anyway). Returns the folder's path."""
     target = directory / RUNTIME_FOLDER
-    files = {path.name: path.read_bytes() for path in sorted(Path(runtime.__file__).parent.glob("*.py"))}
+    files = runtime_files()
     if target.exists() and not target.is_dir():
         raise UserError(f"{target}: not a folder, where wp-rewrite writes its copy of the runtime")
     if not _same_copy(target, files):
@@ -246,11 +274,15 @@ def _python_files(paths: list[str]) -> Iterator[tuple[Path, str]]:
         if path.is_file():
             yield path, name
             continue
+        found = False
         for file in sorted(path.rglob("*.py")):
             relative = file.relative_to(path).parts
             skipped = any(part.startswith(".") or part in ("__pycache__", RUNTIME_FOLDER) for part in relative[:-1])
             if not skipped and file.name != f"{RUNTIME_FOLDER}.py":  # an earlier version's single-file copy
+                found = True
                 yield file, str(file)
+        if not found:
+            print(f"wp-rewrite: warning: {name}: no Python files", file=sys.stderr)
 
 
 # --- --check ---------------------------------------------------------------------------------------------------
@@ -295,15 +327,18 @@ def run_check(args: argparse.Namespace) -> int:
     Every file is read first and its kernels checked, then its helpers: whether a helper is a hazard depends on
     the kernels that call it, wherever they are.
     """
-    project, status = Project(), OK
+    project, status, unreadable = Project(), OK, 0
     checker, output_format = Checker(project), args.output_format or "concise"
     files: list[tuple[StaticModule | None, list[Finding]]] = []
-    for path, display in list(_python_files(args.paths)):
+    paths = list(_python_files(args.paths))
+    if not paths:
+        raise UserError(f"no Python files in {', '.join(args.paths)}: nothing to check")
+    for path, display in paths:
         try:
             source = _read(path, display)
         except UserError as error:
             print(f"wp-rewrite: error: {error}", file=sys.stderr)
-            status = USAGE
+            status, unreadable = USAGE, unreadable + 1
             continue
         try:
             module = StaticModule.parse(path, display, source.text, source.encoding)
@@ -326,12 +361,25 @@ def run_check(args: argparse.Namespace) -> int:
         shown += found
     if output_format == "json":
         print(json.dumps([_json_finding(f) for f in shown], indent=2))
+    errors = sum(is_error(f.code) for f in shown)
     if not args.quiet:
-        count = len(shown)
-        print(f"Found {count} error{'s' * (count != 1)}." if count else "All checks passed!", file=sys.stderr)
+        print(_check_summary(errors, len(shown) - errors, unreadable), file=sys.stderr)
     if status == USAGE:
         return USAGE
-    return FINDINGS if shown and not args.exit_zero else OK
+    return FINDINGS if errors and not args.exit_zero else OK
+
+
+def _check_summary(errors: int, informational: int, unreadable: int) -> str:
+    """The line ``--check`` ends with: the hazards found (informational findings counted apart) and the files it
+    could not read, if any; "All checks passed!" only where every file was read and none has a hazard."""
+    parts = [f"Found {_plural(errors, 'error')}" if errors or unreadable else "All checks passed!"]
+    if informational:
+        parts.append(f"{_plural(informational, 'informational finding')} printed (not "
+                     f"{'a hazard' if informational == 1 else 'hazards'})")  # fmt: skip
+    if unreadable:
+        parts.append(f"{_plural(unreadable, 'file')} could not be read (see above)")
+    text = parts[0] if len(parts) == 1 else f"{parts[0].rstrip('!.')}; {'; '.join(parts[1:])}"
+    return text if text.endswith(("!", ".")) else text + "."
 
 
 # --- rewriting -------------------------------------------------------------------------------------------------
@@ -348,8 +396,13 @@ def _plural(count: int, word: str) -> str:
 def _summary(display: str, emitted: Emitted, written: Path | None) -> str:
     """The one line that says what the run did."""
     done = []
-    if emitted.rewritten:
-        done.append(f"rewrote {_plural(len(emitted.rewritten), 'kernel')} ({', '.join(emitted.rewritten)})")
+    fresh = [name for name in emitted.rewritten if name not in emitted.regenerated]
+    again = [name for name in emitted.rewritten if name in emitted.regenerated]
+    if fresh:
+        done.append(f"rewrote {_plural(len(fresh), 'kernel')} ({', '.join(fresh)})")
+    if again:
+        done.append(f"regenerated {_plural(len(again), 'stale block')} ({', '.join(again)}: the kernel, a helper or "
+                    "the options changed since)")  # fmt: skip
     if emitted.launches:
         done.append(f"{_plural(emitted.launches, 'wp.launch call')} now {'call' if emitted.launches != 1 else 'calls'}"
                     " the rewritten launch")  # fmt: skip
@@ -366,8 +419,43 @@ def _summary(display: str, emitted: Emitted, written: Path | None) -> str:
     return f"{display}{where}: " + "; ".join(done)
 
 
+def _reason(error: OSError) -> str:
+    """Why a write failed, without the name of the temporary file it went through."""
+    return error.strerror or str(error)
+
+
+def _command_line_spelling(message: str) -> str:
+    """A refusal as the command line says it: its options by their flags (``--detach-returns``), not as the API's
+    keyword arguments (``detach_returns=True``), which the pipeline's messages name."""
+    return message.replace("detach_returns=True", _REWRITE_ONLY["detach_returns"])
+
+
 def run_rewrite(args: argparse.Namespace) -> int:
-    display = args.paths[0]
+    """Rewrite one file (to stdout, ``-o``, ``--in-place`` or ``--diff``) or, with ``--in-place`` or ``--diff``,
+    every ``.py`` file named or under a folder named, each as a run on it alone would, with one runtime copy per
+    folder; the worst status of the files."""
+    if len(args.paths) == 1 and not Path(args.paths[0]).is_dir():
+        return _rewrite_file(args, args.paths[0], set())
+    if not (args.in_place or args.diff):
+        raise UserError(
+            f"{args.paths[0]}: a folder is rewritten with --in-place or --diff (-o and stdout take one file)"
+        )
+    files = list(_python_files(args.paths))
+    if not files:
+        raise UserError(f"no Python files in {', '.join(args.paths)}: nothing to rewrite")
+    status, runtimes = OK, set()
+    for _, display in files:
+        try:
+            status = max(status, _rewrite_file(args, display, runtimes, in_tree=True))
+        except UserError as error:
+            print(f"wp-rewrite: error: {error}", file=sys.stderr)
+            status = USAGE
+    return status
+
+
+def _rewrite_file(args: argparse.Namespace, display: str, runtimes: set[Path], in_tree: bool = False) -> int:
+    """Rewrite the file ``display``; ``runtimes``: the folders whose runtime copy this run has written (or put in
+    its diff) already; ``in_tree``: one of many files, which gets a summary line only if it has kernels to rewrite."""
     source_path = Path(display)
     output = Path(args.output) if args.output else (source_path if args.in_place else None)
     if output is not None and not args.in_place and _same_file(output, source_path):
@@ -381,13 +469,16 @@ def run_rewrite(args: argparse.Namespace) -> int:
     except ParseError as error:
         print(error, file=sys.stderr)
         return USAGE
-    for message in [*map(str, emitted.refusals), *emitted.warnings]:
+    for message in [*(_command_line_spelling(str(r)) for r in emitted.refusals), *emitted.warnings]:
         print(message, file=sys.stderr)
     if args.diff:
         diff = difflib.unified_diff(
             source.text.splitlines(keepends=True), emitted.text.splitlines(keepends=True), display, display
         )
         sys.stdout.writelines(diff)
+        if emitted.has_blocks and source_path.parent.resolve() not in runtimes:
+            runtimes.add(source_path.parent.resolve())
+            sys.stdout.writelines(runtime_diff(display))
     elif output is None:
         sys.stdout.write(emitted.text)
     else:
@@ -395,18 +486,25 @@ def run_rewrite(args: argparse.Namespace) -> int:
             data = source.encode(emitted.text)
         except UnicodeEncodeError as error:
             raise UserError(f"{output}: cannot write the rewritten module in {source.encoding}: {error}") from None
+        if not output.parent.is_dir():
+            raise UserError(f"{output}: cannot write: there is no folder {output.parent}")
         try:
-            if emitted.has_blocks:
+            if emitted.has_blocks and output.parent.resolve() not in runtimes:
                 write_runtime(output.parent)
+                runtimes.add(output.parent.resolve())
+        except OSError as error:
+            raise UserError(f"{output.parent / RUNTIME_FOLDER}: cannot write the runtime: {_reason(error)}") from None
+        try:
             if emitted.text != source.text or output != source_path:
                 write_atomically(output, data)
         except OSError as error:
-            raise UserError(f"{output}: cannot write: {error}") from None
+            raise UserError(f"{output}: cannot write: {_reason(error)}") from None
     if not args.quiet:
         if emitted.has_blocks and output is None and not args.diff:
             print(f"note: the rewritten module imports {RUNTIME_FOLDER}/; -o or --in-place write it beside the module",
                   file=sys.stderr)  # fmt: skip
-        print(_summary(display, emitted, output if output != source_path else None), file=sys.stderr)
+        if not in_tree or emitted.has_blocks or emitted.refusals or emitted.regenerated:
+            print(_summary(display, emitted, output if output != source_path else None), file=sys.stderr)
     return FINDINGS if emitted.refusals else OK
 
 

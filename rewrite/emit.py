@@ -32,6 +32,7 @@ from warp_rewrite import pipeline, runtime
 from warp_rewrite.hazards import HazardFinder, Unknown, launched_kernel
 from warp_rewrite.import_placement import NewImport, Sections, after_imports, placement
 from warp_rewrite.live_frontend import RUNTIME_NAME
+from warp_rewrite.markers import begin_marker, end_marker
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.syntax import walk
@@ -41,15 +42,11 @@ from warp_rewrite.printing import WIDTH
 from warp_rewrite.project import Project, Unfollowed
 from warp_rewrite.runtime import RewriteError
 from warp_rewrite.runtime.abi import RuntimeNames
-from warp_rewrite.source_file import Imported
+from warp_rewrite.source_file import Imported, Region
+from warp_rewrite.staleness import MadeFrom, made_from, option_flags, stale
 from warp_rewrite.static_frontend import HelperImport, StaticFrontend, construction_options, construction_problem
 from warp_rewrite.static_module import StaticModule
 
-BEGIN = (
-    "# ---- wp-rewrite: generated from kernel '{kernel}' above ----\n"
-    "# Do not edit. After changing the kernel, delete down to the end marker and run wp-rewrite again.\n"
-)
-END = "# ---- wp-rewrite: end of the code generated from kernel '{kernel}' ----\n"
 RUNTIME_FOLDER = RUNTIME_NAME  # the folder the runtime package is copied into, beside the emitted modules
 
 
@@ -67,6 +64,7 @@ def _launch_signature() -> tuple[int, frozenset[str] | None]:
 
 
 _LAUNCH_POSITIONAL, _LAUNCH_KEYWORDS = _launch_signature()
+_ADJOINT_POSITION = list(inspect.signature(wp.launch).parameters).index("adjoint") - 1  # after the kernel
 _FSTRING_START, _FSTRING_END = getattr(tokenize, "FSTRING_START", None), getattr(tokenize, "FSTRING_END", None)
 
 
@@ -80,7 +78,8 @@ class Emitted:
     warnings: list[str] = field(default_factory=list)
     launches: int = 0  # wp.launch calls now calling a rewritten launch
     constructions: int = 0  # calls making a kernel of a plain function now giving the rewritten kernel
-    already: list[str] = field(default_factory=list)  # kernels with a block from an earlier run
+    already: list[str] = field(default_factory=list)  # kernels with a block from an earlier run, still current
+    regenerated: list[str] = field(default_factory=list)  # kernels whose earlier block was stale, made again
 
     @property
     def has_blocks(self) -> bool:
@@ -105,13 +104,14 @@ def _unknown_warning(module: StaticModule, kernel: ast.FunctionDef, unknown: Unk
     miss = unknown.miss
     through = f" (through helper '{unknown.via}')" if unknown.via else ""
     if isinstance(miss, Unfollowed):
-        what = f"'{miss.helper}' from '{miss.module}', whose file wp-rewrite could not find"
+        what = f"{miss.callee.value} '{miss.helper}' from '{miss.module}', whose file wp-rewrite could not find"
     else:
-        what = f"'{miss.helper}'{through}, {miss.reason}, which wp-rewrite cannot follow from the source"
+        what = (f"{miss.callee.value} '{miss.helper}'{through}, {miss.reason}, which wp-rewrite cannot follow from "
+                "the source")  # fmt: skip
         through = ""
     return _warning(
         module, unknown.call, f"kernel '{kernel.name}' calls {what}{through}; if it uses an atomic's returned value, "
-        "its gradients stay wrong (wp_rewrite() at run time sees the value)",
+        f"its gradients stay wrong: launch wp_rewrite({kernel.name}) instead, which sees the value at run time",
     )  # fmt: skip
 
 
@@ -338,9 +338,11 @@ def _launch_names(kernel: str, taken: set[str], free: set[str], nested: bool, co
 
 def _rewritten_kernel(generated: GeneratedKernel, spec: str, names: ModuleNames, launch: LaunchNames,
                       max_records: int | None, rebind: bool) -> str:  # fmt: skip
-    """``<kernel>_rewritten = RewrittenKernel(...)``, then ``launch_<kernel> = <kernel>_rewritten.launch``, or, in a
-    function, ``<kernel> = <kernel>_rewritten``: what the function hands on is the rewritten kernel. For a plain
-    function made a kernel by a call, ``rewrite_<kernel> = KernelRewrite(...)``, which that call is wrapped in."""
+    """``<kernel>_rewritten = RewrittenKernel(...)``, then (at module level) ``launch_<kernel> =
+    <kernel>_rewritten.launch``, then ``<kernel> = <kernel>_rewritten``: every name of the kernel (aliases, default
+    arguments, what a factory returns, what another module imports) is the rewritten kernel from then on, which
+    ``wp.launch`` launches through the runtime's hook. For a plain function made a kernel by a call, ``rewrite_<kernel>
+    = KernelRewrite(...)``, which that call is wrapped in."""
     kernel = generated.kernel
     pair = [generated.record_kernel, generated.replay_kernel, spec]
     pair += [f"count={generated.count_kernel}"] if generated.count_kernel else []
@@ -362,8 +364,8 @@ def _rewritten_kernel(generated: GeneratedKernel, spec: str, names: ModuleNames,
         "    ),",
         *(f"    {option}," for option in options),
         ")",
-        f"{kernel} = {launch.rewritten}  # from here on, {kernel}.launch(...) runs both phases" if rebind else
-        f"{launch.launch} = {launch.rewritten}.launch  # takes wp.launch's arguments",
+        *([] if rebind else [f"{launch.launch} = {launch.rewritten}.launch  # takes wp.launch's arguments"]),
+        f"{kernel} = {launch.rewritten}  # every name of {kernel} now launches both phases",
     ]  # fmt: skip
     return "\n".join(lines) + "\n"
 
@@ -410,6 +412,8 @@ class Block:
     names: ModuleNames
     indent: str  # the kernel's own indentation
     nested: bool  # in a function: the function's name of the kernel is rebound
+    made: MadeFrom  # what its fingerprint is of
+    location: str  # the kernel's, in the input
 
     @property
     def gap(self) -> int:
@@ -424,11 +428,22 @@ class Block:
         spec = _literal(generated.spec, self.names, " " * 8, relocate)
         # First, before any of the ABI's names is evaluated: the runtime imported is the one this was generated for.
         location = json.dumps(relocate(generated.spec.location))
-        abi = f"{self.names.runtime.require_abi}({runtime.ABI}, {json.dumps(generated.kernel)}, {location})\n\n"
-        body = abi + generated.source + gap + _rewritten_kernel(generated, spec, self.names, self.launch, max_records,
+        abi = f"{self.names.runtime.require_abi}({runtime.ABI}, {json.dumps(generated.kernel)}, {location})\n"
+        body = generated.source + gap + _rewritten_kernel(generated, spec, self.names, self.launch, max_records,
                                                           self.nested)  # fmt: skip
         name = self.kernel.name
-        block = BEGIN.format(kernel=name) + body + gap + END.format(kernel=name)
+        made = self.made
+        check = "\n".join([
+            f"{self.names.runtime.check_fingerprint}(",
+            f"    {json.dumps(name)},",
+            f"    location={json.dumps(relocate(self.location))},",
+            f"    expected={json.dumps(made.fingerprint)},",
+            f"    options={json.dumps(made.options)},",
+            f"    functions=({', '.join((name, *made.named))}{',' * (not made.named)}),",
+            f"    elsewhere={json.dumps(made.elsewhere)},",
+            ")  # before anything launches: the kernel is what this block was generated from",
+        ]) + "\n"  # fmt: skip
+        block = begin_marker(name, made.fingerprint, made.options) + abi + check + gap + body + gap + end_marker(name)
         return indent_block(block, self.indent, self.nested)
 
     def insertion(self, lines: list[str], text: str) -> tuple[int, str]:
@@ -504,19 +519,38 @@ def launch_edits(
         launch = launches.get(id(kernel))
         if launch is None:
             continue
-        positional = [a for a in call.args if a is not argument]
-        keywords = [k for k in call.keywords if k.value is not argument]
-        given = {k.arg or f"**{ast.unparse(k.value)}" for k in keywords}
-        unknown = sorted(given - _LAUNCH_KEYWORDS) if _LAUNCH_KEYWORDS is not None else []
-        if any(isinstance(a, ast.Starred) for a in positional) or len(positional) > _LAUNCH_POSITIONAL or unknown:
-            what = ", ".join(unknown) or f"more than {_LAUNCH_POSITIONAL} arguments after the kernel by position"
-            warnings.append(_warning(module, call, f"this wp.launch of kernel '{argument.id}' passes {what}, which "
-                                     f"{launch} does not take: it still launches the original kernel"))  # fmt: skip
+        kept = _kept_launch(call, argument, launch)
+        if kept is not None:
+            warnings.append(_warning(module, call, f"this wp.launch of kernel '{argument.id}' {kept}"))
             continue
         callee = Edit(offsets(call.func.lineno, call.func.col_offset),
                       offsets(call.func.end_lineno, call.func.end_col_offset), launch)  # fmt: skip
         edits.append((callee, _remove_argument(call, argument, offsets)))
     return edits, warnings
+
+
+def _kept_launch(call: ast.Call, argument: ast.Name, launch: str) -> str | None:
+    """Why the ``wp.launch`` call of a rewritten kernel cannot become a call of its ``launch`` (and what it does left
+    as written), or None if it can."""
+    positional = [a for a in call.args if a is not argument]
+    keywords = [k for k in call.keywords if k.value is not argument]
+    adjoint = next((k.value for k in keywords if k.arg == "adjoint"), None)
+    if adjoint is None and len(positional) > _ADJOINT_POSITION:
+        adjoint = positional[_ADJOINT_POSITION]
+    if adjoint is not None and not (isinstance(adjoint, ast.Constant) and adjoint.value is False):
+        return (f"is an adjoint launch ({ast.unparse(adjoint)} for adjoint), which the rewritten kernel cannot take: "
+                f"it is left as written, and as '{argument.id}' is the rewritten kernel it raises when it runs (its "
+                f"backward runs from the tape); launch {argument.id}.kernel for the original's adjoint")  # fmt: skip
+    unpacked = [f"*{ast.unparse(a.value)}" for a in positional if isinstance(a, ast.Starred)]
+    unpacked += [f"**{ast.unparse(k.value)}" for k in keywords if k.arg is None]
+    if unpacked:
+        return (f"passes {', '.join(unpacked)}, which wp-rewrite cannot match to {launch}'s parameters: it is left as "
+                f"written, and wp.launch hands the rewritten kernel what they hold when it runs")  # fmt: skip
+    unknown = sorted({k.arg for k in keywords} - _LAUNCH_KEYWORDS) if _LAUNCH_KEYWORDS is not None else []
+    if unknown or len(positional) > _LAUNCH_POSITIONAL:
+        what = ", ".join(unknown) or f"more than {_LAUNCH_POSITIONAL} arguments after the kernel by position"
+        return f"passes {what}, which {launch} does not take (nor does wp.launch): it is left as written"
+    return None
 
 
 def construction_edits(module: StaticModule, wrappers: dict[int, str], offsets: Offsets) -> list[tuple[Edit, Edit]]:
@@ -570,11 +604,20 @@ def emit_module(
     original = text
     if text and not text.endswith(("\n", "\r")):  # a last line without its line ending gets one
         text += "\r\n" if "\r\n" in text else "\n"
+    options = option_flags(max_records, detach_returns)
     module = StaticModule.parse(path, display, text)
     project.modules.setdefault(path.resolve(), module)
-    choice = choose_kernels(module, HazardFinder(project))  # also loads the files their helpers come from
+    finder = HazardFinder(project)  # also loads the files the kernels' helpers come from
+    regenerated = stale_kernels(module, finder, options)
+    if regenerated:  # as if the user had deleted those blocks: the next steps bring them back
+        original = text = without_regions(module, [module.region_of(kernel) for kernel in regenerated])
+        module = StaticModule.parse(path, display, text)
+        project.modules[path.resolve()] = module
+        finder = HazardFinder(project)
+    choice = choose_kernels(module, finder)
     emitted = Emitted(original, refusals=choice.refusals, warnings=choice.warnings,
-                      already=[k.name for k in choice.already])  # fmt: skip
+                      already=[k.name for k in choice.already],
+                      regenerated=[k.name for k in regenerated])  # fmt: skip
     taken = set().union(*(_bound_names(m.tree) for m in project.modules.values() if m is not None and m is not module))
     taken |= _taken_names(module)
     free = _only_read(module.tree)
@@ -598,7 +641,8 @@ def emit_module(
         helper_imports += needed
         launch = _launch_names(kernel.name, taken, free, nested, constructed)
         line = module.lines[kernel.lineno - 1]
-        blocks.append(Block(kernel, generated, launch, names, line[: len(line) - len(line.lstrip())], nested))
+        blocks.append(Block(kernel, generated, launch, names, line[: len(line) - len(line.lstrip())], nested,
+                            made_from(module, kernel, finder, options), module.location(kernel)))  # fmt: skip
         if constructed:
             wrappers[id(kernel)] = launch.rewritten
             emitted.warnings += [_warning(module, use, f"kernel '{kernel.name}' is a plain function named here, where "
@@ -608,6 +652,13 @@ def emit_module(
         else:
             launches[id(kernel)] = launch.launch
         emitted.rewritten.append(kernel.name)
+    emitted.warnings += [
+        _warning(module, kernel, f"kernel '{kernel.name}' no longer uses an atomic's returned value: its stale block "
+                 f"is removed; calls of the rewritten launch it defined must go back to wp.launch({kernel.name}, ...)")
+        for kernel in module.kernels()
+        if kernel.name in emitted.regenerated and kernel.name not in emitted.rewritten
+        and not any(refusal.kernel == kernel.name for refusal in emitted.refusals)
+    ]  # fmt: skip
     inserted = helper_import_lines(module, helper_imports)  # (input line after which, text)
     if (blocks or emitted.already) and imports.warp:
         inserted.append(placement(module.tree, module.lines, imports.warp, Sections.for_folder(folder)))
@@ -627,6 +678,21 @@ def emit_module(
     if edits:
         emitted.text = _apply(text, edits)
     return emitted
+
+
+def stale_kernels(module: StaticModule, finder: HazardFinder, options: str) -> list[ast.FunctionDef]:
+    """The kernels whose block an earlier run generated from other source or options than this run has."""
+    return [
+        kernel
+        for kernel in module.kernels()
+        if (region := module.region_of(kernel)) is not None and stale(module, kernel, region, finder, options)
+    ]
+
+
+def without_regions(module: StaticModule, regions: list[Region]) -> str:
+    """The module's text without the given blocks, each from its begin marker to its end marker."""
+    dropped = {number for region in regions for number in range(region.first, region.last + 1)}
+    return "".join(line for number, line in enumerate(module.lines, start=1) if number not in dropped)
 
 
 def _relocation(display: str, name: str, inserted: list[tuple[int, str]]) -> Callable[[str], str]:

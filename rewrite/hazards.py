@@ -33,13 +33,21 @@ class Unknown:
     via: str | None
 
 
+@dataclass(frozen=True)
+class ReachedHelper:
+    """A helper a kernel's calls reach, and the file it is defined in."""
+
+    module: StaticModule
+    definition: ast.FunctionDef
+
+
 @dataclass
 class KernelCalls:
     """What a kernel's calls reach: consuming helpers, and calls that could not be followed."""
 
     hazards: list[HelperHazard] = field(default_factory=list)
     unknown: list[Unknown] = field(default_factory=list)
-    reached: set[int] = field(default_factory=set)  # every helper called, at any depth, by id of its definition
+    reached: dict[int, ReachedHelper] = field(default_factory=dict)  # every helper called, at any depth, by id
 
 
 @dataclass
@@ -49,7 +57,7 @@ class _Scan:
 
     consumer: tuple[str, str, str] | None  # (name, where, op)
     misses: list[Unfollowed | Unresolved]
-    reached: set[int]
+    reached: dict[int, ReachedHelper]
 
 
 class HazardFinder:
@@ -89,7 +97,9 @@ class HazardFinder:
     def _scan(self, owner: StaticModule, helper: ast.FunctionDef) -> _Scan:
         if id(helper) in self._scans:
             return self._scans[id(helper)]
-        scan = self._scans[id(helper)] = _Scan(None, [], {id(helper)})  # a recursive call finds nothing more
+        scan = self._scans[id(helper)] = _Scan(
+            None, [], {id(helper): ReachedHelper(owner, helper)}
+        )  # a recursive call finds nothing more
         if owner.has_replay(helper):  # Warp's backward calls the hand-written replay instead
             return scan
         consumed = owner.consumed(helper)

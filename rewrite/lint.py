@@ -7,9 +7,11 @@ The codes, as ruff's conventions go (``--select``/``--ignore`` take codes and pr
     WR003  a kernel calls a helper that does (in this file, through its imports, a factory's closure, a class or
            ``wp.static(...)``), at any depth;
     WR004  ``wp.launch`` launches a kernel that ``wp-rewrite`` rewrote through the original, not its rewritten
-           launch;
+           launch (a block of a version that did not bind the kernel's name to the rewritten kernel);
     WR005  a kernel calls a helper the check cannot follow (a factory's parameter, ``wp.static`` of a value known
            only at run time, a module whose file is not found): a possible hazard;
+    WR006  a block ``wp-rewrite`` generated is stale: its kernel, a helper it calls or its options changed since
+           (the begin marker's fingerprint differs);
     WR101  (informational, off by default) a consumed return in a kernel without a backward pass
            (``enable_backward=False``, its own or its Warp module's), or in a helper of a module without one: not a
            hazard;
@@ -31,23 +33,34 @@ from pathlib import Path
 from warp_rewrite.hazards import HazardFinder, Unknown, launched_kernel
 from warp_rewrite.project import Project, Unfollowed
 from warp_rewrite.source_file import ParseError
+from warp_rewrite.staleness import stale
 from warp_rewrite.static_module import StaticModule
 
 _WRONG = "gradients through it are wrong in plain Warp"
+_REWRITE = "run wp-rewrite on this file, or launch wp_rewrite({name}) (enable_backward=False if it needs no gradient)"
+_INFORMATIONAL = "not a hazard, nothing to fix"
 CODES = {
-    "WR001": "kernel '{name}' uses the value returned by wp.atomic_{op}(); " + _WRONG,
-    "WR002": "helper '{name}' uses the value returned by wp.atomic_{op}(); " + _WRONG,
+    "WR001": "kernel '{name}' uses the value returned by wp.atomic_{op}(); " + _WRONG + ": " + _REWRITE,
+    "WR002": "helper '{name}' uses the value returned by wp.atomic_{op}(); " + _WRONG + ": run wp-rewrite on the files "
+    "of the kernels that call it, or launch them with wp_rewrite()",
     "WR003": "kernel '{name}' calls helper '{helper}', which uses the value returned by wp.atomic_{op}() ({where}); "
-    + _WRONG,
+    + _WRONG
+    + ": "
+    + _REWRITE,
     "WR004": "wp.launch() launches kernel '{name}' itself, which wp-rewrite rewrote ({where}): its gradients are "
     "wrong in plain Warp; call {launch}(...) instead",
-    "WR005": "kernel '{name}' calls '{helper}'{through}, {reason}, which wp-rewrite cannot follow from the source: "
-    "if it uses an atomic's returned value, " + _WRONG,
-    "WR101": "{kind} '{name}' uses the value returned by wp.atomic_{op}(){through}, but {why}: not a hazard",
+    "WR005": "kernel '{name}' calls {callee} '{helper}'{through}, {reason}, which wp-rewrite cannot follow from the "
+    "source: if it uses an atomic's returned value, " + _WRONG + "; launch wp_rewrite({name}), which sees it at run "
+    "time, or add # noqa: WR005 if it does not",
+    "WR006": "the block wp-rewrite generated for kernel '{name}' (line {line}) is stale: the kernel, a helper it calls "
+    "or the options changed since, so its rewritten launch would run the old code and importing the module raises "
+    "RewriteError; re-run wp-rewrite on this file to regenerate the block",
+    "WR101": "{kind} '{name}' uses the value returned by wp.atomic_{op}(){through}, but {why}: " + _INFORMATIONAL,
     "WR102": "helper '{name}' uses the value returned by wp.atomic_{op}() and has a hand-written @wp.func_replay: "
-    "not a hazard",
+    + _INFORMATIONAL,
     "E999": "SyntaxError: {message}",
 }
+ERRORS = ("WR0", "E999")  # what "Found N errors" counts and what makes the exit status 1; WR1xx are informational
 DEFAULT_SELECT = ("WR0",)
 # Each code's page (docs/rules/CODE.md), installed with the package: there is no hosted site to link to.
 RULE_PAGES = importlib.resources.files("warp_rewrite.rules")
@@ -98,10 +111,15 @@ def syntax_error(error: ParseError, path: Path) -> Finding:
 def _unknown_fields(unknown: Unknown) -> dict[str, str]:
     miss = unknown.miss
     through = f" (through helper '{unknown.via}')" if unknown.via else ""
+    fields = {"helper": miss.helper, "through": through, "callee": miss.callee.value}
     if isinstance(miss, Unfollowed):
-        return {"helper": miss.helper, "through": through, "reason": f"imported from '{miss.module}', whose file "
-                "was not found"}  # fmt: skip
-    return {"helper": miss.helper, "through": through, "reason": miss.reason}
+        return fields | {"reason": f"imported from '{miss.module}', whose file was not found"}
+    return fields | {"reason": miss.reason}
+
+
+def is_error(code: str) -> bool:
+    """True for the codes that are hazards (or a file that does not parse), not informational findings."""
+    return code.startswith(ERRORS)
 
 
 class Checker:
@@ -114,13 +132,17 @@ class Checker:
         self._callers: dict[int, set[bool]] = {}  # helper -> whether the kernels calling it have a backward
 
     def kernels(self, module: StaticModule) -> list[Finding]:
-        """WR001, WR003, WR004, WR005 and WR101 of the file's kernels and launches.
+        """WR001, WR003, WR004, WR005, WR006 and WR101 of the file's kernels and launches.
 
-        Kernels that already have a generated block are skipped: their ``launch_<kernel>`` handles them.
+        Kernels that already have a generated block are only checked for staleness (WR006): their
+        ``launch_<kernel>`` handles the rest.
         """
         findings = []
         for kernel in module.kernels():
-            if module.rewritten(kernel):
+            region = module.region_of(kernel)
+            if region is not None:
+                if stale(module, kernel, region, self.finder, region.options):
+                    findings.append(_finding(module, "WR006", kernel, name=kernel.name, line=str(region.first)))
                 continue
             calls = self.finder.kernel_calls(module, kernel)
             disabled = module.backward_disabled(kernel)
@@ -187,7 +209,7 @@ def launches_of_rewritten_kernels(module: StaticModule, project: Project) -> lis
             continue
         owner, kernel = found
         launch = owner.launch_name(kernel)
-        if launch is not None:
+        if launch is not None and not owner.rebinds(kernel):  # a rebound name launches the rewritten kernel
             where = f"{owner.display}:{owner.region_of(kernel).first}"
             findings.append(_finding(module, "WR004", call, name=kernel.name, where=where, launch=launch))
     return findings

@@ -5,6 +5,7 @@ refers to: a helper in this file or another, or something the rewrite could not 
 from __future__ import annotations
 
 import ast
+import enum
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,14 @@ def _class_member(module: StaticModule, cls: ast.ClassDef, attr: str) -> tuple[S
     return None
 
 
+class Callee(enum.Enum):
+    """What a call that could not be followed calls, as messages name it."""
+
+    HELPER = "helper"
+    STRUCT = "struct constructor"  # a name spelled as a type (``ContactData(...)``) imported from a file not found
+    VALUE = "function value"  # known only at run time: a factory's parameter, a ``wp.static`` expression
+
+
 @dataclass(frozen=True)
 class Unfollowed:
     """A helper a kernel calls that could not be found: it may hide an atomic's consumed return."""
@@ -32,6 +41,10 @@ class Unfollowed:
     call: ast.Call
     helper: str
     module: str
+
+    @property
+    def callee(self) -> Callee:
+        return Callee.STRUCT if _looks_like_a_type(self.helper) else Callee.HELPER
 
 
 @dataclass(frozen=True)
@@ -42,6 +55,10 @@ class Unresolved:
     call: ast.Call
     helper: str  # the callee as written
     reason: str  # what it is, for messages: "a parameter of 'make_kernel'"
+
+    @property
+    def callee(self) -> Callee:
+        return Callee.VALUE
 
 
 Resolved = tuple["StaticModule", ast.FunctionDef] | Unfollowed | Unresolved | None

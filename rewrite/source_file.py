@@ -12,11 +12,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from warp_rewrite.markers import read_begin, read_end
 from warp_rewrite.passes.atomics import ATOMIC_OPS, WarpNames
 from warp_rewrite.passes.syntax import walk
-
-_BEGIN_RE = re.compile(r"^[ \t]*# ---- wp-rewrite: generated from kernel '(\w+)'")
-_END_RE = re.compile(r"^[ \t]*# ---- wp-rewrite: end of the code generated from kernel '(\w+)'")
 
 
 class ParseError(Exception):
@@ -139,6 +137,8 @@ class Region:
     kernel: str
     first: int
     last: int
+    fingerprint: str | None = None  # what the begin marker says it was made from (None: an older version's)
+    options: str = ""  # the command-line flags it was generated with
 
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
@@ -154,10 +154,11 @@ def generated_regions(text: str) -> list[Region]:
     """The blocks earlier runs generated, found by their begin and end marker comments."""
     regions, open_at = [], None
     for number, line in enumerate(split_lines(text), start=1):
-        if (begin := _BEGIN_RE.match(line)) and open_at is None:
-            open_at = (begin.group(1), number)
-        elif (end := _END_RE.match(line)) and open_at is not None and end.group(1) == open_at[0]:
-            regions.append(Region(open_at[0], open_at[1], number))
+        if open_at is None and (begin := read_begin(line)) is not None:
+            open_at = (begin, number)
+        elif open_at is not None and read_end(line) == open_at[0].kernel:
+            begin, first = open_at
+            regions.append(Region(begin.kernel, first, number, begin.fingerprint, begin.options))
             open_at = None
     return regions
 
@@ -183,6 +184,8 @@ class SourceModule:
             raise ParseError(display, error.lineno or 1, error.offset or 1, error.msg) from None
         except ValueError as error:  # source with a null byte
             raise ParseError(display, 1, 1, str(error)) from None
+        except RecursionError as error:  # an expression nested deeper than Python's parser builds trees
+            raise ParseError(display, 1, 1, f"too deeply nested to build its syntax tree ({error})") from None
         warp, imported = read_imports(tree)
         return cls(path, display, text, tree, warp, imported, generated_regions(text), encoding)
 

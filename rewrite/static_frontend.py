@@ -12,6 +12,7 @@ import inspect
 import typing
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -463,10 +464,23 @@ class StaticFrontend:
             return False
         if imported.level == 0 and imported == owner.imported.get(name):
             return True  # the same absolute import in both files
-        if imported.name != name:
-            return False
+        here = self._defined_at(module, name)
+        return here is not None and here == self._defined_at(owner, name)
+
+    def _defined_at(self, module: StaticModule, name: str, depth: int = 0) -> tuple[Path, str] | None:
+        """Where the object ``name`` means at ``module``'s top level is defined, following imports from file to file
+        (``from .contact_data import ContactData`` and ``from pkg.contact_data import ContactData`` lead to the same
+        class): (file, name there); None where the trail leaves the project's files or is not a name in a file."""
+        imported = module.imported.get(name)
+        if imported is None:
+            return (module.path.resolve(), name) if module.binding(name, []) is not None else None
+        if imported.name is None or depth > 20:
+            return None
         path = self.project.module_file(module, imported.level, imported.module)
-        return path is not None and path.resolve() == owner.path.resolve()
+        target = self.project.load(path) if path is not None else None
+        if target is None:
+            return None
+        return self._defined_at(target, imported.name, depth + 1)
 
 
 @dataclass(frozen=True)

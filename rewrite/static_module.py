@@ -412,6 +412,13 @@ class StaticModule(ScopedModule):
                 return target
         return None
 
+    def rebinds(self, kernel: ast.FunctionDef) -> bool:
+        """True if the kernel's block binds the kernel's name to its ``RewrittenKernel`` (``k = k_rewritten``), as
+        every block does but those earlier versions generated at module level."""
+        return any(
+            node.targets[0].id == kernel.name for node in self._region_assignments.get(self.region_of(kernel), [])
+        )
+
     def rewrite_name(self, kernel: ast.FunctionDef) -> str | None:
         """What an earlier run named the ``KernelRewrite`` of a plain function made a kernel of (``rewrite_k =
         runtime.KernelRewrite(...)``), which the calls making the kernel are wrapped in."""

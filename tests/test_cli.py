@@ -164,10 +164,10 @@ def test_reported_example(emitted):
 def test_same_forward_and_gradients_as_the_api_bit_for_bit(emitted, name):
     """The emitted launch and the API's launch of the same kernel agree exactly (int slots; exact float returns)."""
     for kernel in ("bucket_by_arrival", "chained"):  # rewrite both first: the API's module then compiles once
-        wp_rewrite(getattr(emitted, kernel))
+        wp_rewrite(getattr(emitted, kernel).kernel)  # the emitted module's name is its RewrittenKernel
     dim, make, loss, wrt, *_ = CASES[name]
     results = []
-    for launcher in (getattr(emitted, f"launch_{name}"), partial(launch, wp_rewrite(getattr(emitted, name)))):
+    for launcher in (getattr(emitted, f"launch_{name}"), partial(launch, wp_rewrite(getattr(emitted, name).kernel))):
         args = make()
         tape = wp.Tape()
         with tape:
@@ -372,7 +372,11 @@ def test_emitted_module_imports_only_what_the_input_imports(emitted, rewritten_t
 
 def test_generated_code_follows_the_kernel_and_its_spec_points_into_the_emitted_file(rewritten_text):
     lines = rewritten_text.splitlines()
-    begin = lines.index("# ---- wp-rewrite: generated from kernel 'compact_positive' above ----")
+    begin = next(
+        i
+        for i, s in enumerate(lines)
+        if s.startswith("# ---- wp-rewrite: generated from kernel 'compact_positive' above")
+    )
     kernel = lines.index(next(s for s in lines if s.startswith("def compact_positive(")))
     assert kernel < begin and all(line.startswith("    ") or not line for line in lines[kernel + 1 : begin])
     assert "\nlaunch_compact_positive = compact_positive_rewritten.launch" in rewritten_text
@@ -433,15 +437,17 @@ def test_check_reports_every_kind_with_stable_codes(tmp_path, capsys):
     status, out, err = run_cli(capsys, "--check", tmp_path)
     path = tmp_path / "kernels.py"
     assert status == 1 and err == "Found 4 errors.\n"
+    wrong, fix = "gradients through it are wrong in plain Warp", "run wp-rewrite on this file, or launch wp_rewrite"
     assert out.splitlines() == [
-        f"{path}:7:12: WR002 helper 'take' uses the value returned by wp.atomic_add(); "
-        "gradients through it are wrong in plain Warp",
-        f"{path}:17:9: WR001 kernel 'direct' uses the value returned by wp.atomic_add(); "
-        "gradients through it are wrong in plain Warp",
+        f"{path}:7:12: WR002 helper 'take' uses the value returned by wp.atomic_add(); {wrong}: run wp-rewrite on the "
+        "files of the kernels that call it, or launch them with wp_rewrite()",
+        f"{path}:17:9: WR001 kernel 'direct' uses the value returned by wp.atomic_add(); {wrong}: {fix}(direct) "
+        "(enable_backward=False if it needs no gradient)",
         f"{path}:24:9: WR003 kernel 'through_helper' calls helper 'take_twice', which uses the value returned by "
-        f"wp.atomic_add() (in helper 'take' at {path}:7:12); gradients through it are wrong in plain Warp",
-        f"{path}:29:20: WR001 kernel 'bare_import' uses the value returned by wp.atomic_max(); "
-        "gradients through it are wrong in plain Warp",
+        f"wp.atomic_add() (in helper 'take' at {path}:7:12); {wrong}: {fix}(through_helper) (enable_backward=False "
+        "if it needs no gradient)",
+        f"{path}:29:20: WR001 kernel 'bare_import' uses the value returned by wp.atomic_max(); {wrong}: "
+        f"{fix}(bare_import) (enable_backward=False if it needs no gradient)",
     ]
 
 
@@ -473,7 +479,8 @@ def test_check_on_rewritten_output_reports_only_the_helper_itself(emitted, capsy
     assert status == 1
     findings = [line.split(": ", 1)[1] for line in out.splitlines()]
     assert all(
-        f.startswith("WR002 helper '") and f.endswith("gradients through it are wrong in plain Warp") for f in findings
+        f.startswith("WR002 helper '") and "gradients through it are wrong in plain Warp: run wp-rewrite" in f
+        for f in findings
     )
     # one finding per consumed atomic
     assert [f.split("'")[1] for f in findings] == [
@@ -563,9 +570,9 @@ def test_helper_imported_from_a_file_not_found_is_a_warning(tmp_path, capsys):
     status, _, err = run_cli(capsys, source, "-o", tmp_path / "out.py", "--quiet")
     assert status == 0 and "\nlaunch_compact = " in (tmp_path / "out.py").read_text()
     assert err == (
-        f"{source}:10:17: warning: kernel 'compact' calls 'scale' from 'elsewhere', whose file wp-rewrite could not "
-        "find; if it uses an atomic's returned value, its gradients stay wrong (wp_rewrite() at run time sees the "
-        "value)\n"
+        f"{source}:10:17: warning: kernel 'compact' calls helper 'scale' from 'elsewhere', whose file wp-rewrite "
+        "could not find; if it uses an atomic's returned value, its gradients stay wrong: launch wp_rewrite(compact) "
+        "instead, which sees the value at run time\n"
     )
 
 

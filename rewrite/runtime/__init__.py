@@ -13,7 +13,8 @@ library (and its own modules, relatively), so that ``wp-rewrite`` can copy it wh
 - ``checks``: the device's checks, read by the host when it can without waiting (``check``);
 - ``launch``: launching both phases (``RewrittenKernel``, ``KernelRewrite``);
 - ``exact``, ``exact_kernels``: the exact backward of floating-point atomic returns, host and device side;
-- ``hook``: ``wp.launch`` taking rewritten kernels.
+- ``hook``: ``wp.launch`` taking rewritten kernels;
+- ``fingerprints``: what a generated block was made from, checked when the emitted module is imported.
 
 Importing the runtime is the one place warp-rewrite changes Warp: it installs the ``wp.launch`` hook (``hook``).
 That happens when ``wp_rewrite`` or ``rewrite_launches()`` is first used, or an emitted module imports its copy;
@@ -40,6 +41,7 @@ from .device import (
 )
 from .errors import RewriteError
 from .exact_atomics import exact_add, exact_cas, exact_exch, exact_max, exact_min, exact_returned, exact_sub
+from .fingerprints import check_fingerprint
 from .launch import KernelRewrite, RewrittenKernel, RewrittenLaunch
 from .specs import ExactRecords, KernelPair, KernelSpec, LoopSpec, RecordSpec, SiteSpec
 
@@ -60,6 +62,7 @@ __all__ = [  # exactly the ABI's names (abi.EXPORTED), as a test checks
     "SiteSpec",
     "__version__",
     "check",
+    "check_fingerprint",
     "exact_add",
     "exact_cas",
     "exact_exch",

@@ -90,8 +90,10 @@ class RuntimeNames:
     exact_cas: str
     exact_returned: str
     Any: str  # record annotations of generic kernels: wp.array(dtype=<runtime>.Any)
-    # what an emitted block makes: its launch, spelled out (``specs``, ``launch``)
+    # what an emitted block makes: its checks at import (``abi``, ``fingerprints``), its launch, spelled out
+    # (``specs``, ``launch``)
     require_abi: str
+    check_fingerprint: str
     RewrittenKernel: str
     KernelRewrite: str
     KernelPair: str

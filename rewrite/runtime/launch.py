@@ -360,6 +360,13 @@ class RewrittenKernel:
         self.source = source  # the generated source (API), for reading
         self._launches: dict = {}  # this kernel's PreparedLaunch per signature of arguments
 
+    def __getattr__(self, name: str) -> Any:
+        """What plain code reads of a kernel (``.module``, ``.options``, ``.func``, ``.adj``...) is the original's:
+        a file ``wp-rewrite`` rewrote binds the kernel's name to its ``RewrittenKernel``."""
+        if name.startswith("__") or name in ("kernel", "pair"):  # not set yet (copy, pickle): no kernel to ask
+            raise AttributeError(name)
+        return getattr(self.kernel, name)
+
     def __repr__(self) -> str:
         sites = len(self.pair.spec.sites) if self.pair else 0
         phases = "record+replay" if self.pair else "unchanged"

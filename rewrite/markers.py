@@ -1,0 +1,51 @@
+"""The comments that fence a generated block, written by ``wp-rewrite`` and read back by every later run: the one
+place their text is spelled. The begin marker carries the block's fingerprint (``warp_rewrite.runtime.fingerprints``)
+and the options it was generated with, so that a later run can tell a block made from other source."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_PREFIX = "# ---- wp-rewrite: "
+_BEGIN = _PREFIX + "generated from kernel '{kernel}' above (fingerprint {fingerprint}{options}) ----\n"
+_NOTE = "# Do not edit: after changing the kernel or its helpers, run wp-rewrite again, which regenerates this block.\n"
+_END = _PREFIX + "end of the code generated from kernel '{kernel}' ----\n"
+# An earlier version's begin marker has no fingerprint: its block counts as stale.
+_BEGIN_RE = re.compile(
+    r"^[ \t]*" + re.escape(_PREFIX) + r"generated from kernel '(?P<kernel>\w+)' above"
+    r"(?: \(fingerprint (?P<fingerprint>[0-9a-f]+)(?:, options (?P<options>[^)]*))?\))?"
+)
+_END_RE = re.compile(r"^[ \t]*" + re.escape(_PREFIX) + r"end of the code generated from kernel '(?P<kernel>\w+)'")
+
+
+def begin_marker(kernel: str, fingerprint: str, options: str) -> str:
+    """The two comment lines a block starts with; ``options``: its command-line flags ('' for the defaults)."""
+    shown = f", options {options}" if options else ""
+    return _BEGIN.format(kernel=kernel, fingerprint=fingerprint, options=shown) + _NOTE
+
+
+def end_marker(kernel: str) -> str:
+    return _END.format(kernel=kernel)
+
+
+@dataclass(frozen=True)
+class Begin:
+    """What a begin marker says."""
+
+    kernel: str
+    fingerprint: str | None  # None: written by a version without fingerprints
+    options: str
+
+
+def read_begin(line: str) -> Begin | None:
+    match = _BEGIN_RE.match(line)
+    if match is None:
+        return None
+    return Begin(match["kernel"], match["fingerprint"], match["options"] or "")
+
+
+def read_end(line: str) -> str | None:
+    """The kernel an end marker names, or None for any other line."""
+    match = _END_RE.match(line)
+    return match["kernel"] if match else None

@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright (c) 2026 the warp-rewrite authors
+"""What a generated block was made from, as one short hash: so that a block whose kernel changed since is found.
+
+``wp-rewrite`` writes the fingerprint into the block's begin marker and compares it on every run (``--check``:
+WR006; a rewrite regenerates the block). The block itself calls ``check_fingerprint`` first thing, at import, on the
+source text the module already holds (Warp has read it for the kernel anyway): a kernel edited without re-running
+``wp-rewrite`` stops the import with a ``RewriteError`` instead of launching the old generated kernels. Both sides
+hash the same text, each function's lines as ``inspect.getsource`` gives them.
+"""
+
+import hashlib
+import inspect
+from collections.abc import Sequence
+from typing import Any
+
+from .errors import RewriteError
+
+LENGTH = 16  # hex digits kept: 64 bits, short enough for a marker line
+
+
+def _canonical(source: str) -> str:
+    """The text hashed: line endings as Python reads them (``\\r\\n`` and ``\\r`` become ``\\n``)."""
+    return source.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def digest(sources: Sequence[str]) -> str:
+    """The hash of some functions' source texts, in order."""
+    hashed = hashlib.sha256()
+    for source in sources:
+        text = _canonical(source).encode()
+        hashed.update(b"%d\n" % len(text) + text)
+    return hashed.hexdigest()[:LENGTH]
+
+
+def fingerprint(options: str, sources: Sequence[str], elsewhere: str) -> str:
+    """The fingerprint of a block: its options (as command-line flags), the source of its kernel and of the
+    helpers in its file that the block can name (``sources``, kernel first), and ``elsewhere``, the ``digest`` of
+    its other helpers' sources (in other files), which the import-time check takes as given."""
+    return digest([options, *sources, elsewhere])
+
+
+def source_of(function: Any) -> str:
+    """A kernel's, helper's or plain function's source, decorators included, as ``inspect.getsource`` reads it."""
+    function = inspect.unwrap(function)  # Warp wraps its objects around the latest definition (overloads too)
+    return inspect.getsource(inspect.unwrap(getattr(function, "func", function)))
+
+
+def check_fingerprint(
+    kernel: str, location: str, expected: str, options: str, functions: Sequence[Any], elsewhere: str
+) -> None:
+    """Raise ``RewriteError`` if the block generated for ``kernel`` (at ``location``) was made from other source
+    than the module now has: ``functions`` are the kernel and the helpers of its file the block names."""
+    try:
+        sources = [source_of(function) for function in functions]
+    except (OSError, TypeError):  # no source to read (Warp needs it too, and says so when the kernel builds)
+        return
+    if fingerprint(options, sources, elsewhere) != expected:
+        raise RewriteError(
+            kernel, location, "the kernel or a helper it calls changed since wp-rewrite generated the code below it "
+            "(its fingerprint differs), which would launch the old kernel",
+            "Regenerate the block: re-run wp-rewrite on this file (wp-rewrite FILE.py --in-place, or -o as before)",
+        )  # fmt: skip

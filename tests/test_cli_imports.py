@@ -1,0 +1,87 @@
+"""A helper copied into the rewritten module keeps the names it uses where the kernel's file reaches the same object
+by another spelling (issue 22, item 5): ``from pkg.contact_data import ContactData`` in the kernel's file and
+``from .contact_data import ContactData`` in the helper's are one class. Gradients are checked against finite
+differences of the original."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import warp as wp
+from harness import Case, check, f64, i32
+from test_cli import import_file
+
+from warp_rewrite.cli import main
+
+N = 6
+X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1])
+
+PACKAGE = {
+    "__init__.py": "",
+    "contact_data.py": "import warp as wp\n\n\n@wp.struct\nclass ContactData:\n    value: wp.float64\n",
+    "writers.py": """import warp as wp
+
+from .contact_data import ContactData
+
+
+@wp.func
+def write_contact(count: wp.array[wp.int32], out: wp.array[wp.float64], value: wp.float64) -> wp.int32:
+    contact = ContactData()
+    contact.value = value
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = contact.value * wp.float64(2.0)
+    return slot
+""",
+}
+SIM = """import warp as wp
+
+from contactpkg.contact_data import ContactData
+from contactpkg.writers import write_contact
+
+
+@wp.kernel
+def contacts(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    write_contact(count, out, x[tid] * x[tid])
+
+
+def empty_contact() -> ContactData:
+    return ContactData()
+
+
+def step(x, count, out):
+    wp.launch(contacts, x.shape[0], inputs=[x, count, out])
+"""
+
+
+@pytest.fixture(scope="module")
+def modules(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("spellings")
+    (folder / "contactpkg").mkdir()
+    for name, text in PACKAGE.items():
+        (folder / "contactpkg" / name).write_text(text)
+    (folder / "contacts_sim.py").write_text(SIM)
+    (folder / "contacts_original.py").write_text(SIM)
+    status = main([str(folder / "contacts_sim.py"), "--in-place", "-q"])
+    assert status == 0
+    return import_file(folder / "contacts_sim.py", "contacts_sim"), import_file(
+        folder / "contacts_original.py", "contacts_original"
+    )
+
+
+def test_one_class_reached_by_two_spellings_is_one_binding(modules):
+    emitted, original = modules
+    text = Path(emitted.__file__).read_text()
+    assert "def write_contact_record(" in text and "contact = ContactData()" in text
+    assert text.count("import ContactData") == 1  # the file's own import serves the copied helper
+
+    def program(args, launcher):
+        if launcher.__name__ == "launch_original":
+            wp.launch(original.contacts, N, inputs=args, device="cpu")
+        else:
+            emitted.step(*args)
+
+    check(Case(None, N, lambda: [f64(X, True), i32([0]), wp.zeros(N, dtype=wp.float64, requires_grad=True)], [2], [0],
+               program=program))  # fmt: skip
