@@ -4,6 +4,7 @@
 
 import inspect
 import sys
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
@@ -16,7 +17,7 @@ from .checks import device_checks, explain_status, host_view, trips_of, unbounde
 from .device import STATUS_TRIPS
 from .errors import RewriteError
 from .exact import ExactBackward, ExactTarget, Shadow, is_float_dtype
-from .hook import warp_launch
+from .hook import backward_enabled, warp_launch
 from .specs import KernelPair, KernelSpec, RecordSpec, SiteSpec
 
 
@@ -292,7 +293,10 @@ def remember(launches: dict, key: tuple, prepared: PreparedLaunch, most: int = 8
     launches[key] = prepared
 
 
-class RewrittenKernel:
+_making_detached = threading.Lock()
+
+
+class RewrittenKernel(wp.Kernel):
     """A kernel rewritten into a record kernel (forward) and a replay kernel (backward).
 
     Launch it with ``.launch(...)`` (or ``warp_rewrite.launch``) exactly as you would launch ``kernel`` with
@@ -300,6 +304,10 @@ class RewrittenKernel:
     return, and the tape records the replay kernel, whose adjoint reads them back; without a tape (or with
     ``record_tape=False``) nothing runs backward, so ``kernel`` itself runs. A kernel that consumes no atomic's
     return has no pair and launches unchanged.
+
+    It is a ``wp.Kernel`` so that Warp's tools that take one (``wp.autograd.jacobian``, ``gradcheck``...) take it,
+    but never compiled itself (``wp.Kernel.__init__`` does not run): ``module`` and ``options`` are the generated
+    kernels', ``adj`` (the parameters) and ``key`` the original's, which every message names.
     """
 
     launches_rewritten = True  # how the wp.launch hook (``hook``) of any copy of the runtime recognises one
@@ -312,9 +320,13 @@ class RewrittenKernel:
         detached: Callable[[], KernelPair | None] | None = None,
         max_records: int | None = None,
         source: str = "",
+        refusal: RewriteError | None = None,
     ):
         self.kernel = kernel
         self.pair = pair
+        # Why the kernel could not be rewritten (``on_refusal="original"``): raised by launches a gradient could
+        # flow through; the others run the original kernel, which is exact forward.
+        self.refusal = refusal
         # Kernels with exact float returns: makes the variant recording them as constants, for launches in which
         # no gradient can flow through them (it costs what a hand-written record costs).
         self._make_detached = detached
@@ -324,12 +336,28 @@ class RewrittenKernel:
 
     def __repr__(self) -> str:
         sites = len(self.pair.spec.sites) if self.pair else 0
-        phases = "record+replay" if self.pair else "unchanged"
+        phases = "record+replay" if self.pair else "refused" if self.refusal else "unchanged"
         return f"<RewrittenKernel {self.key!r}: {sites} site{'s' * (sites != 1)}, {phases}>"
 
     @property
     def key(self) -> str:
         return self.kernel.key
+
+    @property
+    def adj(self):
+        return self.kernel.adj
+
+    @property
+    def module(self) -> wp._src.context.Module:
+        return self.pair.record.module if self.pair else self.kernel.module
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return self.pair.replay.options if self.pair else self.kernel.options
+
+    @property
+    def is_generic(self) -> bool:
+        return self.kernel.is_generic
 
     @property
     def record_kernel(self) -> wp.Kernel | None:
@@ -345,8 +373,9 @@ class RewrittenKernel:
 
     def detached(self) -> KernelPair | None:
         """The variant recording float returns as constants (made on first use), or None if there is none."""
-        if self._make_detached is not None:
-            self._detached_pair, self._make_detached = self._make_detached(), None
+        with _making_detached:  # once, however many threads launch it at once
+            if self._make_detached is not None:
+                self._detached_pair, self._make_detached = self._make_detached(), None
         return getattr(self, "_detached_pair", None)
 
     def launch(
@@ -370,16 +399,11 @@ class RewrittenKernel:
         replay kernels. ``wp.launch(rewritten, ...)`` comes here too.
 
         ``record_cmd=True`` returns a ``RewrittenLaunch`` whose ``launch()`` runs both phases then. ``adjoint=True``
-        is refused: a rewritten kernel's backward runs from the tape (``tape.backward()``), which holds the records
-        of the forward launch it belongs to. ``max_records``: records per execution of a loop of unknown length
-        whose kernels do not have a room compiled in (default: the kernel's ``max_records``; None: counted by a dry
-        run at each launch).
+        adds the gradient of the forward from memory as it is now into the adjoints (see ``_launch_adjoint``); a
+        rewritten launch's own backward runs from the tape that recorded it (``tape.backward()``). ``max_records``:
+        records per execution of a loop of unknown length whose kernels do not have a room compiled in (default:
+        the kernel's ``max_records``; None: counted by a dry run at each launch).
         """
-        if adjoint:
-            raise ValueError(
-                f"kernel '{self.key}' is rewritten: its backward runs from the tape that recorded its forward launch "
-                "(tape.backward()), where the records of that launch are; it cannot be launched with adjoint=True"
-            )
         if record_cmd:
             arguments = {"dim": dim, "inputs": inputs, "outputs": outputs, "device": device, "stream": stream,
                          "record_tape": record_tape, "max_blocks": max_blocks, "block_dim": block_dim,
@@ -387,30 +411,93 @@ class RewrittenKernel:
             return RewrittenLaunch(self, arguments)
         device = stream.device if stream is not None else wp.get_device(device)
         tape = wp._src.context.runtime.tape if record_tape else None  # Warp has no public accessor for it
-        if self.pair is None or tape is None:
-            # Without a tape nothing will run backward: the original kernel is the exact forward.
-            warp_launch(self.kernel, dim, inputs, outputs, device=device, stream=stream, record_tape=record_tape,
-                         block_dim=block_dim, max_blocks=max_blocks)  # fmt: skip
+        args = [*inputs, *outputs]
+        original = {"device": device, "stream": stream, "block_dim": block_dim, "max_blocks": max_blocks}
+        if self.refusal is not None and not adjoint:
+            parameters = [parameter.label for parameter in self.kernel.adj.args]
+            if tape is not None and (check_like_warp(self.kernel, args, device) or any(
+                    array.requires_grad for _, array in argument_arrays(parameters, args))):  # fmt: skip
+                raise RewriteError(self.refusal.kernel, self.refusal.location, self.refusal.problem,
+                                   self.refusal.advice)  # fmt: skip
+            # Forward only: nothing handed to it can take a gradient, so the original kernel is exact.
+            warp_launch(self.kernel, dim, inputs, outputs, record_tape=False, **original)
+            return None
+        if self.pair is None or not backward_enabled(self.pair.replay) or (tape is None and not adjoint):
+            # Without a tape nothing will run backward: the original kernel is the exact forward. Without a
+            # backward pass (the replay kernel has its kernel's and module's options as they were when it was
+            # generated), plain Warp's tape skips the original in backward, with a warning.
+            warp_launch(self.kernel, dim, inputs, outputs, adj_inputs, adj_outputs, adjoint=adjoint,
+                        record_tape=record_tape, **original)  # fmt: skip
             return None
         max_records = self.max_records if max_records is None else max_records
-        args = [*inputs, *outputs]
-        shape = (dim,) if isinstance(dim, int) else tuple(dim)
+        shape, threads = wp._src.context._normalize_launch_dim(dim)  # as wp.launch reads dim, and refuses it
+        if threads == 0:
+            return None  # plain Warp checks and runs nothing
+        if adjoint:
+            check_like_warp(self.kernel, args, device)
+            self._launch_adjoint(shape, inputs, outputs, [*adj_inputs, *adj_outputs], device, stream, block_dim,
+                                 max_blocks, max_records)  # fmt: skip
+            return None
         # A CPU launch on a tape with the arrays of an earlier one takes the PreparedLaunch that one left.
         preparable = device.is_cpu and not device.is_capturing and not wp.config.verify_autograd_array_access
         key = signature(args, shape, block_dim, max_blocks, max_records) if preparable else None
         prepared = None if key is None else self._launches.pop(key, None)  # out while it runs: one thread uses it
         if prepared is not None and prepared.current():
             try:
-                prepared.launch(args, inputs, outputs, dim, block_dim, max_blocks, tape)
+                prepared.launch(args, inputs, outputs, shape, block_dim, max_blocks, tape)
             finally:
                 self._launches[key] = prepared
             return None
+        check_like_warp(self.kernel, args, device)
         self._check_arguments(args, shape, device)
         # Records are allocated and filled, and both phases run, on the launch's stream (see the README: Streams).
         with wp.ScopedStream(stream) if stream is not None else nullcontext():
-            self._launch_on_tape(tape, dim, shape, inputs, outputs, args, device, stream, block_dim, max_blocks,
+            self._launch_on_tape(tape, shape, inputs, outputs, args, device, stream, block_dim, max_blocks,
                                  max_records, key)  # fmt: skip
         return None
+
+    def _launch_adjoint(self, shape, inputs, outputs, adjoints, device, stream, block_dim, max_blocks,
+                        max_records) -> None:  # fmt: skip
+        """``adjoint=True``, as Warp's tools launch a kernel they were handed (``wp.autograd.jacobian`` records it
+        on a tape without running it): the gradient of the forward from memory as it is now, which stays as it is.
+
+        Both phases run on a tape of their own, its backward adds into ``adjoints`` (standing in for the arrays'
+        gradients meanwhile), then what the forward wrote is put back.
+        """
+        args = [*inputs, *outputs]
+        if len(adjoints) != len(args):
+            raise RuntimeError(f"Error launching kernel '{self.key}' with adjoint=True: passed {len(args)} arguments "
+                               f"but {len(adjoints)} adjoints")  # fmt: skip
+        self._check_arguments(args, shape, device)
+        spec = self.pair.spec
+        snapshots = []
+        for path, array in argument_arrays(spec.parameters, args):
+            if path in spec.written:
+                if type(array) is not wp.array:
+                    raise RewriteError(
+                        self.key,
+                        spec.location,
+                        f"an adjoint launch puts back what the forward writes, here into '{path}', a "
+                        f"{type(array).__name__}, which it cannot copy",
+                        "Pass a wp.array, or launch forward on a wp.Tape and call tape.backward()",
+                    )
+                snapshots.append((array, wp.clone(array, requires_grad=False)))
+        gradients = [(value, value.grad) for value in args if isinstance(value, wp.array)]
+        try:
+            for value, adjoint in zip(args, adjoints, strict=True):
+                if isinstance(value, wp.array) and adjoint is not value.grad:
+                    value.grad = adjoint if isinstance(adjoint, wp.array) and adjoint.size else None
+            tape = wp.Tape()
+            with wp.ScopedStream(stream) if stream is not None else nullcontext():
+                self._launch_on_tape(tape, shape, inputs, outputs, args, device, stream, block_dim, max_blocks,
+                                     max_records, None)  # fmt: skip
+                tape.backward()
+        finally:
+            for array, snapshot in snapshots:
+                array.assign(snapshot)
+            for value, gradient in gradients:
+                if value.grad is not gradient:
+                    value.grad = gradient
 
     def _compile(self, pair: KernelPair, device: wp.Device, block_dim: int | None) -> None:
         """Load the generated kernels' module; where it does not compile but the kernel's own does, say whose fault
@@ -437,9 +524,6 @@ class RewrittenKernel:
     def _check_arguments(self, args: list[Any], shape: tuple[int, ...], device: wp.Device) -> None:
         """Refuse a bad launch before anything runs, so counters and outputs stay untouched."""
         spec = self.pair.spec
-        if len(args) != len(spec.parameters):
-            raise TypeError(f"kernel '{self.key}' takes {len(spec.parameters)} arguments (inputs + outputs), "
-                            f"got {len(args)}")  # fmt: skip
         for path, array in argument_arrays(spec.parameters, args):
             if array.device != device:
                 raise ValueError(
@@ -454,7 +538,7 @@ class RewrittenKernel:
                 f"{len(shape)} (e.g. i, j = wp.tid()) or launch with fewer dimensions"
             )
 
-    def _launch_on_tape(self, tape, dim, shape, inputs, outputs, args, device, stream, block_dim, max_blocks,
+    def _launch_on_tape(self, tape, shape, inputs, outputs, args, device, stream, block_dim, max_blocks,
                         max_records, key) -> None:  # fmt: skip
         pair = self.pair
         parameters = pair.spec.parameters
@@ -540,13 +624,13 @@ class RewrittenKernel:
             shadow.load()
         # A launch whose record sizes depend only on its signature is prepared for the next one like it.
         if key is not None and not counted and not records.shadows:
-            command = warp_launch(pair.record, dim, inputs, [*outputs, *records.extra], record_tape=False,
+            command = warp_launch(pair.record, shape, inputs, [*outputs, *records.extra], record_tape=False,
                                 record_cmd=True, **options)  # fmt: skip
             if command is not None:  # None: no threads, nothing to run
                 remember(self._launches, key, PreparedLaunch(command, pair, args, records, capacities))
                 command.launch()
         else:
-            warp_launch(pair.record, dim, inputs, [*outputs, *records.extra], record_tape=False, **options)
+            warp_launch(pair.record, shape, inputs, [*outputs, *records.extra], record_tape=False, **options)
         for shadow in records.shadows:
             shadow.store()
         if records.status is not None:
@@ -557,14 +641,28 @@ class RewrittenKernel:
         exact_targets = [target for target in records.exact if target.count]  # none: in loops that never ran
         step = None
         if exact_targets:
-            step = ExactBackward(spec, pair.replay, dim, list(inputs), replay_outputs, device, block_dim, max_blocks,
+            step = ExactBackward(spec, pair.replay, shape, list(inputs), replay_outputs, device, block_dim, max_blocks,
                                  records.status, capacities, exact_targets)  # fmt: skip
             tape.record_func(backward=step.route, arrays=[target.returned for target in exact_targets])
-        tape.record_launch(pair.replay, dim, max_blocks, list(inputs), replay_outputs, device, block_dim or 0)
+        tape.record_launch(pair.replay, shape, max_blocks, list(inputs), replay_outputs, device, block_dim or 0)
         if step is not None:
             tape.record_func(backward=step.prepare, arrays=[])
         if wp.config.verify_autograd_array_access:
             tape._check_kernel_array_access(pair.replay, [*args, *records.extra])
+
+
+def check_like_warp(kernel: wp.Kernel, args: Sequence[Any], device: wp.Device) -> None:
+    """Refuse arguments ``wp.launch`` would refuse for the original kernel, as it refuses them (its exception types
+    and messages, which name the user's kernel and parameter), before anything compiles or runs."""
+    parameters = kernel.adj.args
+    if len(args) != len(parameters):
+        raise RuntimeError(f"Error launching kernel '{kernel.key}', passed {len(args)} arguments but kernel "
+                           f"requires {len(parameters)}.")  # fmt: skip
+    if kernel.is_generic:
+        kernel.infer_argument_types(list(args))  # each overload checks its own when it is launched
+        return
+    for parameter, value in zip(parameters, args, strict=True):
+        wp._src.context.pack_arg(kernel, parameter.type, parameter.label, value, device)
 
 
 @dataclass
