@@ -384,3 +384,22 @@ def test_every_launch_form_gets_plain_warps_verdict(form):
         with pytest.raises(refused), tape if on_tape else nullcontext():
             wp.launch(wp_rewrite(compact_on_a_grid), dim, inputs=args, device="cpu")
         assert args[2].numpy().tolist() == [0] and not tape.launches
+
+
+@wp.kernel
+def emit_per_trip(trips: wp.array(dtype=wp.int32), x: wp.array(dtype=wp.float64), count: wp.array(dtype=wp.int32),
+                  out: wp.array(dtype=wp.float64)):  # fmt: skip
+    tid = wp.tid()
+    for k in range(trips[tid]):
+        slot = wp.atomic_add(count, 0, 1)
+        out[slot] = x[tid] * wp.float64(k + 1)
+
+
+def test_records_too_large_say_which_record_and_room():
+    count = i32([0])
+    with pytest.raises(RewriteError, match=r"record 'slot_records' needs 6597069766656 values \(6 threads × room for "
+                       r"1099511627776 per execution of the loop at .*test_adoption.py:\d+:\d+\).*cannot be allocated"
+                       r".*Pass a smaller max_records"), wp.Tape():  # fmt: skip
+        wp.launch(wp_rewrite(emit_per_trip), N, inputs=[i32([1] * N), f64(X, True), count, zeros(N)], device="cpu",
+                  max_records=2**40)  # fmt: skip
+    assert count.numpy().tolist() == [0]

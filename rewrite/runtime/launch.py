@@ -181,7 +181,10 @@ def phase_arguments(
         else:
             dtype = array.dtype if record.kind == "returned" else record.dtype or wp.int32
             # The replay reads only records the record kernel wrote, so they need no zero fill.
-            extra.append(wp.empty(sizes[record.name], dtype=dtype, device=device))
+            try:
+                extra.append(wp.empty(sizes[record.name], dtype=dtype, device=device))
+            except (ValueError, RuntimeError) as error:  # too many elements, or out of memory
+                raise unallocated(spec, record, sizes[record.name], threads, capacities, error) from error
     # The capacities not compiled in, in loop order: the kernels' trip_capacity<id> parameters.
     extra += [capacities[loop.id] for loop in spec.loops if loop.counted and loop.room is None]
     status = None
@@ -191,6 +194,23 @@ def phase_arguments(
     if spec.launch_arity > 1:
         extra.append(wp.vec4i(*shape, *(1,) * (4 - len(shape))))
     return LaunchRecords(extra, status, list(shadows.values()), targets)
+
+
+def unallocated(spec: KernelSpec, record: RecordSpec, size: int, threads: int, capacities: dict[int, int],
+                error: Exception) -> RewriteError:  # fmt: skip
+    """The refusal of a launch whose records cannot be allocated: which record, and the room that sized it."""
+    loops = {loop.id: loop for loop in spec.loops}
+    rooms = [f"room for {capacities[loop]} per execution of the loop at {loops[loop].location}"
+             for loop in record.loops]  # fmt: skip
+    sized = " × ".join([f"{threads} threads", *rooms])
+    return RewriteError(
+        spec.key,
+        loops[record.loops[-1]].location if record.loops else spec.location,
+        f"the launch's record '{record.name}' needs {size} values ({sized}) and cannot be allocated: {error}",
+        "Pass a smaller max_records (to wp_rewrite, or to the launch), or launch fewer threads"
+        if record.loops
+        else "Launch fewer threads",
+    )
 
 
 def held_elsewhere(values: list[Any], indices: list[int]) -> list[bool]:
