@@ -41,6 +41,7 @@ def wp_rewrite(
     max_records: int | None = None,
     detach_returns: bool = False,
     on_refusal: str = "raise",
+    verify: bool = False,
 ) -> RewrittenKernel | Callable[[wp.Kernel], RewrittenKernel]:
     """Rewrite a kernel whose code uses atomics' returned values into a record and a replay kernel.
 
@@ -69,13 +70,17 @@ def wp_rewrite(
     kernel where no gradient can flow (no tape records them, or nothing handed to them requires grad) and raise the
     ``RewriteError`` where one could.
 
+    ``verify=True`` (or ``WP_REWRITE_VERIFY=1`` for every rewritten launch): each launch fingerprints the arrays
+    its replay reads from memory, and ``tape.backward()`` raises ``RewriteError`` if one changed since.
+
     Takes what ``@wp.kernel`` returns (a ``RewrittenKernel`` is rewritten from its original kernel); called without
     a kernel it is a decorator. Raises ``TypeError`` for anything else, and ``RewriteError`` for a pattern that
     cannot be made differentiable correctly. Repeated calls on the same kernel and options return the cached
     result, from any thread.
     """
-    check_options(max_records, detach_returns, on_refusal)
-    options = {"max_records": max_records, "detach_returns": detach_returns, "on_refusal": on_refusal}
+    check_options(max_records, detach_returns, on_refusal, verify)
+    options = {"max_records": max_records, "detach_returns": detach_returns, "on_refusal": on_refusal,
+               "verify": verify}  # fmt: skip
     if kernel is _DECORATOR:
         return lambda decorated: wp_rewrite(decorated, **options)
     if isinstance(kernel, RewrittenKernel):
@@ -84,20 +89,21 @@ def wp_rewrite(
         raise TypeError(f"wp_rewrite() expects a Warp kernel (the object @wp.kernel returns), got {_what(kernel)}")
     with _lock:
         by_option = _rewritten.setdefault(kernel, {})
-        key = (max_records, detach_returns, on_refusal)
+        key = (max_records, detach_returns, on_refusal, verify)
         if key not in by_option:
-            by_option[key] = _rewrite(kernel, max_records, detach_returns, on_refusal)
+            by_option[key] = _rewrite(kernel, max_records, detach_returns, on_refusal, verify)
         return by_option[key]
 
 
-def check_options(max_records: object, detach_returns: object, on_refusal: object) -> None:
+def check_options(max_records: object, detach_returns: object, on_refusal: object, verify: object) -> None:
     """Refuse options of the wrong type (``max_records=True`` is a bool, not a count) or value."""
     if max_records is not None and (type(max_records) is not int):
         raise TypeError(f"max_records must be an int or None, got {max_records!r}")
     if max_records is not None and max_records < 0:
         raise ValueError(f"max_records must be a non-negative int, got {max_records!r}")
-    if type(detach_returns) is not bool:
-        raise TypeError(f"detach_returns must be True or False, got {detach_returns!r}")
+    for name, value in (("detach_returns", detach_returns), ("verify", verify)):
+        if type(value) is not bool:
+            raise TypeError(f"{name} must be True or False, got {value!r}")
     if on_refusal not in REFUSALS:
         raise (TypeError if not isinstance(on_refusal, str) else ValueError)(
             f"on_refusal must be one of {', '.join(map(repr, REFUSALS))}, got {on_refusal!r}"
@@ -114,7 +120,9 @@ def _what(value: object) -> str:
     return repr(type(value).__name__)
 
 
-def _rewrite(kernel: wp.Kernel, max_records: int | None, detach_returns: bool, on_refusal: str) -> RewrittenKernel:
+def _rewrite(
+    kernel: wp.Kernel, max_records: int | None, detach_returns: bool, on_refusal: str, verify: bool
+) -> RewrittenKernel:
     try:
         generated = _generated_for(kernel, detach_returns, max_records)
     except RewriteError as refusal:
@@ -128,7 +136,7 @@ def _rewrite(kernel: wp.Kernel, max_records: int | None, detach_returns: bool, o
     pair, source = generated
     exact = any(site.exact for site in pair.spec.sites)
     detached = (lambda: _detached(kernel, max_records)) if exact else None
-    return RewrittenKernel(kernel, pair, detached=detached, max_records=max_records, source=source)
+    return RewrittenKernel(kernel, pair, detached=detached, max_records=max_records, source=source, verify=verify)
 
 
 def rewrite_launches(enabled: bool = True) -> None:

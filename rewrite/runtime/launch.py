@@ -19,6 +19,7 @@ from .errors import RewriteError
 from .exact import ExactBackward, ExactTarget, Shadow, is_float_dtype
 from .hook import backward_enabled, warp_launch
 from .specs import KernelPair, KernelSpec, RecordSpec, SiteSpec
+from .verify import ReadMemory, verify_everywhere
 
 
 def argument_arrays(parameters: Sequence[str], args: Sequence[Any]):
@@ -341,12 +342,14 @@ class RewrittenKernel(wp.Kernel):
         max_records: int | None = None,
         source: str = "",
         refusal: RewriteError | None = None,
+        verify: bool = False,
     ):
         self.kernel = kernel
         self.pair = pair
         # Why the kernel could not be rewritten (``on_refusal="original"``): raised by launches a gradient could
         # flow through; the others run the original kernel, which is exact forward.
         self.refusal = refusal
+        self.verify = verify  # check in backward that the memory the replay reads is unchanged (see ``verify``)
         # Kernels with exact float returns: makes the variant recording them as constants, for launches in which
         # no gradient can flow through them (it costs what a hand-written record costs).
         self._make_detached = detached
@@ -459,7 +462,9 @@ class RewrittenKernel(wp.Kernel):
                                  max_blocks, max_records)  # fmt: skip
             return None
         # A CPU launch on a tape with the arrays of an earlier one takes the PreparedLaunch that one left.
+        verifies = self.verify or verify_everywhere()
         preparable = device.is_cpu and not device.is_capturing and not wp.config.verify_autograd_array_access
+        preparable = preparable and not verifies
         key = signature(args, shape, block_dim, max_blocks, max_records) if preparable else None
         prepared = None if key is None else self._launches.pop(key, None)  # out while it runs: one thread uses it
         if prepared is not None and prepared.current():
@@ -473,7 +478,7 @@ class RewrittenKernel(wp.Kernel):
         # Records are allocated and filled, and both phases run, on the launch's stream (see the README: Streams).
         with wp.ScopedStream(stream) if stream is not None else nullcontext():
             self._launch_on_tape(tape, shape, inputs, outputs, args, device, stream, block_dim, max_blocks,
-                                 max_records, key)  # fmt: skip
+                                 max_records, key, verifies)  # fmt: skip
         return None
 
     def _launch_adjoint(self, shape, inputs, outputs, adjoints, device, stream, block_dim, max_blocks,
@@ -510,7 +515,7 @@ class RewrittenKernel(wp.Kernel):
             tape = wp.Tape()
             with wp.ScopedStream(stream) if stream is not None else nullcontext():
                 self._launch_on_tape(tape, shape, inputs, outputs, args, device, stream, block_dim, max_blocks,
-                                     max_records, None)  # fmt: skip
+                                     max_records, None, False)  # fmt: skip
                 tape.backward()
         finally:
             for array, snapshot in snapshots:
@@ -559,7 +564,7 @@ class RewrittenKernel(wp.Kernel):
             )
 
     def _launch_on_tape(self, tape, shape, inputs, outputs, args, device, stream, block_dim, max_blocks,
-                        max_records, key) -> None:  # fmt: skip
+                        max_records, key, verifies) -> None:  # fmt: skip
         pair = self.pair
         parameters = pair.spec.parameters
         # A detached float return, or a float read of an array the launch writes, is replayed as a constant: exact
@@ -653,6 +658,10 @@ class RewrittenKernel(wp.Kernel):
             warp_launch(pair.record, shape, inputs, [*outputs, *records.extra], record_tape=False, **options)
         for shadow in records.shadows:
             shadow.store()
+        read = None
+        if verifies:  # fingerprints of what the replay reads from memory: every array the launch does not write
+            read = ReadMemory(spec, [(path, array) for path, array in argument_arrays(parameters, args)
+                                     if path not in spec.written])  # fmt: skip
         if records.status is not None:
             device_checks.watch(records.status, lambda values: explain_status(spec, capacities, values))
         # Backward runs these in reverse: the exact order's preparation and checks, then the replay kernel's
@@ -667,6 +676,8 @@ class RewrittenKernel(wp.Kernel):
         tape.record_launch(pair.replay, shape, max_blocks, list(inputs), replay_outputs, device, block_dim or 0)
         if step is not None:
             tape.record_func(backward=step.prepare, arrays=[])
+        if read is not None:  # the first step of this launch's backward
+            tape.record_func(backward=read.check, arrays=[])
         if wp.config.verify_autograd_array_access:
             tape._check_kernel_array_access(pair.replay, [*args, *records.extra])
 
