@@ -85,6 +85,14 @@ class ReadMemory:
 
     def check(self) -> None:
         for (path, array), before in zip(self.arrays, self.fingerprints, strict=True):
+            if array.device.is_capturing:
+                raise RewriteError(
+                    self.spec.key,
+                    self.spec.location,
+                    f"verify mode compares the fingerprints of '{path}' on the host, which a CUDA graph capture of "
+                    "tape.backward() cannot wait for",
+                    "Capture the backward without verify mode (verify=False, WP_REWRITE_VERIFY unset)",
+                )
             if fingerprint(memory_of(array)).numpy()[0] != before.numpy()[0]:
                 raise RewriteError(
                     self.spec.key,
