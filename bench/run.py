@@ -78,6 +78,8 @@ def variants_of(case: Any) -> tuple[list[Variant], str | None]:
     except RewriteError as error:
         return variants, f"unsupported (RewriteError: {error})"
     variants.append(Variant("rewritten", lambda a, d: launch(rewritten, a.dim, inputs=a.values, device=d)))
+    verified = wp_rewrite(case.original, **case.rewrite_options, verify=True)  # what verify mode costs
+    variants.append(Variant("verified", lambda a, d: launch(verified, a.dim, inputs=a.values, device=d)))
     return variants, None
 
 
@@ -150,11 +152,14 @@ def time_case(case: Any, size: int, device: str, repeats: int) -> dict[str, Any]
 
 def ratios(result: dict[str, Any]) -> dict[str, float]:
     rewritten, handwritten, original = result["rewritten"], result["handwritten"], result["original"]
+    verified = result["verified"]
     return {
         "forward vs hand-written": rewritten["forward"] / handwritten["forward"],
         "backward vs hand-written": rewritten["backward"] / handwritten["backward"],
         "forward vs original": rewritten["forward"] / original["forward"],
         "hand-written forward vs original": handwritten["forward"] / original["forward"],
+        "verified forward vs rewritten": verified["forward"] / rewritten["forward"],
+        "verified backward vs rewritten": verified["backward"] / rewritten["backward"],
     }
 
 
@@ -428,6 +433,11 @@ def print_table(results: dict[str, Any]) -> None:
     for name, case in results["cases"].items():
         for size, timing in case["sizes"].items():
             print(_row(name, size, timing))
+            r = timing.get("ratios", {})
+            if "verified forward vs rewritten" in r:
+                forward, backward = r["verified forward vs rewritten"], r["verified backward vs rewritten"]
+                print(f"{'':14s} {size:>8s} | verify mode vs rewritten: forward {forward:.2f}x, "
+                      f"backward {backward:.2f}x")  # fmt: skip
         if "unsupported" in case:
             print(f"{'':14s} rewritten: {case['unsupported']}")
         if "rewritten_s" in case.get("compile", {}):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import os
+import threading
 import weakref
 from collections.abc import Callable
 
@@ -11,7 +13,7 @@ import warp as wp
 from warp_rewrite import pipeline
 from warp_rewrite.live_frontend import LiveFrontend, compile_generated
 from warp_rewrite.pipeline import RewriteOptions
-from warp_rewrite.runtime import KernelPair, RewrittenKernel, hook
+from warp_rewrite.runtime import KernelPair, RewriteError, RewrittenKernel, hook
 
 _defined_in_module: dict[str, set[str]] = {}  # Warp module -> names the generated code defined there
 _generated: weakref.WeakKeyDictionary[wp.Kernel, dict[tuple, tuple[KernelPair, str] | None]] = (
@@ -20,8 +22,26 @@ _generated: weakref.WeakKeyDictionary[wp.Kernel, dict[tuple, tuple[KernelPair, s
 _rewritten: weakref.WeakKeyDictionary[wp.Kernel, dict[tuple, RewrittenKernel]] = weakref.WeakKeyDictionary()
 
 
+class _AsDecorator:
+    """The default of ``wp_rewrite``'s kernel: called without one it is a decorator; ``wp_rewrite(None)`` is a
+    mistake (a kernel variable left unset), refused like any other non-kernel."""
+
+    def __repr__(self) -> str:
+        return "<decorator>"
+
+
+_DECORATOR = _AsDecorator()
+_lock = threading.RLock()  # one RewrittenKernel per kernel and options, however many threads ask at once
+REFUSALS = ("raise", "original")
+
+
 def wp_rewrite(
-    kernel: wp.Kernel | None = None, *, max_records: int | None = None, detach_returns: bool = False
+    kernel: wp.Kernel = _DECORATOR,
+    *,
+    max_records: int | None = None,
+    detach_returns: bool = False,
+    on_refusal: str = "raise",
+    verify: bool = False,
 ) -> RewrittenKernel | Callable[[wp.Kernel], RewrittenKernel]:
     """Rewrite a kernel whose code uses atomics' returned values into a record and a replay kernel.
 
@@ -46,42 +66,92 @@ def wp_rewrite(
     loops whose trip count is not a constant; without it each launch counts the trips in a dry run of the
     record kernel on scratch copies of what the kernel writes first.
 
-    Takes what ``@wp.kernel`` returns; called without a kernel it is a decorator. Raises ``TypeError`` for anything
-    else and ``RewriteError`` for a pattern that cannot be made differentiable correctly. Repeated calls on the
-    same kernel return the cached result.
+    ``on_refusal="original"``: a kernel the rewrite refuses is not an error here; its launches run the original
+    kernel where no gradient can flow (no tape records them, or nothing handed to them requires grad) and raise the
+    ``RewriteError`` where one could.
+
+    ``verify=True`` (or ``WP_REWRITE_VERIFY=1`` for every rewritten launch): each launch fingerprints the arrays
+    its replay reads from memory, and ``tape.backward()`` raises ``RewriteError`` if one changed since.
+
+    Takes what ``@wp.kernel`` returns (a ``RewrittenKernel`` is rewritten from its original kernel); called without
+    a kernel it is a decorator. Raises ``TypeError`` for anything else, and ``RewriteError`` for a pattern that
+    cannot be made differentiable correctly. Repeated calls on the same kernel and options return the cached
+    result, from any thread.
     """
-    if kernel is None:
-        return lambda decorated: wp_rewrite(decorated, max_records=max_records, detach_returns=detach_returns)
+    check_options(max_records, detach_returns, on_refusal, verify)
+    options = {"max_records": max_records, "detach_returns": detach_returns, "on_refusal": on_refusal,
+               "verify": verify}  # fmt: skip
+    if kernel is _DECORATOR:
+        return lambda decorated: wp_rewrite(decorated, **options)
+    if hasattr(kernel, "launches_rewritten"):  # a RewrittenKernel, this runtime's or an emitted module's copy's
+        return wp_rewrite(kernel.kernel, **options)
     if not isinstance(kernel, wp.Kernel):
-        what = "a @wp.func" if isinstance(kernel, wp._src.context.Function) else repr(type(kernel).__name__)
-        if hasattr(kernel, "launches_rewritten"):  # a module wp-rewrite emitted binds the kernel's name to it
-            what += " (already rewritten: launch it as it is, or pass its .kernel, the original, to rewrite that)"
-        raise TypeError(f"wp_rewrite() expects a Warp kernel (the object @wp.kernel returns), got {what}")
-    if max_records is not None and (not isinstance(max_records, int) or max_records < 0):
+        raise TypeError(f"wp_rewrite() expects a Warp kernel (the object @wp.kernel returns), got {_what(kernel)}")
+    with _lock:
+        by_option = _rewritten.setdefault(kernel, {})
+        key = (max_records, detach_returns, on_refusal, verify)
+        if key not in by_option:
+            by_option[key] = _rewrite(kernel, max_records, detach_returns, on_refusal, verify)
+        return by_option[key]
+
+
+def check_options(max_records: object, detach_returns: object, on_refusal: object, verify: object) -> None:
+    """Refuse options of the wrong type (``max_records=True`` is a bool, not a count) or value."""
+    if max_records is not None and (type(max_records) is not int):
+        raise TypeError(f"max_records must be an int or None, got {max_records!r}")
+    if max_records is not None and max_records < 0:
         raise ValueError(f"max_records must be a non-negative int, got {max_records!r}")
-    by_option = _rewritten.setdefault(kernel, {})
-    key = (max_records, bool(detach_returns))
-    if key not in by_option:
-        generated = _generated_for(kernel, bool(detach_returns), max_records)
-        if generated is None:
-            source = f"# kernel '{kernel.key}' uses no atomic's return: launched unchanged\n"
-            by_option[key] = RewrittenKernel(kernel, None, max_records=max_records, source=source)
-        else:
-            pair, source = generated
-            exact = any(site.exact for site in pair.spec.sites)
-            detached = (lambda: _detached(kernel, max_records)) if exact else None
-            by_option[key] = RewrittenKernel(kernel, pair, detached=detached, max_records=max_records, source=source)
-    return by_option[key]
+    for name, value in (("detach_returns", detach_returns), ("verify", verify)):
+        if type(value) is not bool:
+            raise TypeError(f"{name} must be True or False, got {value!r}")
+    if on_refusal not in REFUSALS:
+        raise (TypeError if not isinstance(on_refusal, str) else ValueError)(
+            f"on_refusal must be one of {', '.join(map(repr, REFUSALS))}, got {on_refusal!r}"
+        )
+
+
+def _what(value: object) -> str:
+    """What ``wp_rewrite`` was given instead of a kernel, and what to do about it."""
+    if isinstance(value, wp._src.context.Function):
+        return "a @wp.func: rewrite the kernels that call it"
+    if inspect.isfunction(value):
+        return (f"the plain function '{value.__name__}': put @wp_rewrite above @wp.kernel (decorators apply from "
+                "the bottom up, so @wp.kernel must make the kernel first)")  # fmt: skip
+    return repr(type(value).__name__)
+
+
+def _rewrite(
+    kernel: wp.Kernel, max_records: int | None, detach_returns: bool, on_refusal: str, verify: bool
+) -> RewrittenKernel:
+    try:
+        generated = _generated_for(kernel, detach_returns, max_records)
+    except RewriteError as refusal:
+        if on_refusal == "raise":
+            raise
+        source = f"# kernel '{kernel.key}' refused, launched as it is where no gradient can flow: {refusal}\n"
+        return RewrittenKernel(kernel, None, max_records=max_records, source=source, refusal=refusal)
+    if generated is None:
+        source = f"# kernel '{kernel.key}' uses no atomic's return: launched unchanged\n"
+        return RewrittenKernel(kernel, None, max_records=max_records, source=source)
+    pair, source = generated
+    exact = any(site.exact for site in pair.spec.sites)
+    detached = (lambda: _detached(kernel, max_records)) if exact else None
+    return RewrittenKernel(kernel, pair, detached=detached, max_records=max_records, source=source, verify=verify)
 
 
 def rewrite_launches(enabled: bool = True) -> None:
     """For code one cannot edit: ``wp.launch`` of a kernel that consumes an atomic's return, forward on a tape,
     launches ``wp_rewrite(kernel)`` instead (off by default; also ``WP_REWRITE_LAUNCHES=1`` in the environment).
 
-    A kernel the rewrite refuses raises its ``RewriteError`` at that launch; kernels without a backward pass, and
-    launches without a tape, stay as they are.
+    A kernel the rewrite refuses raises its ``RewriteError`` at a launch that something handed to it requiring
+    grad could take a gradient through, and runs as it is at the others (``on_refusal="original"``); kernels
+    without a backward pass, and launches without a tape, stay as they are.
     """
-    hook.AUTO_REWRITE = wp_rewrite if enabled else None
+    hook.AUTO_REWRITE = _rewrite_or_keep if enabled else None
+
+
+def _rewrite_or_keep(kernel: wp.Kernel) -> RewrittenKernel:
+    return wp_rewrite(kernel, on_refusal="original")
 
 
 def _generated_for(kernel: wp.Kernel, detach_returns: bool, max_records: int | None) -> tuple[KernelPair, str] | None:
@@ -105,7 +175,8 @@ def _detached(kernel: wp.Kernel, max_records: int | None) -> KernelPair | None:
     Generated at the first such launch, into a Warp module of its own: kernels added to a module that has been
     loaded make Warp compile it all again, and a program that never needs the variant never compiles it.
     """
-    generated = generate(kernel, True, max_records, ".detached")
+    with _lock:
+        generated = generate(kernel, True, max_records, ".detached")
     return generated[0] if generated else None
 
 

@@ -1,7 +1,9 @@
 """Backward is repeatable (issue 15, item 6): a second ``tape.backward`` after zeroing one's own gradients gives
 the same gradients, and Warp's own checkers (``wp.autograd.jacobian``, ``jacobian_fd``, ``gradcheck``,
 ``gradcheck_tape``) pass on functions that launch rewritten kernels, both an int compaction and exact float
-returns. Ground truth: central differences of the original kernels (``launch`` without a tape runs them)."""
+returns. Issue 25, item 3: they take a ``RewrittenKernel`` as a kernel too, and so do ``Tape.visualize`` and
+``wp.load_module`` (of its ``.module``). Ground truth: central differences of the original kernels (``launch``
+without a tape runs them)."""
 
 import numpy as np
 import pytest
@@ -60,10 +62,26 @@ def exact_max(x, peak):
     return out
 
 
+@wp.kernel
+def below_peak(x: wp.array[wp.float64], peak: wp.array[wp.float64], out: wp.array[wp.float64]):
+    """Consumes an atomic's return but leaves its target as it found it (every value is below the peak): launched
+    again and again, as ``jacobian_fd`` of a kernel launches it, it gives the same result each time."""
+    tid = wp.tid()
+    before = wp.atomic_max(peak, 0, x[tid])
+    out[tid] = before * x[tid] * x[tid]
+
+
+def peak_unchanged(x, peak):
+    out = wp.zeros(N, dtype=wp.float64, device="cpu", requires_grad=True)
+    launch(wp_rewrite(below_peak), N, inputs=[x, peak], outputs=[out], device="cpu")
+    return out
+
+
 FUNCTIONS = {
     "compaction": (compaction, lambda: [f64(X, True), i32([0])]),
     "exact_add": (exact_sum, lambda: [f64(X, True), f64([0.5, 0.25], True)]),
     "exact_max": (exact_max, lambda: [f64(X, True), f64([1.0, 2.5], True)]),
+    "exact_max_kept": (peak_unchanged, lambda: [f64(X, True), f64([5.0], True)]),
 }
 
 
@@ -141,4 +159,80 @@ def test_gradcheck_tape_checks_the_replay_kernel_against_the_recorded_values(nam
     assert checked == [wp_rewrite(FUNCTIONS_KERNELS[name]).replay_kernel.key]
 
 
-FUNCTIONS_KERNELS = {"compaction": compact, "exact_add": running_sum, "exact_max": running_max}
+FUNCTIONS_KERNELS = {
+    "compaction": compact,
+    "exact_add": running_sum,
+    "exact_max": running_max,
+    "exact_max_kept": below_peak,
+}
+
+
+def kernel_inputs(name: str, inputs: list) -> list:
+    """The kernel's own inputs for the function's (the index arrays the functions make themselves added)."""
+    return inputs if name in ("compaction", "exact_max_kept") else [inputs[0], i32(IDX), inputs[1]]
+
+
+def as_kernel_input(name: str, k: int) -> int:
+    """Where the function's input ``k`` is among the kernel's inputs."""
+    return k if name in ("compaction", "exact_max_kept") else {0: 0, 1: 2}[k]
+
+
+def memory(arrays: list) -> list[np.ndarray]:
+    return [array.numpy().copy() for array in arrays]
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_jacobian_takes_a_rewritten_kernel_as_a_kernel(name):
+    """``jacobian`` records the kernel on a tape without running it and launches it with ``adjoint=True``: the
+    gradient of its forward from memory as it is, which stays as it is (counters and targets included)."""
+    rewritten = wp_rewrite(FUNCTIONS_KERNELS[name])
+    assert isinstance(rewritten, wp.Kernel) and rewritten.kernel is FUNCTIONS_KERNELS[name]
+    truth = finite_difference_jacobians(name)
+    inputs = kernel_inputs(name, FUNCTIONS[name][1]())
+    out = wp.zeros(N, dtype=wp.float64, device="cpu", requires_grad=True)
+    before = memory([*inputs, out])
+    jacobians = wp.autograd.jacobian(rewritten, dim=N, inputs=inputs, outputs=[out])
+    assert set(jacobians) == {(as_kernel_input(name, k), 0) for k in truth}
+    for k, expected in truth.items():
+        actual = jacobians[as_kernel_input(name, k), 0].numpy()
+        np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-7, err_msg=f"input {k}")
+    for array, values in zip([*inputs, out], before, strict=True):
+        np.testing.assert_array_equal(array.numpy(), values)
+
+
+def test_jacobian_fd_and_gradcheck_take_a_rewritten_kernel_as_a_kernel():
+    """``jacobian_fd`` of a kernel launches it without a tape (the original runs) and keeps its outputs apart, but
+    not its inputs: a kernel whose atomics leave their targets as they found them gives the same result each
+    time, as plain Warp's would."""
+    rewritten = wp_rewrite(below_peak)
+    truth = finite_difference_jacobians("exact_max_kept")
+    make = FUNCTIONS["exact_max_kept"][1]
+    out = wp.zeros(N, dtype=wp.float64, device="cpu", requires_grad=True)
+    differences = wp.autograd.jacobian_fd(rewritten, dim=N, inputs=make(), outputs=[out], eps=1e-6)
+    for k, expected in truth.items():
+        np.testing.assert_allclose(differences[k, 0].numpy(), expected, rtol=1e-4, atol=1e-6)
+    assert wp.autograd.gradcheck(rewritten, dim=N, inputs=make(), outputs=[out], eps=1e-6, atol=1e-6, rtol=1e-4,
+                                 raise_exception=False, show_summary=False)  # fmt: skip
+
+
+def test_a_rewritten_kernel_has_the_generated_module_and_options():
+    rewritten = wp_rewrite(compact)
+    assert rewritten.module is rewritten.record_kernel.module is rewritten.replay_kernel.module
+    assert rewritten.module.name.startswith("wp_rewrite.") and rewritten.key == compact.key
+    assert rewritten.options is rewritten.replay_kernel.options  # the backward's: it has one
+    assert rewritten.adj is compact.adj  # the parameters Warp's tools name
+    wp.load_module(rewritten.module, device="cpu")
+    with pytest.raises(TypeError, match="Argument must be a module"):
+        wp.load_module(compact)  # a kernel is no module to Warp, rewritten or not
+
+
+@pytest.mark.parametrize("name", ["compaction", "exact_add"])
+def test_tape_visualize_draws_rewritten_launches(name, tmp_path):
+    function, make = FUNCTIONS[name]
+    tape = wp.Tape()
+    with tape:
+        function(*make())
+    drawing = tmp_path / "tape.dot"
+    tape.visualize(str(drawing))
+    text = drawing.read_text()
+    assert f"<b>{wp_rewrite(FUNCTIONS_KERNELS[name]).replay_kernel.key}</b>" in text and ">x</font>" in text

@@ -13,6 +13,7 @@ library (and its own modules, relatively), so that ``wp-rewrite`` can copy it wh
 - ``checks``: the device's checks, read by the host when it can without waiting (``check``);
 - ``launch``: launching both phases (``RewrittenKernel``, ``KernelRewrite``);
 - ``exact``, ``exact_kernels``: the exact backward of floating-point atomic returns, host and device side;
+- ``verify``: verify mode, which checks in backward that the memory a replay reads has not changed;
 - ``hook``: ``wp.launch`` taking rewritten kernels;
 - ``fingerprints``: what a generated block was made from, checked when the emitted module is imported.
 

@@ -35,6 +35,11 @@ def _needs_rewrite(kernel: wp.Kernel, args: tuple, kwargs: dict) -> bool:
     bound = inspect.signature(launch).bind(kernel, *args, **kwargs).arguments
     if bound.get("adjoint") or not bound.get("record_tape", True) or wp._src.context.runtime.tape is None:
         return False
+    return backward_enabled(kernel)
+
+
+def backward_enabled(kernel: wp.Kernel) -> bool:
+    """Whether Warp generates ``kernel``'s backward pass (its own option first, then its module's)."""
     return (kernel.module.options | kernel.options).get("enable_backward", True) is not False
 
 

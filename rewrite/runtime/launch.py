@@ -2,9 +2,11 @@
 # Copyright (c) 2026 the warp-rewrite authors
 """Launching both phases of a rewritten kernel: ``RewrittenKernel``, ``KernelRewrite`` and what a launch allocates."""
 
+import dataclasses
 import functools
 import inspect
 import sys
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
@@ -18,8 +20,9 @@ from .checks import device_checks, explain_status, host_view, trips_of, unbounde
 from .device import STATUS_TRIPS
 from .errors import RewriteError
 from .exact import ExactBackward, ExactTarget, Shadow, is_float_dtype
-from .hook import warp_launch
+from .hook import backward_enabled, warp_launch
 from .specs import KernelPair, KernelSpec, RecordSpec, SiteSpec
+from .verify import ReadMemory, verify_everywhere
 
 
 def argument_arrays(parameters: Sequence[str], args: Sequence[Any]):
@@ -185,7 +188,10 @@ def phase_arguments(
         else:
             dtype = array.dtype if record.kind == RecordKind.RETURNED else record.dtype or wp.int32
             # The replay reads only records the record kernel wrote, so they need no zero fill.
-            extra.append(wp.empty(sizes[record.name], dtype=dtype, device=device))
+            try:
+                extra.append(wp.empty(sizes[record.name], dtype=dtype, device=device))
+            except (ValueError, RuntimeError) as error:  # too many elements, or out of memory
+                raise unallocated(spec, record, sizes[record.name], threads, capacities, error) from error
     # The capacities not compiled in, in loop order: the kernels' trip_capacity<id> parameters.
     extra += [capacities[loop.id] for loop in spec.loops if loop.counted and loop.room is None]
     status = None
@@ -201,8 +207,7 @@ def phase_arguments(
 class LaunchRequest:
     """A launch of a rewritten kernel as ``RewrittenKernel.launch`` received it, with its device resolved."""
 
-    dim: int | Sequence[int]
-    shape: tuple[int, ...]  # ``dim`` as a tuple
+    shape: tuple[int, ...]  # ``dim`` as Warp reads it
     inputs: Sequence[Any]
     outputs: Sequence[Any]
     device: wp.Device
@@ -210,6 +215,7 @@ class LaunchRequest:
     block_dim: int | None
     max_blocks: int
     max_records: int | None  # the launch's, else the kernel's
+    verify: bool  # fingerprint what the replay reads from memory, and check it in backward (``verify``)
 
     @functools.cached_property
     def args(self) -> list[Any]:
@@ -228,6 +234,23 @@ class Capacities:
 
     rooms: dict[int, int]
     counted: bool  # by a dry run: they depend on more than the launch's signature
+
+
+def unallocated(spec: KernelSpec, record: RecordSpec, size: int, threads: int, capacities: dict[int, int],
+                error: Exception) -> RewriteError:  # fmt: skip
+    """The refusal of a launch whose records cannot be allocated: which record, and the room that sized it."""
+    loops = {loop.id: loop for loop in spec.loops}
+    rooms = [f"room for {capacities[loop]} per execution of the loop at {loops[loop].location}"
+             for loop in record.loops]  # fmt: skip
+    sized = " × ".join([f"{threads} threads", *rooms])
+    return RewriteError(
+        spec.key,
+        loops[record.loops[-1]].location if record.loops else spec.location,
+        f"the launch's record '{record.name}' needs {size} values ({sized}) and cannot be allocated: {error}",
+        "Pass a smaller max_records (to wp_rewrite, or to the launch), or launch fewer threads"
+        if record.loops
+        else "Launch fewer threads",
+    )
 
 
 def held_elsewhere(values: list[Any], indices: list[int]) -> list[bool]:
@@ -316,7 +339,7 @@ class PreparedLaunch:
             error = explain_status(self.pair.spec, self.capacities, self.status)
             if error is not None:
                 raise error
-        tape.record_launch(self.pair.replay, request.dim, request.max_blocks, list(request.inputs),
+        tape.record_launch(self.pair.replay, request.shape, request.max_blocks, list(request.inputs),
                            [*request.outputs, *extra], command.device, request.block_dim or 0)  # fmt: skip
 
 
@@ -330,7 +353,10 @@ def remember(launches: dict, key: tuple, prepared: PreparedLaunch, most: int = 8
     launches[key] = prepared
 
 
-class RewrittenKernel:
+_making_detached = threading.Lock()
+
+
+class RewrittenKernel(wp.Kernel):
     """A kernel rewritten into a record kernel (forward) and a replay kernel (backward).
 
     Launch it with ``.launch(...)`` (or ``warp_rewrite.launch``) exactly as you would launch ``kernel`` with
@@ -338,6 +364,10 @@ class RewrittenKernel:
     return, and the tape records the replay kernel, whose adjoint reads them back; without a tape (or with
     ``record_tape=False``) nothing runs backward, so ``kernel`` itself runs. A kernel that consumes no atomic's
     return has no pair and launches unchanged.
+
+    It is a ``wp.Kernel`` so that Warp's tools that take one (``wp.autograd.jacobian``, ``gradcheck``...) take it,
+    but never compiled itself (``wp.Kernel.__init__`` does not run): ``module`` and ``options`` are the generated
+    kernels', ``adj`` (the parameters) and ``key`` the original's, which every message names.
     """
 
     launches_rewritten = True  # how the wp.launch hook (``hook``) of any copy of the runtime recognises one
@@ -350,9 +380,15 @@ class RewrittenKernel:
         detached: Callable[[], KernelPair | None] | None = None,
         max_records: int | None = None,
         source: str = "",
+        refusal: RewriteError | None = None,
+        verify: bool = False,
     ):
         self.kernel = kernel
         self.pair = pair
+        # Why the kernel could not be rewritten (``on_refusal="original"``): raised by launches a gradient could
+        # flow through; the others run the original kernel, which is exact forward.
+        self.refusal = refusal
+        self.verify = verify  # check in backward that the memory the replay reads is unchanged (see ``verify``)
         # Kernels with exact float returns: makes the variant recording them as constants, for launches in which
         # no gradient can flow through them (it costs what a hand-written record costs).
         self._make_detached = detached
@@ -369,12 +405,28 @@ class RewrittenKernel:
 
     def __repr__(self) -> str:
         sites = len(self.pair.spec.sites) if self.pair else 0
-        phases = "record+replay" if self.pair else "unchanged"
+        phases = "record+replay" if self.pair else "refused" if self.refusal else "unchanged"
         return f"<RewrittenKernel {self.key!r}: {sites} site{'s' * (sites != 1)}, {phases}>"
 
     @property
     def key(self) -> str:
         return self.kernel.key
+
+    @property
+    def adj(self):
+        return self.kernel.adj
+
+    @property
+    def module(self) -> wp._src.context.Module:
+        return self.pair.record.module if self.pair else self.kernel.module
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return self.pair.replay.options if self.pair else self.kernel.options
+
+    @property
+    def is_generic(self) -> bool:
+        return self.kernel.is_generic
 
     @property
     def record_kernel(self) -> wp.Kernel | None:
@@ -390,8 +442,9 @@ class RewrittenKernel:
 
     def detached(self) -> KernelPair | None:
         """The variant recording float returns as constants (made on first use), or None if there is none."""
-        if self._make_detached is not None:
-            self._detached_pair, self._make_detached = self._make_detached(), None
+        with _making_detached:  # once, however many threads launch it at once
+            if self._make_detached is not None:
+                self._detached_pair, self._make_detached = self._make_detached(), None
         return getattr(self, "_detached_pair", None)
 
     def launch(
@@ -415,16 +468,11 @@ class RewrittenKernel:
         replay kernels. ``wp.launch(rewritten, ...)`` comes here too.
 
         ``record_cmd=True`` returns a ``RewrittenLaunch`` whose ``launch()`` runs both phases then. ``adjoint=True``
-        is refused: a rewritten kernel's backward runs from the tape (``tape.backward()``), which holds the records
-        of the forward launch it belongs to. ``max_records``: records per execution of a loop of unknown length
-        whose kernels do not have a room compiled in (default: the kernel's ``max_records``; None: counted by a dry
-        run at each launch).
+        adds the gradient of the forward from memory as it is now into the adjoints (see ``_launch_adjoint``); a
+        rewritten launch's own backward runs from the tape that recorded it (``tape.backward()``). ``max_records``:
+        records per execution of a loop of unknown length whose kernels do not have a room compiled in (default:
+        the kernel's ``max_records``; None: counted by a dry run at each launch).
         """
-        if adjoint:
-            raise ValueError(
-                f"kernel '{self.key}' is rewritten: its backward runs from the tape that recorded its forward launch "
-                "(tape.backward()), where the records of that launch are; it cannot be launched with adjoint=True"
-            )
         if record_cmd:
             arguments = {"dim": dim, "inputs": inputs, "outputs": outputs, "device": device, "stream": stream,
                          "record_tape": record_tape, "max_blocks": max_blocks, "block_dim": block_dim,
@@ -432,17 +480,38 @@ class RewrittenKernel:
             return RewrittenLaunch(self, arguments)
         device = stream.device if stream is not None else wp.get_device(device)
         tape = wp._src.context.runtime.tape if record_tape else None  # Warp has no public accessor for it
-        if self.pair is None or tape is None:
-            # Without a tape nothing will run backward: the original kernel is the exact forward.
-            warp_launch(self.kernel, dim, inputs, outputs, device=device, stream=stream, record_tape=record_tape,
-                         block_dim=block_dim, max_blocks=max_blocks)  # fmt: skip
+        args = [*inputs, *outputs]
+        original = {"device": device, "stream": stream, "block_dim": block_dim, "max_blocks": max_blocks}
+        if self.refusal is not None and not adjoint:
+            parameters = [parameter.label for parameter in self.kernel.adj.args]
+            if tape is not None and (check_like_warp(self.kernel, args, device) or any(
+                    array.requires_grad for _, array in argument_arrays(parameters, args))):  # fmt: skip
+                raise RewriteError(self.refusal.kernel, self.refusal.location, self.refusal.problem,
+                                   self.refusal.advice)  # fmt: skip
+            # Forward only: nothing handed to it can take a gradient, so the original kernel is exact.
+            warp_launch(self.kernel, dim, inputs, outputs, record_tape=False, **original)
             return None
-        shape = (dim,) if isinstance(dim, int) else tuple(dim)
+        if self.pair is None or not backward_enabled(self.pair.replay) or (tape is None and not adjoint):
+            # Without a tape nothing will run backward: the original kernel is the exact forward. Without a
+            # backward pass (the replay kernel has its kernel's and module's options as they were when it was
+            # generated), plain Warp's tape skips the original in backward, with a warning.
+            warp_launch(self.kernel, dim, inputs, outputs, adj_inputs, adj_outputs, adjoint=adjoint,
+                        record_tape=record_tape, **original)  # fmt: skip
+            return None
         max_records = self.max_records if max_records is None else max_records
-        request = LaunchRequest(dim, shape, inputs, outputs, device, stream, block_dim, max_blocks, max_records)
-        args = request.args
+        shape, threads = wp._src.context._normalize_launch_dim(dim)  # as wp.launch reads dim, and refuses it
+        if threads == 0:
+            return None  # plain Warp checks and runs nothing
+        verifies = self.verify or verify_everywhere()
+        request = LaunchRequest(tuple(shape), inputs, outputs, device, stream, block_dim, max_blocks, max_records,
+                                verifies)  # fmt: skip
+        if adjoint:
+            check_like_warp(self.kernel, args, device)
+            self._launch_adjoint(dataclasses.replace(request, verify=False), [*adj_inputs, *adj_outputs])
+            return None
         # A CPU launch on a tape with the arrays of an earlier one takes the PreparedLaunch that one left.
         preparable = device.is_cpu and not device.is_capturing and not wp.config.verify_autograd_array_access
+        preparable = preparable and not verifies
         key = signature(args, shape, block_dim, max_blocks, max_records) if preparable else None
         prepared = None if key is None else self._launches.pop(key, None)  # out while it runs: one thread uses it
         if prepared is not None and prepared.current():
@@ -451,11 +520,53 @@ class RewrittenKernel:
             finally:
                 self._launches[key] = prepared
             return None
+        check_like_warp(self.kernel, args, device)
         self._check_arguments(args, shape, device)
         # Records are allocated and filled, and both phases run, on the launch's stream (see the README: Streams).
         with wp.ScopedStream(stream) if stream is not None else nullcontext():
             self._launch_on_tape(tape, request, key)
         return None
+
+    def _launch_adjoint(self, request: LaunchRequest, adjoints: Sequence[Any]) -> None:
+        """``adjoint=True``, as Warp's tools launch a kernel they were handed (``wp.autograd.jacobian`` records it
+        on a tape without running it): the gradient of the forward from memory as it is now, which stays as it is.
+
+        Both phases run on a tape of their own, its backward adds into ``adjoints`` (standing in for the arrays'
+        gradients meanwhile), then what the forward wrote is put back.
+        """
+        args = request.args
+        if len(adjoints) != len(args):
+            raise RuntimeError(f"Error launching kernel '{self.key}' with adjoint=True: passed {len(args)} arguments "
+                               f"but {len(adjoints)} adjoints")  # fmt: skip
+        self._check_arguments(args, request.shape, request.device)
+        spec = self.pair.spec
+        snapshots = []
+        for path, array in argument_arrays(spec.parameters, args):
+            if path in spec.written:
+                if type(array) is not wp.array:
+                    raise RewriteError(
+                        self.key,
+                        spec.location,
+                        f"an adjoint launch puts back what the forward writes, here into '{path}', a "
+                        f"{type(array).__name__}, which it cannot copy",
+                        "Pass a wp.array, or launch forward on a wp.Tape and call tape.backward()",
+                    )
+                snapshots.append((array, wp.clone(array, requires_grad=False)))
+        gradients = [(value, value.grad) for value in args if isinstance(value, wp.array)]
+        try:
+            for value, adjoint in zip(args, adjoints, strict=True):
+                if isinstance(value, wp.array) and adjoint is not value.grad:
+                    value.grad = adjoint if isinstance(adjoint, wp.array) and adjoint.size else None
+            tape = wp.Tape()
+            with wp.ScopedStream(request.stream) if request.stream is not None else nullcontext():
+                self._launch_on_tape(tape, request, None)
+                tape.backward()
+        finally:
+            for array, snapshot in snapshots:
+                array.assign(snapshot)
+            for value, gradient in gradients:
+                if value.grad is not gradient:
+                    value.grad = gradient
 
     def _compile(self, pair: KernelPair, device: wp.Device, block_dim: int | None) -> None:
         """Load the generated kernels' module; where it does not compile but the kernel's own does, say whose fault
@@ -482,9 +593,6 @@ class RewrittenKernel:
     def _check_arguments(self, args: list[Any], shape: tuple[int, ...], device: wp.Device) -> None:
         """Refuse a bad launch before anything runs, so counters and outputs stay untouched."""
         spec = self.pair.spec
-        if len(args) != len(spec.parameters):
-            raise TypeError(f"kernel '{self.key}' takes {len(spec.parameters)} arguments (inputs + outputs), "
-                            f"got {len(args)}")  # fmt: skip
         for path, array in argument_arrays(spec.parameters, args):
             if array.device != device:
                 raise ValueError(
@@ -606,13 +714,13 @@ class RewrittenKernel:
         outputs = [*request.outputs, *records.extra]
         # A launch whose record sizes depend only on its signature is prepared for the next one like it.
         if key is not None and not capacities.counted and not records.shadows:
-            command = warp_launch(pair.record, request.dim, request.inputs, outputs, record_tape=False,
+            command = warp_launch(pair.record, request.shape, request.inputs, outputs, record_tape=False,
                                   record_cmd=True, **request.options)  # fmt: skip
             if command is not None:  # None: no threads, nothing to run
                 remember(self._launches, key, PreparedLaunch(command, pair, request.args, records, rooms))
                 command.launch()
         else:
-            warp_launch(pair.record, request.dim, request.inputs, outputs, record_tape=False, **request.options)
+            warp_launch(pair.record, request.shape, request.inputs, outputs, record_tape=False, **request.options)
         for shadow in records.shadows:
             shadow.store()
         if records.status is not None:
@@ -624,19 +732,37 @@ class RewrittenKernel:
     ) -> None:
         """Backward runs these in reverse: the exact order's preparation and checks, then the replay kernel's
         adjoint (reading the recorded values back), then the routing of the returned values' adjoints."""
-        dim, inputs, device, block_dim = request.dim, list(request.inputs), request.device, request.block_dim
+        shape, inputs, device, block_dim = request.shape, list(request.inputs), request.device, request.block_dim
         replay_outputs = [*request.outputs, *records.extra]
         exact_targets = [target for target in records.exact if target.count]  # none: in loops that never ran
         step = None
         if exact_targets:
-            step = ExactBackward(pair.spec, pair.replay, dim, inputs, replay_outputs, device, block_dim,
+            step = ExactBackward(pair.spec, pair.replay, shape, inputs, replay_outputs, device, block_dim,
                                  request.max_blocks, records.status, capacities.rooms, exact_targets)  # fmt: skip
             tape.record_func(backward=step.route, arrays=[target.returned for target in exact_targets])
-        tape.record_launch(pair.replay, dim, request.max_blocks, inputs, replay_outputs, device, block_dim or 0)
+        tape.record_launch(pair.replay, shape, request.max_blocks, inputs, replay_outputs, device, block_dim or 0)
         if step is not None:
             tape.record_func(backward=step.prepare, arrays=[])
+        if request.verify:  # fingerprints of what the replay reads from memory, checked first in backward
+            unwritten = [(path, array) for path, array in argument_arrays(pair.spec.parameters, request.args)
+                         if path not in pair.spec.written]  # fmt: skip
+            tape.record_func(backward=ReadMemory(pair.spec, unwritten).check, arrays=[])
         if wp.config.verify_autograd_array_access:
             tape._check_kernel_array_access(pair.replay, [*request.args, *records.extra])
+
+
+def check_like_warp(kernel: wp.Kernel, args: Sequence[Any], device: wp.Device) -> None:
+    """Refuse arguments ``wp.launch`` would refuse for the original kernel, as it refuses them (its exception types
+    and messages, which name the user's kernel and parameter), before anything compiles or runs."""
+    parameters = kernel.adj.args
+    if len(args) != len(parameters):
+        raise RuntimeError(f"Error launching kernel '{kernel.key}', passed {len(args)} arguments but kernel "
+                           f"requires {len(parameters)}.")  # fmt: skip
+    if kernel.is_generic:
+        kernel.infer_argument_types(list(args))  # each overload checks its own when it is launched
+        return
+    for parameter, value in zip(parameters, args, strict=True):
+        wp._src.context.pack_arg(kernel, parameter.type, parameter.label, value, device)
 
 
 @dataclass
