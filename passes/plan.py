@@ -341,8 +341,9 @@ class Planner(MemoryAccesses):
         self, unit: Unit, consumed: list[AtomicCall], path_of: Callable[[ast.expr], str | None]
     ) -> list[HelperCall]:
         """Calls to helpers that need a clone: they consume an atomic's return, or read an array the launch writes
-        (their replay must read records instead), somewhere inside; or they write such an array (their replay
-        needs a twin that writes nothing, ``needs_forward_twin``: Warp's backward runs a helper's forward again)."""
+        (their replay must read records instead), somewhere inside; or they update such an array with an atomic or
+        ``+=`` (their replay needs a twin that writes nothing, ``needs_forward_twin``: Warp's backward runs a helper's
+        forward again)."""
         atomic_nodes = {c.node for c in consumed}
         found = []
         for node in self.analysis(unit).calls:
@@ -352,7 +353,7 @@ class Planner(MemoryAccesses):
                     continue
                 paths = self._bind(unit, node, helper, path_of)
                 records = self._consumes(helper, set()) or self._reads_written(helper, paths, set())
-                if records or self._writes_written(helper, paths, set()):
+                if records or self._updates_written(helper, paths, set()):
                     found.append(HelperCall(node, helper, records))
         return sorted(found, key=lambda found: (found.call.lineno, found.call.col_offset))
 

@@ -102,7 +102,7 @@ class MemoryAccesses:
         self._read_back: set[str | None] = set()  # see _written_paths
         self._writers: dict[str | None, set[int | None]] = {}
         self._reading: dict[tuple, bool] = {}
-        self._writing: dict[tuple, bool] = {}
+        self._updating: dict[tuple, bool] = {}
         self.narrowed: dict[str, Any] = {}  # see _narrowed_types
 
     def array(self, path: str) -> dtypes.ArrayInfo | None:
@@ -307,26 +307,29 @@ class MemoryAccesses:
         self._reading[key] = reads
         return reads
 
-    def _writes_written(self, unit: Unit, paths: dict[str, str | None], seen: set[tuple]) -> bool:
-        """Does the function write an array the launch writes (an atomic, a store, an augmented assignment),
-        itself or in a helper it calls? Warp's backward runs a called helper's forward again, writes included."""
+    def _updates_written(self, unit: Unit, paths: dict[str, str | None], seen: set[tuple]) -> bool:
+        """Does the function update an array the launch writes (an atomic, an augmented assignment), itself or in a
+        helper it calls? Warp's backward runs a called helper's forward again, updates included, which would then
+        apply twice; a plain store would only write the same value again."""
         key = (id(unit.tree), tuple(sorted(paths.items(), key=repr)))
-        if key in self._writing:
-            return self._writing[key]
+        if key in self._updating:
+            return self._updating[key]
         if key in seen:
             return False
         seen.add(key)
         facts = self.analysis(unit)
         path_of = self._path_of(unit, paths)
         targets = [call.target for call in facts.atomics]
-        targets += [array for node in facts.nodes for array in memory.stored_arrays(node)]
+        targets += [
+            array for node in facts.nodes if isinstance(node, ast.AugAssign) for array in memory.stored_arrays(node)
+        ]
         callees = ((call, self.resolve_helper(unit, call)) for call in facts.calls)
         writes = any(path_of(target) in self.written for target in targets) or any(
-            self._writes_written(helper, self._bind(unit, call, helper, path_of), seen)
+            self._updates_written(helper, self._bind(unit, call, helper, path_of), seen)
             for call, helper in callees
             if helper is not None
         )
-        self._writing[key] = writes
+        self._updating[key] = writes
         return writes
 
     def _check_builtin_reads(self, unit: Unit, path_of: Callable[[ast.expr], str | None]) -> None:
