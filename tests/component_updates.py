@@ -64,3 +64,24 @@ def masses_of(bodies: wp.array[Body], masses: wp.array[wp.float64]):
     """What the loss sees of an array of structs: each body's mass plus its centre of mass's components."""
     b = wp.tid()
     masses[b] = bodies[b].mass + bodies[b].com[0] + wp.float64(2.0) * bodies[b].com[1] + bodies[b].com[2]
+
+
+@wp.func
+def tally_into(total: wp.array[wp.float64], hits: wp.array[wp.int32], b: int, amount: wp.float64):
+    """Updates by atomics, consuming nothing: Warp's backward runs this again, so the rewrite gives it a twin."""
+    wp.atomic_add(total, b, amount * amount)
+    wp.atomic_add(hits, b, 1)
+
+
+@wp.kernel
+def tally_through_helper(
+    x: wp.array[wp.float64],
+    count: wp.array[wp.int32],
+    total: wp.array[wp.float64],
+    hits: wp.array[wp.int32],
+    out: wp.array[wp.float64],
+):
+    tid = wp.tid()
+    slot = wp.atomic_add(count, 0, 1)
+    tally_into(total, hits, tid % 2, x[tid])
+    out[slot] = x[tid] * wp.float64(slot + 1)

@@ -37,15 +37,21 @@ KERNELS = {
         zeros(N),
         zeros(2),
     ],
+    "tally_through_helper": lambda m: [f64(X, True), i32([0]), zeros(2), i32([0, 0]), zeros(N)],
 }
 # kernel name -> the indices of the float arrays the loss weighs
-LOSS = {"add_mass": [3, 4], "tally_components": [2, 3, 4], "deposit_through_helper": [3, 4, 5]}
+LOSS = {
+    "add_mass": [3, 4],
+    "tally_components": [2, 3, 4],
+    "deposit_through_helper": [3, 4, 5],
+    "tally_through_helper": [2, 4],
+}
 
 
 def case(module, name: str, launch_rewritten) -> Case:
     """The kernel, then ``masses_of`` over its bodies if it has some (the loss cannot weigh structs)."""
     kernel = getattr(module, name)
-    has_bodies = name != "tally_components"
+    has_bodies = name in ("add_mass", "deposit_through_helper")
 
     def program(args, launcher):
         inputs = args[:-1] if has_bodies else args
