@@ -5,11 +5,12 @@ original, or be refused with a ``RewriteError``. Longer runs: ``python -m tests.
 A failure found here or there is minimized by hand into tests/test_fuzz_regressions.py.
 """
 
+import numpy as np
 import pytest
 from fuzz.features import FEATURES, exercised
-from fuzz.generator import generate_kernel
+from fuzz.generator import THRESHOLD_GAP, generate_kernel
 from fuzz.grammar import GENERATORS, KNOWN_FAILURES, exercised_forms, forms_of
-from fuzz.runner import FAILED, PASSED, REFUSED, Outcome, run
+from fuzz.runner import FAILED, PASSED, REFUSED, Outcome, richardson, run
 
 from warp_rewrite.passes.fence import BY_NAME
 
@@ -84,6 +85,18 @@ def test_the_slice_exercises_every_form_of_the_fence():
     """Every form of the fence's table, accepted or refused, appears in the slice (no compile needed)."""
     counts = exercised_forms([generate_kernel(SEED, i) for i in range(COUNT)])
     assert not [name for name in BY_NAME if not counts[name]], counts
+
+
+def test_inputs_keep_away_from_a_tie_at_one():
+    """seed 9001, index 1391 had x = 1.0, where ``a * x`` ties with ``a`` in an atomic_min: a false failure."""
+    inputs = [v for i in (1391, *range(100)) for v in generate_kernel(9001, i).arrays[0].values]
+    assert min(abs(abs(v) - 1) for v in inputs) >= THRESHOLD_GAP - 1e-12
+
+
+def test_richardson_cancels_the_step_squared_term():
+    """Central differences at h and h/10 err by c h^2 and c h^2/100: the extrapolation leaves the derivative."""
+    exact, c, h = np.array([2.0, -3.0]), np.array([5e5, -7e5]), 1e-6
+    assert np.allclose(richardson(exact + c * h**2, exact + c * h**2 / 100), exact, rtol=0, atol=1e-15)
 
 
 def test_generation_is_reproducible_from_seed_and_index():
