@@ -114,14 +114,14 @@ FORMS: tuple[Form, ...] = (
     Form("assert", Kind.ACCEPTED, "assert n > 0", "checked in the record kernel and the replay alike"),
     Form("operators", Kind.ACCEPTED, "a * b < c and not d",
          "arithmetic, comparisons, boolean and conditional expressions: pure"),
-    Form("reads", Kind.ACCEPTED, "a[i].f", "names, constants, attributes, subscripts, slices and tuples; element "
-         "reads of memory the launch writes are recorded"),
+    Form("reads", Kind.ACCEPTED, "a[i].f", "names, constants, attributes, subscripts, slices, tuples and a vector "
+         "unpacked into a call's arguments (wp.vec6(*v, *w)); element reads of memory the launch writes are recorded"),
 )  # fmt: skip
 BY_NAME = {form.name: form for form in FORMS}
 
 # Nodes that are parts of a form rather than forms of their own.
 _PARTS = (ast.arguments, ast.arg, ast.keyword)
-_READS = (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Slice, ast.Tuple)
+_READS = (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Slice, ast.Tuple, ast.Starred)
 _OPERATORS = (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp)
 
 

@@ -49,6 +49,12 @@ def plain(x: wp.array(dtype=float), out: wp.array(dtype=float)):
     m = wp.mat22(x[0], 0.0, 0.0, 1.0)
     m @= wp.mat22(2.0, 0.0, 0.0, 1.0)
     out[0] = m[0, 0]
+
+
+@wp.kernel
+def unpacked(count: wp.array(dtype=int), v: wp.array(dtype=wp.vec2), out: wp.array(dtype=wp.vec3)):
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = wp.vec3(*v[0], 1.0)  # as Newton's Kamino metrics build a vec6 of two vec3s
 """
 REFUSALS = {
     "tile_return": (7, 14, "tile atomic, return used (wp.tile_atomic_add(acc, wp.tile_ones(shape=2, dtype=float)))"),
@@ -92,6 +98,10 @@ def test_refused_alike_through_the_command_line(kernels, capsys):
 def test_a_kernel_consuming_no_return_is_left_alone(kernels):
     """It runs as plain Warp, whatever forms it holds."""
     assert "uses no atomic's return: launched unchanged" in wp_rewrite(kernels.plain).source
+
+
+def test_a_vector_unpacked_into_a_call_is_accepted(kernels):
+    assert wp_rewrite(kernels.unpacked).source.count("def ") >= 2  # a record and a replay kernel
 
 
 @pytest.mark.parametrize(
