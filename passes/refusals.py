@@ -51,13 +51,9 @@ def check_exact_families(kernel: Unit, sites: list[Site]) -> None:
 
 
 def check_loop(unit: Unit, loop: ast.AST, names: WarpNames, max_unroll: int) -> None:
-    if loop.orelse:
-        raise Refusal(
-            unit, loop, "a loop with an 'else' clause around a consumed atomic", "Rewrite the loop without 'else'"
-        )
     if isinstance(loop, ast.While):
-        # The pipeline moves such a condition into the body first (passes.while_conditions), but for a loop with an
-        # 'else', refused above; a planner handed a tree that was not desugared refuses it here.
+        # The pipeline moves such a condition into the body first (passes.while_conditions); a planner handed a
+        # tree that was not desugared refuses it here.
         if find_atomic_calls(loop.test, names):
             raise Refusal(
                 unit,

@@ -24,6 +24,7 @@ from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import AtomicCall, WarpNames
 from warp_rewrite.passes.dataflow import exact_chain_links
 from warp_rewrite.passes.dtypes import ArrayInfo
+from warp_rewrite.passes.fence import Fence
 from warp_rewrite.passes.layout import RecordParam, check_replay_twins, record_params, site_gradient_sources
 from warp_rewrite.passes.loop_returns import lower_returns
 from warp_rewrite.passes.naming import Namer
@@ -163,6 +164,14 @@ class Desugared:
 
     frontend: DesugaredFrontend
     options: RewriteOptions
+
+
+def fence(given: Given) -> Given:
+    """Every form of the kernel and of the helpers it reaches is one the fence's table accepts
+    (``passes.fence``), where the kernel consumes an atomic's return: any other form is refused before any
+    transformation."""
+    Fence(given.frontend).check()
+    return given
 
 
 def _hoisted_conditions(frontend: Frontend, unit: Unit) -> ast.FunctionDef | None:
@@ -478,7 +487,7 @@ def _functions(state: Recorded) -> list[str]:
 
 
 STAGES: tuple[Stage[Any, Any], ...] = (
-    # A stage "fence" (passes/fence.py), refusing every unsupported construct before any transformation, goes here.
+    Stage("fence", fence, lambda state: [ast.unparse(state.frontend.kernel.tree)]),
     Stage("while_conditions", while_conditions, _kernel_tree),
     Stage("loop_returns", loop_returns, _kernel_tree),
     Stage("own_writes", own_writes, _kernel_tree),
@@ -505,7 +514,8 @@ def rewrite_kernel(frontend: Frontend, options: RewriteOptions = RewriteOptions(
             state = stage.run(state)
         except Refusal as refusal:
             problem = refusal.problem
-            if state.frontend.source(refusal.unit) is not frontend.kernel:
+            source = state.frontend.source if isinstance(state.frontend, DesugaredFrontend) else lambda unit: unit
+            if source(refusal.unit) is not frontend.kernel:
                 problem += f" (in helper '{refusal.unit.name}')"
             raise RewriteError(frontend.kernel.name, refusal.location, problem, refusal.advice) from None
         if DEBUG:

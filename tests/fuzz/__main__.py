@@ -19,6 +19,7 @@ import warp as wp
 
 from fuzz.features import exercised
 from fuzz.generator import generate_kernel
+from fuzz.grammar import exercised_forms
 from fuzz.runner import FAILED, PASSED, REFUSED, Outcome, Summary, run
 
 
@@ -61,6 +62,11 @@ def main(argv: list[str] | None = None) -> int:
     refused = exercised([o.case for o in summary.outcomes if o.status == REFUSED])
     for name, count in checked.items():
         print(f"  {count:6d} / {refused[name]:<5d} {name}")
+    print("kernels using each form of the fence's table (passed / refused / failed):")
+    by_status = {status: exercised_forms([o.case for o in summary.outcomes if o.status == status])
+                 for status in (PASSED, REFUSED, FAILED)}  # fmt: skip
+    for name in by_status[PASSED]:
+        print(f"  {by_status[PASSED][name]:6d} / {by_status[REFUSED][name]:<5d} / {by_status[FAILED][name]:<3d} {name}")
     print(summary.line())
     return 1 if summary.count(FAILED) else 0
 

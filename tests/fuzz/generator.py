@@ -18,16 +18,20 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from fuzz.grammar import ACCEPTED, GENERATORS, KERNEL_LEVEL, REFUSED
+
 INT_OPS = ("add", "sub", "min", "max", "cas", "exch", "and", "or", "xor")
 FLOAT_OPS = ("add", "sub", "min", "max", "exch")
 MOD = 16  # slots of non-monotone counters index outputs modulo this
 TRIPS_MAX = 3  # array-read loop bounds are drawn from 0..TRIPS_MAX
 KEYS_MAX = 9
+THRESHOLD_GAP = 0.006  # inputs stay this far from the thresholds branches and min/max ties compare them with
 
 
 @dataclass
 class ArraySpec:
-    """One array argument: its dtype ("float64", "int32" or "vec3d"), shape, initial values and role."""
+    """One array argument: its dtype ("float64", "int32", "vec3d", "vec3i" or "mat33d"), shape, initial values and
+    role."""
 
     name: str
     dtype: str
@@ -150,9 +154,11 @@ def _literal(value: float) -> str:
 
 
 def _distinct_inputs(rng: random.Random, n: int) -> list[float]:
-    """Values with distinct magnitudes in [0.25, 1.45] (no ties under x*x) and random signs."""
-    magnitudes = rng.sample(range(25, 146, 3), n)
-    return [round((m + rng.random()) / 100.0, 4) * rng.choice((-1.0, 1.0)) for m in magnitudes]
+    """Values with distinct magnitudes in [0.25, 1.47] (no ties under x*x) and random signs, at least
+    ``THRESHOLD_GAP`` from 1 (where ``a * x`` ties with ``a`` in a min or max: seed 9001, index 1391)."""
+    magnitudes = [round((m + rng.random()) / 100.0, 4) for m in rng.sample(range(25, 146, 3), n)]
+    away = [m + 2 * THRESHOLD_GAP * (1 if m >= 1 else -1) if abs(m - 1) < THRESHOLD_GAP else m for m in magnitudes]
+    return [m * rng.choice((-1.0, 1.0)) for m in away]
 
 
 class _KernelWriter:
@@ -577,6 +583,22 @@ class _KernelWriter:
 
     # --- the kernel ---------------------------------------------------------------------------------
 
+    def form_block(self, scope: _Scope) -> None:
+        """One use of a form of the fence's table (``fuzz.grammar``), inside random wrappers: a refused form
+        rarely (the kernel is then refused), an accepted one otherwise."""
+        name = self.rng.choice(REFUSED if self.rng.random() < 0.03 else ACCEPTED)
+        wrappers = [] if name in KERNEL_LEVEL else [w for w in ("if", "for", "helper") if self.rng.random() < 0.2]
+        self.rng.shuffle(wrappers)
+
+        def body(inner: _Scope) -> None:
+            GENERATORS[name](self, inner)
+            if inner.in_helper:
+                # A helper whose atomics are all unconsumed is not cloned, and Warp's backward runs them again
+                # (y[tid] += v in a helper doubles y): a known failure, kept out of the kernels until it is fixed.
+                self.int_block(inner)
+
+        self.wrapped(scope, wrappers, body)
+
     def block(self, scope: _Scope) -> str:
         """One block of a random kind, inside random wrappers; returns its kind."""
         kinds = ("int", "float", "probe", "lock", "peek", "alias")
@@ -617,6 +639,8 @@ class _KernelWriter:
         kinds = [self.block(scope) for _ in range(self.rng.randint(1, 3))]
         if set(kinds) <= {"peek"}:  # the rewrite takes kernels that consume an atomic's return
             self.int_block(scope)
+        for _ in range(self.rng.randint(1, 3)):
+            self.form_block(scope)
         scope.line(f"y[tid] += xv * xv * {self.constant()}")
         self.finish()
         for struct in self.structs:

@@ -1,0 +1,303 @@
+"""The language fence: the forms of Warp code the rewrite accepts, in one table (``FORMS``), and the visitor that
+refuses every other form before any stage transforms the kernel.
+
+A kernel that consumes no atomic's return needs no rewrite and runs as plain Warp: the fence leaves it alone. In
+one that does, the fence walks the kernel and every helper it reaches and names the table's form of each statement,
+assignment target, call and control-flow construct. A refused form, or one the table does not know, is a
+``Refusal`` naming the form and saying what to do. The fuzzer (tests/fuzz) draws its kernels from the same table,
+and docs/design.md lists it (``form_list``).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from enum import Enum
+
+from warp_rewrite.passes.atomics import find_atomic_calls
+from warp_rewrite.passes.plan_types import Frontend, Unit
+from warp_rewrite.passes.refusals import Refusal
+from warp_rewrite.passes.syntax import called_name, parent_map, walk
+
+UNSUPPORTED = "not supported by warp-rewrite yet"
+
+
+class Kind(Enum):
+    ACCEPTED = "accepted"
+    REFUSED = "refused"
+
+
+@dataclass(frozen=True)
+class Form:
+    """One form of Warp code: accepted (the passes handle it, and the fuzzer checks that they do) or refused."""
+
+    name: str
+    kind: Kind
+    example: str
+    why: str  # accepted: how the rewrite handles it; refused: why not, and what to write instead
+
+
+# Assignment targets, by the chain of subscripts and attributes under the name they start from (attributes right
+# after the name are a path to memory: ``s.counts[i]`` is a subscript of the struct field ``s.counts``).
+TARGETS = {
+    "name": ("v", "a local: the passes track what it holds"),
+    "attribute": ("s.f", "a field of a struct, or a component of a vector, held in a local or an argument"),
+    "subscript": ("a[i]", "an element of an array (or a component of a local vector)"),
+    "component": ("a[i][1]", "a component of an array's vector or matrix element (or a local matrix's)"),
+    "field": ("a[i].f", "a struct field or a named component (.x) of an array's element"),
+    "nested": ("a[i].f[1]", "deeper chains of subscripts and attributes into an element"),
+}
+# Operators, in groups that Warp lowers alike on an array's element (or a slot of one)
+OPERATORS = {
+    "=": ("=", "a store"),
+    "+=": ("+= -=", "an atomic add or sub whose return is unused (Warp 1.19, on an array's element or slot)"),
+    "*=": ("*= /= //= %= **= &= |= ^= <<= >>=", "a read and a store (an atomic for &= |= ^= on int elements)"),
+}
+_GROUP = {
+    ast.Add: "+=", ast.Sub: "+=", ast.Mult: "*=", ast.Div: "*=", ast.FloorDiv: "*=", ast.Mod: "*=", ast.Pow: "*=",
+    ast.BitAnd: "*=", ast.BitOr: "*=", ast.BitXor: "*=", ast.LShift: "*=", ast.RShift: "*=",
+}  # fmt: skip
+
+
+def _assignment_forms() -> tuple[Form, ...]:
+    forms = []
+    for target, (spelled, what) in TARGETS.items():
+        for group, (operators, lowered) in OPERATORS.items():
+            example = f"{spelled} {operators.split()[0]} v"
+            why = f"{what}; {operators}: {lowered}. Reads of memory the launch writes are recorded"
+            forms.append(Form(f"{target} {group}", Kind.ACCEPTED, example, why))
+    return tuple(forms)
+
+
+FORMS: tuple[Form, ...] = (
+    *_assignment_forms(),
+    Form("tuple =", Kind.ACCEPTED, "a, b = f(x)", "unpacking into locals (a helper's tuple return)"),
+    Form("@= on any target", Kind.REFUSED, "m @= n", "unproven: write m = m @ n"),
+    # atomics
+    Form("atomic, return used", Kind.ACCEPTED, "s = wp.atomic_add(c, 0, 1)",
+         "the record kernel records the return, the replay reads the record"),
+    Form("atomic by keyword, return used", Kind.ACCEPTED, "s = wp.atomic_add(arr=c, i=0, value=1)",
+         "arguments are read in parameter order (passes.atomics.positional_arguments)"),
+    Form("atomic, return unused", Kind.ACCEPTED, "wp.atomic_add(c, 0, 1)",
+         "no hazard: Warp's backward skips it and nothing reads its return"),
+    Form("tile atomic, return used", Kind.REFUSED, "t = wp.tile_atomic_add(a, tile)",
+         "a tile atomic returns a tile of the values before it, which Warp's backward does not replay: use the tile "
+         "atomic as a statement, or load the tile before the atomic"),
+    # calls
+    Form("helper call", Kind.ACCEPTED, "r = slot_of(c, tid)",
+         "the helper is read, planned and cloned with the kernel through the arguments the call binds"),
+    Form("helper through wp.static", Kind.ACCEPTED, "wp.static(write)(c, tid)",
+         "resolved like a plain helper call, as Warp resolves it when it builds the kernel"),
+    Form("builtin call", Kind.ACCEPTED, "wp.sin(x[tid])",
+         "a Warp or Python builtin, struct or vector constructor: its effect on memory is known"),
+    Form("opaque call", Kind.ACCEPTED, "native_op(v)",
+         "a call the rewrite cannot read (@wp.func_native): accepted handed values only; handed memory it is refused "
+         "(passes.read_back)"),
+    Form("wp.static value", Kind.ACCEPTED, "wp.static(N)", "a constant Warp evaluates when it builds the kernel"),
+    # control flow
+    Form("if", Kind.ACCEPTED, "if c[0] < n:", "both branches are replayed, with the condition's reads recorded"),
+    Form("for over range()", Kind.ACCEPTED, "for k in range(n):", "loops get per-trip records (passes.plan)"),
+    Form("for over another iterable", Kind.ACCEPTED, "for k in reversed(range(n)):",
+         "accepted away from consumed atomics; the planner refuses it around one"),
+    Form("while", Kind.ACCEPTED, "while done == 0:",
+         "an atomic or helper in the condition is moved into the body first (passes.while_conditions)"),
+    Form("loop with an 'else' clause", Kind.REFUSED, "for k in range(n): ... else: ...",
+         "Warp compiles no loop 'else' clause (it drops a while loop's): rewrite the loop without 'else'"),
+    Form("break", Kind.ACCEPTED, "break", "trip counts of loops that break are recorded"),
+    Form("continue", Kind.ACCEPTED, "continue", "replayed as written"),
+    Form("return in kernel", Kind.ACCEPTED, "return", "replayed as written"),
+    Form("return in helper", Kind.ACCEPTED, "return slot",
+         "a return from a loop Warp does not unroll becomes a flag and a break (passes.loop_returns)"),
+    # the rest of the language Warp compiles
+    Form("expression statement", Kind.ACCEPTED, "'''docstring'''", "a constant or a call whose value is unused"),
+    Form("pass", Kind.ACCEPTED, "pass", "nothing to replay"),
+    Form("assert", Kind.ACCEPTED, "assert n > 0", "checked in the record kernel and the replay alike"),
+    Form("operators", Kind.ACCEPTED, "a * b < c and not d",
+         "arithmetic, comparisons, boolean and conditional expressions: pure"),
+    Form("reads", Kind.ACCEPTED, "a[i].f", "names, constants, attributes, subscripts, slices, tuples and a vector "
+         "unpacked into a call's arguments (wp.vec6(*v, *w)); element reads of memory the launch writes are recorded"),
+)  # fmt: skip
+BY_NAME = {form.name: form for form in FORMS}
+
+# Nodes that are parts of a form rather than forms of their own.
+_PARTS = (ast.arguments, ast.arg, ast.keyword)
+_READS = (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Slice, ast.Tuple, ast.Starred)
+_OPERATORS = (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp)
+
+
+def target_kind(target: ast.expr) -> str | None:
+    """The ``TARGETS`` kind of an assignment target; None for targets outside the table."""
+    layers: list[type] = []
+    node = target
+    while isinstance(node, ast.Subscript | ast.Attribute):
+        layers.append(type(node))
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    layers.reverse()  # from the name out
+    while layers and layers[0] is ast.Attribute:  # a path: a struct field of a local or an argument
+        layers.pop(0)
+        if not layers:
+            return "attribute"
+    if not layers:
+        return "name"
+    shapes = {(ast.Subscript,): "subscript", (ast.Subscript, ast.Subscript): "component"}
+    return shapes.get(tuple(layers), "field" if tuple(layers) == (ast.Subscript, ast.Attribute) else "nested")
+
+
+class Fence:
+    """Names the form of each node of the kernel and of the helpers it reaches (``form_of``), and refuses the
+    kernel where one is refused or unknown (``check``)."""
+
+    def __init__(self, frontend: Frontend):
+        self.frontend = frontend
+
+    def reached(self) -> list[Unit]:
+        """The kernel and every helper it reaches, each once, in the order first reached."""
+        units, pending, seen = [], [self.frontend.kernel], set()
+        while pending:
+            unit = pending.pop(0)
+            if id(unit.tree) in seen:
+                continue
+            seen.add(id(unit.tree))
+            units.append(unit)
+            for node in walk(unit.tree):
+                if isinstance(node, ast.Call) and (helper := self.frontend.resolve_helper(unit, node)) is not None:
+                    pending.append(helper)
+        return units
+
+    def check(self) -> None:
+        """Refuse the first node, in source order, of a refused or unknown form, in a kernel that consumes an
+        atomic's return (any other kernel runs as plain Warp)."""
+        units = self.reached()
+        if not any(self._consumes(unit) for unit in units):
+            return
+        for unit in units:
+            for node, form in self.forms(unit):
+                if form is None:
+                    name = type(node).__name__
+                    raise Refusal(
+                        unit,
+                        node,
+                        f"'{name}' ({_shown(node)}) is {UNSUPPORTED}",
+                        "Write it with the forms docs/design.md lists as accepted",
+                    )
+                if form.kind is Kind.REFUSED:
+                    advice = form.why[0].upper() + form.why[1:]
+                    raise Refusal(unit, node, f"{form.name} ({_shown(node)}) is {UNSUPPORTED}", advice)
+
+    def _consumes(self, unit: Unit) -> bool:
+        """Does the function use an atomic's return (a tile atomic's too)?"""
+        if any(call.consumed for call in find_atomic_calls(unit.tree, self.frontend.warp_names(unit))):
+            return True
+        return any(form is BY_NAME["tile atomic, return used"] for _, form in self.forms(unit))
+
+    def forms(self, unit: Unit) -> list[tuple[ast.AST, Form | None]]:
+        """Each node of the function's body with its form (None: none in the table), in source order; nodes that
+        are parts of another's form are left out."""
+        nodes = [node for statement in unit.tree.body for node in walk(statement)]
+        parents = parent_map([unit.tree, *nodes]) if nodes else {}
+        parents.update({statement: unit.tree for statement in unit.tree.body})
+        atomics = atomic_forms(unit, self.frontend)
+        found = []
+        for node in nodes:
+            if isinstance(node, _PARTS) or _is_part_of_target(node, parents):
+                continue
+            if isinstance(node, ast.Call) and getattr(parents.get(node), "func", None) is node:
+                continue  # wp.static(helper) in wp.static(helper)(...): part of the call's form
+            found.append((node, atomics.get(id(node)) or self.form_of(unit, node, parents)))
+        return sorted(found, key=lambda pair: (getattr(pair[0], "lineno", 0), getattr(pair[0], "col_offset", 0)))
+
+    def form_of(self, unit: Unit, node: ast.AST, parents: dict[ast.AST, ast.AST]) -> Form | None:
+        """The table's form of ``node``; None for a node of a form the table does not have."""
+        if isinstance(node, ast.Assign | ast.AugAssign):
+            return _assignment_form(node)
+        if isinstance(node, ast.Call):
+            return self._call_form(unit, node, parents)
+        if isinstance(node, ast.For | ast.While):
+            return _loop_form(node)
+        if isinstance(node, ast.Return):
+            return BY_NAME["return in kernel" if unit is self.frontend.kernel else "return in helper"]
+        simple = {ast.If: "if", ast.Break: "break", ast.Continue: "continue", ast.Pass: "pass", ast.Assert: "assert",
+                  ast.Expr: "expression statement"}  # fmt: skip
+        if type(node) in simple:
+            return BY_NAME[simple[type(node)]]
+        if isinstance(node, _OPERATORS):
+            return BY_NAME["operators"]
+        if isinstance(node, _READS) and not isinstance(getattr(node, "ctx", None), ast.Store | ast.Del):
+            return BY_NAME["reads"]
+        return None
+
+    def _call_form(self, unit: Unit, call: ast.Call, parents: dict[ast.AST, ast.AST]) -> Form | None:
+        used = not isinstance(parents.get(call), ast.Expr)
+        name = called_name(call)
+        if self.frontend.resolve_helper(unit, call) is not None:
+            static = isinstance(call.func, ast.Call) and called_name(call.func) == "static"
+            return BY_NAME["helper through wp.static" if static else "helper call"]
+        if name == "static" and isinstance(call.func, ast.Attribute):
+            return BY_NAME["wp.static value"]
+        if self.frontend.is_builtin(unit, call):
+            tile_atomic = name is not None and name.startswith("tile_atomic_")
+            return BY_NAME["tile atomic, return used" if tile_atomic and used else "builtin call"]
+        return BY_NAME["opaque call"]
+
+
+def atomic_forms(unit: Unit, frontend: Frontend) -> dict[int, Form]:
+    """The form of each atomic call of the function, by id of its node."""
+    forms = {}
+    for call in find_atomic_calls(unit.tree, frontend.warp_names(unit)):
+        keywords = any(keyword.arg for keyword in call.node.keywords)
+        name = f"atomic{' by keyword' if keywords else ''}, return used" if call.consumed else "atomic, return unused"
+        forms[id(call.node)] = BY_NAME[name]
+    return forms
+
+
+def _assignment_form(node: ast.Assign | ast.AugAssign) -> Form | None:
+    if isinstance(node, ast.AugAssign):
+        if isinstance(node.op, ast.MatMult):
+            return BY_NAME["@= on any target"]
+        kind = target_kind(node.target)
+        return None if kind is None else BY_NAME[f"{kind} {_GROUP[type(node.op)]}"]
+    if len(node.targets) != 1:
+        return None  # a = b = v
+    (target,) = node.targets
+    if isinstance(target, ast.Tuple | ast.List):
+        into_locals = all(isinstance(element, ast.Name) for element in target.elts)
+        return BY_NAME["tuple ="] if into_locals else None  # Warp unpacks into locals only
+    kind = target_kind(target)
+    return None if kind is None else BY_NAME[f"{kind} ="]
+
+
+def _is_part_of_target(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+    """Is ``node`` inside an assignment's or a for loop's target (whose form that statement names), but for its
+    indices?"""
+    child, parent = node, parents.get(node)
+    while isinstance(parent, ast.Subscript | ast.Attribute | ast.Tuple | ast.List | ast.Starred):
+        if isinstance(parent, ast.Subscript) and child is parent.slice:
+            return False
+        child, parent = parent, parents.get(parent)
+    if isinstance(parent, ast.Assign):
+        return child in parent.targets
+    if isinstance(parent, ast.For):
+        return child is parent.target
+    return isinstance(parent, ast.AugAssign) and child is parent.target
+
+
+def _loop_form(loop: ast.For | ast.While) -> Form:
+    if loop.orelse:
+        return BY_NAME["loop with an 'else' clause"]
+    if isinstance(loop, ast.While):
+        return BY_NAME["while"]
+    iterates_range = isinstance(loop.iter, ast.Call) and called_name(loop.iter) == "range"
+    return BY_NAME["for over range()" if iterates_range else "for over another iterable"]
+
+
+def _shown(node: ast.AST, most: int = 60) -> str:
+    text = ast.unparse(node).split("\n", 1)[0]
+    return text if len(text) <= most else text[: most - 3] + "..."
+
+
+def form_list() -> str:
+    """The design notes' table of forms (docs/design.md, between ``<!-- fence -->`` and ``<!-- /fence -->``)."""
+    rows = [f"| {f.name} | {f.kind.value} | `{f.example}` | {f.why} |\n" for f in FORMS]
+    return "| form | kind | example | why |\n|---|---|---|---|\n" + "".join(rows)
