@@ -318,11 +318,7 @@ GENERATORS: dict[str, Generator] = {
 }  # fmt: skip
 # Forms with a known failure, by name: a failed kernel using one is an expected failure of the suite's slice
 # (tests/test_fuzz.py) until the fix lands, and is still reported by ``make fuzz``.
-KNOWN_FAILURES = {
-    f"{target} *=": "issue 23: an update of a component or field of an element of an array the launch writes is "
-    "lost in the record kernel (the element read is recorded, the update lands on the record)"
-    for target in ("component", "field", "nested")
-}
+KNOWN_FAILURES: dict[str, str] = {}  # form -> why its kernels are expected to fail (none since issue 23's fix)
 # Forms written only where no wrapper goes around them: a kernel's return is a helper's inside one.
 KERNEL_LEVEL = frozenset({"return in kernel"})
 ACCEPTED = [form.name for form in FORMS if form.kind is Kind.ACCEPTED]
