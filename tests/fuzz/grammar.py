@@ -93,6 +93,11 @@ def _subscript(group: str) -> Generator:
         out = _out(writer)
         operator = writer.rng.choice(("+=", "-=")) if group == "+=" else "="
         scope.line(f"{out}[tid] {operator} {writer.float_value(scope)}")
+        if group == "=" and writer.rng.random() < 0.5:  # read back what this thread stored (passes.own_writes)
+            scope.line(f"y[tid] += {out}[tid] * {out}[tid] * {writer.constant()}")
+        elif group == "=" and writer.rng.random() < 0.5:  # a read only compared (passes.layout.only_compared)
+            scope.line(f"if {out}[(tid + 1) % {writer.dim}] > {writer.constant()}:")
+            scope.line(f"    y[tid] += xv * {writer.constant()}")
 
     return write
 
