@@ -278,7 +278,9 @@ def _python_files(paths: list[str]) -> Iterator[tuple[Path, str]]:
         for file in sorted(path.rglob("*.py")):
             relative = file.relative_to(path).parts
             skipped = any(part.startswith(".") or part in ("__pycache__", RUNTIME_FOLDER) for part in relative[:-1])
-            if not skipped and file.name != f"{RUNTIME_FOLDER}.py":  # an earlier version's single-file copy
+            if not skipped and file.is_symlink() and not file.exists():  # dangling, or a loop of links
+                print(f"wp-rewrite: warning: {file}: a symbolic link to no file, skipped", file=sys.stderr)
+            elif not skipped and file.name != f"{RUNTIME_FOLDER}.py":  # an earlier version's single-file copy
                 found = True
                 yield file, str(file)
         if not found:
@@ -460,8 +462,11 @@ def _rewrite_file(args: argparse.Namespace, display: str, runtimes: set[Path], i
     output = Path(args.output) if args.output else (source_path if args.in_place else None)
     if output is not None and not args.in_place and _same_file(output, source_path):
         raise UserError(f"{args.output}: this is the input file; use --in-place (without -o) to overwrite it")
+    if output is not None and output.exists() and not output.resolve().is_file():
+        raise UserError(f"{output}: not a regular file; wp-rewrite writes the rewritten module only into one")
     source = _read(source_path, display)
-    folder = (output or source_path).parent
+    # Through a symbolic link, the file it points to is written, and Python finds the runtime beside that one.
+    folder = (output.resolve() if output is not None and output.is_symlink() else output or source_path).parent
     try:
         emitted = emit_module(source_path, display, source.text, max_records=args.max_records,
                               detach_returns=args.detach_returns, folder=folder,
@@ -486,18 +491,23 @@ def _rewrite_file(args: argparse.Namespace, display: str, runtimes: set[Path], i
             data = source.encode(emitted.text)
         except UnicodeEncodeError as error:
             raise UserError(f"{output}: cannot write the rewritten module in {source.encoding}: {error}") from None
-        if not output.parent.is_dir():
+        if not folder.is_dir():
             raise UserError(f"{output}: cannot write: there is no folder {output.parent}")
+        new_runtime = None  # the runtime copy this write adds, taken back if the module cannot be written
         try:
-            if emitted.has_blocks and output.parent.resolve() not in runtimes:
-                write_runtime(output.parent)
-                runtimes.add(output.parent.resolve())
+            if emitted.has_blocks and folder.resolve() not in runtimes:
+                new_runtime = None if (folder / RUNTIME_FOLDER).exists() else folder / RUNTIME_FOLDER
+                write_runtime(folder)
+                runtimes.add(folder.resolve())
         except OSError as error:
-            raise UserError(f"{output.parent / RUNTIME_FOLDER}: cannot write the runtime: {_reason(error)}") from None
+            raise UserError(f"{folder / RUNTIME_FOLDER}: cannot write the runtime: {_reason(error)}") from None
         try:
             if emitted.text != source.text or output != source_path:
                 write_atomically(output, data)
         except OSError as error:
+            if new_runtime is not None:
+                shutil.rmtree(new_runtime, ignore_errors=True)
+                runtimes.discard(folder.resolve())
             raise UserError(f"{output}: cannot write: {_reason(error)}") from None
     if not args.quiet:
         if emitted.has_blocks and output is None and not args.diff:
