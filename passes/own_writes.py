@@ -150,7 +150,9 @@ class _Forwarding:
             cast = ast.Call(_dotted(stored.cast), [value], []) if stored.cast else value
             local = ast.copy_location(ast.Assign([ast.Name(stored.local, ast.Store())], cast), statement)
             store = ast.Assign([copy.deepcopy(statement.targets[0])], ast.Name(stored.local, ast.Load()))
-            return [local, ast.copy_location(store, statement)], valid | {stored.name}
+            # the new nodes at the store's place (the passes sort and report by position)
+            new = [ast.fix_missing_locations(local), ast.fix_missing_locations(ast.copy_location(store, statement))]
+            return new, valid | {stored.name}
         if isinstance(statement, ast.If):
             test = self.expression(statement.test, valid)
             body, after_body = self._block(statement.body, valid)
