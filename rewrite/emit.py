@@ -39,7 +39,7 @@ from warp_rewrite.passes.syntax import walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.pipeline import GeneratedKernel, RewriteOptions
 from warp_rewrite.printing import WIDTH
-from warp_rewrite.project import Project, Unfollowed
+from warp_rewrite.project import SEARCHED, Project, Unfollowed
 from warp_rewrite.runtime import RewriteError
 from warp_rewrite.runtime.abi import RuntimeNames
 from warp_rewrite.source_file import Imported, Region
@@ -105,6 +105,7 @@ def _unknown_warning(module: StaticModule, kernel: ast.FunctionDef, unknown: Unk
     through = f" (through helper '{unknown.via}')" if unknown.via else ""
     if isinstance(miss, Unfollowed):
         what = f"{miss.callee.value} '{miss.helper}' from '{miss.module}', whose file wp-rewrite could not find"
+        what += f" ({SEARCHED})"
     else:
         what = (f"{miss.callee.value} '{miss.helper}'{through}, {miss.reason}, which wp-rewrite cannot follow from "
                 "the source")  # fmt: skip

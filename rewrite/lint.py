@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from warp_rewrite.hazards import HazardFinder, Unknown, launched_kernel
-from warp_rewrite.project import Project, Unfollowed
+from warp_rewrite.project import SEARCHED, Project, Unfollowed
 from warp_rewrite.source_file import ParseError
 from warp_rewrite.staleness import stale
 from warp_rewrite.static_module import StaticModule
@@ -113,7 +113,7 @@ def _unknown_fields(unknown: Unknown) -> dict[str, str]:
     through = f" (through helper '{unknown.via}')" if unknown.via else ""
     fields = {"helper": miss.helper, "through": through, "callee": miss.callee.value}
     if isinstance(miss, Unfollowed):
-        return fields | {"reason": f"imported from '{miss.module}', whose file was not found"}
+        return fields | {"reason": f"imported from '{miss.module}', whose file was not found ({SEARCHED})"}
     return fields | {"reason": miss.reason}
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import importlib.machinery
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,8 @@ from warp_rewrite.source_file import Imported, ParseError, SourceFile, display_p
 from warp_rewrite.static_module import StaticModule
 
 _NOT_FOLLOWED = frozenset({"warp", "numpy", "typing", "math"})
+# Where ``Project.module_file`` looks, as the messages about a file not found say it.
+SEARCHED = "searched the file's folder and those above it, the working directory and the interpreter's sys.path"
 
 
 def _class_member(module: StaticModule, cls: ast.ClassDef, attr: str) -> tuple[StaticModule, ast.FunctionDef] | None:
@@ -97,6 +100,36 @@ def _used_as_type(scope: ast.AST, name: str) -> bool:
     return False
 
 
+def installed_file(parts: list[str]) -> Path | None:
+    """The source file of module ``parts`` (a package's ``__init__.py``) as the running interpreter would find it on
+    ``sys.path`` (site-packages, ``PYTHONPATH``, ``.pth`` files) or through an import hook on ``sys.meta_path`` (an
+    editable install), asked package by package of the finders, so that nothing is imported: a package's
+    ``__init__`` does not run. None where it is not Python source."""
+    search: list[str] | None = None  # None: sys.path, for the top-level package
+    spec = None
+    for depth in range(len(parts)):
+        name = ".".join(parts[: depth + 1])
+        spec = next((found for finder in sys.meta_path if (found := _spec(finder, name, search)) is not None), None)
+        if spec is None:
+            return None
+        if depth < len(parts) - 1:
+            if spec.submodule_search_locations is None:
+                return None  # a module where a package was needed
+            search = list(spec.submodule_search_locations)
+    origin = getattr(spec, "origin", None)
+    return Path(origin) if origin and origin.endswith(".py") and Path(origin).is_file() else None
+
+
+def _spec(finder: object, name: str, search: list[str] | None) -> importlib.machinery.ModuleSpec | None:
+    find_spec = getattr(finder, "find_spec", None)
+    if find_spec is None:
+        return None
+    try:
+        return find_spec(name, search)
+    except (ImportError, ValueError, OSError):
+        return None
+
+
 @dataclass
 class Project:
     """The files of the user's project that helpers are followed into, each parsed once."""
@@ -119,7 +152,8 @@ class Project:
 
         An absolute import is looked up from the file's folder up through every folder above it (the first
         that has the import's top-level package or module wins), then from the working directory: the roots
-        Python would have on its path when the project runs, wherever ``wp-rewrite`` runs from.
+        Python would have on its path when the project runs, wherever ``wp-rewrite`` runs from; then where the
+        running interpreter finds installed packages (``installed_file``).
         """
         key = (origin.path, level, dotted)
         if key not in self._files:
@@ -140,7 +174,7 @@ class Project:
             for candidate in (base.with_suffix(".py") if parts else None, base / "__init__.py"):
                 if candidate is not None and candidate.is_file():
                     return candidate
-        return None
+        return installed_file(parts) if level == 0 else None
 
     def resolve(self, module: StaticModule, call: ast.Call, depth: int = 0) -> Resolved:
         """The ``@wp.func`` a call (in ``module``'s tree) refers to; ``Unfollowed`` if it is imported from a file

@@ -24,6 +24,7 @@ import warp_rewrite.runtime
 from warp_rewrite import launch, wp_rewrite
 from warp_rewrite.cli import main
 from warp_rewrite.emit import runtime_import
+from warp_rewrite.project import SEARCHED
 
 TESTS = Path(__file__).parent
 SAMPLES = TESTS / "cli_samples"
@@ -571,8 +572,8 @@ def test_helper_imported_from_a_file_not_found_is_a_warning(tmp_path, capsys):
     assert status == 0 and "\nlaunch_compact = " in (tmp_path / "out.py").read_text()
     assert err == (
         f"{source}:10:17: warning: kernel 'compact' calls helper 'scale' from 'elsewhere', whose file wp-rewrite "
-        "could not find; if it uses an atomic's returned value, its gradients stay wrong: launch wp_rewrite(compact) "
-        "instead, which sees the value at run time\n"
+        f"could not find ({SEARCHED}); if it uses an atomic's returned value, its gradients stay wrong: launch "
+        "wp_rewrite(compact) instead, which sees the value at run time\n"
     )
 
 

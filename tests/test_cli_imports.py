@@ -85,3 +85,58 @@ def test_one_class_reached_by_two_spellings_is_one_binding(modules):
 
     check(Case(None, N, lambda: [f64(X, True), i32([0]), wp.zeros(N, dtype=wp.float64, requires_grad=True)], [2], [0],
                program=program))  # fmt: skip
+
+
+INSTALLED = {
+    "__init__.py": "import sys\n\nsys.modules.setdefault('installed_pkg_was_imported', sys)\n",
+    "sub/__init__.py": "",
+    "sub/writers.py": """import warp as wp
+
+SCALE = wp.constant(wp.float64(3.0))
+
+
+@wp.func
+def write_slot(count: wp.array[wp.int32], out: wp.array[wp.float64], value: wp.float64):
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = value * SCALE
+""",
+}
+USER = """import warp as wp
+from installed_pkg.sub.writers import write_slot
+
+
+@wp.kernel
+def emit_squares(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    write_slot(count, out, x[tid] * x[tid])
+"""
+
+
+def test_a_helper_of_an_installed_package_is_followed_without_importing_it(tmp_path, monkeypatch, capsys):
+    """Found on ``sys.path`` (here a folder outside the project, as site-packages or PYTHONPATH would be) by Python's
+    own finders, package by package: the package's ``__init__`` never runs while wp-rewrite reads it."""
+    import sys
+
+    site, project = tmp_path / "site", tmp_path / "project"
+    for name, text in INSTALLED.items():
+        (site / "installed_pkg" / name).parent.mkdir(parents=True, exist_ok=True)
+        (site / "installed_pkg" / name).write_text(text)
+    project.mkdir()
+    (project / "user_sim.py").write_text(USER)
+    monkeypatch.syspath_prepend(str(site))
+    assert main([str(project / "user_sim.py"), "--check"]) == 1
+    assert "WR003 kernel 'emit_squares' calls helper 'write_slot'" in capsys.readouterr().out
+    assert main([str(project / "user_sim.py"), "-o", str(project / "user_sim_out.py"), "-q"]) == 0
+    assert "installed_pkg" not in sys.modules and "installed_pkg_was_imported" not in sys.modules
+    text = (project / "user_sim_out.py").read_text()
+    assert "from installed_pkg.sub.writers import SCALE\n" in text  # the kernel's file's own spelling
+    emitted = import_file(project / "user_sim_out.py", "user_sim_out")
+
+    def program(args, launcher):
+        if launcher.__name__ == "launch_original":
+            wp.launch(emitted.emit_squares.kernel, N, inputs=args, device="cpu")
+        else:
+            wp.launch(emitted.emit_squares, N, inputs=args, device="cpu")
+
+    make = lambda: [f64(X, True), i32([0]), wp.zeros(N, dtype=wp.float64, requires_grad=True)]  # noqa: E731
+    check(Case(None, N, make, [2], [0], program=program))
