@@ -56,6 +56,13 @@ def import_file(path: Path, name: str):
     return module
 
 
+def rewritten_copy(module, folder: Path):
+    """``module``'s file rewritten by the command line into ``folder`` and imported from there."""
+    name = f"{module.__name__}_rewritten"
+    assert main([module.__file__, "-o", str(folder / f"{name}.py"), "-q"]) == 0
+    return import_file(folder / f"{name}.py", name)
+
+
 @pytest.fixture(scope="module")
 def emitted(tmp_path_factory):
     """patterns.py rewritten into a temporary folder and imported from there (its helpers from tests/)."""

@@ -5,16 +5,12 @@ through the API and through the command line. Such an update once lost its incre
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import component_updates
 import numpy as np
 import pytest
 import warp as wp
 from harness import Case, check, f64, i32
-from test_cli import import_file
-
-from warp_rewrite.cli import main
+from test_cli import rewritten_copy
 
 N = 6
 X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1])
@@ -75,9 +71,7 @@ def test_through_the_api(name):
 
 @pytest.fixture(scope="module")
 def emitted(tmp_path_factory):
-    out = tmp_path_factory.mktemp("component_updates") / "component_updates_rewritten.py"
-    assert main([str(Path(component_updates.__file__)), "-o", str(out), "-q"]) == 0
-    return import_file(out, "component_updates_rewritten")
+    return rewritten_copy(component_updates, tmp_path_factory.mktemp("component_updates"))
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))

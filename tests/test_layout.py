@@ -4,17 +4,14 @@ line, against finite differences)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import compared_reads
 import numpy as np
 import pytest
 import warp as wp
 from harness import Case, check, f64, i32
-from test_cli import import_file
+from test_cli import rewritten_copy, through
 
 from warp_rewrite import RewriteError, launch, wp_rewrite
-from warp_rewrite.cli import main
 
 N = 4
 
@@ -30,36 +27,26 @@ KERNELS = {
 }
 
 
-def case(module, name: str, launch_rewritten) -> Case:
-    make, loss = KERNELS[name]
-
-    def program(args, launcher):
-        if launcher.__name__ == "launch_original":
-            wp.launch(getattr(module, name), N, inputs=args, device="cpu")
-        else:
-            launch_rewritten(args)
-
-    # the budget's gradient, but not the best's: Warp's atomic_max passes the loss's weight back to the initial best
-    return Case(None, N, make, loss, [0, 1] if name == "spend_if_affordable" else [0], program=program)
+def wrt(name: str) -> list[int]:
+    """The budget's gradient, not the best's: Warp's atomic_max passes the loss's weight back to the initial best."""
+    return [0, 1] if name == "spend_if_affordable" else [0]
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_through_the_api(name):
-    rewritten = wp_rewrite(getattr(compared_reads, name))
-    check(case(compared_reads, name, lambda args: launch(rewritten, N, inputs=args, device="cpu")))
+    make, loss = KERNELS[name]
+    check(Case(getattr(compared_reads, name), N, make, loss, wrt(name)))
 
 
 @pytest.fixture(scope="module")
 def emitted(tmp_path_factory):
-    out = tmp_path_factory.mktemp("compared_reads") / "compared_reads_rewritten.py"
-    assert main([str(Path(compared_reads.__file__)), "-o", str(out), "-q"]) == 0
-    return import_file(out, "compared_reads_rewritten")
+    return rewritten_copy(compared_reads, tmp_path_factory.mktemp("compared_reads"))
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_through_the_command_line(emitted, name):
-    launch_emitted = getattr(emitted, f"launch_{name}")
-    check(case(emitted, name, lambda args: launch_emitted(N, inputs=args, device="cpu")))
+    make, loss = KERNELS[name]
+    check(Case(None, N, make, loss, wrt(name), program=through(emitted, name, N)))
 
 
 @wp.kernel

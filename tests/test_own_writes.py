@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import ast
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import own_stores
 import pytest
 import warp as wp
 from harness import Case, check, f64, i32
-from test_cli import import_file
+from test_cli import rewritten_copy, through
 
 from warp_rewrite import RewriteError, launch, wp_rewrite
-from warp_rewrite.cli import main
 from warp_rewrite.passes.own_writes import forward_own_writes
 
 N = 5
@@ -35,35 +33,21 @@ KERNELS = {
 }
 
 
-def case(module, name: str, launch_rewritten) -> Case:
-    make, loss = KERNELS[name]
-
-    def program(args, launcher):
-        if launcher.__name__ == "launch_original":
-            wp.launch(getattr(module, name), N, inputs=args, device="cpu")
-        else:
-            launch_rewritten(args)
-
-    return Case(None, N, make, loss, [0], program=program)
-
-
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_through_the_api(name):
-    rewritten = wp_rewrite(getattr(own_stores, name))
-    check(case(own_stores, name, lambda args: launch(rewritten, N, inputs=args, device="cpu")))
+    make, loss = KERNELS[name]
+    check(Case(getattr(own_stores, name), N, make, loss, [0]))
 
 
 @pytest.fixture(scope="module")
 def emitted(tmp_path_factory):
-    out = tmp_path_factory.mktemp("own_stores") / "own_stores_rewritten.py"
-    assert main([str(Path(own_stores.__file__)), "-o", str(out), "-q"]) == 0
-    return import_file(out, "own_stores_rewritten")
+    return rewritten_copy(own_stores, tmp_path_factory.mktemp("own_stores"))
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_through_the_command_line(emitted, name):
-    launch_emitted = getattr(emitted, f"launch_{name}")
-    check(case(emitted, name, lambda args: launch_emitted(N, inputs=args, device="cpu")))
+    make, loss = KERNELS[name]
+    check(Case(None, N, make, loss, [0], program=through(emitted, name, N)))
 
 
 def test_a_store_in_a_loop_forwards_nothing_and_the_read_stays_refused():
