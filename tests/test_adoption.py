@@ -305,6 +305,11 @@ def test_options_are_checked():
 
 
 def test_threads_share_one_rewrite_and_launch_as_in_sequence():
+    """Threads share one rewrite and launch concurrently; each gets what a launch alone gets.
+
+    Warp keeps one active tape per process (entering a second raises), so the concurrent launches run
+    without one; a taped launch and its gradient are checked once, in sequence."""
+
     @wp.kernel
     def fresh(x: wp.array(dtype=wp.float64), count: wp.array(dtype=wp.int32), out: wp.array(dtype=wp.float64)):
         slot = wp.atomic_add(count, 0, 1)
@@ -317,15 +322,20 @@ def test_threads_share_one_rewrite_and_launch_as_in_sequence():
 
     def run(_):
         args = [f64(X, True), i32([0]), zeros(N)]
-        tape = wp.Tape()
-        with tape:
-            wp.launch(rewritten[0], N, inputs=args, device="cpu")
-        tape.backward(grads={args[2]: wp.ones(N, dtype=wp.float64, device="cpu")})
-        return args[2].numpy().tolist(), args[0].grad.numpy().tolist()
+        wp.launch(rewritten[0], N, inputs=args, device="cpu")
+        return args[2].numpy().tolist(), args[1].numpy().tolist()
 
     sequential = run(0)
     with ThreadPoolExecutor(4) as pool:
         assert all(result == sequential for result in pool.map(run, range(8)))
+
+    args = [f64(X, True), i32([0]), zeros(N)]
+    tape = wp.Tape()
+    with tape:
+        wp.launch(rewritten[0], N, inputs=args, device="cpu")
+    tape.backward(grads={args[2]: wp.ones(N, dtype=wp.float64, device="cpu")})
+    assert args[2].numpy().tolist() == sequential[0]
+    assert args[0].grad.numpy().tolist() == [1.0] * N
 
 
 @wp.kernel
