@@ -2,7 +2,7 @@
 the same gradients, and Warp's own checkers (``wp.autograd.jacobian``, ``jacobian_fd``, ``gradcheck``,
 ``gradcheck_tape``) pass on functions that launch rewritten kernels, both an int compaction and exact float
 returns. Issue 25, item 3: they take a ``RewrittenKernel`` as a kernel too, and so do ``Tape.visualize`` and
-``wp.load_module`` (of its ``.module``). Ground truth: central differences of the original kernels (``launch``
+``wp.load_module``. Ground truth: central differences of the original kernels (``launch``
 without a tape runs them)."""
 
 import numpy as np
@@ -156,7 +156,22 @@ def test_gradcheck_tape_checks_the_replay_kernel_against_the_recorded_values(nam
     for array, values in zip([*inputs, out], before, strict=True):
         np.testing.assert_array_equal(array.numpy(), values)
     checked = [entry[0].key for entry in tape.launches if not callable(entry)]
-    assert checked == [wp_rewrite(FUNCTIONS_KERNELS[name]).replay_kernel.key]
+    rewritten = wp_rewrite(FUNCTIONS_KERNELS[name])
+    assert checked == [rewritten.key] == [rewritten.replay_kernel.key]
+
+
+def test_gradcheck_tape_lists_take_a_rewritten_kernels_key(monkeypatch):
+    """A rewritten kernel's ``key`` is the one the tape holds, so ``gradcheck_tape``'s lists select its launches."""
+    function, make = FUNCTIONS["compaction"]
+    tape = wp.Tape()
+    with tape:
+        function(*make())
+    checked = []
+    monkeypatch.setattr(warp._src.autograd, "gradcheck", lambda kernel, *_, **__: checked.append(kernel.key) or True)
+    key = wp_rewrite(compact).key
+    assert wp.autograd.gradcheck_tape(tape, whitelist_kernels=[key])
+    assert wp.autograd.gradcheck_tape(tape, blacklist_kernels=[key])
+    assert checked == [key]
 
 
 FUNCTIONS_KERNELS = {
@@ -218,12 +233,20 @@ def test_jacobian_fd_and_gradcheck_take_a_rewritten_kernel_as_a_kernel():
 def test_a_rewritten_kernel_has_the_generated_module_and_options():
     rewritten = wp_rewrite(compact)
     assert rewritten.module is rewritten.record_kernel.module is rewritten.replay_kernel.module
-    assert rewritten.module.name.startswith("wp_rewrite.") and rewritten.key == compact.key
+    assert rewritten.module.name.startswith("wp_rewrite.") and rewritten.key == rewritten.replay_kernel.key
     assert rewritten.options is rewritten.replay_kernel.options  # the backward's: it has one
     assert rewritten.adj is compact.adj  # the parameters Warp's tools name
     wp.load_module(rewritten.module, device="cpu")
+    wp.load_module(rewritten, device="cpu")  # its generated module
+    assert rewritten.module.execs  # compiled and loaded
     with pytest.raises(TypeError, match="Argument must be a module"):
-        wp.load_module(compact)  # a kernel is no module to Warp, rewritten or not
+        wp.load_module(compact)  # a plain kernel is no module to Warp
+
+
+def test_load_module_without_a_module_still_loads_the_callers():
+    """Warp's default is the module that called it: the hook asks one frame further up."""
+    wp.load_module(device="cpu")  # this test module, which holds kernels
+    assert compact.module.execs
 
 
 @pytest.mark.parametrize("name", ["compaction", "exact_add"])

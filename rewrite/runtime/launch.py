@@ -367,7 +367,7 @@ class RewrittenKernel(wp.Kernel):
 
     It is a ``wp.Kernel`` so that Warp's tools that take one (``wp.autograd.jacobian``, ``gradcheck``...) take it,
     but never compiled itself (``wp.Kernel.__init__`` does not run): ``module`` and ``options`` are the generated
-    kernels', ``adj`` (the parameters) and ``key`` the original's, which every message names.
+    kernels' and ``key`` the replay kernel's (what Warp's tools see on a tape), ``adj`` (the parameters) the original's.
     """
 
     launches_rewritten = True  # how the wp.launch hook (``hook``) of any copy of the runtime recognises one
@@ -406,11 +406,13 @@ class RewrittenKernel(wp.Kernel):
     def __repr__(self) -> str:
         sites = len(self.pair.spec.sites) if self.pair else 0
         phases = "record+replay" if self.pair else "refused" if self.refusal else "unchanged"
-        return f"<RewrittenKernel {self.key!r}: {sites} site{'s' * (sites != 1)}, {phases}>"
+        return f"<RewrittenKernel {self.kernel.key!r}: {sites} site{'s' * (sites != 1)}, {phases}>"
 
     @property
     def key(self) -> str:
-        return self.kernel.key
+        """The key of the kernel Warp runs backward, the one its tools see on a tape (``gradcheck_tape``'s white and
+        black lists, ``Tape.visualize``); messages name ``kernel.key``, the user's."""
+        return self.pair.replay.key if self.pair else self.kernel.key
 
     @property
     def adj(self):
@@ -536,8 +538,10 @@ class RewrittenKernel(wp.Kernel):
         """
         args = request.args
         if len(adjoints) != len(args):
-            raise RuntimeError(f"Error launching kernel '{self.key}' with adjoint=True: passed {len(args)} arguments "
-                               f"but {len(adjoints)} adjoints")  # fmt: skip
+            raise RuntimeError(
+                f"Error launching kernel '{self.kernel.key}' with adjoint=True: passed {len(args)} arguments "
+                f"but {len(adjoints)} adjoints"
+            )
         self._check_arguments(args, request.shape, request.device)
         spec = self.pair.spec
         snapshots = []
@@ -545,7 +549,7 @@ class RewrittenKernel(wp.Kernel):
             if path in spec.written:
                 if type(array) is not wp.array:
                     raise RewriteError(
-                        self.key,
+                        self.kernel.key,
                         spec.location,
                         f"an adjoint launch puts back what the forward writes, here into '{path}', a "
                         f"{type(array).__name__}, which it cannot copy",
@@ -583,7 +587,7 @@ class RewrittenKernel(wp.Kernel):
             self.kernel.module.load(device, block_dim)  # the kernel's own error, if it has one, is the user's
             first = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
             raise RewriteError(
-                self.key,
+                self.kernel.key,
                 self.pair.spec.location,
                 f"the kernels warp-rewrite generated for it do not compile ({first}), although the kernel does: this "
                 "is a bug in warp-rewrite",
@@ -596,13 +600,13 @@ class RewrittenKernel(wp.Kernel):
         for path, array in argument_arrays(spec.parameters, args):
             if array.device != device:
                 raise ValueError(
-                    f"kernel '{self.key}': argument '{path}' is on device '{array.device}' "
+                    f"kernel '{self.kernel.key}': argument '{path}' is on device '{array.device}' "
                     f"but the launch is on '{device}'"
                 )
         check_aliasing(spec, args)
         if len(shape) > spec.launch_arity:
             raise ValueError(
-                f"kernel '{self.key}' unpacks wp.tid() into {spec.launch_arity} index(es) but is launched with "
+                f"kernel '{self.kernel.key}' unpacks wp.tid() into {spec.launch_arity} index(es) but is launched with "
                 f"{len(shape)} dimensions: its records are kept per thread by those indices. Unpack all "
                 f"{len(shape)} (e.g. i, j = wp.tid()) or launch with fewer dimensions"
             )
@@ -625,7 +629,7 @@ class RewrittenKernel(wp.Kernel):
             path = None if site.exact else requires_grad_path(parameters, request.args, site)
             if path is not None and site.op == Op.READ:
                 raise RewriteError(
-                    self.key,
+                    self.kernel.key,
                     site.location,
                     f"this reads '{site.target}', which the launch also writes, and the value read is a float that "
                     f"depends on '{path}', which requires grad: its gradient through what the launch wrote there is "
@@ -634,7 +638,7 @@ class RewrittenKernel(wp.Kernel):
                 )
             if path is not None:
                 raise RewriteError(
-                    self.key,
+                    self.kernel.key,
                     site.location,
                     f"the value returned by wp.atomic_{site.op}() on '{site.target}' is a float that depends on "
                     f"'{path}', which requires grad; its exact gradient through the returned value is not supported",
@@ -658,7 +662,7 @@ class RewrittenKernel(wp.Kernel):
             target = argument_at(spec.parameters, request.args, site.target)
             if site.exact and type(target) is not wp.array:
                 raise RewriteError(
-                    self.key,
+                    self.kernel.key,
                     site.location,
                     f"the target '{site.target}' of float atomics whose returns get exact gradients is a "
                     f"{type(target).__name__}; while the kernel runs, its values live in a shadow of a wp.array",
@@ -677,7 +681,7 @@ class RewrittenKernel(wp.Kernel):
         loop = next(loop for loop in spec.loops if known[loop.id] is None)
         if request.device.is_capturing:
             raise RewriteError(
-                self.key,
+                self.kernel.key,
                 loop.location,
                 "this loop's trip count is not known before the launch: it would be counted by a dry run read "
                 "back on the host, which a CUDA graph capture cannot wait for",
@@ -689,7 +693,7 @@ class RewrittenKernel(wp.Kernel):
         uncopyable = next((path for path, value in zip(spec.parameters, scratch, strict=True) if value is None), None)
         if uncopyable is not None:
             raise RewriteError(
-                self.key, spec.location,
+                self.kernel.key, spec.location,
                 f"counting the trips of its loops of unknown length would need a copy of '{uncopyable}', which "
                 "the kernel writes, and that kind of array cannot be copied",
                 "Pass max_records (to wp_rewrite, or to the launch) so that no count is needed",
