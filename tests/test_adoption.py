@@ -1,7 +1,7 @@
-"""Drop-in adoption (issue 17): existing ``wp.launch`` call sites keep working with rewritten kernels, ``wp_rewrite``
-is a decorator, code one cannot edit can opt in, and the rewrite says what it did. Issue 25: forward-only
-launches of refused kernels run the original (item 4); bad input and backward-less modules are met as plain
-Warp meets them (item 6); options are checked and threads share one rewrite (item 7)."""
+"""Drop-in adoption: existing ``wp.launch`` call sites keep working with rewritten kernels, ``wp_rewrite``
+is a decorator, code one cannot edit can opt in, and the rewrite says what it did. Forward-only
+launches of refused kernels run the original; bad input and backward-less modules are met as plain
+Warp meets them; options are checked and threads share one rewrite."""
 
 import io
 import subprocess
@@ -12,8 +12,8 @@ from contextlib import nullcontext
 import numpy as np
 import pytest
 import warp as wp
-from harness import Case, arrays_of, assert_same_forward, check, f64, finite_difference_gradients, i32
 
+from tests.support.harness import Case, arrays_of, assert_same_forward, check, f64, finite_difference_gradients, i32
 from warp_rewrite import RewriteError, RewrittenKernel, launch, rewrite_launches, wp_rewrite
 
 N = 6

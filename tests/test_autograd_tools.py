@@ -1,7 +1,7 @@
-"""Backward is repeatable (issue 15, item 6): a second ``tape.backward`` after zeroing one's own gradients gives
+"""Backward is repeatable: a second ``tape.backward`` after zeroing one's own gradients gives
 the same gradients, and Warp's own checkers (``wp.autograd.jacobian``, ``jacobian_fd``, ``gradcheck``,
 ``gradcheck_tape``) pass on functions that launch rewritten kernels, both an int compaction and exact float
-returns. Issue 25, item 3: they take a ``RewrittenKernel`` as a kernel too, and so do ``Tape.visualize`` and
+returns. They take a ``RewrittenKernel`` as a kernel too, and so do ``Tape.visualize`` and
 ``wp.load_module`` (of its ``.module``). Ground truth: central differences of the original kernels (``launch``
 without a tape runs them)."""
 
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import warp as wp
 import warp.autograd
-from harness import f64, i32
 
+from tests.support.harness import f64, i32
 from warp_rewrite import launch, wp_rewrite
 
 N = 6

@@ -99,7 +99,7 @@ N = len(X)
 
 def _cases():
     """name -> harness Case, built in the child process (the harness imports the rewrite)."""
-    from harness import Case, f64, i32
+    from tests.support.harness import Case, f64, i32
 
     zeros = lambda n: f64(np.zeros(n), True)  # noqa: E731
     keys = [3, 10, 17, 5, 24, 12]
@@ -146,8 +146,7 @@ def _child() -> None:
     wp.config.verify_autograd_array_access = True
     wp.config.log_level = wp.LOG_WARNING
     wp.init()
-    from harness import check
-
+    from tests.support.harness import check
     from warp_rewrite import wp_rewrite
 
     recorder = _Recorder()

@@ -14,22 +14,22 @@ import sys
 from functools import partial
 from pathlib import Path
 
-import harness
 import numpy as np
 import pytest
 import warp as wp
-from harness import Case, check, f64, i32, vec3d
 
 import warp_rewrite.runtime
+from tests.support import harness
+from tests.support.harness import Case, check, f64, i32, vec3d
 from warp_rewrite import launch, wp_rewrite
 from warp_rewrite.cli import main
 from warp_rewrite.emit import runtime_import
 from warp_rewrite.project import SEARCHED
 
-TESTS = Path(__file__).parent
-SAMPLES = TESTS / "cli_samples"
-PATTERNS = TESTS / "patterns.py"  # the same kernels the API's tests check
-SHARED_HELPERS = TESTS / "shared_helpers.py"
+SUPPORT = Path(__file__).parent / "support"
+SAMPLES = SUPPORT / "cli_samples"
+PATTERNS = SUPPORT / "patterns.py"  # the same kernels the API's tests check
+SHARED_HELPERS = SUPPORT / "shared_helpers.py"
 N = 8
 X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1, 2.3, -2.1])
 KEYS = np.array([5, 3, 7, 2, 9, 1, 4, 6])
@@ -58,7 +58,7 @@ def import_file(path: Path, name: str):
 
 def rewritten_copy(module, folder: Path):
     """``module``'s file rewritten by the command line into ``folder`` and imported from there."""
-    name = f"{module.__name__}_rewritten"
+    name = f"{module.__name__.rpartition('.')[2]}_rewritten"
     assert main([module.__file__, "-o", str(folder / f"{name}.py"), "-q"]) == 0
     return import_file(folder / f"{name}.py", name)
 

@@ -18,16 +18,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import warp as wp
-from harness import Case, check, f64, i32
 
 import warp_rewrite.runtime
+from tests.support.harness import Case, check, f64, i32
 from warp_rewrite import cli
 from warp_rewrite.cli import main
 from warp_rewrite.emit import emit_module, runtime_import
 
 TESTS = Path(__file__).parent
 REPO = TESTS.parent
-PATTERNS = TESTS / "patterns.py"
+PATTERNS = TESTS / "support" / "patterns.py"
 N = 8
 X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1, 2.3, -2.1])
 RUFF = Path(sys.executable).with_name("ruff")
@@ -40,7 +40,7 @@ def run_cli(capsys, *argv) -> tuple[int, str, str]:
 
 
 def import_file(path: Path, name: str):
-    from test_cli import import_file as load  # the same loader as the pattern tests
+    from tests.test_cli import import_file as load  # the same loader as the pattern tests
 
     return load(path, name)
 
@@ -313,7 +313,7 @@ def assert_each_block_comes_back(path: Path) -> int:
 
 
 def test_each_block_of_the_pattern_kernels_comes_back(tmp_path, monkeypatch):
-    monkeypatch.chdir(TESTS)  # as test_cli runs it: the helpers' file is found beside
+    monkeypatch.chdir(REPO)  # as test_cli runs it: the helpers' module is found from the repository
     out = tmp_path / "patterns_rewritten.py"
     assert main([str(PATTERNS), "-o", str(out), "-q"]) == 0
     assert assert_each_block_comes_back(out) == 38
@@ -369,11 +369,11 @@ def test_emitted_files_pass_ruffs_default_rules(adoption, tmp_path, monkeypatch)
 def test_emitted_pattern_kernels_add_no_ruff_finding(tmp_path, monkeypatch):
     """Findings of the emitted pattern kernels are those of the input's own lines (Warp needs ``int(0)``): the
     generated code adds none (what leaving statements out leaves behind is pruned, passes.two_phase._pruned)."""
-    monkeypatch.chdir(TESTS)
+    monkeypatch.chdir(REPO)
     out = tmp_path / "patterns_rewritten.py"
     assert main([str(PATTERNS), "-o", str(out), "-q"]) == 0
-    original = set(ruff_findings(PATTERNS, TESTS))
-    added = [f for f in ruff_findings(out, TESTS) if f not in original]
+    original = set(ruff_findings(PATTERNS, REPO))
+    added = [f for f in ruff_findings(out, REPO) if f not in original]
     assert added == []
 
 

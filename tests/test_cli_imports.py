@@ -1,5 +1,5 @@
 """A helper copied into the rewritten module keeps the names it uses where the kernel's file reaches the same object
-by another spelling (issue 22, item 5): ``from pkg.contact_data import ContactData`` in the kernel's file and
+by another spelling: ``from pkg.contact_data import ContactData`` in the kernel's file and
 ``from .contact_data import ContactData`` in the helper's are one class. Gradients are checked against finite
 differences of the original."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import warp as wp
-from harness import Case, check, f64, i32
-from test_cli import import_file
 
+from tests.support.harness import Case, check, f64, i32
+from tests.test_cli import import_file
 from warp_rewrite.cli import main
 
 N = 6

@@ -1,4 +1,4 @@
-"""Messages that say what to do (issue 22, item 9): every code's fix, the command line's own flags, honest summaries
+"""Messages that say what to do: every code's fix, the command line's own flags, honest summaries
 (informational findings apart, unreadable files, no Python files), no temporary file names, WR005 naming what it
 calls, and files too deeply nested for Python's parser reported rather than a traceback."""
 

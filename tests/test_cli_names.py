@@ -1,4 +1,4 @@
-"""Every name of a rewritten module-level kernel launches the rewrite (issue 22, items 3 and 4): the block ends with
+"""Every name of a rewritten module-level kernel launches the rewrite: the block ends with
 ``compact = compact_rewritten``, so aliases, default arguments, kernels handed to other functions and other
 modules' imports of it launch both phases through ``wp.launch``; launches the rewritten launch cannot take are left
 as written, with a warning naming their line. Gradients are checked against finite differences of the original.
@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import warp as wp
-from harness import Case, check, f64, i32
-from test_cli import import_file
 
+from tests.support.harness import Case, check, f64, i32
+from tests.test_cli import import_file
 from warp_rewrite import wp_rewrite
 from warp_rewrite.cli import main
 

@@ -9,9 +9,9 @@ import os
 import numpy as np
 import pytest
 import warp as wp
-from harness import Case, check, f64, i32
-from test_cli import import_file
 
+from tests.support.harness import Case, check, f64, i32
+from tests.test_cli import import_file
 from warp_rewrite import cli
 from warp_rewrite.cli import main
 from warp_rewrite.emit import RUNTIME_FOLDER

@@ -1,4 +1,4 @@
-"""Whole trees (issue 22, item 6): ``wp-rewrite PATH... --in-place`` or ``--diff`` takes files and folders, with one
+"""Whole trees: ``wp-rewrite PATH... --in-place`` or ``--diff`` takes files and folders, with one
 runtime copy per folder; ``--diff`` gives a patch that makes a tree that runs (the module's changes and the runtime
 folder beside it as new files), so ``patch -p0 < a.patch`` then ``python`` works. Gradients of the rewritten modules
 are checked against finite differences of the original."""
@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import warp as wp
-from harness import Case, check, f64, i32
-from test_cli import import_file
+
+from tests.support.harness import Case, check, f64, i32
+from tests.test_cli import import_file
 
 N = 6
 X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1])

@@ -11,10 +11,10 @@ import sys
 import numpy as np
 import pytest
 import warp as wp
-from harness import Case, check, f64, i32
-from test_cli import N, X, run_cli, through, zeros
-from test_frontends import both_sources
 
+from tests.support.harness import Case, check, f64, i32
+from tests.test_cli import N, X, run_cli, through, zeros
+from tests.test_frontends import both_sources
 from warp_rewrite.pipeline import RewriteOptions
 
 TYPES = """\

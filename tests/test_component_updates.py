@@ -5,12 +5,13 @@ through the API and through the command line. Such an update once lost its incre
 
 from __future__ import annotations
 
-import component_updates
 import numpy as np
 import pytest
 import warp as wp
-from harness import Case, check, f64, i32
-from test_cli import rewritten_copy
+
+from tests.support import component_updates
+from tests.support.harness import Case, check, f64, i32
+from tests.test_cli import rewritten_copy
 
 N = 6
 X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1])

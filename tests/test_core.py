@@ -1,4 +1,4 @@
-"""End-to-end tests of the core rewrite: every pattern of the core issue, against finite differences.
+"""End-to-end tests of the core rewrite: the core patterns (tests/support/patterns.py), against finite differences.
 
 All kernels are rewritten at import time so that their generated module compiles once.
 """
@@ -6,8 +6,9 @@ All kernels are rewritten at import time so that their generated module compiles
 import numpy as np
 import pytest
 import warp as wp
-from harness import Case, assert_same_forward, check, f64, i32, run_rewritten, vec3d
-from patterns import (
+
+from tests.support.harness import Case, assert_same_forward, check, f64, i32, run_rewritten, vec3d
+from tests.support.patterns import (
     accumulate_input,
     bucket_by_arrival,
     chain_of_owners,
@@ -28,7 +29,6 @@ from patterns import (
     take_from_stack,
     toggle_bits,
 )
-
 from warp_rewrite import RewriteError, launch, wp_rewrite
 
 N = 8

@@ -6,8 +6,9 @@ from typing import Any
 import numpy as np
 import pytest
 import warp as wp
-from harness import Case, check, f64, i32
-from patterns import (
+
+from tests.support.harness import Case, check, f64, i32
+from tests.support.patterns import (
     PairWriter,
     append_imported,
     compact_deterministic,
@@ -26,8 +27,7 @@ from patterns import (
     write_contact,
     write_pairs,
 )
-from shared_helpers import Counter
-
+from tests.support.shared_helpers import Counter
 from warp_rewrite import RewriteError, launch, wp_rewrite
 
 N = 6

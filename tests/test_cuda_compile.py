@@ -1,4 +1,4 @@
-"""Every module the suite generates compiles for CUDA (issue 18, item 4), without a GPU: Warp's NVRTC.
+"""Every module the suite generates compiles for CUDA, without a GPU: Warp's NVRTC.
 
 This test runs after every other one (see conftest.py), so it finds every Warp module the suite made in this
 process: the API's generated modules (``wp_rewrite.<module>``, their ``.detached`` and ``.max_records<N>``
@@ -29,7 +29,7 @@ import warp as wp
 
 from warp_rewrite import runtime, wp_rewrite
 
-SM_90_TOO = ("warp_rewrite.runtime.exact_kernels", "wp_rewrite.patterns")  # see above
+SM_90_TOO = ("warp_rewrite.runtime.exact_kernels", "wp_rewrite.tests.support.patterns")  # see above
 
 
 def _nvrtc() -> set[int]:
@@ -56,7 +56,7 @@ def _generated_modules() -> dict[str, wp._src.context.Module]:
 
 
 def _representative_set() -> None:
-    import patterns
+    from tests.support import patterns
 
     for kernel in (value for value in vars(patterns).values() if isinstance(value, wp.Kernel)):
         rewritten = wp_rewrite(kernel)

@@ -1,4 +1,4 @@
-"""What the device checks, and when the host hears of it (issue 15 item 8, issue 18 item 2).
+"""What the device checks, and when the host hears of it.
 
 - The exact backward checks every operation: the tickets of each address form 0..m-1, each operation's result is
   what the next one returned, the last one's is the value the target held after the launch, and the replay kernel
@@ -13,8 +13,8 @@
 import numpy as np
 import pytest
 import warp as wp
-from harness import f64, i32
 
+from tests.support.harness import f64, i32
 from warp_rewrite import RewriteError, check, launch, wp_rewrite
 from warp_rewrite.runtime import checks, exact
 from warp_rewrite.runtime import launch as runtime_launch
@@ -316,7 +316,7 @@ def test_in_a_capture_a_chain_feeding_back_into_its_target_asks_for_detach_retur
 
 
 def test_chains_across_targets_have_a_bound_known_when_rewriting():
-    from patterns import chained
+    from tests.support.patterns import chained
 
     assert wp_rewrite(chained).pair.spec.exact_rounds == 2  # first's returns feed second's operands
     assert wp_rewrite(running_sum).pair.spec.exact_rounds == 1

@@ -3,15 +3,15 @@
 import numpy as np
 import pytest
 import warp as wp
-from harness import Case, check, f64, vec3d
-from patterns import (
+
+from tests.support.harness import Case, check, f64, vec3d
+from tests.support.patterns import (
     chained,
     float_returns_in_a_loop,
     hand_over,
     per_bucket_sum,
     record_high,
 )
-
 from warp_rewrite import RewriteError, launch, wp_rewrite
 
 N = 8

@@ -1,4 +1,4 @@
-"""The exact float atomics of the runtime (issue 18, item 1), against Warp's own atomics on the CPU.
+"""The exact float atomics of the runtime, against Warp's own atomics on the CPU.
 
 Each operation takes its returned value and its ticket (its place among the operations on its address) from one
 atomic on the target's shadow. The returned values and the final values must be Warp's own, bit for bit; the
@@ -271,7 +271,7 @@ def test_float64_ticket_lock_and_retried_compare_and_swap_agree_with_warp(op):
 
 
 def test_the_runtime_declares_its_kernels_overloads_up_front():
-    """Cold start (issue 18): every generic kernel of the exact backward has its overloads for every float scalar
+    """Cold start: every generic kernel of the exact backward has its overloads for every float scalar
     declared when the runtime is imported, so that its module compiles once per process."""
     generic = [kernel for kernel in vars(exact_kernels).values() if isinstance(kernel, wp.Kernel) and kernel.is_generic]
     assert generic

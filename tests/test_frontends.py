@@ -11,12 +11,12 @@ own with the kernel's module options) and how locations print (the command line 
 import tempfile
 from pathlib import Path
 
-import patterns
 import pytest
 import warp as wp
-from fuzz.generator import generate_kernel, module_source
-from fuzz.runner import load_batch
 
+from tests.fuzz.generator import generate_kernel, module_source
+from tests.fuzz.runner import load_batch
+from tests.support import patterns
 from warp_rewrite import RewriteError
 from warp_rewrite.emit import _bound_names, _module_names
 from warp_rewrite.live_frontend import LiveFrontend

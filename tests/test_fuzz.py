@@ -7,11 +7,11 @@ A failure found here or there is minimized by hand into tests/test_fuzz_regressi
 
 import numpy as np
 import pytest
-from fuzz.features import FEATURES, exercised
-from fuzz.generator import THRESHOLD_GAP, generate_kernel
-from fuzz.grammar import GENERATORS, KNOWN_FAILURES, exercised_forms, forms_of
-from fuzz.runner import FAILED, PASSED, REFUSED, Outcome, richardson, run
 
+from tests.fuzz.features import FEATURES, exercised
+from tests.fuzz.generator import THRESHOLD_GAP, generate_kernel
+from tests.fuzz.grammar import GENERATORS, KNOWN_FAILURES, exercised_forms, forms_of
+from tests.fuzz.runner import FAILED, PASSED, REFUSED, Outcome, richardson, run
 from warp_rewrite.passes.fence import BY_NAME
 
 SEED = 2026

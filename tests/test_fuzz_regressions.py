@@ -7,8 +7,8 @@ raises=..., reason=...)``, so that the test turns red as soon as the fix lands a
 import numpy as np
 import pytest
 import warp as wp
-from harness import Case, check, f64, i32, vec3d
 
+from tests.support.harness import Case, check, f64, i32, vec3d
 from warp_rewrite import wp_rewrite
 
 # --- vec3d min/max: each component has its own holder ------------------------------------------------

@@ -4,13 +4,13 @@ line, against finite differences)."""
 
 from __future__ import annotations
 
-import compared_reads
 import numpy as np
 import pytest
 import warp as wp
-from harness import Case, check, f64, i32
-from test_cli import rewritten_copy, through
 
+from tests.support import compared_reads
+from tests.support.harness import Case, check, f64, i32
+from tests.test_cli import rewritten_copy, through
 from warp_rewrite import RewriteError, launch, wp_rewrite
 
 N = 4

@@ -2,8 +2,8 @@
 
 On a GPU threads race: the exact gradient is the one of the order the atomics actually took, which each
 operation's ticket records. These tests compute it from the tickets with NumPy and compare, under real
-contention (every thread on one address), and run what only a GPU has: streams and CUDA graph capture
-(issue 18). ``bench/gpu_check.sh`` runs them on ``cuda:0``.
+contention (every thread on one address), and run what only a GPU has: streams and CUDA graph capture.
+``bench/gpu_check.sh`` runs them on ``cuda:0``.
 """
 
 import numpy as np

@@ -8,9 +8,15 @@ switched on, a loop that outgrows its records, a module Warp rebuilds, and what 
 import numpy as np
 import pytest
 import warp as wp
-from harness import Case, check, f64, i32
-from patterns import compact_positive, compact_with_capacity, emit_particles, scale_by_previous, write_pairs
 
+from tests.support.harness import Case, check, f64, i32
+from tests.support.patterns import (
+    compact_positive,
+    compact_with_capacity,
+    emit_particles,
+    scale_by_previous,
+    write_pairs,
+)
 from warp_rewrite import RewriteError, launch, wp_rewrite
 
 N = 8

@@ -9,11 +9,11 @@ import subprocess
 import sys
 import textwrap
 
-import harness
 import numpy as np
 import warp as wp
-from harness import Case, check, f64, i32
 
+from tests.support import harness
+from tests.support.harness import Case, check, f64, i32
 from warp_rewrite.cli import main
 
 X = np.array([0.7, 1.3, 1.9, 0.4, 0.6, 1.1])

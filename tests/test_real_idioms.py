@@ -1,4 +1,4 @@
-"""Idioms of real code (issue 16): each rewrites, compiles where the original does, and gives the original's forward
+"""Idioms of real code: each rewrites, compiles where the original does, and gives the original's forward
 and gradients equal to finite differences; through the API and, where the command line can read them, through
 wp-rewrite too. The kernels are in tests/idioms.py (modelled on Newton's and Warp's own, not copied)."""
 
@@ -6,17 +6,12 @@ import importlib.util
 import sys
 from pathlib import Path
 
-import harness
-import idioms
-import idioms_buffers_in
-import idioms_buffers_out
-import idioms_future
-import idioms_structs
 import numpy as np
 import pytest
 import warp as wp
-from harness import Case, check, f64, i32
 
+from tests.support import harness, idioms, idioms_buffers_in, idioms_buffers_out, idioms_future, idioms_structs
+from tests.support.harness import Case, check, f64, i32
 from warp_rewrite import RewriteError, launch, wp_rewrite
 from warp_rewrite.cli import main
 

@@ -1,4 +1,4 @@
-"""Sound replay (issue 15): every value the replay reads equals what the forward read, or a RewriteError.
+"""Sound replay: every value the replay reads equals what the forward read, or a RewriteError.
 
 The replay kernel runs after the forward, against memory in its final state. Reads of arrays the launch writes
 (in the kernel, in a helper, through a struct field) are recorded like atomics' returned values; reads through
@@ -10,8 +10,8 @@ original kernel's forward (tests/harness.py), or for its refusal.
 import numpy as np
 import pytest
 import warp as wp
-from harness import Case, check, f64, i32
 
+from tests.support.harness import Case, check, f64, i32
 from warp_rewrite import RewriteError, launch, wp_rewrite
 
 N = 8

@@ -1,5 +1,5 @@
 """Stale generated blocks cannot be missed: a rewrite regenerates them, ``--check`` reports them (WR006) and the
-emitted module refuses to import with one. The workflow of issue 22: rewrite ``sim.py --in-place``, edit the kernel
+emitted module refuses to import with one. The workflow it supports: rewrite ``sim.py --in-place``, edit the kernel
 (``* 3.0`` becomes ``* 5.0``), run again. Gradients of the emitted code are checked against finite differences of
 the edited original.
 """
@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import warp as wp
-from harness import Case, check, f64, i32
-from test_cli import import_file
 
+from tests.support.harness import Case, check, f64, i32
+from tests.test_cli import import_file
 from warp_rewrite.cli import main
 
 N = 6

@@ -1,4 +1,4 @@
-"""Verify mode (issue 25, item 5): a launch fingerprints the arrays its replay reads from memory, and its backward
+"""Verify mode: a launch fingerprints the arrays its replay reads from memory, and its backward
 raises ``RewriteError`` naming the argument, the kernel and the launch if one changed since (a free list refilled
 by the next step's kill kernel); unchanged, the gradients are those of finite differences of the original."""
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import warp as wp
-from harness import Case, check, f64, i32, launch_original
 
+from tests.support.harness import Case, check, f64, i32, launch_original
 from warp_rewrite import RewriteError, wp_rewrite
 
 N = 6

@@ -1,11 +1,11 @@
-"""Targets, records and outputs passed as non-contiguous views (issue 15, item 2): gradients against finite
+"""Targets, records and outputs passed as non-contiguous views: gradients against finite
 differences of the original kernel, which reads and writes the views through their strides."""
 
 import numpy as np
 import pytest
 import warp as wp
-from harness import Case, check, f64, i32
 
+from tests.support.harness import Case, check, f64, i32
 from warp_rewrite import RewriteError
 
 N = 6
@@ -142,7 +142,7 @@ def test_float32_target_is_a_column():
 
 
 def _taped(program, make):
-    from harness import rewritten_launcher
+    from tests.support.harness import rewritten_launcher
 
     args = make()
     tape = wp.Tape()
@@ -187,7 +187,7 @@ def running_sum_indexed(x: wp.array[wp.float64], acc: wp.indexedarray[wp.float64
 def test_an_indexed_array_target_is_refused_where_its_returns_need_exact_gradients():
     """The exact order is kept in a shadow of a wp.array; an indexedarray target is fine where the returns are
     constants (nothing they are made of requires grad)."""
-    from harness import rewritten_launcher
+    from tests.support.harness import rewritten_launcher
 
     def args(x_requires_grad):
         acc = f64([0.5, 1.0, 2.0])

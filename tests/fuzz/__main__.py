@@ -12,15 +12,14 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: fuzz, harness
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: rewrite, passes
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: tests.fuzz, tests.support
 
 import warp as wp
 
-from fuzz.features import exercised
-from fuzz.generator import generate_kernel
-from fuzz.grammar import exercised_forms
-from fuzz.runner import FAILED, PASSED, REFUSED, Outcome, Summary, run
+from tests.fuzz.features import exercised
+from tests.fuzz.generator import generate_kernel
+from tests.fuzz.grammar import exercised_forms
+from tests.fuzz.runner import FAILED, PASSED, REFUSED, Outcome, Summary, run
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:

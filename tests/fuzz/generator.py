@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from fuzz.grammar import ACCEPTED, GENERATORS, KERNEL_LEVEL, REFUSED
+from tests.fuzz.grammar import ACCEPTED, GENERATORS, KERNEL_LEVEL, REFUSED
 
 INT_OPS = ("add", "sub", "min", "max", "cas", "exch", "and", "or", "xor")
 FLOAT_OPS = ("add", "sub", "min", "max", "exch")

@@ -19,14 +19,14 @@ from warp_rewrite.passes.atomics import WarpNames
 from warp_rewrite.passes.fence import BY_NAME, FORMS, Fence, Kind
 
 if TYPE_CHECKING:
-    from fuzz.generator import KernelCase, _KernelWriter, _Scope
+    from tests.fuzz.generator import KernelCase, _KernelWriter, _Scope
 
 Generator = Callable[["_KernelWriter", "_Scope"], None]
 
 
 def _out(writer: _KernelWriter, dtype: str = "float64", shape: tuple[int, ...] | None = None, loss: bool = True):
     """A fresh array of the form's own that the launch writes (float ones are part of the loss)."""
-    from fuzz.generator import ArraySpec
+    from tests.fuzz.generator import ArraySpec
 
     floating = dtype in ("float64", "vec3d", "mat33d")
     spec = ArraySpec(writer.fresh("g"), dtype, shape or (writer.dim,), None, floating, floating and loss)
@@ -323,7 +323,7 @@ GENERATORS: dict[str, Generator] = {
 }  # fmt: skip
 # Forms with a known failure, by name: a failed kernel using one is an expected failure of the suite's slice
 # (tests/test_fuzz.py) until the fix lands, and is still reported by ``make fuzz``.
-KNOWN_FAILURES: dict[str, str] = {}  # form -> why its kernels are expected to fail (none since issue 23's fix)
+KNOWN_FAILURES: dict[str, str] = {}  # form -> why its kernels are expected to fail (none today)
 # Forms written only where no wrapper goes around them: a kernel's return is a helper's inside one.
 KERNEL_LEVEL = frozenset({"return in kernel"})
 ACCEPTED = [form.name for form in FORMS if form.kind is Kind.ACCEPTED]

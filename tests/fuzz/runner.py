@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-import harness
 import numpy as np
 import warp as wp
-from harness import Case, assert_same_forward, finite_difference_gradients, tape_gradients
 
-from fuzz.generator import ArraySpec, KernelCase, generate_kernel, module_source
+from tests.fuzz.generator import ArraySpec, KernelCase, generate_kernel, module_source
+from tests.support import harness
+from tests.support.harness import Case, assert_same_forward, finite_difference_gradients, tape_gradients
 from warp_rewrite import RewriteError, wp_rewrite
 
 RTOL = 1e-5

@@ -1,10 +1,10 @@
 """A kernel taking two @wp.struct types of one name from two modules, each with helpers of one name too (as Newton
 has two ContactWriterData): the rewrite tells them apart by what they are, not by their names."""
 
-import idioms_buffers_in
-import idioms_buffers_out
 import warp as wp
-from idioms_buffers_out import Buffers
+
+from tests.support import idioms_buffers_in, idioms_buffers_out
+from tests.support.idioms_buffers_out import Buffers
 
 
 @wp.kernel

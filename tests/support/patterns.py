@@ -7,7 +7,8 @@ emitted module. One file, so that each of those compiles once.
 from typing import Any
 
 import warp as wp
-from shared_helpers import GROWTH, append_scaled, claim_slot
+
+from tests.support.shared_helpers import GROWTH, append_scaled, claim_slot
 
 # --- the reported kernel, compaction -----------------------------------------------------------------------
 
