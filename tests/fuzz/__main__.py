@@ -1,7 +1,7 @@
 """Long mode: ``python -m tests.fuzz --seed S --count N`` checks N generated kernels of stream S.
 
-Prints every failure (with the kernel's source, to minimize into tests/test_fuzz_regressions.py), how many of
-the kernels exercised each feature the fuzzer generates (tests/fuzz/features.py), and the line
+Prints every failure (with the kernel's source, to minimize into tests/regressions/test_fuzz_regressions.py),
+how many of the kernels exercised each feature the fuzzer generates (tests/fuzz/features.py), and the line
 ``fuzz: N passed, N failed (N refused)``; exits non-zero on any failure. ``--show INDEX`` prints one kernel.
 """
 

@@ -1,6 +1,6 @@
 """What the fuzzer is meant to generate, by name: a pattern over a kernel's source (or its arguments' layout).
 
-``tests/test_fuzz.py`` checks that the suite's fixed slice covers every feature; ``python -m tests.fuzz``
+``tests/fuzz/test_fuzz.py`` checks that the suite's fixed slice covers every feature; ``python -m tests.fuzz``
 (``make fuzz``) prints how many of the kernels it checked exercised each.
 """
 

@@ -3,7 +3,7 @@
 Each generator writes one use of its form into a scope of the kernel being written (in the kernel, a helper, a
 loop or a branch: ``generator._KernelWriter.form_block`` picks the wrappers), on locals or on arrays of its own
 that the launch writes, some of them vectors and matrices, so that the form combines with the consumed atomics
-around it. ``tests/test_fuzz.py`` checks that every form has a generator and that the suite's slice exercises
+around it. ``tests/fuzz/test_fuzz.py`` checks that every form has a generator and that the suite's slice exercises
 every form; ``make fuzz`` prints how many kernels exercised each (``exercised_forms``).
 """
 
@@ -322,7 +322,7 @@ GENERATORS: dict[str, Generator] = {
     "reads": _expressions,
 }  # fmt: skip
 # Forms with a known failure, by name: a failed kernel using one is an expected failure of the suite's slice
-# (tests/test_fuzz.py) until the fix lands, and is still reported by ``make fuzz``.
+# (tests/fuzz/test_fuzz.py) until the fix lands, and is still reported by ``make fuzz``.
 KNOWN_FAILURES: dict[str, str] = {}  # form -> why its kernels are expected to fail (none today)
 # Forms written only where no wrapper goes around them: a kernel's return is a helper's inside one.
 KERNEL_LEVEL = frozenset({"return in kernel"})

@@ -1,5 +1,5 @@
 """Runs generated kernels: the original forward against the rewritten one, tape gradients against finite
-differences of the original forward (``tests/harness.py``), or a ``RewriteError``.
+differences of the original forward (``tests/support/harness.py``), or a ``RewriteError``.
 
 Kernels are written in batches, one Python file per batch imported with ``importlib``, so that Warp compiles
 one module per batch (plus one generated module for the rewritten kernels): compiling a module costs seconds,

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import warp as wp
 
+from tests.api.test_frontends import both_sources
+from tests.cli.test_cli import N, X, run_cli, through, zeros
 from tests.support.harness import Case, check, f64, i32
-from tests.test_cli import N, X, run_cli, through, zeros
-from tests.test_frontends import both_sources
 from warp_rewrite.pipeline import RewriteOptions
 
 TYPES = """\

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import warp as wp
 
+from tests.cli.test_cli import rewritten_copy
 from tests.support import component_updates
 from tests.support.harness import Case, check, f64, i32
-from tests.test_cli import rewritten_copy
 
 N = 6
 X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1])

@@ -23,7 +23,7 @@ import warp_rewrite
 from warp_rewrite.cli import _parser, main, parse_arguments
 from warp_rewrite.lint import CODES, rule_url
 
-REPO = Path(__file__).parents[1]
+REPO = Path(__file__).parents[2]
 README = REPO / "README.md"
 RULES = REPO / "docs" / "rules"
 PAGES = [README, *sorted((REPO / "docs").rglob("*.md"))]

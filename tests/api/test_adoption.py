@@ -13,7 +13,16 @@ import numpy as np
 import pytest
 import warp as wp
 
-from tests.support.harness import Case, arrays_of, assert_same_forward, check, f64, finite_difference_gradients, i32
+from tests.support.harness import (
+    Case,
+    arrays_of,
+    assert_same_forward,
+    check,
+    f64,
+    finite_difference_gradients,
+    i32,
+    launch_original,
+)
 from warp_rewrite import RewriteError, RewrittenKernel, launch, rewrite_launches, wp_rewrite
 
 N = 6
@@ -53,8 +62,8 @@ def through_wp_launch(kernel):
     """A harness program launching ``kernel`` (the original for ground truth) with plain ``wp.launch``."""
 
     def program(args, launcher):
-        wp.launch(kernel if launcher is not __import__("harness").launch_original else kernel.kernel, N, inputs=args,
-                  device="cpu")  # fmt: skip
+        launched = kernel.kernel if launcher is launch_original else kernel
+        wp.launch(launched, N, inputs=args, device="cpu")
 
     return program
 

@@ -25,7 +25,7 @@ from warp_rewrite import cli
 from warp_rewrite.cli import main
 from warp_rewrite.emit import emit_module, runtime_import
 
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).parents[1]
 REPO = TESTS.parent
 PATTERNS = TESTS / "support" / "patterns.py"
 N = 8
@@ -40,7 +40,7 @@ def run_cli(capsys, *argv) -> tuple[int, str, str]:
 
 
 def import_file(path: Path, name: str):
-    from tests.test_cli import import_file as load  # the same loader as the pattern tests
+    from tests.cli.test_cli import import_file as load  # the same loader as the pattern tests
 
     return load(path, name)
 

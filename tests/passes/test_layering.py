@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).parent.parent
+REPO = Path(__file__).parents[2]
 IMPORTS = """
 import importlib, json, pkgutil, sys
 import warp as wp

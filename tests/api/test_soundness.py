@@ -4,7 +4,7 @@ The replay kernel runs after the forward, against memory in its final state. Rea
 (in the kernel, in a helper, through a struct field) are recorded like atomics' returned values; reads through
 another argument bound to the same memory are refused at launch; calls the rewrite cannot see into are
 resolved (``wp.static``) or refused. Each pattern is checked end to end against finite differences of the
-original kernel's forward (tests/harness.py), or for its refusal.
+original kernel's forward (tests/support/harness.py), or for its refusal.
 """
 
 import numpy as np

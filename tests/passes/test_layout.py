@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import warp as wp
 
+from tests.cli.test_cli import rewritten_copy, through
 from tests.support import compared_reads
 from tests.support.harness import Case, check, f64, i32
-from tests.test_cli import rewritten_copy, through
 from warp_rewrite import RewriteError, launch, wp_rewrite
 
 N = 4

@@ -1,6 +1,6 @@
 """Idioms of real code: each rewrites, compiles where the original does, and gives the original's forward
 and gradients equal to finite differences; through the API and, where the command line can read them, through
-wp-rewrite too. The kernels are in tests/idioms.py (modelled on Newton's and Warp's own, not copied)."""
+wp-rewrite too. The kernels are in tests/support/idioms.py (modelled on Newton's and Warp's own, not copied)."""
 
 import importlib.util
 import sys
@@ -57,7 +57,7 @@ def test_the_api_takes_the_idiom(name):
 
 @pytest.fixture(scope="module")
 def emitted(tmp_path_factory):
-    """tests/idioms.py through wp-rewrite, imported from where it was written."""
+    """tests/support/idioms.py through wp-rewrite, imported from where it was written."""
     out = tmp_path_factory.mktemp("idioms") / "idioms_rewritten.py"
     assert main([str(Path(idioms.__file__)), "-o", str(out)]) == 0
     sys.path.append(str(out.parent))

@@ -2,7 +2,7 @@
 the ABI's names, emitted blocks refuse a runtime of another ABI, and ``check()`` reads every copy of the runtime.
 
 That generated kernels call only the ABI's names is checked on every kernel the suite generates
-(``tests/conftest.py``, ``tests/generated_names.py``).
+(``tests/conftest.py``, ``tests/support/generated_names.py``).
 """
 
 from __future__ import annotations

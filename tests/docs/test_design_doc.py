@@ -6,7 +6,7 @@ from pathlib import Path
 from warp_rewrite.passes.fence import form_list
 from warp_rewrite.pipeline import stage_list
 
-DESIGN = Path(__file__).resolve().parent.parent / "docs" / "design.md"
+DESIGN = Path(__file__).resolve().parents[2] / "docs" / "design.md"
 
 
 def test_the_design_notes_list_the_pipeline_stages():

@@ -1,6 +1,6 @@
 """The ``wp-rewrite`` command line: emitted modules against finite differences, ``--check``, ``--diff``, errors.
 
-The emitted module of tests/patterns.py is written to a temporary folder, imported with importlib
+The emitted module of tests/support/patterns.py is written to a temporary folder, imported with importlib
 and launched only through its generated ``launch_<kernel>`` functions: it must not need this project.
 """
 
@@ -26,7 +26,7 @@ from warp_rewrite.cli import main
 from warp_rewrite.emit import runtime_import
 from warp_rewrite.project import SEARCHED
 
-SUPPORT = Path(__file__).parent / "support"
+SUPPORT = Path(__file__).parents[1] / "support"
 SAMPLES = SUPPORT / "cli_samples"
 PATTERNS = SUPPORT / "patterns.py"  # the same kernels the API's tests check
 SHARED_HELPERS = SUPPORT / "shared_helpers.py"
@@ -543,7 +543,7 @@ def test_console_script_and_python_dash_m(tmp_path, command):
         pytest.skip("wp-rewrite is not installed in this environment")
     source = tmp_path / "small.py"
     source.write_text(SMALL)
-    result = subprocess.run([*command, str(source)], capture_output=True, text=True, cwd=Path(__file__).parents[1])
+    result = subprocess.run([*command, str(source)], capture_output=True, text=True, cwd=Path(__file__).parents[2])
     assert result.returncode == 0, result.stderr
     assert without_generated(result.stdout) == SMALL and "\nlaunch_compact = " in result.stdout
     result = subprocess.run([*command, "--check", str(tmp_path / "missing.py")], capture_output=True, text=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `bench` is not an installed package
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # `bench` is not an installed package
 
 from bench import run
 from bench.kernels import BENCH_CASES

@@ -2,7 +2,7 @@
 
 Each kernel must give the original's forward exactly and tape gradients equal to finite differences of the
 original, or be refused with a ``RewriteError``. Longer runs: ``python -m tests.fuzz --seed S --count N``.
-A failure found here or there is minimized by hand into tests/test_fuzz_regressions.py.
+A failure found here or there is minimized by hand into tests/regressions/test_fuzz_regressions.py.
 """
 
 import numpy as np

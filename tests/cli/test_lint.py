@@ -18,7 +18,7 @@ from warp_rewrite import __version__
 from warp_rewrite.cli import main
 from warp_rewrite.lint import rule_url
 
-REPO = Path(__file__).parents[1]
+REPO = Path(__file__).parents[2]
 WP_REWRITE = Path(sys.executable).with_name("wp-rewrite")
 
 
@@ -102,7 +102,7 @@ def test_json_output_has_ruffs_fields(capsys, tmp_path):
         "noqa_row": 11,
         "url": rule_url("WR001"),
     }
-    assert rule_url("WR001") == (Path(__file__).parents[1] / "docs/rules/WR001.md").as_uri()  # the page shipped
+    assert rule_url("WR001") == (REPO / "docs/rules/WR001.md").as_uri()  # the page shipped
     assert run_cli(capsys, "--check", path, "--output-format", "json", "--ignore", "WR")[1] == "[]\n"
 
 

@@ -1,6 +1,6 @@
 """Later CPU launches with the same arrays take a prepared launch (``rewrite.launching.PreparedLaunch``).
 
-Every gradient test already repeats its program on the same arrays (``tests/harness.py``). These cover what
+Every gradient test already repeats its program on the same arrays (``tests/support/harness.py``). These cover what
 a repeat alone does not: several launches on one tape, values other than arrays that change, a gradient
 switched on, a loop that outgrows its records, a module Warp rebuilds, and what the prepared launches keep.
 """
