@@ -50,8 +50,12 @@ def compact_decorated(x: wp.array(dtype=wp.float64), count: wp.array(dtype=wp.in
 
 @wp_rewrite(max_records=3)
 @wp.kernel
-def emit_decorated(trips: wp.array(dtype=wp.int32), x: wp.array(dtype=wp.float64), count: wp.array(dtype=wp.int32),
-                   out: wp.array(dtype=wp.float64)):  # fmt: skip
+def emit_decorated(
+    trips: wp.array(dtype=wp.int32),
+    x: wp.array(dtype=wp.float64),
+    count: wp.array(dtype=wp.int32),
+    out: wp.array(dtype=wp.float64),
+):
     tid = wp.tid()
     for k in range(trips[tid]):
         slot = wp.atomic_add(count, 0, 1)
@@ -97,8 +101,9 @@ def test_an_adjoint_launch_adds_the_gradient_and_leaves_memory_as_it_was():
     so d(sum w*out)/dx = 2 x w; the counter and the output keep what they held."""
     x, count, out = f64(X, True), i32([0]), zeros(N)
     adj_x, adj_out = f64(np.zeros(N)), f64(np.linspace(0.5, 1.5, N))
-    wp.launch(wp_rewrite(compact), N, inputs=[x, count, out], adj_inputs=[adj_x, None, adj_out], adjoint=True,
-              device="cpu")  # fmt: skip
+    wp.launch(
+        wp_rewrite(compact), N, inputs=[x, count, out], adj_inputs=[adj_x, None, adj_out], adjoint=True, device="cpu"
+    )
     case = Case(compact, N, lambda: [f64(X, True), i32([0]), zeros(N)], [2], [0], weights={2: np.linspace(0.5, 1.5, N)})
     np.testing.assert_allclose(adj_x.numpy(), finite_difference_gradients(case)[0], rtol=1e-5, atol=1e-7)
     assert count.numpy().tolist() == [0] and not out.numpy().any() and not x.grad.numpy().any()
@@ -162,8 +167,9 @@ def test_code_one_cannot_edit_can_opt_in():
 
 def test_the_environment_switch_turns_it_on():
     code = "import warp_rewrite.runtime as r; import warp_rewrite; print(r.hook.AUTO_REWRITE is not None)"
-    result = subprocess.run([sys.executable, "-c", code], env={"WP_REWRITE_LAUNCHES": "1", "PATH": ""},
-                            capture_output=True, text=True)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", code], env={"WP_REWRITE_LAUNCHES": "1", "PATH": ""}, capture_output=True, text=True
+    )
     assert result.stdout.strip().endswith("True"), result.stderr
 
 
@@ -217,8 +223,10 @@ def test_refused_kernels_run_as_they_are_where_no_gradient_can_flow():
     assert rewritten.refusal is not None and repr(rewritten).endswith("refused>")
     rewrite_launches()
     try:
-        for launcher in (lambda args: wp.launch(picks_its_counter, N, inputs=args, device="cpu"),
-                         lambda args: wp.launch(rewritten, N, inputs=args, device="cpu")):  # fmt: skip
+        for launcher in (
+            lambda args: wp.launch(picks_its_counter, N, inputs=args, device="cpu"),
+            lambda args: wp.launch(rewritten, N, inputs=args, device="cpu"),
+        ):
             for on_tape in (False, True):
                 args = make(False)
                 tape = wp.Tape()
@@ -236,15 +244,17 @@ def test_refused_kernels_run_as_they_are_where_no_gradient_can_flow():
 
 
 @wp.kernel(module="unique", module_options={"enable_backward": False})
-def compact_without_backward(x: wp.array(dtype=wp.float64), count: wp.array(dtype=wp.int32),
-                             out: wp.array(dtype=wp.float64)):  # fmt: skip
+def compact_without_backward(
+    x: wp.array(dtype=wp.float64), count: wp.array(dtype=wp.int32), out: wp.array(dtype=wp.float64)
+):
     slot = wp.atomic_add(count, 0, 1)
     out[slot] = x[wp.tid()] * x[wp.tid()]
 
 
 @wp.kernel(enable_backward=False)
-def scaled_without_backward(x: wp.array(dtype=wp.float64), count: wp.array(dtype=wp.int32),
-                            out: wp.array(dtype=wp.float64)):  # fmt: skip
+def scaled_without_backward(
+    x: wp.array(dtype=wp.float64), count: wp.array(dtype=wp.int32), out: wp.array(dtype=wp.float64)
+):
     slot = wp.atomic_add(count, 0, 1)
     out[slot] = x[wp.tid()] * wp.float64(2.0)
 
@@ -293,10 +303,16 @@ def test_bad_arguments_get_plain_warps_error_naming_the_kernel_and_argument(on_t
     bad = {
         r"Error launching kernel 'compact', passed 2 arguments but kernel requires 3": [f64(X, True), count],
         r"Error launching kernel 'compact', argument 'count' expects an array with dtype=.*int32": [
-            f64(X, True), f64([0.0]), zeros(N)],
+            f64(X, True),
+            f64([0.0]),
+            zeros(N),
+        ],
         r"Error launching kernel 'compact', argument 'out' expects an array with 1 dimension": [
-            f64(X, True), count, f64(np.zeros((N, 1)), True)],
-    }  # fmt: skip
+            f64(X, True),
+            count,
+            f64(np.zeros((N, 1)), True),
+        ],
+    }
     for message, args in bad.items():
         with pytest.raises(RuntimeError, match=message), wp.Tape() if on_tape else nullcontext():
             wp.launch(rewritten, N, inputs=args, device="cpu")
@@ -304,8 +320,13 @@ def test_bad_arguments_get_plain_warps_error_naming_the_kernel_and_argument(on_t
 
 
 def test_options_are_checked():
-    for options in ({"max_records": True}, {"max_records": 2.0}, {"detach_returns": "no"}, {"detach_returns": 1},
-                    {"on_refusal": 0}):  # fmt: skip
+    for options in (
+        {"max_records": True},
+        {"max_records": 2.0},
+        {"detach_returns": "no"},
+        {"detach_returns": 1},
+        {"on_refusal": 0},
+    ):
         with pytest.raises(TypeError):
             wp_rewrite(compact, **options)
     for options in ({"max_records": -1}, {"on_refusal": "skip"}):
@@ -348,8 +369,12 @@ def test_threads_share_one_rewrite_and_launch_as_in_sequence():
 
 
 @wp.kernel
-def compact_on_a_grid(x: wp.array(dtype=wp.float64), unused: wp.array(dtype=wp.float64),
-                      count: wp.array(dtype=wp.int32), out: wp.array(dtype=wp.float64)):  # fmt: skip
+def compact_on_a_grid(
+    x: wp.array(dtype=wp.float64),
+    unused: wp.array(dtype=wp.float64),
+    count: wp.array(dtype=wp.int32),
+    out: wp.array(dtype=wp.float64),
+):
     i, j = wp.tid()  # j is 0 in a 1-d launch
     slot = wp.atomic_add(count, 0, 1)
     out[slot] = x[(i + j) % 6] * x[(i + j) % 6]
@@ -406,8 +431,12 @@ def test_every_launch_form_gets_plain_warps_verdict(form):
 
 
 @wp.kernel
-def emit_per_trip(trips: wp.array(dtype=wp.int32), x: wp.array(dtype=wp.float64), count: wp.array(dtype=wp.int32),
-                  out: wp.array(dtype=wp.float64)):  # fmt: skip
+def emit_per_trip(
+    trips: wp.array(dtype=wp.int32),
+    x: wp.array(dtype=wp.float64),
+    count: wp.array(dtype=wp.int32),
+    out: wp.array(dtype=wp.float64),
+):
     tid = wp.tid()
     for k in range(trips[tid]):
         slot = wp.atomic_add(count, 0, 1)
@@ -416,9 +445,20 @@ def emit_per_trip(trips: wp.array(dtype=wp.int32), x: wp.array(dtype=wp.float64)
 
 def test_records_too_large_say_which_record_and_room():
     count = i32([0])
-    with pytest.raises(RewriteError, match=r"record 'slot_records' needs 6597069766656 values \(6 threads × room for "
-                       r"1099511627776 per execution of the loop at .*test_adoption.py:\d+:\d+\).*cannot be allocated"
-                       r".*Pass a smaller max_records"), wp.Tape():  # fmt: skip
-        wp.launch(wp_rewrite(emit_per_trip), N, inputs=[i32([1] * N), f64(X, True), count, zeros(N)], device="cpu",
-                  max_records=2**40)  # fmt: skip
+    with (
+        pytest.raises(
+            RewriteError,
+            match=r"record 'slot_records' needs 6597069766656 values \(6 threads × room for "
+            r"1099511627776 per execution of the loop at .*test_adoption.py:\d+:\d+\).*cannot be allocated"
+            r".*Pass a smaller max_records",
+        ),
+        wp.Tape(),
+    ):
+        wp.launch(
+            wp_rewrite(emit_per_trip),
+            N,
+            inputs=[i32([1] * N), f64(X, True), count, zeros(N)],
+            device="cpu",
+            max_records=2**40,
+        )
     assert count.numpy().tolist() == [0]

@@ -136,8 +136,9 @@ def test_jacobian_and_jacobian_fd_match_finite_differences(name):
 @pytest.mark.parametrize("name", FUNCTIONS)
 def test_gradcheck_passes(name):
     function, make = FUNCTIONS[name]
-    assert wp.autograd.gradcheck(function, inputs=make(), eps=1e-6, atol=1e-6, rtol=1e-4, raise_exception=False,
-                                 show_summary=False)  # fmt: skip
+    assert wp.autograd.gradcheck(
+        function, inputs=make(), eps=1e-6, atol=1e-6, rtol=1e-4, raise_exception=False, show_summary=False
+    )
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)
@@ -151,8 +152,7 @@ def test_gradcheck_tape_checks_the_replay_kernel_against_the_recorded_values(nam
     with tape:
         out = function(*inputs)
     before = [array.numpy().copy() for array in [*inputs, out]]
-    assert wp.autograd.gradcheck_tape(tape, eps=1e-6, atol=1e-6, rtol=1e-4, raise_exception=False,
-                                      show_summary=False)  # fmt: skip
+    assert wp.autograd.gradcheck_tape(tape, eps=1e-6, atol=1e-6, rtol=1e-4, raise_exception=False, show_summary=False)
     for array, values in zip([*inputs, out], before, strict=True):
         np.testing.assert_array_equal(array.numpy(), values)
     checked = [entry[0].key for entry in tape.launches if not callable(entry)]
@@ -211,8 +211,17 @@ def test_jacobian_fd_and_gradcheck_take_a_rewritten_kernel_as_a_kernel():
     differences = wp.autograd.jacobian_fd(rewritten, dim=N, inputs=make(), outputs=[out], eps=1e-6)
     for k, expected in truth.items():
         np.testing.assert_allclose(differences[k, 0].numpy(), expected, rtol=1e-4, atol=1e-6)
-    assert wp.autograd.gradcheck(rewritten, dim=N, inputs=make(), outputs=[out], eps=1e-6, atol=1e-6, rtol=1e-4,
-                                 raise_exception=False, show_summary=False)  # fmt: skip
+    assert wp.autograd.gradcheck(
+        rewritten,
+        dim=N,
+        inputs=make(),
+        outputs=[out],
+        eps=1e-6,
+        atol=1e-6,
+        rtol=1e-4,
+        raise_exception=False,
+        show_summary=False,
+    )
 
 
 def test_a_rewritten_kernel_has_the_generated_module_and_options():

@@ -158,9 +158,12 @@ def test_read_modify_write_under_a_spin_lock():
 
 @wp.kernel
 def spin_lock_float(
-    x: wp.array[wp.float64], keys: wp.array[wp.float64], lock: wp.array[wp.int32], total: wp.array[wp.float64],
+    x: wp.array[wp.float64],
+    keys: wp.array[wp.float64],
+    lock: wp.array[wp.int32],
+    total: wp.array[wp.float64],
     out: wp.array[wp.float64],
-):  # fmt: skip
+):
     tid = wp.tid()
     while wp.atomic_cas(lock, 0, 0, 1) != 0:
         pass
@@ -200,8 +203,13 @@ def append_checking_a_second_view(
 def test_memory_the_kernel_writes_bound_to_two_arguments_is_refused_before_anything_runs():
     count, out = i32([0]), outputs(5)
     for alias in (count, count[0:1]):
-        with pytest.raises(RewriteError, match=r"arguments 'count' and 'count_seen' share memory and the kernel "
-                           "writes 'count'"), wp.Tape():  # fmt: skip
+        with (
+            pytest.raises(
+                RewriteError,
+                match=r"arguments 'count' and 'count_seen' share memory and the kernel writes 'count'",
+            ),
+            wp.Tape(),
+        ):
             launch(wp_rewrite(append_checking_a_second_view), N, inputs=[f64(X, True), count, alias, out], device="cpu")
         assert count.numpy().tolist() == [0]
 
@@ -225,9 +233,12 @@ def scale_both(a: wp.array[wp.float64], b: wp.array[wp.float64], count: wp.array
 
 @wp.kernel
 def emit_and_mark(
-    x: wp.array[wp.float64], trips: wp.array[wp.int32], count: wp.array[wp.int32], out: wp.array[wp.float64],
+    x: wp.array[wp.float64],
+    trips: wp.array[wp.int32],
+    count: wp.array[wp.int32],
+    out: wp.array[wp.float64],
     marks: wp.indexedarray(dtype=wp.float64),
-):  # fmt: skip
+):
     tid = wp.tid()
     marks[tid] = marks[tid] + wp.float64(1.0)
     for k in range(trips[tid]):

@@ -112,8 +112,11 @@ def test_vector_target_is_a_strided_view():
     acc = np.arange(12.0).reshape(4, 3) * 0.1
 
     def make():
-        return [wp.array(v, dtype=wp.vec3d, requires_grad=True, device="cpu"),
-                wp.array(acc, dtype=wp.vec3d, requires_grad=True, device="cpu"), f64(np.zeros(N), True)]  # fmt: skip
+        return [
+            wp.array(v, dtype=wp.vec3d, requires_grad=True, device="cpu"),
+            wp.array(acc, dtype=wp.vec3d, requires_grad=True, device="cpu"),
+            f64(np.zeros(N), True),
+        ]
 
     check(Case(None, N, make, [1, 2], [0, 1], program=program))
 
@@ -129,9 +132,11 @@ def test_float32_target_is_a_column():
     table = np.array([[5.0, 0.25], [6.0, 0.5]], dtype=np.float32)
 
     def make():
-        return [wp.array(x, dtype=wp.float32, requires_grad=True, device="cpu"),
-                wp.array(table, dtype=wp.float32, requires_grad=True, device="cpu"),
-                wp.zeros(N, dtype=wp.float32, requires_grad=True, device="cpu")]  # fmt: skip
+        return [
+            wp.array(x, dtype=wp.float32, requires_grad=True, device="cpu"),
+            wp.array(table, dtype=wp.float32, requires_grad=True, device="cpu"),
+            wp.zeros(N, dtype=wp.float32, requires_grad=True, device="cpu"),
+        ]
 
     args, tape = _taped(program, make)
     # out_k = (acc0 + prefix of x) * x_k: the column's gradient is the sum of x over its ops, the other column's 0

@@ -335,8 +335,12 @@ def test_runtime_import_comes_back_too(adoption, tmp_path):
 
 def ruff_findings(path: Path, cwd: Path) -> list[tuple[str, str]]:
     """(code, the reported line's text) for each finding of ``ruff check`` with its default rules."""
-    result = subprocess.run([str(RUFF), "check", "--isolated", "--output-format", "concise", "--no-cache", str(path)],
-                            cwd=cwd, capture_output=True, text=True)  # fmt: skip
+    result = subprocess.run(
+        [str(RUFF), "check", "--isolated", "--output-format", "concise", "--no-cache", str(path)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
     lines = path.read_text().splitlines()
     found = []
     for line in result.stdout.splitlines():
@@ -498,15 +502,23 @@ def test_a_file_is_read_and_written_in_its_own_encoding(capsys, tmp_path, encodi
 
 def test_a_closed_pipe_ends_the_run_quietly(tmp_path):
     """``wp-rewrite FILE --diff | head -1``: no traceback, the status of a closed pipe."""
-    process = subprocess.Popen([sys.executable, "-m", "warp_rewrite", str(PATTERNS), "--diff"], cwd=TESTS,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-m", "warp_rewrite", str(PATTERNS), "--diff"],
+        cwd=TESTS,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     first = process.stdout.readline()
     process.stdout.close()
     stderr = process.stderr.read().decode()
     assert process.wait() == 141 and first.startswith(b"---")
     assert "Traceback" not in stderr and "BrokenPipeError" not in stderr
-    process = subprocess.Popen([sys.executable, "-m", "warp_rewrite", "--check", str(TESTS)], cwd=TESTS,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-m", "warp_rewrite", "--check", str(TESTS)],
+        cwd=TESTS,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     process.stdout.close()  # before anything was written
     assert process.wait() == 141 and "Traceback" not in process.stderr.read().decode()
 
@@ -574,14 +586,20 @@ def make_compact_scaled(dtype):
     return kernel
 '''
 WAYS = {
-    "wp.Kernel(func=f)": ("by_class", "by_class = rewrite_compact_squares(wp.Kernel(func=compact_squares, "
-                          'key="compact_squares_by_class"))\n'),
+    "wp.Kernel(func=f)": (
+        "by_class",
+        'by_class = rewrite_compact_squares(wp.Kernel(func=compact_squares, key="compact_squares_by_class"))\n',
+    ),
     "wp.kernel(f)": ("by_call", "by_call = rewrite_compact_sines(wp.kernel(compact_sines))\n"),
-    "wp.kernel(...)(f)": ("by_options", "by_options = rewrite_compact_shifted(wp.kernel(enable_backward=True)("
-                          "compact_shifted))\n"),
-    "getkernel(f)": ("make_compact_scaled", "    kernel = rewrite_compact_scaled(getkernel(compact_scaled, "
-                     "suffix=dtype.__name__))\n"),
-}  # fmt: skip
+    "wp.kernel(...)(f)": (
+        "by_options",
+        "by_options = rewrite_compact_shifted(wp.kernel(enable_backward=True)(compact_shifted))\n",
+    ),
+    "getkernel(f)": (
+        "make_compact_scaled",
+        "    kernel = rewrite_compact_scaled(getkernel(compact_scaled, suffix=dtype.__name__))\n",
+    ),
+}
 
 
 @pytest.fixture(scope="module")
@@ -635,8 +653,9 @@ def test_kernels_made_at_run_time_rewrite_to_themselves_come_back_and_check_clea
     again = tmp_path / "again.py"
     status, _, err = run_cli(capsys, path, "-o", again)
     assert status == 0 and again.read_text() == path.read_text()
-    assert err.endswith("already rewritten (compact_squares, compact_sines, compact_shifted, compact_scaled): "
-                        "nothing to change\n")  # fmt: skip
+    assert err.endswith(
+        "already rewritten (compact_squares, compact_sines, compact_shifted, compact_scaled): nothing to change\n"
+    )
     assert assert_each_block_comes_back(path) == 4
     status, out, _ = run_cli(capsys, "--check", path)
     assert (status, out) == (0, "")
@@ -648,8 +667,9 @@ def test_a_new_call_making_a_rewritten_kernel_is_wrapped_too(made_at_run_time, c
     source.write_text(text)
     status, _, err = run_cli(capsys, source, "-o", out)
     assert status == 0 and err.endswith(": 1 call making a kernel now gives the rewritten one\n")
-    assert out.read_text() == text.replace("= wp.kernel(compact_sines)\n", "= rewrite_compact_sines(wp.kernel("
-                                           "compact_sines))\n")  # fmt: skip
+    assert out.read_text() == text.replace(
+        "= wp.kernel(compact_sines)\n", "= rewrite_compact_sines(wp.kernel(compact_sines))\n"
+    )
 
 
 REFUSED_CONSTRUCTIONS = """import warp as wp

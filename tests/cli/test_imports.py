@@ -12,11 +12,16 @@ import pytest
 import warp as wp
 
 from tests.cli.test_cli import import_file
-from tests.support.harness import Case, check, f64, i32
+from tests.support.harness import Case, check, f64, i32, original_or
 from warp_rewrite.cli import main
 
 N = 6
 X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1])
+
+
+def compaction_args() -> list:
+    return [f64(X, True), i32([0]), wp.zeros(N, dtype=wp.float64, requires_grad=True)]
+
 
 PACKAGE = {
     "__init__.py": "",
@@ -77,14 +82,8 @@ def test_one_class_reached_by_two_spellings_is_one_binding(modules):
     assert "def write_contact_record(" in text and "contact = ContactData()" in text
     assert text.count("import ContactData") == 1  # the file's own import serves the copied helper
 
-    def program(args, launcher):
-        if launcher.__name__ == "launch_original":
-            wp.launch(original.contacts, N, inputs=args, device="cpu")
-        else:
-            emitted.step(*args)
-
-    check(Case(None, N, lambda: [f64(X, True), i32([0]), wp.zeros(N, dtype=wp.float64, requires_grad=True)], [2], [0],
-               program=program))  # fmt: skip
+    program = original_or(original.contacts, N, lambda args: emitted.step(*args))
+    check(Case(None, N, compaction_args, [2], [0], program=program))
 
 
 INSTALLED = {
@@ -132,11 +131,7 @@ def test_a_helper_of_an_installed_package_is_followed_without_importing_it(tmp_p
     assert "from installed_pkg.sub.writers import SCALE\n" in text  # the kernel's file's own spelling
     emitted = import_file(project / "user_sim_out.py", "user_sim_out")
 
-    def program(args, launcher):
-        if launcher.__name__ == "launch_original":
-            wp.launch(emitted.emit_squares.kernel, N, inputs=args, device="cpu")
-        else:
-            wp.launch(emitted.emit_squares, N, inputs=args, device="cpu")
-
-    make = lambda: [f64(X, True), i32([0]), wp.zeros(N, dtype=wp.float64, requires_grad=True)]  # noqa: E731
-    check(Case(None, N, make, [2], [0], program=program))
+    program = original_or(
+        emitted.emit_squares.kernel, N, lambda args: wp.launch(emitted.emit_squares, N, inputs=args, device="cpu")
+    )
+    check(Case(None, N, compaction_args, [2], [0], program=program))

@@ -33,8 +33,10 @@ def check(capsys, tmp_path: Path, source: str, *options: str, name: str = "kerne
     path = tmp_path / name
     path.write_text(source)
     _, out, _ = run_cli(capsys, "--check", path, *options)
-    return [line.split(": ", 2)[0].removeprefix(f"{path}:") + ": " + line.split(": ", 2)[1].split()[0]
-            for line in out.splitlines()]  # fmt: skip
+    return [
+        line.split(": ", 2)[0].removeprefix(f"{path}:") + ": " + line.split(": ", 2)[1].split()[0]
+        for line in out.splitlines()
+    ]
 
 
 FOUR_CODES = """import warp as wp
@@ -232,13 +234,20 @@ def test_kernels_without_backward_are_informational_only(capsys, tmp_path):
     neither is a helper that only such kernels call."""
     assert check(capsys, tmp_path, BACKWARD_OFF) == []
     assert check(capsys, tmp_path, BACKWARD_OFF, "--select", "WR101") == [
-        "6:12: WR101", "11:9: WR101", "12:9: WR101", "17:9: WR101",
-    ]  # fmt: skip
+        "6:12: WR101",
+        "11:9: WR101",
+        "12:9: WR101",
+        "17:9: WR101",
+    ]
     _, out, _ = run_cli(capsys, "--check", tmp_path / "kernels.py", "--select", "WR101")
-    assert "kernel 'no_backward' uses the value returned by wp.atomic_add() through helper 'take', but it is built " \
-        "with enable_backward=False: not a hazard" in out  # fmt: skip
-    assert "helper 'take' uses the value returned by wp.atomic_add(), but only kernels without a backward pass " \
-        "call it" in out  # fmt: skip
+    assert (
+        "kernel 'no_backward' uses the value returned by wp.atomic_add() through helper 'take', but it is built "
+        "with enable_backward=False: not a hazard" in out
+    )
+    assert (
+        "helper 'take' uses the value returned by wp.atomic_add(), but only kernels without a backward pass "
+        "call it" in out
+    )
 
 
 MODULE_OPTIONS_OFF = """import warp as wp
@@ -313,8 +322,11 @@ def test_module_objects_and_their_options(capsys, tmp_path):
     kernels built into it; a ``module="unique"`` kernel gets a module of its own, which the file's options do not
     reach (Warp: it starts from ``wp.config``)."""
     assert check(capsys, tmp_path, MODULE_OBJECTS) == ["9:9: WR001", "36:13: WR001"]
-    assert check(capsys, tmp_path, MODULE_OBJECTS, "--select", "WR101") == ["14:9: WR101", "22:9: WR101",
-                                                                            "32:13: WR101"]  # fmt: skip
+    assert check(capsys, tmp_path, MODULE_OBJECTS, "--select", "WR101") == [
+        "14:9: WR101",
+        "22:9: WR101",
+        "32:13: WR101",
+    ]
 
 
 HAND_WRITTEN_REPLAY = """import warp as wp
@@ -533,16 +545,22 @@ def test_calls_through_closures_and_static_are_followed(capsys, tmp_path):
     """WR003 through a helper defined in the factory, wp.static(helper), wp.static(helper_factory()) and a
     closure alias; WR005 where only running the factory would tell (a parameter), not for a type parameter."""
     assert check(capsys, tmp_path, FACTORIES) == [
-        "6:9: WR002", "17:13: WR002", "25:16: WR002",
+        "6:9: WR002",
+        "17:13: WR002",
+        "25:16: WR002",
         "29:13: WR003",  # closure_helper -> take
         "36:5: WR003",  # wp.static(write_slot)
         "46:5: WR003",  # wp.static(make_writer()) -> writer
         "54:9: WR003",  # alias = write_slot
-        "63:9: WR005", "64:9: WR005",  # the factory's parameter writer: unknown
-    ]  # fmt: skip
+        # the factory's parameter writer: unknown
+        "63:9: WR005",
+        "64:9: WR005",
+    ]
     _, out, _ = run_cli(capsys, "--check", tmp_path / "kernels.py", "--select", "WR005")
-    assert "kernel 'parameter_writer' calls function value 'writer', a parameter of 'make_with_writer', known " \
-        "only when it is called, which wp-rewrite cannot follow from the source" in out  # fmt: skip
+    assert (
+        "kernel 'parameter_writer' calls function value 'writer', a parameter of 'make_with_writer', known "
+        "only when it is called, which wp-rewrite cannot follow from the source" in out
+    )
 
 
 SOLVERS = """import warp as wp
@@ -601,8 +619,12 @@ def test_class_methods_and_attributes_factories_set_are_followed(capsys, tmp_pat
     assert "calls helper 'claim', which uses the value returned by wp.atomic_add()" in out
     assert "kernel 'through_core' calls helper 'solve_core', which uses the value returned by wp.atomic_sub()" in out
     assert check(capsys, tmp_path, SOLVERS + USES_SOLVERS.split("\n", 2)[2], name="together.py") == [
-        "7:16: WR002", "17:16: WR002", "29:9: WR003", "38:13: WR003", "39:13: WR003",
-    ]  # fmt: skip
+        "7:16: WR002",
+        "17:16: WR002",
+        "29:9: WR003",
+        "38:13: WR003",
+        "39:13: WR003",
+    ]
 
 
 HELPERS = """import warp as wp
@@ -623,8 +645,9 @@ def uses(count: wp.array[int], out: wp.array[float]):
 
 
 @pytest.mark.parametrize("layout", ["package", "namespace", "src"])
-def test_check_from_outside_the_project_follows_imports_from_the_files_package_root(capsys, tmp_path, monkeypatch,
-                                                                                   layout):  # fmt: skip
+def test_check_from_outside_the_project_follows_imports_from_the_files_package_root(
+    capsys, tmp_path, monkeypatch, layout
+):
     """``from proj.sub.helpers import claim``, checked with the working directory elsewhere: the helper is found
     from the file's folders up (a package, a namespace package without __init__.py, a src layout)."""
     root = tmp_path / "project" / ("src" if layout == "src" else "")
@@ -667,8 +690,9 @@ def test_launch_of_a_rewritten_kernel_through_the_original_is_wr004(capsys, tmp_
     status, out, _ = run_cli(capsys, "--check", "--ignore", "WR006", tmp_path)
     lines = out.splitlines()
     assert status == 1 and [line.split(": ")[1].split()[0] for line in lines] == ["WR004"] * 3
-    assert lines[0].startswith(f"{tmp_path / 'driver.py'}:7:5: WR004 wp.launch() launches kernel 'compact' itself, "
-                               f"which wp-rewrite rewrote (")  # fmt: skip
+    assert lines[0].startswith(
+        f"{tmp_path / 'driver.py'}:7:5: WR004 wp.launch() launches kernel 'compact' itself, which wp-rewrite rewrote ("
+    )
     assert lines[0].endswith("call launch_compact(...) instead")
     assert run_cli(capsys, source, "--in-place")[0] == 0  # rewriting again fixes the call added to its file
     assert run_cli(capsys, "--check", source) == (0, "", "All checks passed!\n")

@@ -87,8 +87,10 @@ def test_a_folder_without_python_files_says_so(capsys, tmp_path):
     (tmp_path / "empty").mkdir()
     status, out, err = run_cli(capsys, "--check", tmp_path / "empty")
     assert (status, out) == (2, "")
-    assert err == (f"wp-rewrite: warning: {tmp_path / 'empty'}: no Python files\n"
-                   f"wp-rewrite: error: no Python files in {tmp_path / 'empty'}: nothing to check\n")  # fmt: skip
+    assert err == (
+        f"wp-rewrite: warning: {tmp_path / 'empty'}: no Python files\n"
+        f"wp-rewrite: error: no Python files in {tmp_path / 'empty'}: nothing to check\n"
+    )
     (tmp_path / "fine.py").write_text("x = 1\n")
     status, _, err = run_cli(capsys, "--check", tmp_path / "empty", tmp_path / "fine.py")
     assert status == 0 and err.endswith("no Python files\nAll checks passed!\n")
@@ -111,8 +113,9 @@ def test_a_failed_write_names_no_temporary_file(capsys, tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "mkdtemp", full)
     status, _, err = run_cli(capsys, tmp_path / "sim.py", "-o", tmp_path / "out.py")
     assert status == 2
-    assert err == (f"wp-rewrite: error: {tmp_path / 'wp_rewrite_runtime'}: cannot write the runtime: No space left "
-                   "on device\n")  # fmt: skip
+    assert err == (
+        f"wp-rewrite: error: {tmp_path / 'wp_rewrite_runtime'}: cannot write the runtime: No space left on device\n"
+    )
 
 
 CALLEES = """import warp as wp

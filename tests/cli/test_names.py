@@ -115,8 +115,9 @@ def test_the_block_rebinds_the_kernels_name_and_keeps_the_original(modules):
     assert wp_rewrite(emitted.compact).kernel is original  # rewritten again from the original
 
 
-@pytest.mark.parametrize("program", ["with_default", "through_alias", "handed_on", "unpacked", "starred",
-                                     "not_adjoint", "driver"])  # fmt: skip
+@pytest.mark.parametrize(
+    "program", ["with_default", "through_alias", "handed_on", "unpacked", "starred", "not_adjoint", "driver"]
+)
 def test_every_name_of_the_kernel_launches_the_rewrite(modules, rewritten, program):
     emitted, original = modules
     folder, _ = rewritten

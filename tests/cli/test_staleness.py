@@ -15,11 +15,17 @@ import pytest
 import warp as wp
 
 from tests.cli.test_cli import import_file
-from tests.support.harness import Case, check, f64, i32
+from tests.support.harness import Case, check, f64, i32, original_or
 from warp_rewrite.cli import main
 
 N = 6
 X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1])
+
+
+def compaction_args() -> list:
+    return [f64(X, True), i32([0]), wp.zeros(N, dtype=wp.float64, requires_grad=True)]
+
+
 NAMES = itertools.count()
 
 SIM = """import warp as wp
@@ -96,14 +102,8 @@ def edit(path: Path, old: str, new: str) -> None:
 def assert_matches_the_original(emitted, original) -> None:
     """``step`` of the emitted module against finite differences of the original kernel (as it is now)."""
 
-    def program(args, launcher):
-        if launcher.__name__ == "launch_original":
-            wp.launch(original.compact, N, inputs=args, device="cpu")
-        else:
-            emitted.step(*args)
-
-    check(Case(None, N, lambda: [f64(X, True), i32([0]), wp.zeros(N, dtype=wp.float64, requires_grad=True)], [2], [0],
-               program=program))  # fmt: skip
+    program = original_or(original.compact, N, lambda args: emitted.step(*args))
+    check(Case(None, N, compaction_args, [2], [0], program=program))
 
 
 def test_the_begin_marker_carries_a_fingerprint_and_a_current_file_rewrites_to_itself(sim, capsys):
@@ -217,8 +217,11 @@ def test_crlf_files_and_helpers_defined_after_the_kernel_import(tmp_path, capsys
     (folder / "sim_helpers.py").write_text(HELPERS)
     later = SIM.replace(
         "@wp.func\ndef take(count: wp.array[wp.int32]) -> wp.int32:\n    return wp.atomic_add(count, 0, 1)\n\n\n", ""
-    ).replace("def make(", "@wp.func\ndef take(count: wp.array[wp.int32]) -> wp.int32:\n"
-              "    return wp.atomic_add(count, 0, 1)\n\n\ndef make(")  # fmt: skip
+    ).replace(
+        "def make(",
+        "@wp.func\ndef take(count: wp.array[wp.int32]) -> wp.int32:\n"
+        "    return wp.atomic_add(count, 0, 1)\n\n\ndef make(",
+    )
     path = folder / "sim.py"
     path.write_bytes(later.replace("\n", "\r\n").encode())
     assert run_cli(capsys, path, "--in-place")[0] == 0

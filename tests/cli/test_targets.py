@@ -11,13 +11,19 @@ import pytest
 import warp as wp
 
 from tests.cli.test_cli import import_file
-from tests.support.harness import Case, check, f64, i32
+from tests.support.harness import Case, check, f64, i32, original_or
 from warp_rewrite import cli
 from warp_rewrite.cli import main
 from warp_rewrite.emit import RUNTIME_FOLDER
 
 N = 6
 X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1])
+
+
+def compaction_args() -> list:
+    return [f64(X, True), i32([0]), wp.zeros(N, dtype=wp.float64, requires_grad=True)]
+
+
 SIM = """import warp as wp
 
 
@@ -54,14 +60,10 @@ def test_in_place_through_a_link_rewrites_the_file_it_points_to(tmp_path, capsys
     assert (real / RUNTIME_FOLDER).is_dir() and not (links / RUNTIME_FOLDER).exists()
     emitted = import_file(real / "sim_linked.py", "sim_linked")
 
-    def program(args, launcher):
-        if launcher.__name__ == "launch_original":
-            wp.launch(emitted.compact_cubes.kernel, N, inputs=args, device="cpu")
-        else:
-            wp.launch(emitted.compact_cubes, N, inputs=args, device="cpu")
-
-    make = lambda: [f64(X, True), i32([0]), wp.zeros(N, dtype=wp.float64, requires_grad=True)]  # noqa: E731
-    check(Case(None, N, make, [2], [0], program=program))
+    program = original_or(
+        emitted.compact_cubes.kernel, N, lambda args: wp.launch(emitted.compact_cubes, N, inputs=args, device="cpu")
+    )
+    check(Case(None, N, compaction_args, [2], [0], program=program))
 
 
 def test_a_failed_write_leaves_no_runtime_copy(tmp_path, capsys, monkeypatch):

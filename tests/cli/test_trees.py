@@ -15,10 +15,16 @@ import pytest
 import warp as wp
 
 from tests.cli.test_cli import import_file
-from tests.support.harness import Case, check, f64, i32
+from tests.support.harness import Case, check, f64, i32, original_or
 
 N = 6
 X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1])
+
+
+def compaction_args() -> list:
+    return [f64(X, True), i32([0]), wp.zeros(N, dtype=wp.float64, requires_grad=True)]
+
+
 SIM = """import warp as wp
 
 
@@ -34,8 +40,9 @@ def step(x, count, out):
 
 
 def wp_rewrite_cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "warp_rewrite", *argv], cwd=cwd, capture_output=True, text=True,
-                          check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "warp_rewrite", *argv], cwd=cwd, capture_output=True, text=True, check=False
+    )
 
 
 @pytest.mark.skipif(shutil.which("patch") is None, reason="needs patch(1)")
@@ -57,25 +64,13 @@ def test_the_diff_carries_the_runtime_and_the_patched_tree_runs(tmp_path):
         import_file(tmp_path / "diffed_original.py", "diffed_original"),
     )
 
-    def program(args, launcher):
-        if launcher.__name__ == "launch_original":
-            wp.launch(original.compact, N, inputs=args, device="cpu")
-        else:
-            emitted.step(*args)
-
-    check(Case(None, N, lambda: [f64(X, True), i32([0]), wp.zeros(N, dtype=wp.float64, requires_grad=True)], [2], [0],
-               program=program))  # fmt: skip
+    program = original_or(original.compact, N, lambda args: emitted.step(*args))
+    check(Case(None, N, compaction_args, [2], [0], program=program))
 
 
 def assert_matches_the_original(emitted, original) -> None:
-    def program(args, launcher):
-        if launcher.__name__ == "launch_original":
-            wp.launch(original.compact, N, inputs=args, device="cpu")
-        else:
-            emitted.step(*args)
-
-    check(Case(None, N, lambda: [f64(X, True), i32([0]), wp.zeros(N, dtype=wp.float64, requires_grad=True)], [2], [0],
-               program=program))  # fmt: skip
+    program = original_or(original.compact, N, lambda args: emitted.step(*args))
+    check(Case(None, N, compaction_args, [2], [0], program=program))
 
 
 def make_tree(root: Path) -> list[Path]:
@@ -100,8 +95,11 @@ def test_a_tree_is_rewritten_in_place_with_one_runtime_per_folder(tmp_path):
         f"{Path('scripts/tree_c.py')}: rewrote 1 kernel (compact); 1 wp.launch call now calls the rewritten launch",
     ]  # files without kernels to rewrite are not listed
     copies = sorted(path.parent.relative_to(tmp_path) for path in tmp_path.rglob("wp_rewrite_runtime/__init__.py"))
-    assert copies == [Path("pkg/sub/wp_rewrite_runtime"), Path("pkg/wp_rewrite_runtime"),
-                      Path("scripts/wp_rewrite_runtime")]  # fmt: skip
+    assert copies == [
+        Path("pkg/sub/wp_rewrite_runtime"),
+        Path("pkg/wp_rewrite_runtime"),
+        Path("scripts/wp_rewrite_runtime"),
+    ]
     assert (tmp_path / "pkg" / "plain.py").read_text() == "x = 1\n"
     again = wp_rewrite_cli("pkg", "scripts", "--in-place", cwd=tmp_path)
     assert again.returncode == 0 and again.stderr.count("nothing to change") == 3

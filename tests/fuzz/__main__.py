@@ -62,8 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, count in checked.items():
         print(f"  {count:6d} / {refused[name]:<5d} {name}")
     print("kernels using each form of the fence's table (passed / refused / failed):")
-    by_status = {status: exercised_forms([o.case for o in summary.outcomes if o.status == status])
-                 for status in (PASSED, REFUSED, FAILED)}  # fmt: skip
+    by_status = {
+        status: exercised_forms([o.case for o in summary.outcomes if o.status == status])
+        for status in (PASSED, REFUSED, FAILED)
+    }
     for name in by_status[PASSED]:
         print(f"  {by_status[PASSED][name]:6d} / {by_status[REFUSED][name]:<5d} / {by_status[FAILED][name]:<3d} {name}")
     print(summary.line())

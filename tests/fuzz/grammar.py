@@ -292,9 +292,18 @@ def _expressions(writer: _KernelWriter, scope: _Scope) -> None:
 
 
 GENERATORS: dict[str, Generator] = {
-    **{f"{target} {group}": make(group) for target, make in
-       (("name", _name), ("attribute", _attribute), ("subscript", _subscript), ("component", _component),
-        ("field", _field), ("nested", _nested)) for group in ("=", "+=", "*=")},
+    **{
+        f"{target} {group}": make(group)
+        for target, make in (
+            ("name", _name),
+            ("attribute", _attribute),
+            ("subscript", _subscript),
+            ("component", _component),
+            ("field", _field),
+            ("nested", _nested),
+        )
+        for group in ("=", "+=", "*=")
+    },
     "tuple =": _tuple,
     "@= on any target": _matmul,
     "atomic, return used": _atomic_used,
@@ -320,7 +329,7 @@ GENERATORS: dict[str, Generator] = {
     "assert": _assert,
     "operators": _expressions,
     "reads": _expressions,
-}  # fmt: skip
+}
 # Forms with a known failure, by name: a failed kernel using one is an expected failure of the suite's slice
 # (tests/fuzz/test_fuzz.py) until the fix lands, and is still reported by ``make fuzz``.
 KNOWN_FAILURES: dict[str, str] = {}  # form -> why its kernels are expected to fail (none today)

@@ -106,10 +106,18 @@ def test_a_vector_unpacked_into_a_call_is_accepted(kernels):
 
 @pytest.mark.parametrize(
     ("target", "kind"),
-    [("v", "name"), ("s.f", "attribute"), ("s.counts[i]", "subscript"), ("a[i, j]", "subscript"),
-     ("a[i][1]", "component"), ("a[i].f", "field"), ("a[i].f[1]", "nested"), ("a[i][0][1]", "nested"),
-     ("f(x)[i]", None)],
-)  # fmt: skip
+    [
+        ("v", "name"),
+        ("s.f", "attribute"),
+        ("s.counts[i]", "subscript"),
+        ("a[i, j]", "subscript"),
+        ("a[i][1]", "component"),
+        ("a[i].f", "field"),
+        ("a[i].f[1]", "nested"),
+        ("a[i][0][1]", "nested"),
+        ("f(x)[i]", None),
+    ],
+)
 def test_target_kinds(target, kind):
     assert target_kind(ast.parse(f"{target} = 0").body[0].targets[0]) == kind
 
@@ -118,6 +126,8 @@ def test_every_form_is_named_once_and_refused_forms_say_what_to_do():
     assert len(BY_NAME) == len(FORMS)
     assert all(form.why for form in FORMS)
     assert {f.name for f in FORMS if f.kind is Kind.REFUSED} == {
-        "@= on any target", "tile atomic, return used", "loop with an 'else' clause"
-    }  # fmt: skip
+        "@= on any target",
+        "tile atomic, return used",
+        "loop with an 'else' clause",
+    }
     assert form_list().count("\n") == len(FORMS) + 2

@@ -195,8 +195,14 @@ def test_generated_code_that_does_not_compile_is_reported_as_the_rewrites_fault(
 
     pair = rewritten.pair
     monkeypatch.setattr(rewritten, "pair", type(pair)(broken, pair.replay, pair.spec))
-    with pytest.raises(RewriteError, match=r"kernel 'count_while_working': the kernels warp-rewrite generated for it "
-                       r"do not compile .* this is a bug in warp-rewrite. Please report it"), wp.Tape():  # fmt: skip
+    with (
+        pytest.raises(
+            RewriteError,
+            match=r"kernel 'count_while_working': the kernels warp-rewrite generated for it "
+            r"do not compile .* this is a bug in warp-rewrite. Please report it",
+        ),
+        wp.Tape(),
+    ):
         launch(rewritten, N, inputs=[i32([0]), f64(X, True), zeros(N)], device="cpu")
 
 

@@ -197,8 +197,14 @@ def test_a_plain_read_of_the_target_is_refused_when_rewriting():
 def round_trips(monkeypatch):
     """Counts what would make the host wait for a GPU: reading an array back, or synchronizing."""
     counted = []
-    for owner, name in [(wp.array, "numpy"), (wp.array, "list"), (wp, "synchronize"), (wp, "synchronize_device"),
-                        (wp, "synchronize_stream"), (wp, "synchronize_event")]:  # fmt: skip
+    for owner, name in [
+        (wp.array, "numpy"),
+        (wp.array, "list"),
+        (wp, "synchronize"),
+        (wp, "synchronize_device"),
+        (wp, "synchronize_stream"),
+        (wp, "synchronize_event"),
+    ]:
         original = getattr(owner, name)
 
         def counting(*args, __original=original, __name=name, **kwargs):

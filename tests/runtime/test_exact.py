@@ -212,8 +212,17 @@ def test_what_cannot_be_made_exact_is_refused():
 
 
 # Rewrite every kernel of this file up front (the refused ones excepted): their module compiles once.
-for _kernel in [running_sum, per_bucket_sum, drain, hand_over, record_high, project_running_sum, chained,
-                float_returns_in_a_loop, running_sum_f32]:  # fmt: skip
+for _kernel in [
+    running_sum,
+    per_bucket_sum,
+    drain,
+    hand_over,
+    record_high,
+    project_running_sum,
+    chained,
+    float_returns_in_a_loop,
+    running_sum_f32,
+]:
     wp_rewrite(_kernel)
 wp_rewrite(running_sum, detach_returns=True)
 

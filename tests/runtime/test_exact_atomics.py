@@ -90,12 +90,18 @@ def cas_recorded(
 ):
     tid = wp.tid()
     address = runtime.flat_index(target, tid % 3)
-    runtime.exact_cas(address, values[(tid + 5) % 12], values[tid], shadow, returned, operands, order, addresses,
-                      compares, tid)  # fmt: skip
+    runtime.exact_cas(
+        address, values[(tid + 5) % 12], values[tid], shadow, returned, operands, order, addresses, compares, tid
+    )
 
 
-REFERENCES = {"add": add_reference, "sub": sub_reference, "min": min_reference, "max": max_reference,
-              "exch": exch_reference}  # fmt: skip
+REFERENCES = {
+    "add": add_reference,
+    "sub": sub_reference,
+    "min": min_reference,
+    "max": max_reference,
+    "exch": exch_reference,
+}
 KERNELS = {op: (reference, _recorded(op)) for op, reference in REFERENCES.items()}
 KERNELS["cas"] = (cas_reference, cas_recorded)
 # The dtypes Warp's own atomics support for each op (no min/max on float16, no exch/cas on 16-bit floats).
@@ -149,8 +155,11 @@ def _operands() -> np.ndarray:
     return values
 
 
-@pytest.mark.parametrize("op, dtype", [(op, dtype) for op, dtypes in DTYPES.items() for dtype in dtypes],
-                         ids=lambda value: getattr(value, "__name__", value))  # fmt: skip
+@pytest.mark.parametrize(
+    "op, dtype",
+    [(op, dtype) for op, dtypes in DTYPES.items() for dtype in dtypes],
+    ids=lambda value: getattr(value, "__name__", value),
+)
 def test_returned_and_final_values_are_warps_own_and_tickets_count_each_address(op, dtype):
     values = _operands()
     initial = np.random.default_rng(3).uniform(-1.0, 1.0, size=(3, 16))

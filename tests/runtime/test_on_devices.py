@@ -123,8 +123,10 @@ def test_forward_and_backward_captured_in_a_graph_give_the_uncaptured_gradients(
         tape.backward(grads={args[3]: ones, compacted: ones})
 
     ones = wp.ones(N, dtype=wp.float64, device=device)
-    count, compacted = wp.zeros(1, dtype=wp.int32, device=device), wp.zeros(N, dtype=wp.float64, device=device,
-                                                                          requires_grad=True)  # fmt: skip
+    count, compacted = (
+        wp.zeros(1, dtype=wp.int32, device=device),
+        wp.zeros(N, dtype=wp.float64, device=device, requires_grad=True),
+    )
     uncaptured = _inputs(device, wp.float64, N)
     uncaptured[1].assign(np.arange(N, dtype=np.int32))
     program(uncaptured)
@@ -146,8 +148,14 @@ def test_forward_and_backward_captured_in_a_graph_give_the_uncaptured_gradients(
 
 def test_no_host_round_trip_on_the_device(device, monkeypatch):
     counted = []
-    for owner, name in [(wp.array, "numpy"), (wp.array, "list"), (wp, "synchronize"), (wp, "synchronize_device"),
-                        (wp, "synchronize_stream"), (wp, "synchronize_event")]:  # fmt: skip
+    for owner, name in [
+        (wp.array, "numpy"),
+        (wp.array, "list"),
+        (wp, "synchronize"),
+        (wp, "synchronize_device"),
+        (wp, "synchronize_stream"),
+        (wp, "synchronize_event"),
+    ]:
         original = getattr(owner, name)
 
         def counting(*args, __original=original, __name=name, **kwargs):

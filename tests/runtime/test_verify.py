@@ -18,8 +18,12 @@ FREE = [3, 0, 5, 1, 4, 2]
 
 
 @wp.kernel
-def spawn(free: wp.array(dtype=wp.int32), top: wp.array(dtype=wp.int32), x: wp.array(dtype=wp.float64),
-          pos: wp.array(dtype=wp.float64)):  # fmt: skip
+def spawn(
+    free: wp.array(dtype=wp.int32),
+    top: wp.array(dtype=wp.int32),
+    x: wp.array(dtype=wp.float64),
+    pos: wp.array(dtype=wp.float64),
+):
     """Takes a slot off the top of a free list and writes into it."""
     tid = wp.tid()
     k = wp.atomic_sub(top, 0, 1) - 1
@@ -39,8 +43,9 @@ def arguments(free=None) -> list:
 
 def test_unchanged_memory_passes_with_the_original_gradients():
     def program(args, launcher):
-        wp.launch(spawn if launcher is launch_original else wp_rewrite(spawn, verify=True), N, inputs=args,
-                  device="cpu")  # fmt: skip
+        wp.launch(
+            spawn if launcher is launch_original else wp_rewrite(spawn, verify=True), N, inputs=args, device="cpu"
+        )
 
     check(Case(None, N, arguments, [3], [2], program=program))
 
@@ -68,8 +73,10 @@ def test_memory_changed_before_backward_is_refused_naming_array_kernel_and_launc
             wp.launch(kill, N, inputs=[free, args[1]], device="cpu")
     if how != "kill kernel on the tape":
         free.assign(np.arange(N, dtype=np.int32))
-    message = (rf"kernel 'spawn': the array passed as 'free' to its launch at {launch_site('# the launch')} changed "
-               r"between that launch and tape.backward\(\).*Launch it with a copy \(wp.clone\) of 'free'")  # fmt: skip
+    message = (
+        rf"kernel 'spawn': the array passed as 'free' to its launch at {launch_site('# the launch')} changed "
+        r"between that launch and tape.backward\(\).*Launch it with a copy \(wp.clone\) of 'free'"
+    )
     with pytest.raises(RewriteError, match=message):
         tape.backward(grads={args[3]: wp.ones(N, dtype=wp.float64, device="cpu")})
     assert not args[2].grad.numpy().any()  # the check runs before the replay's adjoint

@@ -22,6 +22,7 @@ ATOL = 1e-7
 
 
 Launcher = Callable[[wp.Kernel, Any, list[Any]], None]
+Program = Callable[[list[Any], Launcher], None]
 
 
 def launch_original(kernel: wp.Kernel, dim: Any, inputs: list[Any]) -> None:
@@ -37,6 +38,19 @@ def rewritten_launcher(max_records: int | None = None) -> Launcher:
     return launch_rewritten
 
 
+def original_or(original: wp.Kernel, dim: Any, rewritten: Callable[[list[Any]], None]) -> Program:
+    """A ``Case.program`` for code that launches the rewrite itself (an emitted module's driver, a launch of its
+    rewritten kernel): ``original`` is launched for ground truth, ``rewritten(args)`` for the runs checked."""
+
+    def program(args: list[Any], launcher: Launcher) -> None:
+        if launcher is launch_original:
+            launch_original(original, dim, args)
+        else:
+            rewritten(args)
+
+    return program
+
+
 @dataclass
 class Case:
     """A program to check: ``make_args`` builds fresh arguments on the CPU each call.
@@ -50,7 +64,7 @@ class Case:
     make_args: Callable[[], list[Any]]
     loss_outputs: Sequence[int]  # argument indices whose weighted sum is the loss
     wrt: Sequence[int]  # argument indices to differentiate with respect to
-    program: Callable[[list[Any], Launcher], None] | None = None
+    program: Program | None = None
     weights: dict[int, np.ndarray] = field(default_factory=dict)
     max_records: int | None = None  # wp_rewrite's option for the rewritten runs
 
@@ -132,8 +146,11 @@ def tape_gradients(case: Case) -> dict[int, np.ndarray]:
                     array.grad.zero_()
             tape.backward(grads={args[i]: wp.array(w, dtype=args[i].dtype, device="cpu") for i, w in weights.items()})
             for i, expected in runs[0][1].items():
-                np.testing.assert_array_equal(args[i].grad.numpy(), expected, err_msg=f"gradient of argument {i} "
-                                              "differs in a second backward pass on the same tape")  # fmt: skip
+                np.testing.assert_array_equal(
+                    args[i].grad.numpy(),
+                    expected,
+                    err_msg=f"gradient of argument {i} differs in a second backward pass on the same tape",
+                )
         held[:] = [tape] if repeat == 0 else []
         del tape
     for later in runs[1:]:

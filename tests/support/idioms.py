@@ -34,9 +34,11 @@ def append_with_defaults(
 
 @wp.kernel
 def atomics_by_keyword(
-    x: wp.array(dtype=wp.float64), count: wp.array(dtype=wp.int32), owner: wp.array(dtype=wp.int32),
+    x: wp.array(dtype=wp.float64),
+    count: wp.array(dtype=wp.int32),
+    owner: wp.array(dtype=wp.int32),
     out: wp.array(dtype=wp.float64),
-):  # fmt: skip
+):
     tid = wp.tid()
     slot = wp.atomic_add(arr=count, i=0, value=1)
     previous = wp.atomic_cas(owner, 0, compare=0, value=tid + 1)

@@ -70,8 +70,12 @@ def _every_argument(call: ast.Call, helper: ast.FunctionDef) -> list[ast.expr]:
 
 
 def _same_place(a: ast.AST, b: ast.AST) -> bool:
-    return (a.lineno, a.col_offset, a.end_lineno, a.end_col_offset) == (b.lineno, b.col_offset, b.end_lineno,
-                                                                        b.end_col_offset)  # fmt: skip
+    return (a.lineno, a.col_offset, a.end_lineno, a.end_col_offset) == (
+        b.lineno,
+        b.col_offset,
+        b.end_lineno,
+        b.end_col_offset,
+    )
 
 
 def _stored_through_records(function: ast.FunctionDef, runtime: str) -> list[str]:
