@@ -7,7 +7,6 @@ and launched only through its generated ``launch_<kernel>`` functions: it must n
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import warp as wp
 
 import warp_rewrite.runtime
 from tests.support import harness
+from tests.support.emitted import import_file, run_cli, through, zeros
 from tests.support.harness import Case, check, f64, i32, vec3d
 from warp_rewrite import launch, wp_rewrite
 from warp_rewrite.cli import main
@@ -35,53 +35,12 @@ X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1, 2.3, -2.1])
 KEYS = np.array([5, 3, 7, 2, 9, 1, 4, 6])
 
 
-def zeros(shape, dtype=wp.float64):
-    return wp.zeros(shape, dtype=dtype, requires_grad=dtype is not wp.int32, device="cpu")
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    status = main([str(a) for a in argv])
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
-
-
-def import_file(path: Path, name: str):
-    """Import an emitted module as its own folder's code would: with the runtime written beside it importable."""
-    if str(path.parent) not in sys.path:
-        sys.path.append(str(path.parent))
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def rewritten_copy(module, folder: Path):
-    """``module``'s file rewritten by the command line into ``folder`` and imported from there."""
-    name = f"{module.__name__.rpartition('.')[2]}_rewritten"
-    assert main([module.__file__, "-o", str(folder / f"{name}.py"), "-q"]) == 0
-    return import_file(folder / f"{name}.py", name)
-
-
 @pytest.fixture(scope="module")
 def emitted(tmp_path_factory):
     """patterns.py rewritten into a temporary folder and imported from there (its helpers from tests/)."""
     out = tmp_path_factory.mktemp("emitted") / "patterns_rewritten.py"
     assert main([str(PATTERNS), "-o", str(out)]) == 0
     return import_file(out, "patterns_rewritten")
-
-
-def through(module, name: str, dim, pack=None):
-    """A harness program: the original kernel for ground truth, the emitted ``launch_<name>`` otherwise."""
-
-    def program(args, launcher):
-        inputs = pack(module, args) if pack else args
-        if launcher is harness.launch_original:
-            wp.launch(getattr(module, name), dim, inputs=inputs, device="cpu")
-        else:
-            getattr(module, f"launch_{name}")(dim, inputs=inputs, device="cpu")
-
-    return program
 
 
 def pair_writer(module, args):

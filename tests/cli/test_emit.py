@@ -40,7 +40,7 @@ def run_cli(capsys, *argv) -> tuple[int, str, str]:
 
 
 def import_file(path: Path, name: str):
-    from tests.cli.test_cli import import_file as load  # the same loader as the pattern tests
+    from tests.support.emitted import import_file as load  # the same loader as the pattern tests
 
     return load(path, name)
 

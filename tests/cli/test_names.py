@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import warp as wp
 
-from tests.cli.test_cli import import_file
+from tests.support.emitted import import_file
 from tests.support.harness import Case, check, f64, i32
 from warp_rewrite import wp_rewrite
 from warp_rewrite.cli import main

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import warp as wp
 
-from tests.cli.test_cli import import_file
+from tests.support.emitted import import_file
 from tests.support.harness import Case, check, f64, i32, original_or
 from warp_rewrite.cli import main
 

@@ -13,7 +13,8 @@ import pytest
 import warp as wp
 
 from tests.api.test_frontends import both_sources
-from tests.cli.test_cli import N, X, run_cli, through, zeros
+from tests.cli.test_cli import N, X
+from tests.support.emitted import run_cli, through, zeros
 from tests.support.harness import Case, check, f64, i32
 from warp_rewrite.pipeline import RewriteOptions
 

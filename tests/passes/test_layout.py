@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import warp as wp
 
-from tests.cli.test_cli import rewritten_copy, through
 from tests.support import compared_reads
+from tests.support.emitted import rewritten_copy, through
 from tests.support.harness import Case, check, f64, i32
 from warp_rewrite import RewriteError, launch, wp_rewrite
 

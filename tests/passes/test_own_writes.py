@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import warp as wp
 
-from tests.cli.test_cli import rewritten_copy, through
 from tests.support import own_stores
+from tests.support.emitted import rewritten_copy, through
 from tests.support.harness import Case, check, f64, i32
 from warp_rewrite import RewriteError, launch, wp_rewrite
 from warp_rewrite.passes.own_writes import forward_own_writes

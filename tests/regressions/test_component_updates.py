@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import warp as wp
 
-from tests.cli.test_cli import rewritten_copy
 from tests.support import component_updates
+from tests.support.emitted import rewritten_copy
 from tests.support.harness import Case, check, f64, i32
 
 N = 6
