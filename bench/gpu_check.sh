@@ -3,7 +3,7 @@
 #
 #   bench/gpu_check.sh [devices|suite|bench|all]      results in $OUT (default: gpu-results/)
 #
-#   devices  the device-parametrised tests on cpu and cuda:0 (tests/test_on_devices.py: exact gradients that
+#   devices  the device-parametrised tests on cpu and cuda:0 (tests/runtime/test_on_devices.py: exact gradients that
 #            follow the order the atomics took under contention, the float64 ticket lock and 128-bit
 #            compare-and-swap under contention, streams, forward+backward captured in a CUDA graph and replayed
 #            with the uncaptured gradients, no host round trip), and the other device-level tests (a few minutes)
@@ -24,7 +24,7 @@ export WP_REWRITE_DEVICES=cpu,cuda:0
 { nvidia-smi; "$PY" -c "import warp as wp; wp.init(); print(wp.get_cuda_devices())"; } > "$OUT/machine.txt" 2>&1
 
 run_devices() {
-    "$PY" -m pytest tests/test_on_devices.py tests/test_device_checks.py tests/test_exact_atomics.py -p no:cacheprovider \
+    "$PY" -m pytest tests/runtime/test_on_devices.py tests/runtime/test_checks.py tests/runtime/test_exact_atomics.py -p no:cacheprovider \
         -q -rs --junitxml="$OUT/devices.xml" > "$OUT/devices.txt" 2>&1
     echo "devices: exit $?" >> "$OUT/summary.txt"
 }

@@ -1,12 +1,9 @@
 import logging
 import os
-import sys
-from pathlib import Path
 
 import pytest
 import warp as wp
 
-sys.path.insert(0, str(Path(__file__).parent))
 wp.config.log_level = logging.WARNING  # no init banner, no per-module load lines
 wp.init()
 
@@ -21,10 +18,9 @@ def every_generated_kernel_is_checked():
     the launch does not write or records (``replay_reads``), its record kernel is the original plus record stores
     and its count kernel the record kernel less writes nothing reads back (``record_kernels``), and it calls only
     the ABI's runtime names (``generated_names``)."""
-    from generated_names import unlisted_runtime_names
-    from record_kernels import count_kernel_differences, record_kernel_differences
-    from replay_reads import unrecorded_reads
-
+    from tests.support.generated_names import unlisted_runtime_names
+    from tests.support.record_kernels import count_kernel_differences, record_kernel_differences
+    from tests.support.replay_reads import unrecorded_reads
     from warp_rewrite import pipeline
 
     rewrite_kernel = pipeline.rewrite_kernel

@@ -1,7 +1,7 @@
 """Long mode: ``python -m tests.fuzz --seed S --count N`` checks N generated kernels of stream S.
 
-Prints every failure (with the kernel's source, to minimize into tests/test_fuzz_regressions.py), how many of
-the kernels exercised each feature the fuzzer generates (tests/fuzz/features.py), and the line
+Prints every failure (with the kernel's source, to minimize into tests/regressions/test_fuzz_regressions.py),
+how many of the kernels exercised each feature the fuzzer generates (tests/fuzz/features.py), and the line
 ``fuzz: N passed, N failed (N refused)``; exits non-zero on any failure. ``--show INDEX`` prints one kernel.
 """
 
@@ -12,15 +12,14 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: fuzz, harness
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: rewrite, passes
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: tests.fuzz, tests.support
 
 import warp as wp
 
-from fuzz.features import exercised
-from fuzz.generator import generate_kernel
-from fuzz.grammar import exercised_forms
-from fuzz.runner import FAILED, PASSED, REFUSED, Outcome, Summary, run
+from tests.fuzz.features import exercised
+from tests.fuzz.generator import generate_kernel
+from tests.fuzz.grammar import exercised_forms
+from tests.fuzz.runner import FAILED, PASSED, REFUSED, Outcome, Summary, run
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -63,8 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, count in checked.items():
         print(f"  {count:6d} / {refused[name]:<5d} {name}")
     print("kernels using each form of the fence's table (passed / refused / failed):")
-    by_status = {status: exercised_forms([o.case for o in summary.outcomes if o.status == status])
-                 for status in (PASSED, REFUSED, FAILED)}  # fmt: skip
+    by_status = {
+        status: exercised_forms([o.case for o in summary.outcomes if o.status == status])
+        for status in (PASSED, REFUSED, FAILED)
+    }
     for name in by_status[PASSED]:
         print(f"  {by_status[PASSED][name]:6d} / {by_status[REFUSED][name]:<5d} / {by_status[FAILED][name]:<3d} {name}")
     print(summary.line())

@@ -1,6 +1,6 @@
 """What the fuzzer is meant to generate, by name: a pattern over a kernel's source (or its arguments' layout).
 
-``tests/test_fuzz.py`` checks that the suite's fixed slice covers every feature; ``python -m tests.fuzz``
+``tests/fuzz/test_fuzz.py`` checks that the suite's fixed slice covers every feature; ``python -m tests.fuzz``
 (``make fuzz``) prints how many of the kernels it checked exercised each.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from fuzz.generator import FLOAT_OPS, INT_OPS, KernelCase
+from tests.fuzz.generator import FLOAT_OPS, INT_OPS, KernelCase
 
 FEATURES = {
     **{f"int atomic_{op}": rf"s\d+ = wp\.atomic_{op}\(c\d" for op in INT_OPS},
@@ -39,7 +39,7 @@ FEATURES = {
     "unconsumed bare call": r"\n\s+wp\.atomic_\w+\([cf]\d+",
     "int carried through a loop": r"n\d+ = n\d+ \+ s\d+",
     "float reassigned before it is read, in a loop and after it": r"\n\s+g\d+ = [^\n]*\n\s+y\[tid\] \+= g\d+ \*",
-    # issue 15: reads of written arrays, memory shared or laid out otherwise, calls of every kind
+    # reads of written arrays, memory shared or laid out otherwise, calls of every kind
     "capacity check before a counter": r"\n\s+if c\d+\[[^]]+\] < \d+:\n\s+s\d+ = wp\.atomic_add",
     "int read-modify-write under a spin lock": r"seen\d+ = total\d+\[0\]\n\s+total\d+\[0\] = seen\d+ \+ tid",
     "float read-modify-write under a spin lock": r"total\d+\[0\] = seen\d+ \+ wp\.float64\(keys",

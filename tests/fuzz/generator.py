@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from fuzz.grammar import ACCEPTED, GENERATORS, KERNEL_LEVEL, REFUSED
+from tests.fuzz.grammar import ACCEPTED, GENERATORS, KERNEL_LEVEL, REFUSED
 
 INT_OPS = ("add", "sub", "min", "max", "cas", "exch", "and", "or", "xor")
 FLOAT_OPS = ("add", "sub", "min", "max", "exch")
@@ -463,8 +463,9 @@ class _KernelWriter:
     def alias_block(self, scope: _Scope) -> None:
         """A read through an argument the launch binds to a counter's array: the launch must refuse."""
         counter = self.pick_counter()
-        peek = self.add_array(ArraySpec(f"peek{len(self.counters)}", "int32", counter.array.shape,
-                                        alias_of=counter.array.name))  # fmt: skip
+        peek = self.add_array(
+            ArraySpec(f"peek{len(self.counters)}", "int32", counter.array.shape, alias_of=counter.array.name)
+        )
         self.int_block(scope)
         scope.line(f"y[tid] += wp.float64({peek.name}[{counter.address('0')}] % 3 + 1) * xv")
 
@@ -612,8 +613,14 @@ class _KernelWriter:
         if kind == "float" and "helper" in wrappers and self.rng.random() < 0.8:
             # The rewrite refuses a float target passed to a helper: keep such kernels rare.
             wrappers = [w for w in wrappers if w != "helper"]
-        body = {"int": self.int_block, "float": self.float_block, "probe": self.probe_block, "lock": self.lock_block,
-                "peek": self.peek_block, "alias": self.alias_block}[kind]  # fmt: skip
+        body = {
+            "int": self.int_block,
+            "float": self.float_block,
+            "probe": self.probe_block,
+            "lock": self.lock_block,
+            "peek": self.peek_block,
+            "alias": self.alias_block,
+        }[kind]
         self.wrapped(scope, wrappers[:3], body)
         if self.rng.random() < 0.5:
             self.unconsumed(scope)

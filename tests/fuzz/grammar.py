@@ -3,7 +3,7 @@
 Each generator writes one use of its form into a scope of the kernel being written (in the kernel, a helper, a
 loop or a branch: ``generator._KernelWriter.form_block`` picks the wrappers), on locals or on arrays of its own
 that the launch writes, some of them vectors and matrices, so that the form combines with the consumed atomics
-around it. ``tests/test_fuzz.py`` checks that every form has a generator and that the suite's slice exercises
+around it. ``tests/fuzz/test_fuzz.py`` checks that every form has a generator and that the suite's slice exercises
 every form; ``make fuzz`` prints how many kernels exercised each (``exercised_forms``).
 """
 
@@ -19,14 +19,14 @@ from warp_rewrite.passes.atomics import WarpNames
 from warp_rewrite.passes.fence import BY_NAME, FORMS, Fence, Kind
 
 if TYPE_CHECKING:
-    from fuzz.generator import KernelCase, _KernelWriter, _Scope
+    from tests.fuzz.generator import KernelCase, _KernelWriter, _Scope
 
 Generator = Callable[["_KernelWriter", "_Scope"], None]
 
 
 def _out(writer: _KernelWriter, dtype: str = "float64", shape: tuple[int, ...] | None = None, loss: bool = True):
     """A fresh array of the form's own that the launch writes (float ones are part of the loss)."""
-    from fuzz.generator import ArraySpec
+    from tests.fuzz.generator import ArraySpec
 
     floating = dtype in ("float64", "vec3d", "mat33d")
     spec = ArraySpec(writer.fresh("g"), dtype, shape or (writer.dim,), None, floating, floating and loss)
@@ -292,9 +292,18 @@ def _expressions(writer: _KernelWriter, scope: _Scope) -> None:
 
 
 GENERATORS: dict[str, Generator] = {
-    **{f"{target} {group}": make(group) for target, make in
-       (("name", _name), ("attribute", _attribute), ("subscript", _subscript), ("component", _component),
-        ("field", _field), ("nested", _nested)) for group in ("=", "+=", "*=")},
+    **{
+        f"{target} {group}": make(group)
+        for target, make in (
+            ("name", _name),
+            ("attribute", _attribute),
+            ("subscript", _subscript),
+            ("component", _component),
+            ("field", _field),
+            ("nested", _nested),
+        )
+        for group in ("=", "+=", "*=")
+    },
     "tuple =": _tuple,
     "@= on any target": _matmul,
     "atomic, return used": _atomic_used,
@@ -320,10 +329,10 @@ GENERATORS: dict[str, Generator] = {
     "assert": _assert,
     "operators": _expressions,
     "reads": _expressions,
-}  # fmt: skip
+}
 # Forms with a known failure, by name: a failed kernel using one is an expected failure of the suite's slice
-# (tests/test_fuzz.py) until the fix lands, and is still reported by ``make fuzz``.
-KNOWN_FAILURES: dict[str, str] = {}  # form -> why its kernels are expected to fail (none since issue 23's fix)
+# (tests/fuzz/test_fuzz.py) until the fix lands, and is still reported by ``make fuzz``.
+KNOWN_FAILURES: dict[str, str] = {}  # form -> why its kernels are expected to fail (none today)
 # Forms written only where no wrapper goes around them: a kernel's return is a helper's inside one.
 KERNEL_LEVEL = frozenset({"return in kernel"})
 ACCEPTED = [form.name for form in FORMS if form.kind is Kind.ACCEPTED]

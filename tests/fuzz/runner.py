@@ -1,5 +1,5 @@
 """Runs generated kernels: the original forward against the rewritten one, tape gradients against finite
-differences of the original forward (``tests/harness.py``), or a ``RewriteError``.
+differences of the original forward (``tests/support/harness.py``), or a ``RewriteError``.
 
 Kernels are written in batches, one Python file per batch imported with ``importlib``, so that Warp compiles
 one module per batch (plus one generated module for the rewritten kernels): compiling a module costs seconds,
@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-import harness
 import numpy as np
 import warp as wp
-from harness import Case, assert_same_forward, finite_difference_gradients, tape_gradients
 
-from fuzz.generator import ArraySpec, KernelCase, generate_kernel, module_source
+from tests.fuzz.generator import ArraySpec, KernelCase, generate_kernel, module_source
+from tests.support import harness
+from tests.support.harness import Case, assert_same_forward, finite_difference_gradients, tape_gradients
 from warp_rewrite import RewriteError, wp_rewrite
 
 RTOL = 1e-5

@@ -1,9 +1,10 @@
 """What the real-code suite expects, the one home of the tables of docs/realcode.md (``render()``).
 
 Every outcome that is not "rewritten" is counted by its reason, and every reason has a verdict: a documented limit
-of the rewrite, a refusal that is right for that code, or a bug (with the test in tests/test_real_code_bugs.py
-that reproduces it). After a change to the rewrite, ``python tests/realcode/survey.py`` prints the new counts;
-after a change to ``EXPECTED``, ``python tests/realcode/ledger.py`` writes the tables into docs/realcode.md.
+of the rewrite, a refusal that is right for that code, or a bug (with the test in
+tests/regressions/test_real_code_bugs.py that reproduces it). After a change to the rewrite,
+``python tests/realcode/survey.py`` prints the new counts; after a change to ``EXPECTED``,
+``python tests/realcode/ledger.py`` writes the tables into docs/realcode.md.
 """
 
 from __future__ import annotations

@@ -1,0 +1,264 @@
+"""Stale generated blocks cannot be missed: a rewrite regenerates them, ``--check`` reports them (WR006) and the
+emitted module refuses to import with one. The workflow it supports: rewrite ``sim.py --in-place``, edit the kernel
+(``* 3.0`` becomes ``* 5.0``), run again. Gradients of the emitted code are checked against finite differences of
+the edited original.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import warp as wp
+
+from tests.support.emitted import import_file
+from tests.support.harness import Case, check, f64, i32, original_or
+from warp_rewrite.cli import main
+
+N = 6
+X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1])
+
+
+def compaction_args() -> list:
+    return [f64(X, True), i32([0]), wp.zeros(N, dtype=wp.float64, requires_grad=True)]
+
+
+NAMES = itertools.count()
+
+SIM = """import warp as wp
+
+from sim_helpers import scaled
+
+
+@wp.func
+def take(count: wp.array[wp.int32]) -> wp.int32:
+    return wp.atomic_add(count, 0, 1)
+
+
+@wp.kernel
+def compact(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    out[take(count)] = scaled(x[tid] * x[tid] * wp.float64(3.0))
+
+
+def make(factor: float):
+    @wp.kernel
+    def tripled(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+        tid = wp.tid()
+        out[wp.atomic_add(count, 0, 1)] = x[tid] * wp.float64(factor)
+
+    return tripled
+
+
+def step(x, count, out):
+    wp.launch(compact, x.shape[0], inputs=[x, count, out])
+"""
+HELPERS = """import warp as wp
+
+
+@wp.func
+def scaled(value: wp.float64) -> wp.float64:
+    return value * wp.float64(2.0)
+"""
+
+
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    status = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def load(path: Path):
+    """Import ``path`` under a fresh name, with its folder's sim_helpers.py as it is now."""
+    sys.modules.pop("sim_helpers", None)
+    if str(path.parent) in sys.path:
+        sys.path.remove(str(path.parent))
+    sys.path.insert(0, str(path.parent))
+    return import_file(path, f"{path.stem}_{next(NAMES)}")
+
+
+@pytest.fixture
+def sim(tmp_path, capsys) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "sim_helpers.py").write_text(HELPERS)
+    path = folder / "sim.py"
+    path.write_text(SIM)
+    status, _, err = run_cli(capsys, path, "--in-place")
+    assert status == 0, err
+    return path
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    """Change the user's code, once: the first occurrence, which is above the generated copies."""
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def assert_matches_the_original(emitted, original) -> None:
+    """``step`` of the emitted module against finite differences of the original kernel (as it is now)."""
+
+    program = original_or(original.compact, N, lambda args: emitted.step(*args))
+    check(Case(None, N, compaction_args, [2], [0], program=program))
+
+
+def test_the_begin_marker_carries_a_fingerprint_and_a_current_file_rewrites_to_itself(sim, capsys):
+    text = sim.read_text()
+    assert "# ---- wp-rewrite: generated from kernel 'compact' above (fingerprint " in text
+    assert "wp_rewrite_runtime.check_fingerprint(\n" in text
+    status, _, err = run_cli(capsys, sim, "--in-place")
+    assert status == 0 and sim.read_text() == text
+    assert err.endswith(": already rewritten (compact, tripled): nothing to change\n")
+    assert run_cli(capsys, "--check", "--select", "WR006", sim)[0] == 0
+
+
+def test_an_edited_kernel_refuses_to_import_is_reported_and_is_regenerated(sim, capsys):
+    edit(sim, "wp.float64(3.0)", "wp.float64(5.0)")
+    with pytest.raises(Exception, match=r"kernel 'compact'.*re-run wp-rewrite") as raised:
+        load(sim)
+    assert type(raised.value).__name__ == "RewriteError"  # the copy's class, beside the module
+    assert raised.value.location == f"sim.py:{sim.read_text().splitlines().index('@wp.kernel') + 2}:1"
+
+    status, out, _ = run_cli(capsys, "--check", "--select", "WR006", sim)
+    assert status == 1
+    assert out.startswith(f"{sim}:") and " WR006 the block wp-rewrite generated for kernel 'compact'" in out
+    assert out.count("WR006") == 1  # the factory's block is current
+
+    status, _, err = run_cli(capsys, sim, "--in-place")
+    assert status == 0
+    assert err.endswith(": regenerated 1 stale block (compact: the kernel, a helper or the options changed since)\n")
+    text = sim.read_text()
+    assert text.count("wp.float64(5.0)") == 3 and "wp.float64(3.0)" not in text  # the kernel, record, replay
+    assert "launch_compact(x.shape[0], inputs=[x, count, out])" in text and "launch_compact_1" not in text
+    assert run_cli(capsys, "--check", "--select", "WR006", sim)[0] == 0
+
+    original = sim.with_name("original.py")
+    original.write_text(SIM.replace("wp.float64(3.0)", "wp.float64(5.0)"))
+    assert_matches_the_original(load(sim), load(original))
+
+
+def test_an_edited_helper_of_the_file_refuses_to_import(sim, capsys):
+    edit(sim, "return wp.atomic_add(count, 0, 1)", "return wp.atomic_add(count, 0, 1) + 0")
+    with pytest.raises(Exception, match="kernel 'compact'"):
+        load(sim)
+    assert "WR006" in run_cli(capsys, "--check", "--select", "WR006", sim)[1]
+
+
+def test_an_edited_helper_of_another_file_is_reported_and_regenerated(sim, capsys):
+    """The import takes the other file's helpers as the block has them; --check and a rewrite read them again."""
+    helpers = sim.with_name("sim_helpers.py")
+    helpers.write_text(HELPERS.replace("wp.float64(2.0)", "wp.float64(4.0)"))
+    assert " WR006 " in run_cli(capsys, "--check", "--select", "WR006", sim)[1]
+    status, _, err = run_cli(capsys, sim, "--in-place")
+    assert status == 0 and "regenerated 1 stale block (compact" in err
+    original = sim.with_name("original.py")
+    original.write_text(SIM)
+    assert_matches_the_original(load(sim), load(original))
+
+
+def test_a_factory_kernel_edited_refuses_when_the_factory_runs(sim, capsys):
+    edit(sim, "x[tid] * wp.float64(factor)", "x[tid] * x[tid] * wp.float64(factor)")
+    module = load(sim)  # the factory's block runs when the factory does
+    with pytest.raises(Exception, match=r"kernel 'tripled'.*re-run wp-rewrite"):
+        module.make(2.0)
+    status, _, err = run_cli(capsys, sim, "--in-place")
+    assert status == 0 and "regenerated 1 stale block (tripled" in err
+    rewritten = load(sim).make(2.0)
+    x, count, out = f64(X, True), i32([0]), wp.zeros(N, dtype=wp.float64, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        rewritten.launch(N, inputs=[x, count, out], device="cpu")
+    tape.backward(grads={out: wp.ones(N, dtype=wp.float64)})
+    np.testing.assert_allclose(x.grad.numpy(), 4.0 * X)  # d(2 x^2)/dx, slot k = thread k on the CPU
+
+
+def test_other_options_regenerate_and_the_marker_names_them(sim, capsys):
+    status, _, err = run_cli(capsys, sim, "--in-place", "--max-records", "64", "--detach-returns")
+    assert status == 0 and "regenerated 2 stale blocks (compact, tripled" in err
+    text = sim.read_text()
+    assert "above (fingerprint " in text and ", options --max-records 64 --detach-returns) ----\n" in text
+    assert (
+        run_cli(capsys, "--check", "--select", "WR006", sim)[0] == 0
+    )  # compared with the options the blocks were made with
+    status, _, err = run_cli(capsys, sim, "--in-place", "--max-records", "64", "--detach-returns")
+    assert status == 0 and sim.read_text() == text and "nothing to change" in err
+    load(sim)
+
+
+def test_a_marker_without_a_fingerprint_counts_as_stale(sim, capsys):
+    text = sim.read_text()
+    start = text.index("# ---- wp-rewrite: generated from kernel 'compact' above (")
+    end = text.index("\n", start)
+    sim.write_text(text[:start] + "# ---- wp-rewrite: generated from kernel 'compact' above ----" + text[end:])
+    assert " WR006 " in run_cli(capsys, "--check", "--select", "WR006", sim)[1]
+    status, _, err = run_cli(capsys, sim, "--in-place")
+    assert status == 0 and "regenerated 1 stale block (compact" in err
+    assert sim.read_text() == text
+
+
+def test_a_kernel_that_no_longer_needs_its_block_loses_it_with_a_warning(sim, capsys):
+    edit(sim, "out[take(count)] = ", "out[tid] = wp.float64(take(count)) + ")
+    edit(sim, "    return wp.atomic_add(count, 0, 1)\n", "    wp.atomic_add(count, 0, 1)\n    return 0\n")
+    status, _, err = run_cli(capsys, sim, "--in-place")
+    assert status == 0
+    assert "warning: kernel 'compact' no longer uses an atomic's returned value: its stale block is removed" in err
+    assert "generated from kernel 'compact'" not in sim.read_text()
+
+
+def test_crlf_files_and_helpers_defined_after_the_kernel_import(tmp_path, capsys):
+    """The import-time check reads the source as Python does (\\n line endings); a helper defined after the kernel is
+    not named by the block (it does not exist yet when the block runs) but is part of the fingerprint."""
+    folder = tmp_path / "crlf"
+    folder.mkdir()
+    (folder / "sim_helpers.py").write_text(HELPERS)
+    later = SIM.replace(
+        "@wp.func\ndef take(count: wp.array[wp.int32]) -> wp.int32:\n    return wp.atomic_add(count, 0, 1)\n\n\n", ""
+    ).replace(
+        "def make(",
+        "@wp.func\ndef take(count: wp.array[wp.int32]) -> wp.int32:\n"
+        "    return wp.atomic_add(count, 0, 1)\n\n\ndef make(",
+    )
+    path = folder / "sim.py"
+    path.write_bytes(later.replace("\n", "\r\n").encode())
+    assert run_cli(capsys, path, "--in-place")[0] == 0
+    assert b"functions=(compact,)," in path.read_bytes() and b"\r\n" in path.read_bytes()
+    load(path)
+    assert run_cli(capsys, "--check", "--select", "WR006", path)[0] == 0
+    edit(path, "    return wp.atomic_add(count, 0, 1)", "    return wp.atomic_add(count, 0, 2)")
+    assert " WR006 " in run_cli(capsys, "--check", "--select", "WR006", path)[1]
+
+
+OVERLOADED = """import warp as wp
+
+
+@wp.func
+def take(count: wp.array[wp.int32]) -> wp.int32:
+    return wp.atomic_add(count, 0, 1)
+
+
+@wp.func
+def take(count: wp.array[wp.int32], step: wp.int32) -> wp.int32:
+    return wp.atomic_add(count, 0, step)
+
+
+@wp.kernel
+def compact(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    out[take(count, 1)] = x[tid] * x[tid]
+"""
+
+
+def test_an_overloaded_helper_is_read_as_its_latest_definition(tmp_path, capsys):
+    """Warp's object for an overloaded @wp.func is its first definition's, wrapped around the latest."""
+    path = tmp_path / "overloaded.py"
+    path.write_text(OVERLOADED)
+    assert run_cli(capsys, path, "--in-place")[0] == 0
+    assert "functions=(compact, take)," in path.read_text()
+    load(path)
+    edit(path, "    return wp.atomic_add(count, 0, step)", "    return wp.atomic_add(count, 0, step * 1)")
+    with pytest.raises(Exception, match=r"kernel 'compact'.*re-run wp-rewrite"):
+        load(path)

@@ -1,0 +1,133 @@
+"""The language fence (passes/fence.py): the table's refused forms, and forms it does not have, are refused with the
+same message through the API and the command line, before any code is generated; a kernel that consumes no atomic's
+return is left alone whatever it holds."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from warp_rewrite import RewriteError, wp_rewrite
+from warp_rewrite.cli import main
+from warp_rewrite.passes.fence import BY_NAME, FORMS, UNSUPPORTED, Kind, form_list, target_kind
+
+KERNELS = """import warp as wp
+
+
+@wp.kernel
+def tile_return(count: wp.array(dtype=int), acc: wp.array(dtype=float), out: wp.array(dtype=float)):
+    slot = wp.atomic_add(count, 0, 1)
+    before = wp.tile_atomic_add(acc, wp.tile_ones(shape=2, dtype=float))
+    out[slot] = wp.tile_sum(before)[0]
+
+
+@wp.kernel
+def matrix_update(count: wp.array(dtype=int), x: wp.array(dtype=float), out: wp.array(dtype=float)):
+    slot = wp.atomic_add(count, 0, 1)
+    m = wp.mat22(x[0], 0.0, 0.0, 1.0)
+    m @= wp.mat22(2.0, 0.0, 0.0, 1.0)
+    out[slot] = m[0, 0]
+
+
+@wp.func
+def claim(count: wp.array(dtype=int)) -> int:
+    first = last = wp.atomic_add(count, 0, 1)
+    return first + last
+
+
+@wp.kernel
+def chained_in_helper(count: wp.array(dtype=int), out: wp.array(dtype=float)):
+    out[claim(count)] = 1.0
+
+
+@wp.kernel
+def plain(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+    m = wp.mat22(x[0], 0.0, 0.0, 1.0)
+    m @= wp.mat22(2.0, 0.0, 0.0, 1.0)
+    out[0] = m[0, 0]
+
+
+@wp.kernel
+def unpacked(count: wp.array(dtype=int), v: wp.array(dtype=wp.vec2), out: wp.array(dtype=wp.vec3)):
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = wp.vec3(*v[0], 1.0)  # as Newton's Kamino metrics build a vec6 of two vec3s
+"""
+REFUSALS = {
+    "tile_return": (7, 14, "tile atomic, return used (wp.tile_atomic_add(acc, wp.tile_ones(shape=2, dtype=float)))"),
+    "matrix_update": (15, 5, "@= on any target (m @= wp.mat22(2.0, 0.0, 0.0, 1.0))"),
+    "chained_in_helper": (21, 5, "'Assign' (first = last = wp.atomic_add(count, 0, 1))"),
+}
+
+
+@pytest.fixture(scope="module")
+def kernels(tmp_path_factory):
+    path = tmp_path_factory.mktemp("fence") / "fenced.py"
+    path.write_text(KERNELS)
+    spec = importlib.util.spec_from_file_location("fenced", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["fenced"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _message(path: Path, name: str) -> str:
+    line, column, form = REFUSALS[name]
+    helper = " (in helper 'claim')" if name == "chained_in_helper" else ""
+    return f"{path}:{line}:{column}: kernel '{name}': {form} is {UNSUPPORTED}{helper}. "
+
+
+@pytest.mark.parametrize("name", sorted(REFUSALS))
+def test_refused_through_the_api(kernels, name):
+    with pytest.raises(RewriteError) as error:
+        wp_rewrite(getattr(kernels, name))
+    assert str(error.value).startswith(_message(Path(kernels.__file__), name)), str(error.value)
+
+
+def test_refused_alike_through_the_command_line(kernels, capsys):
+    path = Path(kernels.__file__)
+    main([str(path), "-o", str(path.with_name("fenced_out.py"))])
+    captured = capsys.readouterr()
+    for name in REFUSALS:
+        assert _message(path, name) in captured.out + captured.err
+
+
+def test_a_kernel_consuming_no_return_is_left_alone(kernels):
+    """It runs as plain Warp, whatever forms it holds."""
+    assert "uses no atomic's return: launched unchanged" in wp_rewrite(kernels.plain).source
+
+
+def test_a_vector_unpacked_into_a_call_is_accepted(kernels):
+    assert wp_rewrite(kernels.unpacked).source.count("def ") >= 2  # a record and a replay kernel
+
+
+@pytest.mark.parametrize(
+    ("target", "kind"),
+    [
+        ("v", "name"),
+        ("s.f", "attribute"),
+        ("s.counts[i]", "subscript"),
+        ("a[i, j]", "subscript"),
+        ("a[i][1]", "component"),
+        ("a[i].f", "field"),
+        ("a[i].f[1]", "nested"),
+        ("a[i][0][1]", "nested"),
+        ("f(x)[i]", None),
+    ],
+)
+def test_target_kinds(target, kind):
+    assert target_kind(ast.parse(f"{target} = 0").body[0].targets[0]) == kind
+
+
+def test_every_form_is_named_once_and_refused_forms_say_what_to_do():
+    assert len(BY_NAME) == len(FORMS)
+    assert all(form.why for form in FORMS)
+    assert {f.name for f in FORMS if f.kind is Kind.REFUSED} == {
+        "@= on any target",
+        "tile atomic, return used",
+        "loop with an 'else' clause",
+    }
+    assert form_list().count("\n") == len(FORMS) + 2

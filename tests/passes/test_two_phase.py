@@ -1,0 +1,335 @@
+"""passes/two_phase.py: the record, count and replay kernels the two-phase pass generates, as before/after source pairs.
+
+Nothing here compiles or launches a kernel.
+"""
+
+import ast
+import dataclasses
+
+from tests.support.pass_sources import (
+    COMPACTION,
+    MODULE,
+    NAMES,
+    PROBE,
+    Frontend,
+    frontend_of,
+    generated,
+    parse,
+    plan_of,
+    same_code,
+)
+from warp_rewrite.passes.layout import record_params
+from warp_rewrite.passes.naming import Namer
+from warp_rewrite.passes.plan import Planner
+from warp_rewrite.passes.two_phase import (
+    COUNT,
+    RECORD,
+    REPLAY,
+    launch_arity,
+    phase_functions,
+    thread_index_prologue,
+)
+
+
+def test_record_kernel_before_after():
+    same_code(
+        generated(plan_of(COMPACTION), RECORD),
+        """
+        @wp.kernel
+        def compact_record(x: wp.array[float], count: wp.array[int], out: wp.array[float],
+                           slot_records: wp.array(dtype=wp.int32)):
+            PROLOGUE
+            tid = wp.tid()
+            slot = rt.record_returned(wp.atomic_add(count, 0, 1), slot_records, thread)
+            out[slot] = x[tid]
+        """,
+    )
+
+
+def test_a_kernel_unpacking_several_indices_takes_the_launch_shape():
+    """Its row in the records is computed from the launch shape; a 1-D kernel's row is wp.tid() itself."""
+    two_d = dataclasses.replace(NAMES, coords=("c0", "c1"))
+    same_code(
+        generated(plan_of(COMPACTION.replace("tid = wp.tid()", "tid, j = wp.tid()")), RECORD, names=two_d),
+        """
+        @wp.kernel
+        def compact_record(x: wp.array[float], count: wp.array[int], out: wp.array[float],
+                           slot_records: wp.array(dtype=wp.int32), launch_shape: wp.vec4i):
+            c0, c1 = wp.tid()
+            thread = c0 * launch_shape[1] + c1
+            tid, j = wp.tid()
+            slot = rt.record_returned(wp.atomic_add(count, 0, 1), slot_records, thread)
+            out[slot] = x[tid]
+        """,
+    )
+
+
+def test_replay_kernel_reads_an_int_return_back():
+    same_code(
+        generated(plan_of(COMPACTION), REPLAY),
+        """
+        @wp.kernel
+        def compact_replay(x: wp.array[float], count: wp.array[int], out: wp.array[float],
+                           slot_records: wp.array(dtype=wp.int32)):
+            PROLOGUE
+            tid = wp.tid()
+            slot = rt.recorded_int32(slot_records, thread)
+            out[slot] = x[tid]
+        """,
+    )
+
+
+def test_replay_reads_a_detached_float_return_back_without_its_atomic():
+    """Launches run such a replay only when nothing written into ``acc`` requires grad: no adjoint to keep."""
+    plan = plan_of('''
+        @wp.kernel
+        def nested(c: wp.array[int], acc: wp.array[float], out: wp.array[float]):
+            """Docstring stays first."""
+            out[0] = wp.atomic_add(acc, wp.atomic_add(c, 0, 1), 2.0)
+    ''')
+    same_code(
+        generated(plan, REPLAY),
+        '''
+        @wp.kernel
+        def nested_replay(c: wp.array[int], acc: wp.array[float], out: wp.array[float],
+                          atomic_add_records: wp.array(dtype=wp.float32),
+                          atomic_add_records_1: wp.array(dtype=wp.int32)):
+            """Docstring stays first."""
+            PROLOGUE
+            out[0] = rt.recorded_float32(atomic_add_records, thread)
+        ''',
+    )
+
+
+EMIT = """
+    @wp.kernel
+    def emit(n: wp.array[int], count: wp.array[int], out: wp.array[float]):
+        tid = wp.tid()
+        for k in range(n[tid]):
+            out[wp.atomic_add(count, 0, 1)] = 1.0
+"""
+
+
+def test_dynamic_loop_gets_a_coordinate_and_counts_its_trips():
+    same_code(
+        generated(plan_of(EMIT), RECORD),
+        """
+        @wp.kernel
+        def emit_record(n: wp.array[int], count: wp.array[int], out: wp.array[float],
+                        atomic_add_records: wp.array(dtype=wp.int32), trip_capacity0: int,
+                        status: wp.array(dtype=wp.int32)):
+            PROLOGUE
+            tid = wp.tid()
+            start0 = 0
+            stop0 = n[tid]
+            step0 = 1
+            if rt.range_length(start0, stop0, step0) > trip_capacity0:
+                rt.report_trips(status, 0, rt.range_length(start0, stop0, step0))
+            for k in range(start0, stop0, step0):
+                coordinate0 = thread * trip_capacity0 + wp.int32(k)
+                out[rt.record_if_room(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)] = 1.0
+        """,
+    )
+
+
+def test_a_fixed_max_records_is_compiled_in_and_the_replay_takes_no_trip_arguments():
+    """The record kernel still reports trips beyond the room into the launch's status; the replay reads the records
+    and, to leave a refused launch's gradients alone, the status."""
+    record, replay = (generated(plan_of(EMIT), phase, max_records=4) for phase in (RECORD, REPLAY))
+    same_code(
+        record,
+        """
+        @wp.kernel
+        def emit_record(n: wp.array[int], count: wp.array[int], out: wp.array[float],
+                        atomic_add_records: wp.array(dtype=wp.int32), status: wp.array(dtype=wp.int32)):
+            PROLOGUE
+            tid = wp.tid()
+            start0 = 0
+            stop0 = n[tid]
+            step0 = 1
+            if rt.range_length(start0, stop0, step0) > 4:
+                rt.report_trips(status, 0, rt.range_length(start0, stop0, step0))
+            for k in range(start0, stop0, step0):
+                coordinate0 = thread * 4 + wp.int32(k)
+                out[rt.record_if_room(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)] = 1.0
+        """,
+    )
+    same_code(
+        replay,
+        """
+        @wp.kernel
+        def emit_replay(n: wp.array[int], count: wp.array[int], out: wp.array[float],
+                        atomic_add_records: wp.array(dtype=wp.int32), status: wp.array(dtype=wp.int32)):
+            PROLOGUE
+            if rt.refused(status):
+                return
+            tid = wp.tid()
+            start0 = 0
+            stop0 = n[tid]
+            step0 = 1
+            for k in range(start0, stop0, step0):
+                coordinate0 = thread * 4 + wp.int32(k)
+                out[rt.recorded_int32(atomic_add_records, coordinate0)] = 1.0
+        """,
+    )
+
+
+def test_the_count_phase_leaves_out_writes_nothing_reads_back_but_keeps_their_calls():
+    """What a dry run launches to count trips: ``out`` is never read, so its store goes, but not the atomic in
+    its index (the counter is read back: its values decide the slots)."""
+    same_code(
+        generated(plan_of(EMIT), COUNT),
+        """
+        @wp.kernel
+        def emit_count(n: wp.array[int], count: wp.array[int], out: wp.array[float],
+                       atomic_add_records: wp.array(dtype=wp.int32), trip_capacity0: int,
+                       status: wp.array(dtype=wp.int32)):
+            PROLOGUE
+            tid = wp.tid()
+            start0 = 0
+            stop0 = n[tid]
+            step0 = 1
+            if rt.range_length(start0, stop0, step0) > trip_capacity0:
+                rt.report_trips(status, 0, rt.range_length(start0, stop0, step0))
+            for k in range(start0, stop0, step0):
+                coordinate0 = thread * trip_capacity0 + wp.int32(k)
+                rt.record_if_room(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)
+        """,
+    )
+
+
+def test_probe_loop_with_break_replays_recorded_trips_lowers_jumps_and_restores_ints():
+    plan = plan_of(PROBE)
+    same_code(
+        generated(plan, REPLAY),
+        """
+        @wp.kernel
+        def probe_replay(table: wp.array[int], key: int, n: int, out: wp.array[float],
+                         atomic_cas_records: wp.array(dtype=wp.int32), trips0_records: wp.array(dtype=wp.int32),
+                         slot_in_loop0: wp.array(dtype=wp.int32), slot_after_loop0: wp.array(dtype=wp.int32),
+                         trip_capacity0: int, status: wp.array(dtype=wp.int32)):
+            PROLOGUE
+            if rt.refused(status):
+                return
+            slot = key % n
+            for trips0 in range(trips0_records[thread]):
+                coordinate0 = thread * trip_capacity0 + trips0
+                slot = slot_in_loop0[coordinate0]
+                iteration0_active = True
+                if rt.recorded_int32(atomic_cas_records, coordinate0) == -1:
+                    iteration0_active = False
+                if iteration0_active:
+                    out[0] += 1.0
+                    slot = (slot + 1) % n
+            slot = slot_after_loop0[thread]
+            out[slot] = 1.0
+        """,
+    )
+
+
+def test_only_stores_inside_a_loop_that_may_outgrow_its_records_check_for_room():
+    """The trip count and the slot the probe hands on are stored at the thread's own row, always in bounds."""
+    same_code(
+        generated(plan_of(PROBE), RECORD),
+        """
+        @wp.kernel
+        def probe_record(table: wp.array[int], key: int, n: int, out: wp.array[float],
+                         atomic_cas_records: wp.array(dtype=wp.int32), trips0_records: wp.array(dtype=wp.int32),
+                         slot_in_loop0: wp.array(dtype=wp.int32), slot_after_loop0: wp.array(dtype=wp.int32),
+                         trip_capacity0: int, status: wp.array(dtype=wp.int32)):
+            PROLOGUE
+            slot = key % n
+            trips0 = wp.int32(0)
+            while True:
+                coordinate0 = thread * trip_capacity0 + trips0
+                rt.record_if_room(slot, slot_in_loop0, coordinate0)
+                trips0 = trips0 + 1
+                if rt.record_if_room(wp.atomic_cas(table, slot, -1, key), atomic_cas_records, coordinate0) == -1:
+                    break
+                out[0] += 1.0
+                slot = (slot + 1) % n
+            if trips0 > trip_capacity0:
+                rt.report_trips(status, 0, trips0)
+            rt.record_returned(trips0, trips0_records, thread)
+            rt.record_returned(slot, slot_after_loop0, thread)
+            out[slot] = 1.0
+        """,
+    )
+
+
+def test_phases_leave_the_planners_tree_as_it_was_and_share_what_they_keep():
+    """Both phases read the one parse the planner made; an unchanged statement is one object in both."""
+    plan = plan_of(PROBE)
+    tree = plan.root.unit.tree
+    before = ast.dump(tree, include_attributes=True)
+    records = record_params(plan, Frontend(plan.root.unit, {}).array)
+    record, replay = (
+        phase_functions(plan, phase, MODULE, NAMES, records, frozenset({"table"}), {})[-1] for phase in (RECORD, REPLAY)
+    )
+    assert ast.dump(tree, include_attributes=True) == before
+    store = tree.body[-1]  # out[slot] = 1.0: printed from the user's text (warp_rewrite.printing)
+    assert record.body[-1] is store and replay.body[-1] is store
+
+
+def test_thread_index_follows_the_kernels_own_tid():
+    two_d = dataclasses.replace(NAMES, coords=("c0", "c1"))
+    same_code(
+        "\n".join(ast.unparse(s) for s in thread_index_prologue(two_d, "wp")),
+        """
+        c0, c1 = wp.tid()
+        thread = c0 * launch_shape[1] + c1
+        """,
+    )
+    assert launch_arity(parse("def k():\n    i, j, k = wp.tid()\n")) == 3
+    assert launch_arity(parse("def k():\n    i = wp.tid()\n")) == 1
+
+
+RUNNING_SUM = """
+    @wp.kernel
+    def running_sum(x: wp.array[float], acc: wp.array2d[float], out: wp.array[float]):
+        tid = wp.tid()
+        before = wp.atomic_add(acc, tid % 2, 0, x[tid])
+        acc[1, 1] += x[tid]
+        out[tid] = before * x[tid]
+"""
+
+
+def test_exact_float_atomics_work_on_the_targets_shadow_and_replay_as_their_recorded_values():
+    """Every atomic on a target with exact float returns, consumed or not, is a runtime call on the target's
+    shadow at the element's flat index; the replay stores each operand (its adjoint's entry point) and reads the
+    returned value back, and returns early in a launch its status refuses."""
+    frontend = frontend_of(RUNNING_SUM)
+    plan = Planner(frontend, Namer.for_tree(frontend.kernel.tree, {"wp"}), frozenset({"acc"})).plan()
+    records = """before_records: wp.array(dtype=wp.float32), before_values: wp.array(dtype=wp.float32),
+                 before_order: wp.array2d(dtype=wp.int32), before_addresses: wp.array(dtype=wp.int32),
+                 atomic_add_records: wp.array(dtype=wp.float32), atomic_add_values: wp.array(dtype=wp.float32),
+                 atomic_add_order: wp.array2d(dtype=wp.int32), atomic_add_addresses: wp.array(dtype=wp.int32),
+                 acc_shadow: wp.array2d(dtype=wp.uint64), status: wp.array(dtype=wp.int32)"""
+    same_code(
+        generated(plan, RECORD),
+        f"""
+        @wp.kernel
+        def running_sum_record(x: wp.array[float], acc: wp.array2d[float], out: wp.array[float], {records}):
+            PROLOGUE
+            tid = wp.tid()
+            before = rt.exact_add(rt.flat_index(acc, tid % 2, 0), x[tid], acc_shadow, before_records, before_values,
+                                  before_order, before_addresses, thread)
+            rt.exact_add(rt.flat_index(acc, 1, 1), x[tid], acc_shadow, atomic_add_records, atomic_add_values,
+                         atomic_add_order, atomic_add_addresses, thread)
+            out[tid] = before * x[tid]
+        """,
+    )
+    same_code(
+        generated(plan, REPLAY),
+        f"""
+        @wp.kernel
+        def running_sum_replay(x: wp.array[float], acc: wp.array2d[float], out: wp.array[float], {records}):
+            PROLOGUE
+            if rt.refused(status):
+                return
+            tid = wp.tid()
+            before = rt.exact_returned(x[tid], before_values, before_records, thread)
+            rt.exact_returned(x[tid], atomic_add_values, atomic_add_records, thread)
+            out[tid] = before * x[tid]
+        """,
+    )

@@ -1,0 +1,252 @@
+"""Bugs the real-code suite (tests/realcode, ``make realcode``) found in warp-rewrite, each reduced to a kernel written
+here. A new one is added as ``xfail(strict=True)``: whoever fixes it sees it pass, removes its mark, and updates
+tests/realcode/ledger.py and the tables of docs/realcode.md, where the real kernels it affects are counted. All
+eight found so far are fixed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import warp as wp
+
+from tests.support import harness
+from tests.support.harness import Case, check, f64, i32
+from warp_rewrite.cli import main
+
+X = np.array([0.7, 1.3, 1.9, 0.4, 0.6, 1.1])
+N = len(X)
+
+column = wp.types.matrix(shape=(2, 1), dtype=wp.float64)
+
+
+@wp.func
+def put_in_column(slot: int, value: wp.float64, out: wp.array[column]):
+    out[slot][0, 0] = value
+
+
+@wp.kernel
+def scatter_into_columns(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[column]):
+    slot = wp.atomic_add(count, 0, 1)
+    put_in_column(slot, x[wp.tid()], out)
+
+
+def test_a_storing_helper_with_a_matrix_array_parameter():
+    """Newton's Kamino _update_col_major_limit/contact_jacobians (store_col_major_jacobian_block): the component
+    store ``out[slot][0, 0] = value`` reads nothing (it was recorded as a read, and the helper cloned with a twin
+    whose record parameter Warp refused as generic)."""
+    check(
+        Case(
+            scatter_into_columns,
+            N,
+            lambda: [f64(X, True), i32([0]), wp.zeros(N, dtype=column, requires_grad=True)],
+            [2],
+            [0],
+        )
+    )
+
+
+@wp.kernel
+def scaled_in_a_branch(
+    x: wp.array[wp.float64], bounds: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]
+):
+    tid = wp.tid()
+    scaled = x[tid]
+    for i in range(3):
+        if x[tid] > bounds[i]:
+            scaled = x[tid] * x[tid]  # assigned before it is read, in the one branch that reads it
+            slot = wp.atomic_add(count, 0, 1)
+            out[slot] = scaled
+
+
+def test_a_float_assigned_before_it_is_read_in_a_branch_is_not_loop_carried():
+    make = lambda: [f64(X, True), f64([0.5, 1.0, 1.5]), i32([0]), f64(np.zeros(3 * N), True)]  # noqa: E731
+    check(Case(scaled_in_a_branch, N, make, [3], [0]))
+
+
+@wp.kernel
+def doubled_then_tripled(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    for _ in range(2):
+        scaled = x[tid] * wp.float64(2.0)
+        slot = wp.atomic_add(count, 0, 1)
+        out[slot] = scaled
+    for _ in range(2):
+        if x[tid] > wp.float64(1.0):
+            scaled = x[tid] * wp.float64(3.0)  # after the loop, read only after this assignment
+            out[2 * x.shape[0] + tid] = scaled
+
+
+def test_a_float_reassigned_before_it_is_read_after_the_loop_is_not_loop_carried():
+    check(Case(doubled_then_tripled, N, lambda: [f64(X, True), i32([0]), f64(np.zeros(3 * N), True)], [2], [0]))
+
+
+COMPACT = """\
+import warp as wp
+
+
+@wp.kernel
+def compact(x: wp.array(dtype=float), count: wp.array(dtype=int), out: wp.array(dtype=float)):
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = x[wp.tid()]
+"""
+
+LAUNCH = """
+
+if __name__ == "__main__":
+    wp.config.quiet = True
+    x = wp.array([0.0, 1.0, 2.0], dtype=float, requires_grad=True)
+    count = wp.zeros(1, dtype=int)
+    out = wp.zeros(3, dtype=float, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch(compact, 3, inputs=[x, count, out], device="cpu")
+    tape.backward(grads={out: wp.array([0.0, 1.0, 2.0], dtype=float)})
+    print(sorted(x.grad.numpy().tolist()))
+"""
+
+
+def test_an_emitted_module_in_a_namespace_folder_of_a_package_imports(tmp_path):
+    """Warp's warp/examples/core has no __init__.py inside the package warp.examples: its examples run as
+    ``python -m warp.examples.core.example_...`` and as scripts. The emitted module (and one in a regular package)
+    imports the runtime beside it either way."""
+    (tmp_path / "package" / "core").mkdir(parents=True)
+    (tmp_path / "package" / "__init__.py").write_text("")
+    (tmp_path / "package" / "core" / "compact.py").write_text(COMPACT + LAUNCH)
+    (tmp_path / "package" / "compact.py").write_text(COMPACT + LAUNCH)
+    for path in (tmp_path / "package" / "core" / "compact.py", tmp_path / "package" / "compact.py"):
+        assert main([str(path), "--in-place", "-q"]) == 0
+    for command in (
+        ["-c", "import package.core.compact"],
+        ["-m", "package.core.compact"],
+        [str(tmp_path / "package" / "core" / "compact.py")],
+        ["-m", "package.compact"],
+        [str(tmp_path / "package" / "compact.py")],
+    ):
+        ran = subprocess.run([sys.executable, *command], cwd=tmp_path, capture_output=True, text=True)
+        assert ran.returncode == 0, f"{command}: {ran.stderr}"
+        last = ran.stdout.strip().splitlines()[-1:]
+        assert last == (["[0.0, 1.0, 2.0]"] if command[0] != "-c" else []), ran.stdout  # gradients, when run
+
+
+def test_check_reports_a_finding_once(tmp_path, capsys):
+    path = tmp_path / "made.py"
+    path.write_text(
+        textwrap.dedent("""\
+        import warp as wp
+
+
+        def make_kernel(inner):
+            @wp.func
+            def outer(x: float) -> float:
+                return inner(x) + inner(2.0 * x)
+
+            @wp.kernel
+            def apply(x: wp.array(dtype=float)):
+                x[0] = outer(x[0])
+
+            return apply
+        """)
+    )
+    main(["--check", str(path), "-q"])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(set(lines)) == 1
+
+
+def test_check_reads_backward_off_from_a_module_object(tmp_path, capsys):
+    path = tmp_path / "made.py"
+    path.write_text(
+        textwrap.dedent("""\
+        import warp as wp
+
+
+        def make_kernels(dtype):
+            module = wp.get_module(f"made_{dtype.__name__}")
+            module.options.update({"enable_backward": False})
+
+            @wp.kernel(module=module)
+            def compact(x: wp.array(dtype=dtype), count: wp.array(dtype=int), out: wp.array(dtype=dtype)):
+                slot = wp.atomic_add(count, 0, 1)
+                out[slot] = x[wp.tid()]
+
+            return compact
+        """)
+    )
+    main(["--check", str(path), "--select", "ALL", "-q"])
+    assert [line.split(": ")[1].split()[0] for line in capsys.readouterr().out.splitlines()] == ["WR101"]
+
+
+VISITOR = """\
+from __future__ import annotations
+
+import warp as wp
+
+
+def make_visitor(dtype):
+    @wp.kernel
+    def visit(
+        x: wp.array[dtype], level: wp.array[int], head: wp.array[int], order: wp.array[int], out: wp.array[dtype]
+    ):
+        tid = wp.tid()
+        for j in range(x.shape[0]):
+            if dtype(wp.abs(x[j])) > dtype(0.5):
+                old = wp.atomic_cas(level, j, -1, tid)
+                if old == -1:
+                    slot = wp.atomic_add(head, 0, 1)
+                    order[slot] = j
+        slot = wp.atomic_add(head, 1, 1)
+        out[slot] = x[tid] * x[tid]
+
+    return visit
+"""
+
+
+def test_an_emitted_factory_replay_keeps_what_its_annotations_use(tmp_path, monkeypatch):
+    """Kamino's rcm_batch kernels: the replay leaves out a CAS probe loop, and with it the body's only use of the
+    factory's 'dtype'; under 'from __future__ import annotations' its annotation 'wp.array[dtype]' would then name
+    nothing Warp can find (the replay's body names 'dtype' again, so that it stays a closure variable)."""
+    (tmp_path / "visitor.py").write_text(VISITOR)
+    assert main([str(tmp_path / "visitor.py"), "-o", str(tmp_path / "visitor_rewritten.py"), "-q"]) == 0
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import visitor  # the original, for ground truth
+    import visitor_rewritten
+
+    original, rewritten = visitor.make_visitor(wp.float64), visitor_rewritten.make_visitor(wp.float64)
+
+    def program(args, launcher):
+        if launcher is harness.launch_original:
+            wp.launch(original, N, inputs=args, device="cpu")
+        else:
+            rewritten.launch(N, inputs=args, device="cpu")
+
+    make = lambda: [f64(X, True), i32([-1] * N), i32([0, 0]), i32([0] * N), f64(np.zeros(N), True)]  # noqa: E731
+    check(Case(None, N, make, [4], [0], program=program))
+
+
+def test_check_finds_a_kernel_made_through_a_helper(tmp_path, capsys):
+    path = tmp_path / "made.py"
+    path.write_text(
+        textwrap.dedent("""\
+        import warp as wp
+
+        cache = {}
+
+
+        def getkernel(func, suffix=""):
+            key = func.__name__ + suffix
+            if key not in cache:
+                cache[key] = wp.Kernel(func=func, key=key)
+            return cache[key]
+
+
+        def test_compact():
+            def compact(x: wp.array(dtype=float), count: wp.array(dtype=int), out: wp.array(dtype=float)):
+                slot = wp.atomic_add(count, 0, 1)
+                out[slot] = x[wp.tid()]
+
+            return getkernel(compact)
+        """)
+    )
+    main(["--check", str(path), "-q"])
+    assert [line.split(": ")[1].split()[0] for line in capsys.readouterr().out.splitlines()] == ["WR001"]

@@ -1,0 +1,257 @@
+"""A checker of the property that makes forwards right: the record kernel is the original plus record stores.
+
+``record_kernel_differences`` takes each record function as printed (the kernel's and its clones') back to the
+original it was made from: record calls unwrapped to the value they record, exact atomics to the atomic they
+stand for, clone calls to the helper's name, and the statements the rewrite adds (its own locals, record stores,
+trip checks) removed. What is left must equal the desugared original statement for statement. Separately, no
+record call may stand for the memory an assignment stores into (``record(bodies[b]).mass += m`` would update a
+temporary and lose the update).
+
+``count_kernel_differences`` checks the count kernel (the dry run that counts loop trips) against the record
+kernel: the same writes into memory, but for those into arrays nothing in the launch reads back.
+``tests/conftest.py`` runs both on every kernel the suite rewrites.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from collections import Counter
+
+from warp_rewrite.passes.atomics import WarpNames, positional_arguments
+from warp_rewrite.passes.dataflow import argument_path, single_assignments
+from warp_rewrite.passes.memory import stored_arrays
+from warp_rewrite.passes.syntax import walk
+from warp_rewrite.pipeline import Frontend, GeneratedKernel
+
+RECORD, COUNT = "record", "count"
+_BODIES = ("body", "orelse", "finalbody")
+
+
+def record_kernel_differences(frontend: Frontend, generated: GeneratedKernel) -> list[str]:
+    """What makes a record function more than its original plus record stores, one line each (none if sound)."""
+    runtime = frontend.module.runtime.alias
+    module = ast.parse(generated.source)
+    functions = {f.name: f for f in module.body if isinstance(f, ast.FunctionDef)}
+    problems: list[str] = []
+    plans = list(generated.plan.root.walk())
+    clones = frozenset(f"{plan.name}_{RECORD}" for plan in plans)
+    for plan in plans:
+        function = functions.get(f"{plan.name}_{RECORD}")
+        if function is None:
+            continue
+        problems += _stored_through_records(function, runtime)
+        original = copy.deepcopy(plan.unit.tree)
+        for call, clone in plan.clones.items():  # the original's call, found again in its copy by position
+            for node in walk(original):
+                if isinstance(node, ast.Call) and _same_place(node, call):
+                    node.func = ast.Name(f"{clone.plan.name}_{RECORD}", ast.Load())
+                    node.args, node.keywords = _every_argument(node, clone.plan.unit.tree), []
+        known = {n.id for n in walk(original) if isinstance(n, ast.Name)} | {a.arg for a in original.args.args}
+        warp = frontend.warp_names(plan.unit).modules
+        expected = _Canonical(warp, runtime, known, clones).body(original.body)
+        actual = _Canonical(warp, runtime, known, clones).body(function.body)
+        expected_text, actual_text = [ast.unparse(s) for s in expected], [ast.unparse(s) for s in actual]
+        if expected_text != actual_text:
+            problems.append(
+                f"{function.name}: is not its original plus record stores:\n  original: {expected_text}\n"
+                f"  record:   {actual_text}"
+            )
+    return problems
+
+
+def _every_argument(call: ast.Call, helper: ast.FunctionDef) -> list[ast.expr]:
+    """The call's arguments in the helper's parameter order, defaults filled in: how a clone's call passes them."""
+    params = [a.arg for a in helper.args.args]
+    defaults = dict(zip(params[len(params) - len(helper.args.defaults) :], helper.args.defaults, strict=True))
+    bound = {**defaults, **dict(zip(params, call.args, strict=False))}
+    bound.update({k.arg: k.value for k in call.keywords if k.arg})
+    return [bound[p] for p in params if p in bound]
+
+
+def _same_place(a: ast.AST, b: ast.AST) -> bool:
+    return (a.lineno, a.col_offset, a.end_lineno, a.end_col_offset) == (
+        b.lineno,
+        b.col_offset,
+        b.end_lineno,
+        b.end_col_offset,
+    )
+
+
+def _stored_through_records(function: ast.FunctionDef, runtime: str) -> list[str]:
+    """Assignments whose target stores into what a record call returns rather than into memory."""
+    problems = []
+    for node in walk(function):
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AugAssign) else []
+        )
+        for target in targets:
+            while isinstance(target, ast.Subscript | ast.Attribute):
+                target = target.value
+                if _runtime_call(target, runtime) is not None:
+                    problems.append(f"{function.name}:{node.lineno}: stores into a record call: {ast.unparse(node)}")
+    return problems
+
+
+def _exact_target(node: ast.AST, runtime: str) -> ast.expr | None:
+    """The target of an exact atomic (``exact_add(flat_index(acc, 0), v, ...)``: ``acc``); None for any other."""
+    called = _runtime_call(node, runtime)
+    if called is None or not called.startswith("exact_") or called == "exact_returned":
+        return None
+    flat = node.args[0]
+    return flat.args[0] if _runtime_call(flat, runtime) == "flat_index" else flat
+
+
+def _runtime_call(node: ast.AST, runtime: str) -> str | None:
+    """The runtime function ``node`` calls, if it calls one."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+        return node.func.attr if node.func.value.id == runtime else None
+    return None
+
+
+class _Canonical(ast.NodeTransformer):
+    """One spelling for what the rewrite may spell differently without changing what runs."""
+
+    def __init__(self, warp: frozenset[str], runtime: str, known: set[str], clones: frozenset[str] = frozenset()):
+        self.warps, self.warp = warp, min(warp)  # the module's names of warp, and the one spelling used here
+        self.runtime, self.known, self.clones = runtime, known | clones, clones
+        self.inlined: dict[str, ast.expr] = {}  # the rewrite's locals bound once to a user expression
+
+    def body(self, statements: list[ast.stmt]) -> list[ast.stmt]:
+        kept = []
+        for statement in statements:
+            kept += self._statement(statement)
+        return kept
+
+    def _statement(self, statement: ast.stmt) -> list[ast.stmt]:
+        stored = isinstance(statement, ast.Expr) and _runtime_call(statement.value, self.runtime) is not None
+        if stored and _exact_target(statement.value, self.runtime) is None:
+            return []  # a record store, a report of too many trips
+        checks_room = isinstance(statement, ast.If) and self._mentions_rewrite(statement.test)
+        if not any(isinstance(getattr(statement, name, None), list) for name in _BODIES):
+            statement = self.visit(copy.deepcopy(statement))
+        else:  # its header here, its statements one by one below
+            statement = copy.copy(statement)
+            for name, value in ast.iter_fields(statement):
+                if name not in _BODIES and isinstance(value, ast.AST):
+                    setattr(statement, name, self.visit(copy.deepcopy(value)))
+        if isinstance(statement, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            names = [n for t in targets for n in (t.elts if isinstance(t, ast.Tuple) else [t])]
+            if all(isinstance(n, ast.Name) and n.id not in self.known for n in names):
+                single = isinstance(statement, ast.Assign) and len(names) == 1 and targets[0] is names[0]
+                if single and self._user_expression(statement.value):
+                    self.inlined[names[0].id] = statement.value
+                return []  # the rewrite's own bookkeeping: coordinates, trip counts, range bounds
+        if checks_room and not self.body(statement.body) and not self.body(statement.orelse):
+            return []  # a check of the room for records
+        for name in _BODIES:
+            inner = getattr(statement, name, None)
+            if isinstance(inner, list):
+                setattr(statement, name, self.body(inner))
+        return [statement]
+
+    def _user_expression(self, value: ast.expr) -> bool:
+        return not self._mentions_rewrite(value)
+
+    def _mentions_rewrite(self, node: ast.AST) -> bool:
+        names = {n.id for n in walk(node) if isinstance(n, ast.Name)}
+        return bool(names - self.known) or self.runtime in names
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        if isinstance(node.ctx, ast.Load) and node.id in self.inlined:
+            return copy.deepcopy(self.inlined[node.id])
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.expr:
+        if isinstance(node.func, ast.Name) and node.func.id in self.clones:
+            # what a clone's call adds: the rewrite's own locals (coordinates, records, trip room) as arguments
+            node.args = [a for a in node.args if not self._generated(a)]
+            node.keywords = [k for k in node.keywords if not self._generated(k.value)]
+        called = _runtime_call(node, self.runtime)
+        if _exact_target(node, self.runtime) is not None:
+            flat = node.args[0]  # flat_index(target, *indices), then the value
+            target = flat.args if _runtime_call(flat, self.runtime) == "flat_index" else [flat]
+            atomic = ast.Attribute(ast.Name(self.warp, ast.Load()), f"atomic_{called.removeprefix('exact_')}")
+            return ast.Call(atomic, [self.visit(a) for a in [*target, node.args[1]]], [])
+        self.generic_visit(node)
+        func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in self.warps:
+            node.func = ast.Attribute(ast.Name(self.warp, ast.Load()), func.attr)
+        if called is not None and node.args:
+            return node.args[0]  # a record call: the value it records
+        if isinstance(node.func, ast.Name) and node.func.id == "range":
+            bounds = node.args
+            if len(bounds) == 1:
+                bounds = [ast.Constant(0), bounds[0]]
+            if len(bounds) == 2:
+                bounds = [*bounds, ast.Constant(1)]
+            node.args = bounds
+        return node
+
+    def _generated(self, node: ast.expr) -> bool:
+        return isinstance(node, ast.Name) and node.id not in self.known
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt:
+        """``arr[i] += v`` as the ``wp.atomic_add(arr, i, v)`` Warp lowers it to (exact sites are spelled so)."""
+        self.generic_visit(node)
+        target = node.target
+        whole = isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name | ast.Attribute)
+        if whole and isinstance(node.op, ast.Add | ast.Sub):
+            op = "add" if isinstance(node.op, ast.Add) else "sub"
+            indices = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+            atomic = ast.Attribute(ast.Name(self.warp, ast.Load()), f"atomic_{op}")
+            return ast.Expr(ast.Call(atomic, [target.value, *indices, node.value], []))
+        return node
+
+
+def count_kernel_differences(frontend: Frontend, generated: GeneratedKernel) -> list[str]:
+    """Writes the count functions add to the record functions', or leave out though the launch reads them back."""
+    if not generated.count_kernel:
+        return []
+    runtime = frontend.module.runtime.alias
+    module = ast.parse(generated.source)
+    functions = {f.name: f for f in module.body if isinstance(f, ast.FunctionDef)}
+    dropped = generated.plan.written - generated.plan.copied
+    problems = []
+    for plan in generated.plan.root.walk():
+        record, count = functions.get(f"{plan.name}_{RECORD}"), functions.get(f"{plan.name}_{COUNT}")
+        if record is None or count is None:
+            continue
+        names = frontend.warp_names(plan.unit)
+        kept = Counter(w for w, path in _writes(record, plan.paths, names, runtime) if path not in dropped)
+        counted = Counter(w for w, _ in _writes(count, plan.paths, names, runtime))
+        if kept != counted:
+            problems.append(
+                f"{count.name}: writes {sorted(counted - kept)} the record kernel does not, and leaves out "
+                f"{sorted(kept - counted)} that the launch reads back"
+            )
+    return problems
+
+
+def _writes(function: ast.FunctionDef, paths: dict, names: WarpNames, runtime: str) -> list[tuple[str, str | None]]:
+    """Each write into memory of a generated function, canonical (record calls unwrapped), with its kernel path."""
+    params, aliases = [a.arg for a in function.args.args], single_assignments(function)
+
+    def kernel_path(expr: ast.expr) -> str | None:
+        local = argument_path(expr, params, aliases)
+        if local is None:
+            return None
+        root, _, rest = local.partition(".")
+        mapped = paths.get(root, root)
+        return None if mapped is None else f"{mapped}.{rest}" if rest else mapped
+
+    canonical = _Canonical(names.modules, runtime, {n.id for n in walk(function) if isinstance(n, ast.Name)})
+    found = []
+    for node in walk(function):  # atomics wherever they stand (their value may be discarded), and stores
+        if isinstance(node, ast.Call) and names.atomic_op(node):
+            found.append((node, kernel_path(positional_arguments(node)[0])))
+        elif (target := _exact_target(node, runtime)) is not None:
+            found.append((node, kernel_path(target)))
+        elif not isinstance(node, ast.AugAssign):
+            found += [(node, kernel_path(array)) for array in stored_arrays(node)]
+        elif not isinstance(node.target, ast.Subscript) or isinstance(node.target.value, ast.Subscript):
+            found += [(node, kernel_path(array)) for array in stored_arrays(node)]  # a field or a component
+        else:  # ``arr[i] += v``: the atomic Warp lowers it to
+            found.append((node, kernel_path(node.target.value)))
+    return [(ast.unparse(canonical.visit(copy.deepcopy(node))), path) for node, path in found]
