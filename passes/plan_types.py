@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import WarpNames
+from warp_rewrite.passes.syntax import Located
 
 
 class Unit(Protocol):
@@ -19,7 +20,7 @@ class Unit(Protocol):
     text: str  # the source ``tree`` was parsed from: its node positions refer to this text
     tree: ast.FunctionDef  # read, never changed, by the passes
 
-    def location(self, node: ast.AST) -> str: ...
+    def location(self, node: Located) -> str: ...
 
 
 class Frontend(Protocol):

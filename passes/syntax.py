@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import copy
+from typing import Protocol
 
 # Operators and load/store contexts: the passes read them as attributes (``node.op``, ``node.ctx``), never
 # as nodes of their own, and the parser shares one object per kind between all nodes, so they have no parent.
@@ -61,3 +62,10 @@ def with_blocks(node: ast.stmt, blocks: dict[str, list[ast.stmt]]) -> ast.stmt:
 def called_name(call: ast.Call) -> str | None:
     """``tile_load`` for ``wp.tile_load(...)`` or a bare ``tile_load(...)``."""
     return call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
+
+
+class Located(Protocol):
+    """A node with a start position: every statement, expression, argument and keyword that ``ast.parse`` made."""
+
+    lineno: int
+    col_offset: int

@@ -47,6 +47,7 @@ def _statement(node: ast.stmt, hoists: Callable[[ast.Call], bool]) -> ast.stmt:
     new = with_blocks(node, blocks)
     if moved:
         new = copy.copy(new) if new is node else new
+        assert isinstance(node, ast.While) and isinstance(new, ast.While)  # what `moved` checked
         new.test = ast.copy_location(ast.Constant(True), node.test)
         new.body = [_leave_unless(node.test), *(s for s in new.body if not isinstance(s, ast.Pass))]
     return new

@@ -88,7 +88,10 @@ class Finding:
         return f"{self.display}:{self.row}:{self.column}: {self.code} {self.message}"
 
 
-def _finding(module: StaticModule, code: str, node: ast.AST, **fields: str) -> Finding:
+def _finding(module: StaticModule, code: str, node: ast.expr | ast.stmt, **fields: str) -> Finding:
+    # ast.parse sets every end position; typeshed allows None for nodes built by hand.
+    end_row = node.end_lineno if node.end_lineno is not None else node.lineno
+    end_column = node.end_col_offset if node.end_col_offset is not None else node.col_offset
     return Finding(
         code,
         CODES[code].format(**fields),
@@ -96,8 +99,8 @@ def _finding(module: StaticModule, code: str, node: ast.AST, **fields: str) -> F
         module.path,
         node.lineno,
         module.column(node.lineno, node.col_offset),
-        node.end_lineno,
-        module.column(node.end_lineno, node.end_col_offset),
+        end_row,
+        module.column(end_row, end_column),
     )
 
 
@@ -208,9 +211,11 @@ def launches_of_rewritten_kernels(module: StaticModule, project: Project) -> lis
         if found is None:
             continue
         owner, kernel = found
-        launch = owner.launch_name(kernel)
-        if launch is not None and not owner.rebinds(kernel):  # a rebound name launches the rewritten kernel
-            where = f"{owner.display}:{owner.region_of(kernel).first}"
+        launch, region = owner.launch_name(kernel), owner.region_of(kernel)
+        if (
+            launch is not None and region is not None and not owner.rebinds(kernel)
+        ):  # a rebound name launches the rewritten kernel
+            where = f"{owner.display}:{region.first}"
             findings.append(_finding(module, "WR004", call, name=kernel.name, where=where, launch=launch))
     return findings
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from warp_rewrite.markers import read_begin, read_end
 from warp_rewrite.passes.atomics import ATOMIC_OPS, WarpNames
-from warp_rewrite.passes.syntax import walk
+from warp_rewrite.passes.syntax import Located, walk
 
 
 class ParseError(Exception):
@@ -114,14 +114,17 @@ def imported_names(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, Imp
 
 def read_imports(tree: ast.Module) -> tuple[WarpImports, dict[str, Imported]]:
     """The module's Warp names, and every other name its imports bind (for following helpers)."""
-    modules, members, any_name, imported = set(), {}, None, {}
+    modules: set[str] = set()
+    members: dict[str, str] = {}
+    any_name: str | None = None
+    imported: dict[str, Imported] = {}
     for node in module_level(tree):
         if not isinstance(node, ast.Import | ast.ImportFrom):
             continue
         for local, source in imported_names(node):
             if source.module == "warp" and source.level == 0 and source.name is None:
                 modules.add(local)
-            elif source.module == "warp" and source.level == 0:
+            elif source.module == "warp" and source.level == 0 and source.name is not None:
                 members[local] = source.name
             elif source.module == "typing" and source.name in (None, "Any") and any_name is None:
                 any_name = f"{local}.Any" if source.name is None else local
@@ -198,11 +201,11 @@ class SourceModule:
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
         return offset + 1 if text.isascii() else len(text.encode()[:offset].decode(errors="replace")) + 1
 
-    def location(self, node: ast.AST) -> str:
+    def location(self, node: Located) -> str:
         """``path:line:col`` with a 1-based column, as editors and linters print it."""
         return f"{self.display}:{node.lineno}:{self.column(node.lineno, node.col_offset)}"
 
-    def generated(self, node: ast.AST) -> bool:
+    def generated(self, node: Located) -> bool:
         return any(r.first <= node.lineno <= r.last for r in self.regions)
 
     # --- scopes ----------------------------------------------------------------------------------------------
@@ -213,7 +216,7 @@ class SourceModule:
         return walk(self.tree)
 
 
-def position(node: ast.AST) -> tuple[int, int]:
+def position(node: Located) -> tuple[int, int]:
     return node.lineno, node.col_offset
 
 

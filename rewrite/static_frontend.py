@@ -20,7 +20,7 @@ import warp as wp
 
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import WarpNames
-from warp_rewrite.passes.syntax import walk
+from warp_rewrite.passes.syntax import Located, walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.project import Project
 from warp_rewrite.runtime import RewriteError
@@ -39,7 +39,7 @@ class StaticUnit:
     tree: ast.FunctionDef
     owner: StaticModule
 
-    def location(self, node: ast.AST) -> str:
+    def location(self, node: Located) -> str:
         return self.owner.location(node)
 
     @property

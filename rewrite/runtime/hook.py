@@ -33,7 +33,8 @@ def launch(kernel: Any, *args: Any, **kwargs: Any) -> Any:
 def _needs_rewrite(kernel: wp.Kernel, args: tuple, kwargs: dict) -> bool:
     """Is this a forward launch on a tape, of a kernel with a backward (the only launches a rewrite changes)?"""
     bound = inspect.signature(launch).bind(kernel, *args, **kwargs).arguments
-    if bound.get("adjoint") or not bound.get("record_tape", True) or wp._src.context.runtime.tape is None:
+    # The ignore: Warp declares ``context.runtime`` as None, the value it has until wp.init() replaces it.
+    if bound.get("adjoint") or not bound.get("record_tape", True) or wp._src.context.runtime.tape is None:  # type: ignore[attr-defined]
         return False
     return backward_enabled(kernel)
 
