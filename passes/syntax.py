@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import copy
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 # Operators and load/store contexts: the passes read them as attributes (``node.op``, ``node.ctx``), never
 # as nodes of their own, and the parser shares one object per kind between all nodes, so they have no parent.
@@ -64,6 +64,7 @@ def called_name(call: ast.Call) -> str | None:
     return call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
 
 
+@runtime_checkable
 class Located(Protocol):
     """A node with a start position: every statement, expression, argument and keyword that ``ast.parse`` made."""
 

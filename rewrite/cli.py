@@ -350,10 +350,10 @@ def run_check(args: argparse.Namespace) -> int:
         project.modules.setdefault(path.resolve(), module)
         files.append((module, checker.kernels(module)))
     shown = []
-    for module, found in files:
-        if module is not None:
-            found = sorted((f for f in found + checker.helpers(module) if f.code in args.selection), key=sort_key)
-            noqa = noqa_lines(module.text) if found else {}
+    for read, found in files:
+        if read is not None:
+            found = sorted((f for f in found + checker.helpers(read) if f.code in args.selection), key=sort_key)
+            noqa = noqa_lines(read.text) if found else {}
             found = [f for f in found if not suppressed(f, noqa)]
         for finding in found:
             if output_format == "concise":
@@ -445,7 +445,8 @@ def run_rewrite(args: argparse.Namespace) -> int:
     files = list(_python_files(args.paths))
     if not files:
         raise UserError(f"no Python files in {', '.join(args.paths)}: nothing to rewrite")
-    status, runtimes = OK, set()
+    status = OK
+    runtimes: set[Path] = set()
     for _, display in files:
         try:
             status = max(status, _rewrite_file(args, display, runtimes, in_tree=True))

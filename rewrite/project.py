@@ -78,7 +78,7 @@ def _used_as_type(scope: ast.AST, name: str) -> bool:
     if _looks_like_a_type(name):
         return True
     for node in walk(scope):
-        annotations = []
+        annotations: list[ast.AST] = []
         if isinstance(node, ast.arg) and node.annotation is not None:
             annotations.append(node.annotation)
         elif isinstance(node, ast.FunctionDef) and node.returns is not None:
@@ -223,10 +223,13 @@ class Project:
             owner = next(s for s in scopes if not isinstance(s, ast.ClassDef) and bound in walk(s.args))
             if _used_as_type(owner, name):
                 return None
-            return Unresolved(call, name, f"a parameter of '{owner.name}', known only when it is called")
+            function = "<lambda>" if isinstance(owner, ast.Lambda) else owner.name
+            return Unresolved(call, name, f"a parameter of '{function}', known only when it is called")
         if isinstance(bound, ast.Name):  # an alias: ``writer = write_contact``
             return self._name(module, bound.id, call, module.scopes(bound), depth + 1)
-        if bound is None or isinstance(bound, ast.ClassDef | ast.Constant) or module.warp.is_warp_expr(bound):
+        if bound is None or isinstance(bound, ast.ClassDef | ast.Constant):
+            return None
+        if isinstance(bound, ast.expr) and module.warp.is_warp_expr(bound):
             return None
         in_function = scope_binding(module.tree, name, module.generated) is not bound
         if isinstance(bound, ast.Call):
@@ -336,9 +339,9 @@ class Project:
             owner = self.module_file(module, source.level, source.module)
             target = self.load(owner) if owner is not None else None
             found = target.binding(source.name, []) if target is not None else None
-            if isinstance(found, ast.ClassDef):
+            if target is not None and isinstance(found, ast.ClassDef):
                 return _class_member(target, found, attr)
-            if isinstance(found, Imported):
+            if target is not None and isinstance(found, Imported):
                 return self._in_module(target, found, attr, call, depth + 1)
             if found is not None:
                 return None  # another object of that module: its attributes are not followed, as in this file

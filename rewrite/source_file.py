@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TypeVar
 
 from warp_rewrite.markers import read_begin, read_end
 from warp_rewrite.passes.atomics import ATOMIC_OPS, WarpNames
@@ -166,6 +167,9 @@ def generated_regions(text: str) -> list[Region]:
     return regions
 
 
+_Parsed = TypeVar("_Parsed", bound="SourceModule")  # what ``parse`` makes: the class it is called on
+
+
 @dataclass
 class SourceModule:
     """One Python file, parsed but never imported: its text, tree, imports, and the blocks an earlier run generated."""
@@ -180,7 +184,7 @@ class SourceModule:
     encoding: str = "utf-8"
 
     @classmethod
-    def parse(cls, path: Path, display: str, text: str, encoding: str = "utf-8") -> SourceModule:
+    def parse(cls: type[_Parsed], path: Path, display: str, text: str, encoding: str = "utf-8") -> _Parsed:
         try:
             tree = ast.parse(text, filename=display)
         except SyntaxError as error:

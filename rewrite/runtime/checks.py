@@ -68,6 +68,7 @@ class DeviceChecks:
     def watch(self, status: wp.array, explain: Callable[[np.ndarray], RewriteError | None]) -> None:
         """Copy ``status`` to the host behind the work that writes it, then read what has arrived."""
         device = status.device
+        assert device is not None  # an allocated array's
         spare = self.spare.setdefault((status.size, device.is_cuda), [])
         # Pinned host memory is slow to allocate: copies that have been read are used again.
         host = spare.pop() if spare else wp.empty(status.shape, dtype=wp.int32, device="cpu", pinned=device.is_cuda)
