@@ -127,7 +127,7 @@ def is_generic_annotation(project: Project, module: StaticModule, node: ast.expr
 
 def _dotted(node: ast.expr | None) -> list[str] | None:
     """``["types_", "Particles"]`` for ``types_.Particles``; None for anything but names and attributes of them."""
-    parts = []
+    parts: list[str] = []
     while isinstance(node, ast.Attribute):
         parts.insert(0, node.attr)
         node = node.value
@@ -143,8 +143,12 @@ def _module_type(project: Project, module: StaticModule, dotted: list[str], dept
     for node in module_level(module.tree) if not rest else ():
         if isinstance(node, ast.ClassDef) and node.name == name:
             return StaticStruct(project, module, node) if module.warp.decorated(node, "struct") else None
-        assigned = isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
-        if assigned and isinstance(node.value, ast.Call) and _constructor(module, node.value.func):
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+            and isinstance(node.value, ast.Call)
+            and _constructor(module, node.value.func)
+        ):
             return _value_type(project, module, node.value)
     source = module.imported.get(name)
     return None if source is None or depth > 20 else _imported_type(project, module, source, rest, depth + 1)
@@ -182,6 +186,8 @@ def _value_type(project: Project, module: StaticModule, call: ast.Call) -> Any:
     """The type a call of one of Warp's type constructors makes, where its arguments are literals and Warp's scalar
     types; None where they are not (a factory's parameter)."""
     name = _constructor(module, call.func)
+    if name is None:  # (the callers ask only of constructors' calls)
+        return None
     arguments = dict(zip(_CONSTRUCTORS[name], call.args, strict=False))
     arguments.update({keyword.arg: keyword.value for keyword in call.keywords if keyword.arg})
     if set(arguments) != set(_CONSTRUCTORS[name]):
@@ -232,7 +238,7 @@ _DECORATOR_OPTIONS = frozenset(inspect.signature(wp.kernel).parameters) - {"f"}
 def _keyword_options(keywords: list[ast.keyword]) -> dict[str, object]:
     """Keyword arguments as the generated decorators pass them on: literals, else ``_Verbatim`` source text;
     ``**expr`` under the key "**expr"; not the kernel's own key."""
-    options = {}
+    options: dict[str, object] = {}
     for keyword in keywords:
         if keyword.arg in _OWN_KEY:
             continue
@@ -274,9 +280,14 @@ def construction_options(module: StaticModule, construction: Construction) -> di
             options[name] = _Verbatim(ast.unparse(given[name]))
     if options.get("module", _Verbatim("")) is None:
         del options["module"]
-    if isinstance(entries, ast.Dict) and all(isinstance(k, ast.Constant) for k in entries.keys):
-        for name, value in _keyword_options([ast.keyword(k.value, v) for k, v in zip(entries.keys, entries.values,
-                                                                                    strict=True)]).items():  # fmt: skip
+    if isinstance(entries, ast.Dict) and all(
+        isinstance(k, ast.Constant) and isinstance(k.value, str) for k in entries.keys
+    ):
+        pairs = zip(entries.keys, entries.values, strict=True)
+        entry_keywords = [  # (every key is a string)
+            ast.keyword(k.value, v) for k, v in pairs if isinstance(k, ast.Constant) and isinstance(k.value, str)
+        ]
+        for name, value in _keyword_options(entry_keywords).items():
             options[name] = value if name in _DECORATOR_OPTIONS else _Verbatim(repr(value))
     elif entries is not None and not (isinstance(entries, ast.Constant) and entries.value is None):
         options["options"] = _Verbatim(ast.unparse(entries))
@@ -416,6 +427,7 @@ class StaticFrontend:
                     f"uses {problem}",
                     f"{advice}, or define '{helper.name}' in {module.display}",
                 )
+            assert spelled is not None  # (else a problem above)
             imports.append(HelperImport(*spelled, name))
         return imports
 
@@ -444,11 +456,12 @@ class StaticFrontend:
         scope = module.binding_scope(node.id, module.scopes(helper))
         if scope is None or isinstance(scope, ast.Module) or scope in module.scopes(self.definition):
             return
+        function = "<lambda>" if isinstance(scope, ast.Lambda) else scope.name
         raise RewriteError(
             self.definition.name,
             module.location(node),
             f"helper '{helper.name}' must be copied beside the rewritten kernel, but it uses '{node.id}', a name "
-            f"of '{scope.name}' around the helper, which the kernel cannot see",
+            f"of '{function}' around the helper, which the kernel cannot see",
             f"Pass '{node.id}' to the helper as an argument, or rewrite the kernel at run time with wp_rewrite()",
         )
 
