@@ -64,6 +64,12 @@ def called_name(call: ast.Call) -> str | None:
     return call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
 
 
+def end_line(node: ast.stmt | ast.expr) -> int:
+    """The node's last line: ``ast.parse`` sets it on every node (typeshed allows None, for nodes built by hand)."""
+    assert node.end_lineno is not None
+    return node.end_lineno
+
+
 @runtime_checkable
 class Located(Protocol):
     """A node with a start position: every statement, expression, argument and keyword that ``ast.parse`` made."""

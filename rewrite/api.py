@@ -7,6 +7,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable
+from typing import Any, overload
 
 import warp as wp
 
@@ -35,8 +36,25 @@ _lock = threading.RLock()  # one RewrittenKernel per kernel and options, however
 REFUSALS = ("raise", "original")
 
 
+@overload
 def wp_rewrite(
-    kernel: wp.Kernel = _DECORATOR,
+    kernel: wp.Kernel | RewrittenKernel,
+    *,
+    max_records: int | None = None,
+    detach_returns: bool = False,
+    on_refusal: str = "raise",
+    verify: bool = False,
+) -> RewrittenKernel: ...
+
+
+@overload
+def wp_rewrite(
+    *, max_records: int | None = None, detach_returns: bool = False, on_refusal: str = "raise", verify: bool = False
+) -> Callable[[wp.Kernel], RewrittenKernel]: ...
+
+
+def wp_rewrite(
+    kernel: Any = _DECORATOR,  # anything: what is not a kernel is refused with a TypeError
     *,
     max_records: int | None = None,
     detach_returns: bool = False,
@@ -79,12 +97,16 @@ def wp_rewrite(
     result, from any thread.
     """
     check_options(max_records, detach_returns, on_refusal, verify)
-    options = {"max_records": max_records, "detach_returns": detach_returns, "on_refusal": on_refusal,
-               "verify": verify}  # fmt: skip
+
+    def with_options(target: wp.Kernel) -> RewrittenKernel:
+        return wp_rewrite(
+            target, max_records=max_records, detach_returns=detach_returns, on_refusal=on_refusal, verify=verify
+        )
+
     if kernel is _DECORATOR:
-        return lambda decorated: wp_rewrite(decorated, **options)
+        return with_options
     if hasattr(kernel, "launches_rewritten"):  # a RewrittenKernel, this runtime's or an emitted module's copy's
-        return wp_rewrite(kernel.kernel, **options)
+        return with_options(kernel.kernel)
     if not isinstance(kernel, wp.Kernel):
         raise TypeError(f"wp_rewrite() expects a Warp kernel (the object @wp.kernel returns), got {_what(kernel)}")
     with _lock:

@@ -53,7 +53,7 @@ from warp_rewrite.runtime import ExactRecords, KernelSpec, LoopSpec, Op, RecordK
 DEBUG = bool(os.environ.get("WP_REWRITE_DEBUG"))
 
 
-class Frontend(PlanFrontend, Protocol):
+class Frontend(PlanFrontend[Any], Protocol):
     """What the pipeline needs to know about one kernel: what the passes ask (``passes.plan_types.Frontend``), plus
     how its module names Warp and the runtime, which module-level names are taken, and the kernel's options."""
 

@@ -66,8 +66,12 @@ def component_views(array: wp.array) -> list[wp.array]:
     shape, strides = (1,) * padding + tuple(array.shape), (0,) * padding + tuple(array.strides)
     views = []
     for c in range(wp._src.types.type_size(array.dtype)):
-        view = wp.array(ptr=array.ptr + c * step, dtype=scalar, shape=shape, strides=strides, device=array.device)
-        view._ref = array  # a view keeps what it views alive, as Warp's own views do
+        view: wp.array = wp.array(
+            ptr=array.ptr + c * step, dtype=scalar, shape=shape, strides=strides, device=array.device
+        )
+        # A view keeps what it views alive, as Warp's own views do (the ignore: Warp's __init__ sets _ref = None,
+        # which mypy reads as its type).
+        view._ref = array  # type: ignore[assignment]
         views.append(view)
     return views
 
@@ -75,23 +79,23 @@ def component_views(array: wp.array) -> list[wp.array]:
 def scalars_of(array: wp.array) -> wp.array:
     """A flat scalar view of a contiguous array (no copy)."""
     scalar = wp._src.types.type_scalar_type(array.dtype)
-    view = wp.array(ptr=array.ptr, dtype=scalar, shape=(array.size * wp._src.types.type_size(array.dtype),),
+    view: wp.array = wp.array(ptr=array.ptr, dtype=scalar, shape=(array.size * wp._src.types.type_size(array.dtype),),
                     device=array.device)  # fmt: skip
-    view._ref = array
+    view._ref = array  # type: ignore[assignment]  # (as in component_views)
     return view
 
 
 def records_view(array: wp.array) -> wp.array:
     """A (n, components) scalar view of a contiguous 1-D array of scalars, vectors or matrices (no copy)."""
     scalar = wp._src.types.type_scalar_type(array.dtype)
-    view = wp.array(
+    view: wp.array = wp.array(
         ptr=array.ptr,
         dtype=scalar,
         shape=(array.size, wp._src.types.type_size(array.dtype)),
         strides=(wp._src.types.type_size_in_bytes(array.dtype), wp._src.types.type_size_in_bytes(scalar)),
         device=array.device,
     )
-    view._ref = array
+    view._ref = array  # type: ignore[assignment]  # (as in component_views)
     return view
 
 
@@ -164,6 +168,7 @@ class ExactTarget:
         self.sites = []
         count = 0
         for index, site in sites:
+            assert site.exact is not None  # (the sites of an exact target)
             self.sites.append(ExactSiteRecords(index, site, count, sizes[site.exact.returned]))
             count += sizes[site.exact.returned]
         self.count = count
@@ -177,11 +182,12 @@ class ExactTarget:
         self.named = {}  # record parameter -> the slice passed for it
         for part in self.sites:
             records = part.site.exact
+            assert records is not None
             self.named[records.returned] = part.rows(self.returned)
             self.named[records.values] = part.rows(self.operands)
             self.named[records.order] = part.rows(self.order)
             self.named[records.addresses] = part.rows(self.addresses)
-            if records.compares:
+            if records.compares and self.compares is not None:  # (cas sites have compares)
                 self.named[records.compares] = part.rows(self.compares)
         self.columns: list[OrderColumn] | None = None
 
@@ -249,7 +255,7 @@ class ExactTarget:
             inputs = [gate, self.order, *self.info, records_view(self.recorded), records_view(self.operands)]
             _run(kernels.check_recomputed, (n, self.shadow.components), inputs=inputs, device=device)
         extras = None if self.kind == ADD else wp.zeros((n, self.shadow.components), dtype=wp.float64, device=device)
-        for c, column in enumerate(self.columns):
+        for c, column in enumerate(self.columns or []):  # none: prepare() found no operation to order
             grad = grads[c] if grads else wp.empty((0, 0, 0, 0), dtype=adjoint.dtype, device=device)
             final = finals[c] if finals else wp.empty(0, dtype=wp.float64, device=device)
             place = [column.perm, self.addresses, column.counts, column.offsets]
