@@ -190,8 +190,9 @@ class FunctionPlan:
     sites: list[Site] = field(default_factory=list)
     loops: dict[ast.AST, Loop] = field(default_factory=dict)
     clones: dict[ast.Call, Clone] = field(default_factory=dict)
-    # atomics whose value is discarded (bare calls, ``arr[i] += v``): statement -> target's argument path
-    unconsumed: dict[ast.stmt, str | None] = field(default_factory=dict)
+    # atomics whose value is discarded (bare calls, ``arr[i] += v``): statement (or the conditional expression
+    # statement the atomic is a branch of) -> target's argument path
+    unconsumed: dict[ast.AST, str | None] = field(default_factory=dict)
     # plain stores into argument arrays (``out[slot] = v``): statement -> the array's argument path
     stores: dict[ast.stmt, str] = field(default_factory=dict)
 
