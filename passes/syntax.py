@@ -64,10 +64,16 @@ def called_name(call: ast.Call) -> str | None:
     return call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
 
 
-def end_line(node: ast.stmt | ast.expr) -> int:
+def end_line(node: ast.stmt | ast.expr | ast.keyword) -> int:
     """The node's last line: ``ast.parse`` sets it on every node (typeshed allows None, for nodes built by hand)."""
     assert node.end_lineno is not None
     return node.end_lineno
+
+
+def end_column(node: ast.stmt | ast.expr | ast.keyword) -> int:
+    """The node's end offset on its last line (set by ``ast.parse`` as ``end_line`` is)."""
+    assert node.end_col_offset is not None
+    return node.end_col_offset
 
 
 @runtime_checkable

@@ -35,7 +35,7 @@ from warp_rewrite.live_frontend import RUNTIME_NAME
 from warp_rewrite.markers import begin_marker, end_marker
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.naming import Namer
-from warp_rewrite.passes.syntax import walk
+from warp_rewrite.passes.syntax import Located, end_column, end_line, walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.pipeline import GeneratedKernel, RewriteOptions
 from warp_rewrite.printing import WIDTH
@@ -44,7 +44,13 @@ from warp_rewrite.runtime import RewriteError
 from warp_rewrite.runtime.abi import RuntimeNames
 from warp_rewrite.source_file import Imported, Region
 from warp_rewrite.staleness import MadeFrom, made_from, option_flags, stale
-from warp_rewrite.static_frontend import HelperImport, StaticFrontend, construction_options, construction_problem
+from warp_rewrite.static_frontend import (
+    HelperImport,
+    StaticFrontend,
+    StaticUnit,
+    construction_options,
+    construction_problem,
+)
 from warp_rewrite.static_module import StaticModule
 
 RUNTIME_FOLDER = RUNTIME_NAME  # the folder the runtime package is copied into, beside the emitted modules
@@ -96,7 +102,7 @@ class Edit:
     text: str
 
 
-def _warning(module: StaticModule, node: ast.AST, message: str) -> str:
+def _warning(module: StaticModule, node: Located, message: str) -> str:
     return f"{module.location(node)}: warning: {message}"
 
 
@@ -215,7 +221,7 @@ def _taken_names(module: StaticModule) -> set[str]:
     generated again gets the names it had."""
 
     def generated(node: ast.AST) -> bool:
-        return hasattr(node, "lineno") and module.generated(node)
+        return isinstance(node, Located) and module.generated(node)
 
     names = _bound_names(module.tree, generated)
     for node in module.nodes:
@@ -234,7 +240,8 @@ def _taken_names(module: StaticModule) -> set[str]:
 def _only_read(tree: ast.Module) -> set[str]:
     """Names the module reads but never binds: a deleted block's ``launch_k`` still called by the rewritten
     call sites. A block generated again may define them."""
-    read, bound = set(), set()
+    read: set[str] = set()
+    bound: set[str] = set()
     for node in walk(tree):
         if isinstance(node, ast.Name):
             (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
@@ -306,7 +313,9 @@ def _literal(value: Any, names: ModuleNames, indent: str, relocate: Callable[[st
         items = [_literal(item, names, inner, relocate) for item in value]
         opening, closing = "(", ",)" if len(value) == 1 else ")"
     elif isinstance(value, type):
-        return dtypes.source(value, names.warp)
+        spelled = dtypes.source(value, names.warp)
+        assert spelled is not None  # (a record's dtype is one generated code can name)
+        return spelled
     else:
         return json.dumps(value) if isinstance(value, str) else repr(value)  # strings in double quotes
     flat = opening + ", ".join(items) + closing
@@ -379,11 +388,11 @@ def generate(frontend: StaticFrontend, detach_returns: bool) -> tuple[GeneratedK
     generated = pipeline.rewrite_kernel(frontend, RewriteOptions(None, detach_returns))
     if generated is None:
         return None
-    imports = [
-        found
-        for function in generated.plan.root.walk()
-        for found in frontend.helper_imports(generated.source_unit(function.unit), function.clones)
-    ]
+    imports = []
+    for function in generated.plan.root.walk():
+        unit = generated.source_unit(function.unit)
+        assert isinstance(unit, StaticUnit)  # (the static front end's)
+        imports += frontend.helper_imports(unit, function.clones)
     return generated, imports
 
 
@@ -399,7 +408,7 @@ def helper_import_lines(module: StaticModule, imports: list[HelperImport]) -> li
     for (statement, source), imported in names.items():
         node = after[statement]
         text = f"{' ' * node.col_offset}from {source} import {', '.join(sorted(imported))}\n"
-        lines.append((node.end_lineno, text))
+        lines.append((end_line(node), text))
     return sorted(lines, key=lambda line: line[0])
 
 
@@ -451,7 +460,7 @@ class Block:
         """(input line after which, text) that puts the block after the kernel with ``gap`` blank lines before
         and after it, counting those already there: so that deleting a block from its begin marker to its end
         marker and running again gives back the same file."""
-        after, blank = self.kernel.end_lineno, 0
+        after, blank = end_line(self.kernel), 0
         while after + blank < len(lines) and not lines[after + blank].strip():
             blank += 1
         before = min(blank, self.gap)
@@ -463,7 +472,8 @@ class Block:
 def indent_block(text: str, indent: str, nested: bool) -> str:
     """``text`` with every line indented by ``indent`` but the lines inside a string; blank lines stay empty and,
     ``nested`` in a function, come one at a time (as formatters keep them there)."""
-    inside_strings, opened = set(), []
+    inside_strings: set[int] = set()
+    opened: list[int] = []
     for token in tokenize.generate_tokens(io.StringIO(text).readline):
         if token.type == _FSTRING_START:  # Python 3.12 and later split f-strings into tokens
             opened.append(token.start[0])
@@ -524,8 +534,8 @@ def launch_edits(
         if kept is not None:
             warnings.append(_warning(module, call, f"this wp.launch of kernel '{argument.id}' {kept}"))
             continue
-        callee = Edit(offsets(call.func.lineno, call.func.col_offset),
-                      offsets(call.func.end_lineno, call.func.end_col_offset), launch)  # fmt: skip
+        func = call.func
+        callee = Edit(offsets(func.lineno, func.col_offset), offsets(end_line(func), end_column(func)), launch)
         edits.append((callee, _remove_argument(call, argument, offsets)))
     return edits, warnings
 
@@ -547,7 +557,11 @@ def _kept_launch(call: ast.Call, argument: ast.Name, launch: str) -> str | None:
     if unpacked:
         return (f"passes {', '.join(unpacked)}, which wp-rewrite cannot match to {launch}'s parameters: it is left as "
                 f"written, and wp.launch hands the rewritten kernel what they hold when it runs")  # fmt: skip
-    unknown = sorted({k.arg for k in keywords} - _LAUNCH_KEYWORDS) if _LAUNCH_KEYWORDS is not None else []
+    unknown = (
+        sorted({k.arg for k in keywords if k.arg is not None} - _LAUNCH_KEYWORDS)
+        if _LAUNCH_KEYWORDS is not None
+        else []
+    )
     if unknown or len(positional) > _LAUNCH_POSITIONAL:
         what = ", ".join(unknown) or f"more than {_LAUNCH_POSITIONAL} arguments after the kernel by position"
         return f"passes {what}, which {launch} does not take (nor does wp.launch): it is left as written"
@@ -563,22 +577,21 @@ def construction_edits(module: StaticModule, wrappers: dict[int, str], offsets: 
         for made in module.constructions(kernel) if wrapper is not None else []:
             if module.wrapper(made) != wrapper:
                 site = made.site
-                edits.append((Edit(*[offsets(site.lineno, site.col_offset)] * 2, f"{wrapper}("),
-                              Edit(*[offsets(site.end_lineno, site.end_col_offset)] * 2, ")")))  # fmt: skip
+                start, end = offsets(site.lineno, site.col_offset), offsets(end_line(site), end_column(site))
+                edits.append((Edit(start, start, f"{wrapper}("), Edit(end, end, ")")))
     return edits
 
 
 def _remove_argument(call: ast.Call, argument: ast.expr, offsets: Offsets) -> Edit:
     """Take the kernel argument out of the call, with the comma after it (or, last, the one before it)."""
-    items = sorted([*call.args, *call.keywords], key=lambda n: (n.lineno, n.col_offset))
+    items: list[ast.expr | ast.keyword] = sorted([*call.args, *call.keywords], key=lambda n: (n.lineno, n.col_offset))
     node = next(n for n in items if n is argument or getattr(n, "value", None) is argument)
     at = items.index(node)
     if at + 1 < len(items):
         following = items[at + 1]
         return Edit(offsets(node.lineno, node.col_offset), offsets(following.lineno, following.col_offset), "")
     previous = items[at - 1]
-    return Edit(offsets(previous.end_lineno, previous.end_col_offset), offsets(node.end_lineno, node.end_col_offset),
-                "")  # fmt: skip
+    return Edit(offsets(end_line(previous), end_column(previous)), offsets(end_line(node), end_column(node)), "")
 
 
 def emit_module(
@@ -611,7 +624,8 @@ def emit_module(
     finder = HazardFinder(project)  # also loads the files the kernels' helpers come from
     regenerated = stale_kernels(module, finder, options)
     if regenerated:  # as if the user had deleted those blocks: the next steps bring them back
-        original = text = without_regions(module, [module.region_of(kernel) for kernel in regenerated])
+        stale_regions = [region for kernel in regenerated if (region := module.region_of(kernel)) is not None]
+        original = text = without_regions(module, stale_regions)
         module = StaticModule.parse(path, display, text)
         project.modules[path.resolve()] = module
         finder = HazardFinder(project)
@@ -624,9 +638,9 @@ def emit_module(
     free = _only_read(module.tree)
     names, imports = _module_names(module, taken)
     offsets = Offsets(module)
-    launches = {id(k): module.launch_name(k) for k in choice.already if module.launch_name(k)}
+    launches = {id(k): given for k in choice.already if (given := module.launch_name(k))}
     blocks, helper_imports = [], []
-    wrappers = {id(k): module.rewrite_name(k) for k in choice.already if module.rewrite_name(k)}
+    wrappers = {id(k): given for k in choice.already if (given := module.rewrite_name(k))}
     for kernel in choice.to_rewrite:
         nested = bool(module.scopes(kernel))
         constructed = module.constructed(kernel)
@@ -650,7 +664,7 @@ def emit_module(
                                           "wp-rewrite cannot tell whether a kernel is made of it: one made through "
                                           "here launches the original, whose gradients are wrong")
                                  for use in module.other_uses(kernel)]  # fmt: skip
-        else:
+        elif launch.launch is not None:  # (a kernel that is not constructed has a launch)
             launches[id(kernel)] = launch.launch
         emitted.rewritten.append(kernel.name)
     emitted.warnings += [
