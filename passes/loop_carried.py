@@ -96,9 +96,12 @@ class LoopFlow:
     # --- the graph ------------------------------------------------------------------------------------
 
     def _point(
-        self, predecessors: list[int], uses: Set[str] = frozenset(), defines: Set[str] = frozenset(),
+        self,
+        predecessors: list[int],
+        uses: Set[str] = frozenset(),
+        defines: Set[str] = frozenset(),
         updates: Set[str] = frozenset(),
-    ) -> int:  # fmt: skip
+    ) -> int:
         index = len(self.uses)
         self.uses.append(frozenset(uses))
         self.defines.append(frozenset(defines | updates))

@@ -122,8 +122,14 @@ def _written_only_at(function: ast.FunctionDef, array: str, index: str) -> bool:
 
 
 def _reads_of(function: ast.FunctionDef, array: str) -> list[int]:
-    return [id(n) for n in walk(function) if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)
-            and isinstance(n.value, ast.Name) and n.value.id == array]  # fmt: skip
+    return [
+        id(n)
+        for n in walk(function)
+        if isinstance(n, ast.Subscript)
+        and isinstance(n.ctx, ast.Load)
+        and isinstance(n.value, ast.Name)
+        and n.value.id == array
+    ]
 
 
 _Tree = TypeVar("_Tree", ast.expr, ast.stmt)
@@ -233,6 +239,12 @@ class _Replace:
             if isinstance(old_value, ast.AST):
                 setattr(copied, name, self.visit(new_value, old_value))
             elif isinstance(old_value, list):
-                setattr(copied, name, [self.visit(n, o) if isinstance(o, ast.AST) else n
-                                       for n, o in zip(new_value, old_value, strict=True)])  # fmt: skip
+                setattr(
+                    copied,
+                    name,
+                    [
+                        self.visit(n, o) if isinstance(o, ast.AST) else n
+                        for n, o in zip(new_value, old_value, strict=True)
+                    ],
+                )
         return copied

@@ -153,8 +153,19 @@ class Planner(MemoryAccesses):
             if target in self.exact_targets:
                 exact_records = self._exact_records(unit, call, target, records, is_view(call.target, aliases, views))
             statement = node if isinstance(node, ast.AugAssign) else None
-            site = Site(call.node, call.op, records, target, around, location, in_helper, len(call.index_args),
-                        call.consumed, statement, **exact_records)  # fmt: skip
+            site = Site(
+                call.node,
+                call.op,
+                records,
+                target,
+                around,
+                location,
+                in_helper,
+                len(call.index_args),
+                call.consumed,
+                statement,
+                **exact_records,
+            )
             sites.append(site)
             self.sites.append(site)
 

@@ -118,8 +118,9 @@ def _lower_jumps(body: list[ast.stmt], active: str) -> list[ast.stmt]:
             return lowered
         if isinstance(stmt, ast.If) and _has_jump(stmt):
             # A new statement, not the old one changed: an unchanged one may be printed from its source text.
-            lowered.append(ast.If(stmt.test, _lower_jumps(stmt.body, active) or [ast.Pass()],
-                                  _lower_jumps(stmt.orelse, active)))  # fmt: skip
+            lowered.append(
+                ast.If(stmt.test, _lower_jumps(stmt.body, active) or [ast.Pass()], _lower_jumps(stmt.orelse, active))
+            )
             rest = _lower_jumps(body[index + 1 :], active)
             if rest:
                 lowered.append(ast.If(_expr(active), rest, []))
@@ -668,8 +669,9 @@ def _outermost_calls(expr: ast.expr) -> list[ast.Call]:
     """The calls in ``expr`` that are not inside another one, but those that only make a value, in order."""
     if isinstance(expr, ast.Call) and not _constructs(expr):
         return [expr]
-    return [call for child in ast.iter_child_nodes(expr) if isinstance(child, ast.expr) for call in
-            _outermost_calls(child)]  # fmt: skip
+    return [
+        call for child in ast.iter_child_nodes(expr) if isinstance(child, ast.expr) for call in _outermost_calls(child)
+    ]
 
 
 def _constructs(call: ast.Call) -> bool:

@@ -67,5 +67,11 @@ def _leave_unless(test: ast.expr) -> ast.If:
 
 
 # Comparisons whose negation is another comparison, for every operand (``not a < b`` is not ``a >= b`` for a NaN).
-_OPPOSITES = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.In: ast.NotIn,
-              ast.NotIn: ast.In}  # fmt: skip
+_OPPOSITES = {
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+}

@@ -113,13 +113,17 @@ def _unknown_warning(module: StaticModule, kernel: ast.FunctionDef, unknown: Unk
         what = f"{miss.callee.value} '{miss.helper}' from '{miss.module}', whose file wp-rewrite could not find"
         what += f" ({SEARCHED})"
     else:
-        what = (f"{miss.callee.value} '{miss.helper}'{through}, {miss.reason}, which wp-rewrite cannot follow from "
-                "the source")  # fmt: skip
+        what = (
+            f"{miss.callee.value} '{miss.helper}'{through}, {miss.reason}, which wp-rewrite cannot follow from "
+            "the source"
+        )
         through = ""
     return _warning(
-        module, unknown.call, f"kernel '{kernel.name}' calls {what}{through}; if it uses an atomic's returned value, "
+        module,
+        unknown.call,
+        f"kernel '{kernel.name}' calls {what}{through}; if it uses an atomic's returned value, "
         f"its gradients stay wrong: launch wp_rewrite({kernel.name}) instead, which sees the value at run time",
-    )  # fmt: skip
+    )
 
 
 def _refusal(module: StaticModule, kernel: ast.FunctionDef, problem: str, advice: str) -> RewriteError:
@@ -155,11 +159,15 @@ def choose_kernels(module: StaticModule, finder: HazardFinder) -> Choice:
         if refusal is not None:
             choice.refusals.append(refusal)
         elif scopes and isinstance(scopes[0], ast.ClassDef):
-            choice.refusals.append(_refusal(
-                module, kernel, "a kernel defined in a class body cannot be rewritten to a file (the generated "
-                "kernels could not see the class's names)",
-                "Define the kernel at module level or in a function, or rewrite it at run time with wp_rewrite()",
-            ))  # fmt: skip
+            choice.refusals.append(
+                _refusal(
+                    module,
+                    kernel,
+                    "a kernel defined in a class body cannot be rewritten to a file (the generated "
+                    "kernels could not see the class's names)",
+                    "Define the kernel at module level or in a function, or rewrite it at run time with wp_rewrite()",
+                )
+            )
         else:
             choice.to_rewrite.append(kernel)
     return choice
@@ -180,20 +188,32 @@ def _construction_refusal(module: StaticModule, kernel: ast.FunctionDef) -> Rewr
         seen = f"{_shown(made.site)} ({module.location(made.site)})"
         if made.maker is not None and not module.returns_kernel(made.maker):
             maker = made.maker.function.name
-            return _refusal(module, kernel, f"it is made a kernel by {seen}, and '{maker}' does not return the kernel "
-                            "it makes (at every return), so wp-rewrite cannot hand on the rewritten one",
-                            f"Make '{maker}' return the kernel, {advice}")  # fmt: skip
+            return _refusal(
+                module,
+                kernel,
+                f"it is made a kernel by {seen}, and '{maker}' does not return the kernel "
+                "it makes (at every return), so wp-rewrite cannot hand on the rewritten one",
+                f"Make '{maker}' return the kernel, {advice}",
+            )
         problem = construction_problem(module, made)
         if problem is not None:
-            return _refusal(module, kernel, f"it is made a kernel by {seen} with {problem}",
-                            f"Write the options as literals in that call, {advice}")  # fmt: skip
+            return _refusal(
+                module,
+                kernel,
+                f"it is made a kernel by {seen} with {problem}",
+                f"Write the options as literals in that call, {advice}",
+            )
         options = construction_options(module, made)
         if first is None:
             first, first_options = seen, options
         elif options != first_options:
-            return _refusal(module, kernel, f"it is made a kernel by {first} and by {seen} with other options: one "
-                            "pair of generated kernels cannot serve both",
-                            f"Give both calls the same options, {advice}")  # fmt: skip
+            return _refusal(
+                module,
+                kernel,
+                f"it is made a kernel by {first} and by {seen} with other options: one "
+                "pair of generated kernels cannot serve both",
+                f"Give both calls the same options, {advice}",
+            )
     return None
 
 
@@ -302,10 +322,13 @@ def _literal(value: Any, names: ModuleNames, indent: str, relocate: Callable[[st
         located = any(f.name == "location" for f in fields)
         items = [
             f"{f.name}="
-            + (json.dumps(relocate(getattr(value, f.name))) if f.name == "location" else
-               _literal(getattr(value, f.name), names, inner, relocate))
+            + (
+                json.dumps(relocate(getattr(value, f.name)))
+                if f.name == "location"
+                else _literal(getattr(value, f.name), names, inner, relocate)
+            )
             for f in fields
-        ]  # fmt: skip
+        ]
         opening, closing = f"{names.runtime.named(type(value).__name__)}(", ")"
     elif isinstance(value, enum.Enum):  # the ABI's Op and RecordKind
         return f"{names.runtime.named(type(value).__name__)}.{value.name}"
@@ -346,8 +369,14 @@ def _launch_names(kernel: str, taken: set[str], free: set[str], nested: bool, co
     return names
 
 
-def _rewritten_kernel(generated: GeneratedKernel, spec: str, names: ModuleNames, launch: LaunchNames,
-                      max_records: int | None, rebind: bool) -> str:  # fmt: skip
+def _rewritten_kernel(
+    generated: GeneratedKernel,
+    spec: str,
+    names: ModuleNames,
+    launch: LaunchNames,
+    max_records: int | None,
+    rebind: bool,
+) -> str:
     """``<kernel>_rewritten = RewrittenKernel(...)``, then (at module level) ``launch_<kernel> =
     <kernel>_rewritten.launch``, then ``<kernel> = <kernel>_rewritten``: every name of the kernel (aliases, default
     arguments, what a factory returns, what another module imports) is the rewritten kernel from then on, which
@@ -358,14 +387,19 @@ def _rewritten_kernel(generated: GeneratedKernel, spec: str, names: ModuleNames,
     pair += [f"count={generated.count_kernel}"] if generated.count_kernel else []
     options = [f"max_records={max_records}"] if max_records is not None else []
     if launch.launch is None:
-        return "\n".join([
-            f"{launch.rewritten} = {names.runtime.KernelRewrite}(",
-            f"    {names.runtime.KernelPair}(",
-            *(f"        {item}," for item in pair),
-            "    ),",
-            *(f"    {option}," for option in options),
-            f")  # each call that makes {kernel} a kernel is wrapped in {launch.rewritten}(...)",
-        ]) + "\n"  # fmt: skip
+        return (
+            "\n".join(
+                [
+                    f"{launch.rewritten} = {names.runtime.KernelRewrite}(",
+                    f"    {names.runtime.KernelPair}(",
+                    *(f"        {item}," for item in pair),
+                    "    ),",
+                    *(f"    {option}," for option in options),
+                    f")  # each call that makes {kernel} a kernel is wrapped in {launch.rewritten}(...)",
+                ]
+            )
+            + "\n"
+        )
     lines = [
         f"{launch.rewritten} = {names.runtime.RewrittenKernel}(",
         f"    {kernel},",
@@ -376,7 +410,7 @@ def _rewritten_kernel(generated: GeneratedKernel, spec: str, names: ModuleNames,
         ")",
         *([] if rebind else [f"{launch.launch} = {launch.rewritten}.launch  # takes wp.launch's arguments"]),
         f"{kernel} = {launch.rewritten}  # every name of {kernel} now launches both phases",
-    ]  # fmt: skip
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -439,20 +473,28 @@ class Block:
         # First, before any of the ABI's names is evaluated: the runtime imported is the one this was generated for.
         location = json.dumps(relocate(generated.spec.location))
         abi = f"{self.names.runtime.require_abi}({runtime.ABI}, {json.dumps(generated.kernel)}, {location})\n"
-        body = generated.source + gap + _rewritten_kernel(generated, spec, self.names, self.launch, max_records,
-                                                          self.nested)  # fmt: skip
+        body = (
+            generated.source
+            + gap
+            + _rewritten_kernel(generated, spec, self.names, self.launch, max_records, self.nested)
+        )
         name = self.kernel.name
         made = self.made
-        check = "\n".join([
-            f"{self.names.runtime.check_fingerprint}(",
-            f"    {json.dumps(name)},",
-            f"    location={json.dumps(relocate(self.location))},",
-            f"    expected={json.dumps(made.fingerprint)},",
-            f"    options={json.dumps(made.options)},",
-            f"    functions=({', '.join((name, *made.named))}{',' * (not made.named)}),",
-            f"    elsewhere={json.dumps(made.elsewhere)},",
-            ")  # before anything launches: the kernel is what this block was generated from",
-        ]) + "\n"  # fmt: skip
+        check = (
+            "\n".join(
+                [
+                    f"{self.names.runtime.check_fingerprint}(",
+                    f"    {json.dumps(name)},",
+                    f"    location={json.dumps(relocate(self.location))},",
+                    f"    expected={json.dumps(made.fingerprint)},",
+                    f"    options={json.dumps(made.options)},",
+                    f"    functions=({', '.join((name, *made.named))}{',' * (not made.named)}),",
+                    f"    elsewhere={json.dumps(made.elsewhere)},",
+                    ")  # before anything launches: the kernel is what this block was generated from",
+                ]
+            )
+            + "\n"
+        )
         block = begin_marker(name, made.fingerprint, made.options) + abi + check + gap + body + gap + end_marker(name)
         return indent_block(block, self.indent, self.nested)
 
@@ -549,14 +591,18 @@ def _kept_launch(call: ast.Call, argument: ast.Name, launch: str) -> str | None:
     if adjoint is None and len(positional) > _ADJOINT_POSITION:
         adjoint = positional[_ADJOINT_POSITION]
     if adjoint is not None and not (isinstance(adjoint, ast.Constant) and adjoint.value is False):
-        return (f"is an adjoint launch ({ast.unparse(adjoint)} for adjoint), which the rewritten kernel cannot take: "
-                f"it is left as written, and as '{argument.id}' is the rewritten kernel it raises when it runs (its "
-                f"backward runs from the tape); launch {argument.id}.kernel for the original's adjoint")  # fmt: skip
+        return (
+            f"is an adjoint launch ({ast.unparse(adjoint)} for adjoint), which the rewritten kernel cannot take: "
+            f"it is left as written, and as '{argument.id}' is the rewritten kernel it raises when it runs (its "
+            f"backward runs from the tape); launch {argument.id}.kernel for the original's adjoint"
+        )
     unpacked = [f"*{ast.unparse(a.value)}" for a in positional if isinstance(a, ast.Starred)]
     unpacked += [f"**{ast.unparse(k.value)}" for k in keywords if k.arg is None]
     if unpacked:
-        return (f"passes {', '.join(unpacked)}, which wp-rewrite cannot match to {launch}'s parameters: it is left as "
-                f"written, and wp.launch hands the rewritten kernel what they hold when it runs")  # fmt: skip
+        return (
+            f"passes {', '.join(unpacked)}, which wp-rewrite cannot match to {launch}'s parameters: it is left as "
+            f"written, and wp.launch hands the rewritten kernel what they hold when it runs"
+        )
     unknown = (
         sorted({k.arg for k in keywords if k.arg is not None} - _LAUNCH_KEYWORDS)
         if _LAUNCH_KEYWORDS is not None
@@ -630,9 +676,13 @@ def emit_module(
         project.modules[path.resolve()] = module
         finder = HazardFinder(project)
     choice = choose_kernels(module, finder)
-    emitted = Emitted(original, refusals=choice.refusals, warnings=choice.warnings,
-                      already=[k.name for k in choice.already],
-                      regenerated=[k.name for k in regenerated])  # fmt: skip
+    emitted = Emitted(
+        original,
+        refusals=choice.refusals,
+        warnings=choice.warnings,
+        already=[k.name for k in choice.already],
+        regenerated=[k.name for k in regenerated],
+    )
     taken = set().union(*(_bound_names(m.tree) for m in project.modules.values() if m is not None and m is not module))
     taken |= _taken_names(module)
     free = _only_read(module.tree)
@@ -656,24 +706,35 @@ def emit_module(
         helper_imports += needed
         launch = _launch_names(kernel.name, taken, free, nested, constructed)
         line = module.lines[kernel.lineno - 1]
-        blocks.append(Block(kernel, generated, launch, names, line[: len(line) - len(line.lstrip())], nested,
-                            made_from(module, kernel, finder, options), module.location(kernel)))  # fmt: skip
+        indent, origin = line[: len(line) - len(line.lstrip())], made_from(module, kernel, finder, options)
+        blocks.append(Block(kernel, generated, launch, names, indent, nested, origin, module.location(kernel)))
         if constructed:
             wrappers[id(kernel)] = launch.rewritten
-            emitted.warnings += [_warning(module, use, f"kernel '{kernel.name}' is a plain function named here, where "
-                                          "wp-rewrite cannot tell whether a kernel is made of it: one made through "
-                                          "here launches the original, whose gradients are wrong")
-                                 for use in module.other_uses(kernel)]  # fmt: skip
+            emitted.warnings += [
+                _warning(
+                    module,
+                    use,
+                    f"kernel '{kernel.name}' is a plain function named here, where "
+                    "wp-rewrite cannot tell whether a kernel is made of it: one made through "
+                    "here launches the original, whose gradients are wrong",
+                )
+                for use in module.other_uses(kernel)
+            ]
         elif launch.launch is not None:  # (a kernel that is not constructed has a launch)
             launches[id(kernel)] = launch.launch
         emitted.rewritten.append(kernel.name)
     emitted.warnings += [
-        _warning(module, kernel, f"kernel '{kernel.name}' no longer uses an atomic's returned value: its stale block "
-                 f"is removed; calls of the rewritten launch it defined must go back to wp.launch({kernel.name}, ...)")
+        _warning(
+            module,
+            kernel,
+            f"kernel '{kernel.name}' no longer uses an atomic's returned value: its stale block "
+            f"is removed; calls of the rewritten launch it defined must go back to wp.launch({kernel.name}, ...)",
+        )
         for kernel in module.kernels()
-        if kernel.name in emitted.regenerated and kernel.name not in emitted.rewritten
+        if kernel.name in emitted.regenerated
+        and kernel.name not in emitted.rewritten
         and not any(refusal.kernel == kernel.name for refusal in emitted.refusals)
-    ]  # fmt: skip
+    ]
     inserted = helper_import_lines(module, helper_imports)  # (input line after which, text)
     if (blocks or emitted.already) and imports.warp:
         inserted.append(placement(module.tree, module.lines, imports.warp, Sections.for_folder(folder)))

@@ -106,9 +106,15 @@ def _finding(module: StaticModule, code: str, node: ast.expr | ast.stmt, **field
 
 def syntax_error(error: ParseError, path: Path) -> Finding:
     return Finding(
-        "E999", CODES["E999"].format(message=error.message), error.display, path, error.line, error.column,
-        error.line, error.column,
-    )  # fmt: skip
+        "E999",
+        CODES["E999"].format(message=error.message),
+        error.display,
+        path,
+        error.line,
+        error.column,
+        error.line,
+        error.column,
+    )
 
 
 def _unknown_fields(unknown: Unknown) -> dict[str, str]:
@@ -153,8 +159,18 @@ class Checker:
                 self._callers.setdefault(helper, set()).add(not disabled)
             for call in module.consumed(kernel):
                 if disabled:
-                    findings.append(_finding(module, "WR101", call.node, kind="kernel", name=kernel.name, op=call.op,
-                                             through="", why=disabled))  # fmt: skip
+                    findings.append(
+                        _finding(
+                            module,
+                            "WR101",
+                            call.node,
+                            kind="kernel",
+                            name=kernel.name,
+                            op=call.op,
+                            through="",
+                            why=disabled,
+                        )
+                    )
                 else:
                     findings.append(_finding(module, "WR001", call.node, name=kernel.name, op=call.op))
             for hazard in calls.hazards:
@@ -162,16 +178,35 @@ class Checker:
                 if hazard.consumer != hazard.helper:
                     where = f"in helper '{hazard.consumer}' at {hazard.where}"
                 if disabled:
-                    findings.append(_finding(module, "WR101", hazard.call, kind="kernel", name=kernel.name,
-                                             op=hazard.op, through=f" through helper '{hazard.helper}'",
-                                             why=disabled))  # fmt: skip
+                    findings.append(
+                        _finding(
+                            module,
+                            "WR101",
+                            hazard.call,
+                            kind="kernel",
+                            name=kernel.name,
+                            op=hazard.op,
+                            through=f" through helper '{hazard.helper}'",
+                            why=disabled,
+                        )
+                    )
                 else:
-                    findings.append(_finding(module, "WR003", hazard.call, name=kernel.name, helper=hazard.helper,
-                                             op=hazard.op, where=where))  # fmt: skip
+                    findings.append(
+                        _finding(
+                            module,
+                            "WR003",
+                            hazard.call,
+                            name=kernel.name,
+                            helper=hazard.helper,
+                            op=hazard.op,
+                            where=where,
+                        )
+                    )
             if not disabled:
                 for unknown in calls.unknown:
-                    findings.append(_finding(module, "WR005", unknown.call, name=kernel.name,
-                                             **_unknown_fields(unknown)))  # fmt: skip
+                    findings.append(
+                        _finding(module, "WR005", unknown.call, name=kernel.name, **_unknown_fields(unknown))
+                    )
         return findings + launches_of_rewritten_kernels(module, self.project)
 
     def helpers(self, module: StaticModule) -> list[Finding]:
@@ -189,8 +224,11 @@ class Checker:
                 if module.has_replay(helper):
                     findings.append(_finding(module, "WR102", call.node, name=helper.name, op=call.op))
                 elif why:
-                    findings.append(_finding(module, "WR101", call.node, kind="helper", name=helper.name,
-                                             op=call.op, through="", why=why))  # fmt: skip
+                    findings.append(
+                        _finding(
+                            module, "WR101", call.node, kind="helper", name=helper.name, op=call.op, through="", why=why
+                        )
+                    )
                 else:
                     findings.append(_finding(module, "WR002", call.node, name=helper.name, op=call.op))
         return findings

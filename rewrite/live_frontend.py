@@ -252,8 +252,9 @@ class LiveFrontend:
                 renames[name] = namer.fresh(name)
         if renames:
             helper = _renamed(helper, renames)
-        self.bound.update({name: helper.namespace[name] for name in {renames.get(n, n) for n in used}
-                           if name in helper.namespace})  # fmt: skip
+        self.bound.update(
+            {name: helper.namespace[name] for name in {renames.get(n, n) for n in used} if name in helper.namespace}
+        )
         return helper
 
 

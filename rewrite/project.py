@@ -207,8 +207,9 @@ class Project:
             return found or Unresolved(call, ast.unparse(expr), "a helper returned by a call, known only at run time")
         if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Call) and static:
             found = self._returned_attribute(module, expr.value, expr.attr, call, scopes, depth)
-            return found or Unresolved(call, ast.unparse(expr), "an attribute of a value returned by a call, known "
-                                       "only at run time")  # fmt: skip
+            return found or Unresolved(
+                call, ast.unparse(expr), "an attribute of a value returned by a call, known only at run time"
+            )
         if static:
             return Unresolved(call, ast.unparse(expr), "an expression evaluated when Warp builds the kernel")
         return None
@@ -257,12 +258,16 @@ class Project:
         owner, definition = factory
         returned = [
             self._name(owner, node.value.id, call, [definition, *owner.scopes(definition)], depth + 1)
-            if isinstance(node.value, ast.Name) else None
+            if isinstance(node.value, ast.Name)
+            else None
             for node in own_returns(definition)
-        ]  # fmt: skip
+        ]
         helpers = {id(found[1]): found for found in returned if isinstance(found, tuple)}
-        return next(iter(helpers.values())) if returned and len(helpers) == 1 and len(returned) == sum(
-            isinstance(found, tuple) for found in returned) else None  # fmt: skip
+        return (
+            next(iter(helpers.values()))
+            if returned and len(helpers) == 1 and len(returned) == sum(isinstance(found, tuple) for found in returned)
+            else None
+        )
 
     def _returned_attribute(
         self, module: StaticModule, expr: ast.Call, attr: str, call: ast.Call, scopes: list[Scope], depth: int
@@ -278,8 +283,12 @@ class Project:
             if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)):
                 continue
             for target in node.targets:
-                if (isinstance(target, ast.Attribute) and target.attr == attr and isinstance(target.value, ast.Name)
-                        and target.value.id in returned):  # fmt: skip
+                if (
+                    isinstance(target, ast.Attribute)
+                    and target.attr == attr
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id in returned
+                ):
                     found = self._name(owner, node.value.id, call, [definition, *owner.scopes(definition)], depth + 1)
                     return found if isinstance(found, tuple) else None
         return None

@@ -86,8 +86,9 @@ class WarpImports:
     def decorator(self, node: ast.AST, attr: str) -> ast.expr | None:
         if not isinstance(node, ast.FunctionDef | ast.ClassDef):
             return None
-        return next((d for d in node.decorator_list if self.is_warp(d.func if isinstance(d, ast.Call) else d, attr)),
-                    None)  # fmt: skip
+        return next(
+            (d for d in node.decorator_list if self.is_warp(d.func if isinstance(d, ast.Call) else d, attr)), None
+        )
 
 
 def module_level(tree: ast.Module) -> Iterator[ast.stmt]:

@@ -171,8 +171,12 @@ def _imported_type(project: Project, module: StaticModule, source: Imported, res
     return _module_type(project, target, rest[-1:], depth) if target is not None else None
 
 
-_CONSTRUCTORS = {"vector": ("length", "dtype"), "matrix": ("shape", "dtype"), "quaternion": ("dtype",),
-                 "transformation": ("dtype",)}  # fmt: skip
+_CONSTRUCTORS = {
+    "vector": ("length", "dtype"),
+    "matrix": ("shape", "dtype"),
+    "quaternion": ("dtype",),
+    "transformation": ("dtype",),
+}
 
 
 def _constructor(module: StaticModule, func: ast.expr) -> str | None:
@@ -324,8 +328,12 @@ class StaticFrontend:
         self.placement = {key: options.pop(key) for key in ("module", "module_options") if key in options}
         self.options = options
         module_options = self.placement.get("module_options")
-        chosen = [options.get("max_unroll"), module_options.get("max_unroll") if isinstance(module_options, dict)
-                  else None, self.source.module_options.get("max_unroll"), wp.config.max_unroll]  # fmt: skip
+        chosen = [
+            options.get("max_unroll"),
+            module_options.get("max_unroll") if isinstance(module_options, dict) else None,
+            self.source.module_options.get("max_unroll"),
+            wp.config.max_unroll,
+        ]
         self.max_unroll = next(value for value in chosen if isinstance(value, int))
 
     def unit(self, owner: StaticModule, function: ast.FunctionDef) -> StaticUnit:

@@ -155,10 +155,14 @@ class StaticModule(ScopedModule):
         return [
             node
             for node in self.nodes
-            if isinstance(node, ast.Name) and node.id == kernel.name and isinstance(node.ctx, ast.Load)
-            and id(node) not in handed and not isinstance(self._parents.get(node), ast.Attribute)
-            and not self.generated(node) and self.binding(node.id, self.scopes(node)) is kernel
-        ]  # fmt: skip
+            if isinstance(node, ast.Name)
+            and node.id == kernel.name
+            and isinstance(node.ctx, ast.Load)
+            and id(node) not in handed
+            and not isinstance(self._parents.get(node), ast.Attribute)
+            and not self.generated(node)
+            and self.binding(node.id, self.scopes(node)) is kernel
+        ]
 
     def returns_kernel(self, maker: Maker, depth: int = 0) -> bool:
         """True if every ``return`` of the maker gives the kernel it makes: the making call itself, a name or
@@ -344,8 +348,11 @@ class StaticModule(ScopedModule):
         for node in module_level(self.tree):
             if isinstance(node, ast.Assign) and _literal_false(node.value):
                 for target in node.targets:
-                    if (isinstance(target, ast.Attribute) and target.attr == "enable_backward"
-                            and self.warp.is_warp(target.value, "config")):  # fmt: skip
+                    if (
+                        isinstance(target, ast.Attribute)
+                        and target.attr == "enable_backward"
+                        and self.warp.is_warp(target.value, "config")
+                    ):
                         return "the module sets wp.config.enable_backward = False"
         return None
 
@@ -399,8 +406,9 @@ class StaticModule(ScopedModule):
             if region.first <= end_line(kernel):
                 continue
             between = self.lines[end_line(kernel) : region.first - 1]
-            if region.kernel == kernel.name and all(not line.strip() or line.lstrip().startswith("#")
-                                                    for line in between):  # fmt: skip
+            if region.kernel == kernel.name and all(
+                not line.strip() or line.lstrip().startswith("#") for line in between
+            ):
                 return region
             return None
         return None

@@ -79,8 +79,9 @@ def component_views(array: wp.array) -> list[wp.array]:
 def scalars_of(array: wp.array) -> wp.array:
     """A flat scalar view of a contiguous array (no copy)."""
     scalar = wp._src.types.type_scalar_type(array.dtype)
-    view: wp.array = wp.array(ptr=array.ptr, dtype=scalar, shape=(array.size * wp._src.types.type_size(array.dtype),),
-                    device=array.device)  # fmt: skip
+    view: wp.array = wp.array(
+        ptr=array.ptr, dtype=scalar, shape=(array.size * wp._src.types.type_size(array.dtype),), device=array.device
+    )
     view._ref = array  # type: ignore[assignment]  # (as in component_views)
     return view
 
@@ -124,8 +125,12 @@ class Shadow:
     def store(self) -> None:
         """Write the shadow's values back into the target: after the record kernel."""
         for c, view in enumerate(component_views(self.target)):
-            _run(kernels.store_shadow, self.target.size, inputs=[self.words, self.bits_column(c), view],
-                      device=self.words.device)  # fmt: skip
+            _run(
+                kernels.store_shadow,
+                self.target.size,
+                inputs=[self.words, self.bits_column(c), view],
+                device=self.words.device,
+            )
 
 
 @dataclass
@@ -238,8 +243,19 @@ class ExactTarget:
 
     def check(self, status: wp.array, c: int, column: OrderColumn) -> None:
         """Check every operation in component ``c`` against the one after it (the last: against the value left)."""
-        inputs = [status, c, column.perm, self.order, self.addresses, column.counts, column.offsets, *self.info,
-                  *self.record_views(), self.shadow.words, self.shadow.bits_column(c)]  # fmt: skip
+        inputs = [
+            status,
+            c,
+            column.perm,
+            self.order,
+            self.addresses,
+            column.counts,
+            column.offsets,
+            *self.info,
+            *self.record_views(),
+            self.shadow.words,
+            self.shadow.bits_column(c),
+        ]
         _run(kernels.check_chain, self.count, inputs=inputs, device=self.device)
 
     def route(self, gate, adjoint: wp.array, seeds: wp.array, seeding, first_round: bool) -> None:
@@ -267,8 +283,19 @@ class ExactTarget:
                 inputs = [gate, c, *place, *self.info, sums, final, with_finals, seeds_view, seeding, grad, with_grad]
                 _run(kernels.route_sums, n, inputs=inputs, device=device)
             else:
-                inputs = [gate, c, *place, column.ranks, column.by_rank, adjoint, final, with_finals, extras, grad,
-                          with_grad]  # fmt: skip
+                inputs = [
+                    gate,
+                    c,
+                    *place,
+                    column.ranks,
+                    column.by_rank,
+                    adjoint,
+                    final,
+                    with_finals,
+                    extras,
+                    grad,
+                    with_grad,
+                ]
                 _run(kernels.route_holders, n, inputs=inputs, device=device)
         if extras is not None:
             _run(kernels.open_gate, extras.shape, inputs=[gate, extras, seeding], device=device)
@@ -331,8 +358,12 @@ class ExactBackward:
         _run(kernels.settle, 1, inputs=[status, gate, self.targets[0].sites[0].index], device=device)
         for grad, adjoint in pairs:
             if grad.is_contiguous:  # most gradients: one flat pass
-                _run(kernels.accumulate_flat, grad.size * wp._src.types.type_size(grad.dtype),
-                     inputs=[status, scalars_of(adjoint), scalars_of(grad)], device=device)  # fmt: skip
+                _run(
+                    kernels.accumulate_flat,
+                    grad.size * wp._src.types.type_size(grad.dtype),
+                    inputs=[status, scalars_of(adjoint), scalars_of(grad)],
+                    device=device,
+                )
                 continue
             for source, into in zip(component_views(adjoint), component_views(grad), strict=True):
                 _run(kernels.accumulate, grad.size, inputs=[status, source, into], device=device)

@@ -85,9 +85,8 @@ def scratch_copy(value: Any, path: str, written: frozenset[str]) -> Any:
     """What a dry run may run on in place of ``value`` (the argument at ``path``): a copy of each array the launch
     writes, struct fields copied likewise; everything else as it is (the kernel never writes it)."""
     if isinstance(value, wp._src.codegen.StructInstance):
-        # The ignores: Warp declares StructInstance(ctype) and no _cls; each struct's own class takes no argument.
-        copy = type(value)()  # type: ignore[call-arg]
-        for name in value._cls.vars:  # type: ignore[attr-defined]
+        copy = type(value)()  # type: ignore[call-arg]  # Warp declares StructInstance(ctype); a struct takes none
+        for name in value._cls.vars:  # type: ignore[attr-defined]  # (as in argument_arrays)
             setattr(copy, name, scratch_copy(getattr(value, name), f"{path}.{name}", written))
         return copy
     if path not in written:
@@ -400,8 +399,7 @@ class RewrittenKernel(wp.Kernel):
         self._launches: dict = {}  # this kernel's PreparedLaunch per signature of arguments
 
     @property
-    def _generated(self) -> KernelPair:
-        """The generated kernels, for the steps that run only where there are some (not for a refused kernel)."""
+    def _generated(self) -> KernelPair:  # the generated kernels, for the steps a refused kernel never reaches
         assert self.pair is not None
         return self.pair
 

@@ -54,8 +54,9 @@ def fingerprint(array: wp.array) -> wp.array:
     """The fingerprint of a contiguous array's bytes, computed on its device (nothing waits for it)."""
     size = array.size * wp._src.types.type_size_in_bytes(array.dtype)
     word = wp.uint32 if size % 4 == 0 else wp.uint8
-    words: wp.array = wp.array(ptr=array.ptr, dtype=word, shape=(size // wp._src.types.type_size_in_bytes(word),),
-                     device=array.device)  # fmt: skip
+    words: wp.array = wp.array(
+        ptr=array.ptr, dtype=word, shape=(size // wp._src.types.type_size_in_bytes(word),), device=array.device
+    )
     result = wp.zeros(1, dtype=wp.uint64, device=array.device)
     wp.launch(fingerprint_words, words.shape, inputs=[words, result], device=array.device, record_tape=False)
     return result
