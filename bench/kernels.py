@@ -418,8 +418,9 @@ def contacts_arguments(n: int, device: str) -> Arguments:
     contact_depths = wp.zeros(n, dtype=float, device=device, requires_grad=True)
     records = wp.zeros(n, dtype=wp.int32, device=device)
     values = [p, 0.05, n, count, contact_points, contact_depths]
-    return _arguments(n, values, [records], [count, contact_points, contact_depths], [contact_points,
-                      contact_depths], [p])  # fmt: skip
+    return _arguments(
+        n, values, [records], [count, contact_points, contact_depths], [contact_points, contact_depths], [p]
+    )
 
 
 def emit_arguments(n: int, device: str) -> Arguments:

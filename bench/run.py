@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import json
 import os
 import platform
@@ -237,7 +238,8 @@ def compile_probe(case_names: Sequence[str], device: str) -> dict[str, Any]:
             results[case.name] = entry
             continue
         entry["first_rewrite_ms"] = (time.perf_counter() - start) * 1e3
-        entry["cached_rewrite_ms"] = _median_ms(lambda c=case: wp_rewrite(c.original, **c.rewrite_options), 200)
+        cached_rewrite = functools.partial(wp_rewrite, case.original, **case.rewrite_options)
+        entry["cached_rewrite_ms"] = _median_ms(cached_rewrite, 200)
         entry["rewritten_s"] = sum(_load_seconds(k, device) for k in _generated_kernels(rewritten))
         entry.update(_detached_compile(rewritten, device))
         entry["rewrite_ms"], entry["passes_ms"] = _uncached_rewrite_ms(case, entry["first_rewrite_ms"])
@@ -300,11 +302,11 @@ def _uncached_rewrite_ms(case: Any, first_ms: float) -> tuple[float, float]:
     if not caches:
         return first_ms, first_ms
     build_kernels = rewrite_api.compile_generated
-    warp_seconds = []
+    warp_seconds: list[float] = []
 
-    def timed_build(*args: Any) -> Any:
+    def timed_build(text: str, namespace: dict[str, Any], label: str, module: str) -> dict[str, Any]:
         start = time.perf_counter()
-        scope = build_kernels(*args)
+        scope = build_kernels(text, namespace, label, module)
         warp_seconds[-1] += time.perf_counter() - start
         return scope
 
@@ -352,8 +354,11 @@ def measure_compile(case_names: Sequence[str], device: str) -> dict[str, Any]:
 def machine() -> dict[str, str]:
     cpu = platform.processor() or platform.machine()
     try:
-        names = [line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                 if line.startswith("model name")]  # fmt: skip
+        names = [
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ]
         cpu = names[0] if names else cpu
     except OSError:
         pass
@@ -381,8 +386,12 @@ def _measured_values(case: dict[str, Any]) -> list[tuple[str, float]]:
         record = timing["record_bytes_per_thread"]
         if "rewritten" in record:
             values.append(("record bytes vs hand-written", record["rewritten"] / max(record["handwritten"], 1e-9)))
-    keys = [("rewrite ms (passes)", "passes_ms"), ("cached rewrite ms", "cached_rewrite_ms"),
-            ("compile vs original", "ratio"), ("compile vs original", "detached_ratio")]  # fmt: skip
+    keys = [
+        ("rewrite ms (passes)", "passes_ms"),
+        ("cached rewrite ms", "cached_rewrite_ms"),
+        ("compile vs original", "ratio"),
+        ("compile vs original", "detached_ratio"),
+    ]
     values += [(name, case["compile"][key]) for name, key in keys if key in case.get("compile", {})]
     return values
 
@@ -393,8 +402,11 @@ def check_targets(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
     for case in results["cases"].values():
         for name, value in _measured_values(case):
             worst[name] = max(worst.get(name, value), value)
-    return {name: {"worst": worst[name], "target": t, "met": worst[name] <= t} for name, t in TARGETS.items()
-            if name in worst}  # fmt: skip
+    return {
+        name: {"worst": worst[name], "target": t, "met": worst[name] <= t}
+        for name, t in TARGETS.items()
+        if name in worst
+    }
 
 
 def _row(name: str, size: str, timing: dict[str, Any]) -> str:
@@ -428,16 +440,19 @@ def _compile_line(c: dict[str, Any]) -> str:
 
 def print_table(results: dict[str, Any]) -> None:
     print(f"\n{results['machine']['cpu']} | device {results['device']} | Warp {results['machine']['warp']}")
-    print(f"{'case':14s} {'threads':>8s} | {'fwd ms: original, hand-written, rewritten':>29s} | "
-          f"{'bwd ms: (same order)':>29s} | rew/hand fwd bwd | rew/orig fwd | record B/thread hand rew")  # fmt: skip
+    print(
+        f"{'case':14s} {'threads':>8s} | {'fwd ms: original, hand-written, rewritten':>29s} | "
+        f"{'bwd ms: (same order)':>29s} | rew/hand fwd bwd | rew/orig fwd | record B/thread hand rew"
+    )
     for name, case in results["cases"].items():
         for size, timing in case["sizes"].items():
             print(_row(name, size, timing))
             r = timing.get("ratios", {})
             if "verified forward vs rewritten" in r:
                 forward, backward = r["verified forward vs rewritten"], r["verified backward vs rewritten"]
-                print(f"{'':14s} {size:>8s} | verify mode vs rewritten: forward {forward:.2f}x, "
-                      f"backward {backward:.2f}x")  # fmt: skip
+                print(
+                    f"{'':14s} {size:>8s} | verify mode vs rewritten: forward {forward:.2f}x, backward {backward:.2f}x"
+                )
         if "unsupported" in case:
             print(f"{'':14s} rewritten: {case['unsupported']}")
         if "rewritten_s" in case.get("compile", {}):
@@ -465,14 +480,16 @@ def plot(results: dict[str, Any], path: Path) -> str:
         for row, phase in enumerate(("forward", "backward")):
             axis = axes[row][column]
             for variant, style in zip(VARIANTS, ("o-", "s--", "^-"), strict=True):
-                points = [(n, t[variant][phase] * 1e3) for n, t in zip(sizes, case["sizes"].values(), strict=True)
-                          if variant in t]  # fmt: skip
+                points = [
+                    (n, t[variant][phase] * 1e3)
+                    for n, t in zip(sizes, case["sizes"].values(), strict=True)
+                    if variant in t
+                ]
                 if points:
                     axis.plot(*zip(*points, strict=True), style, label=variant)
             axis.set_xscale("log")
             axis.set_yscale("log")
-            axis.set_title(f"{name}: {phase}" + (" (rewrite unsupported)" if "unsupported" in case else ""),
-                           fontsize=9)  # fmt: skip
+            axis.set_title(f"{name}: {phase}" + (" (rewrite unsupported)" if "unsupported" in case else ""), fontsize=9)
             axis.set_xlabel("threads")
             axis.set_ylabel("ms (median)")
             axis.grid(True, which="both", alpha=0.3)

@@ -88,8 +88,7 @@ def find_atomic_calls(tree: ast.AST, names: WarpNames, nodes: list[ast.AST] | No
             pending += [value.body, value.orelse]
     found = []
     for node in nodes:
-        op = names.atomic_op(node) if isinstance(node, ast.Call) else None
-        if op is not None:
+        if isinstance(node, ast.Call) and (op := names.atomic_op(node)) is not None:
             found.append(AtomicCall(node, op, id(node) not in discarded))
     return sorted(found, key=lambda c: (c.node.lineno, c.node.col_offset))
 

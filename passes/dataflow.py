@@ -39,9 +39,9 @@ def single_assignments(func: ast.FunctionDef, nodes: list[ast.AST] | None = None
     ``nodes``: ``walk(func)``, if known.
     """
     counts: dict[str, int] = {}
-    values: dict[str, ast.expr] = {}
+    values: dict[str, ast.expr | None] = {}
     for node in walk(func) if nodes is None else nodes:
-        targets = []
+        targets: list[tuple[ast.expr, ast.expr | None]] = []
         if isinstance(node, ast.Assign):
             targets = [(t, node.value) for t in node.targets]
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
@@ -190,10 +190,12 @@ def exact_chain_links(
             return None
         if target not in links:
             lengths = [longest(source, (*path, target)) for source in feeds[target]]
-            if None in lengths:
+            known = [length for length in lengths if length is not None]
+            if len(known) < len(lengths):
                 return None
-            links[target] = max((length + 1 for length in lengths), default=0)
+            links[target] = max((length + 1 for length in known), default=0)
         return links[target]
 
     lengths = [longest(target, ()) for target in feeds]
-    return None if None in lengths else max(lengths, default=0)
+    known = [length for length in lengths if length is not None]
+    return None if len(known) < len(lengths) else max(known, default=0)

@@ -107,7 +107,7 @@ def has_source(dtype: Any) -> bool:
     return source(dtype, "wp") is not None
 
 
-_CONSTRUCTORS = {
+_CONSTRUCTORS: dict[Any, str] = {
     warp_types.Vector: "vector",
     warp_types.Matrix: "matrix",
     warp_types.Quaternion: "quaternion",

@@ -17,7 +17,7 @@ from enum import Enum
 from warp_rewrite.passes.atomics import find_atomic_calls
 from warp_rewrite.passes.plan_types import Frontend, Unit
 from warp_rewrite.passes.refusals import Refusal
-from warp_rewrite.passes.syntax import called_name, parent_map, walk
+from warp_rewrite.passes.syntax import Located, called_name, parent_map, walk
 
 UNSUPPORTED = "not supported by warp-rewrite yet"
 
@@ -53,6 +53,7 @@ OPERATORS = {
     "+=": ("+= -=", "an atomic add or sub whose return is unused (Warp 1.19, on an array's element or slot)"),
     "*=": ("*= /= //= %= **= &= |= ^= <<= >>=", "a read and a store (an atomic for &= |= ^= on int elements)"),
 }
+# Tables laid out by hand (fmt: skip): a few operators to a line here, each form below in two lines.
 _GROUP = {
     ast.Add: "+=", ast.Sub: "+=", ast.Mult: "*=", ast.Div: "*=", ast.FloorDiv: "*=", ast.Mod: "*=", ast.Pow: "*=",
     ast.BitAnd: "*=", ast.BitOr: "*=", ast.BitXor: "*=", ast.LShift: "*=", ast.RShift: "*=",
@@ -141,7 +142,7 @@ def target_kind(target: ast.expr) -> str | None:
             return "attribute"
     if not layers:
         return "name"
-    shapes = {(ast.Subscript,): "subscript", (ast.Subscript, ast.Subscript): "component"}
+    shapes: dict[tuple[type, ...], str] = {(ast.Subscript,): "subscript", (ast.Subscript, ast.Subscript): "component"}
     return shapes.get(tuple(layers), "field" if tuple(layers) == (ast.Subscript, ast.Attribute) else "nested")
 
 
@@ -174,17 +175,19 @@ class Fence:
             return
         for unit in units:
             for node, form in self.forms(unit):
+                # A part without a position of its own (a comprehension's ``for``) is reported at the function.
+                where = node if isinstance(node, Located) else unit.tree
                 if form is None:
                     name = type(node).__name__
                     raise Refusal(
                         unit,
-                        node,
+                        where,
                         f"'{name}' ({_shown(node)}) is {UNSUPPORTED}",
                         "Write it with the forms docs/design.md lists as accepted",
                     )
                 if form.kind is Kind.REFUSED:
                     advice = form.why[0].upper() + form.why[1:]
-                    raise Refusal(unit, node, f"{form.name} ({_shown(node)}) is {UNSUPPORTED}", advice)
+                    raise Refusal(unit, where, f"{form.name} ({_shown(node)}) is {UNSUPPORTED}", advice)
 
     def _consumes(self, unit: Unit) -> bool:
         """Does the function use an atomic's return (a tile atomic's too)?"""
@@ -218,8 +221,14 @@ class Fence:
             return _loop_form(node)
         if isinstance(node, ast.Return):
             return BY_NAME["return in kernel" if unit is self.frontend.kernel else "return in helper"]
-        simple = {ast.If: "if", ast.Break: "break", ast.Continue: "continue", ast.Pass: "pass", ast.Assert: "assert",
-                  ast.Expr: "expression statement"}  # fmt: skip
+        simple = {
+            ast.If: "if",
+            ast.Break: "break",
+            ast.Continue: "continue",
+            ast.Pass: "pass",
+            ast.Assert: "assert",
+            ast.Expr: "expression statement",
+        }
         if type(node) in simple:
             return BY_NAME[simple[type(node)]]
         if isinstance(node, _OPERATORS):

@@ -157,7 +157,7 @@ class IntLocals:
         root, *fields = parts
         if not fields:
             return self.int_arrays.get(root)
-        annotation = self.parameter_types.get(root)
+        annotation: Any = self.parameter_types.get(root)
         for name in fields:
             annotation = dtypes.field_type(annotation, name)
         return annotation.dtype if dtypes.is_array(annotation) and dtypes.is_int(annotation.dtype) else None

@@ -69,16 +69,17 @@ def site_gradient_sources(
         return {}  # int values carry no gradient
     aliases = single_assignments(kernel.tree)
     passed_to_helpers = {
-        argument_path(arg, params, aliases)
+        path
         for node in walk(kernel.tree)
         if isinstance(node, ast.Call) and resolve_helper(kernel, node) is not None
         for arg in [*node.args, *(keyword.value for keyword in node.keywords)]
-    } - {None}
-    local = {s.node: s.target for s in plan.sites if s.target not in int_paths and not s.in_helper}
+        if (path := argument_path(arg, params, aliases)) is not None
+    }
+    local: dict[ast.AST, str] = {s.node: s.target for s in plan.sites if s.target not in int_paths and not s.in_helper}
     sources = gradient_sources(kernel.tree, params, names, local) if local else {}
     nodes = walk(kernel.tree)
     parents = parent_map(nodes)
-    result = {}
+    result: dict[int, frozenset[str] | None] = {}
     for site in plan.sites:
         if site.target in int_paths:
             continue

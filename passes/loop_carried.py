@@ -13,7 +13,7 @@ component of a local value (``v[0] = x``, ``contact.depth = d``) reads the rest 
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from dataclasses import dataclass, field
 
 from warp_rewrite.passes.syntax import walk
@@ -96,9 +96,12 @@ class LoopFlow:
     # --- the graph ------------------------------------------------------------------------------------
 
     def _point(
-        self, predecessors: list[int], uses: set[str] = frozenset(), defines: set[str] = frozenset(),
-        updates: set[str] = frozenset(),
-    ) -> int:  # fmt: skip
+        self,
+        predecessors: list[int],
+        uses: Set[str] = frozenset(),
+        defines: Set[str] = frozenset(),
+        updates: Set[str] = frozenset(),
+    ) -> int:
         index = len(self.uses)
         self.uses.append(frozenset(uses))
         self.defines.append(frozenset(defines | updates))
@@ -183,15 +186,15 @@ class LoopFlow:
                 bits |= self._bit_of[point, name]
         return bits
 
-    def _read_before_assigned(self, loop: _Loop) -> set[str]:
+    def _read_before_assigned(self, loop: _Loop) -> frozenset[str]:
         """Locals an iteration may read before assigning them: live at its start, following paths that stay in
         the iteration (not back to its head, not out of the loop)."""
-        live = {point: set() for point in loop.points}
+        live: dict[int, frozenset[str]] = {point: frozenset() for point in loop.points}
         changed = True
         while changed:
             changed = False
             for point in reversed(loop.points):
-                after = set()
+                after: set[str] = set()
                 for successor in self.successors[point]:
                     if successor in loop.points and successor != loop.head:
                         after |= live[successor]
@@ -209,7 +212,9 @@ def _reads(node: ast.AST) -> set[str]:
 def _component_stores(node: ast.stmt) -> set[str]:
     """The names whose components a statement stores into: ``v`` for ``v[0] = x``, ``v.x += y`` or ``m[i][j] = z``."""
     if isinstance(node, ast.Assign):
-        targets = [t for target in node.targets for t in walk(target) if isinstance(t, ast.Subscript | ast.Attribute)]
+        targets: list[ast.expr] = [
+            t for target in node.targets for t in walk(target) if isinstance(t, ast.Subscript | ast.Attribute)
+        ]
     elif isinstance(node, ast.AugAssign | ast.AnnAssign):
         targets = [node.target]
     else:

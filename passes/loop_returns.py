@@ -17,12 +17,14 @@ from __future__ import annotations
 import ast
 import copy
 from dataclasses import dataclass
+from typing import TypeGuard, TypeVar
 
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.syntax import walk, with_blocks
 
 _SCALAR_TYPES = frozenset(t.__name__ for t in (*dtypes.INT_TYPES, dtypes.BOOL))  # Warp's, as annotations name them
+_Node = TypeVar("_Node", bound=ast.AST)
 _PYTHON_TYPES = {"int": "int32", "bool": "bool"}  # Python's int and bool as Warp reads them in an annotation
 
 
@@ -41,7 +43,8 @@ def unrolled_by_warp(loop: ast.For | ast.While, max_unroll: int) -> bool:
     if any(_is_static(a) for a in args):
         return False
     breaks = any(isinstance(jump, ast.Break) for jump in own_jumps(loop.body))
-    return len(range(*(_int_literal(a) for a in args))) <= max_unroll and not breaks
+    bounds = [bound for a in args if (bound := _int_literal(a)) is not None]  # every one, no static left
+    return len(range(*bounds)) <= max_unroll and not breaks
 
 
 def _int_literal(expr: ast.expr) -> int | None:
@@ -102,8 +105,8 @@ def _return_types(annotation: ast.expr | None, warp: str) -> _Returns | None:
         return _Returns([])
     if isinstance(annotation, ast.Subscript) and _type_name(annotation.value) in ("tuple", "Tuple"):
         elements = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
-        types = [_scalar_type(element, warp) for element in elements]
-        return None if None in types else _Returns(types, is_tuple=True)
+        types = [scalar for element in elements if (scalar := _scalar_type(element, warp)) is not None]
+        return None if len(types) < len(elements) else _Returns(types, is_tuple=True)
     scalar = _scalar_type(annotation, warp)
     return None if scalar is None else _Returns([scalar])
 
@@ -141,13 +144,14 @@ class _Lowering:
         then ``if returned: return value`` (or ``return value, value_1, ...``)."""
         flag = self.namer.fresh("returned")
         values = [self.namer.fresh("returned_value") for _ in self.returns.types]
-        declared = [_assign(flag, _cast(_warp_type(self.warp, "bool"), ast.Constant(False)), node)]
+        declared: list[ast.stmt] = [_assign(flag, _cast(_warp_type(self.warp, "bool"), ast.Constant(False)), node)]
         declared += [
             _assign(v, _cast(t, ast.Constant(False if _type_name(t) == "bool" else 0)), node)
             for v, t in zip(values, self.returns.types, strict=True)
         ]
         loop = self.breaking(node, flag, values)
-        loaded = [_name(value, ast.Load()) for value in values]
+        assert isinstance(loop, ast.stmt)  # a loop stays one statement (only a return becomes several)
+        loaded: list[ast.expr] = [_name(value, ast.Load()) for value in values]
         result = ast.Tuple(loaded, ast.Load()) if self.returns.is_tuple else loaded[0] if loaded else None
         leave = _at(ast.If(_name(flag, ast.Load()), [_at(ast.Return(result), node)], []), node)
         return [*declared, loop, leave]
@@ -167,7 +171,7 @@ class _Lowering:
             return node
         new = copy.copy(node)
         for name in ("body", "orelse"):
-            block = []
+            block: list[ast.stmt] = []
             for statement in getattr(node, name):
                 lowered = self.breaking(statement, flag, values)
                 block += lowered if isinstance(lowered, list) else [lowered]
@@ -205,7 +209,7 @@ def _type_name(annotation: ast.expr) -> str | None:
     return annotation.attr if isinstance(annotation, ast.Attribute) else getattr(annotation, "id", None)
 
 
-def _calls(expr: ast.expr, name: str) -> bool:
+def _calls(expr: ast.expr, name: str) -> TypeGuard[ast.Call]:
     return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == name
 
 
@@ -219,7 +223,7 @@ def _warp_type(warp: str, name: str) -> ast.Attribute:
     return ast.Attribute(ast.Name(warp, ast.Load()), name, ast.Load())
 
 
-def _at(node: ast.AST, where: ast.AST) -> ast.AST:
+def _at(node: _Node, where: ast.AST) -> _Node:
     """``node`` and every node under it placed at ``where`` (where the rewrite reports them)."""
     for inner in walk(node):
         if "lineno" in inner._attributes and not hasattr(inner, "lineno"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Set
 
 from warp_rewrite.passes.syntax import walk
 
@@ -15,7 +16,7 @@ class Namer:
         self.issued: set[str] = set()  # names handed out (and reserved) so far
 
     @classmethod
-    def for_tree(cls, tree: ast.AST, extra: set[str] = frozenset()) -> Namer:
+    def for_tree(cls, tree: ast.AST, extra: Set[str] = frozenset()) -> Namer:
         used = set(extra)
         for node in walk(tree):
             if isinstance(node, ast.Name):

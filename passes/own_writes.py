@@ -20,6 +20,7 @@ import ast
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar, cast
 
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.syntax import walk
@@ -101,7 +102,7 @@ def _written_only_at(function: ast.FunctionDef, array: str, index: str) -> bool:
     write it (and ``.shape``)?"""
     nodes = walk(function)
     parents = {id(child): node for node in nodes for child in ast.iter_child_nodes(node)}
-    stores = {id(s.targets[0]) for s in nodes if isinstance(s, ast.stmt) and _own_store(s, array, index)}
+    stores = {id(s.targets[0]) for s in nodes if isinstance(s, ast.Assign) and _own_store(s, array, index)}
     for node in nodes:
         if not (isinstance(node, ast.Name) and node.id == array):
             continue
@@ -121,8 +122,17 @@ def _written_only_at(function: ast.FunctionDef, array: str, index: str) -> bool:
 
 
 def _reads_of(function: ast.FunctionDef, array: str) -> list[int]:
-    return [id(n) for n in walk(function) if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)
-            and isinstance(n.value, ast.Name) and n.value.id == array]  # fmt: skip
+    return [
+        id(n)
+        for n in walk(function)
+        if isinstance(n, ast.Subscript)
+        and isinstance(n.ctx, ast.Load)
+        and isinstance(n.value, ast.Name)
+        and n.value.id == array
+    ]
+
+
+_Tree = TypeVar("_Tree", ast.expr, ast.stmt)
 
 
 class _Forwarding:
@@ -143,7 +153,7 @@ class _Forwarding:
 
     def statement(self, statement: ast.stmt, valid: frozenset[str]) -> tuple[list[ast.stmt], frozenset[str]]:
         stored = next((a for a in self.arrays.values() if _own_store(statement, a.name, self.index)), None)
-        if stored is not None:
+        if stored is not None and isinstance(statement, ast.Assign):  # (_own_store: an Assign)
             value = self.expression(statement.value, valid)
             if not self.rewrite:
                 return [statement], valid | {stored.name}
@@ -151,8 +161,11 @@ class _Forwarding:
             local = ast.copy_location(ast.Assign([ast.Name(stored.local, ast.Store())], cast), statement)
             store = ast.Assign([copy.deepcopy(statement.targets[0])], ast.Name(stored.local, ast.Load()))
             # the new nodes at the store's place (the passes sort and report by position)
-            new = [ast.fix_missing_locations(local), ast.fix_missing_locations(ast.copy_location(store, statement))]
-            return new, valid | {stored.name}
+            placed: list[ast.stmt] = [
+                ast.fix_missing_locations(local),
+                ast.fix_missing_locations(ast.copy_location(store, statement)),
+            ]
+            return placed, valid | {stored.name}
         if isinstance(statement, ast.If):
             test = self.expression(statement.test, valid)
             body, after_body = self._block(statement.body, valid)
@@ -171,12 +184,11 @@ class _Forwarding:
             changed = (
                 head is not getattr(statement, header) or body is not statement.body or orelse is not statement.orelse
             )
-            new = copy.copy(statement) if changed else statement
-            setattr(new, header, head)
-            new.body, new.orelse = body, orelse
-            return [new], valid - stores_inside
-        new = self.expression(statement, valid)
-        return [new], valid
+            loop = copy.copy(statement) if changed else statement
+            setattr(loop, header, head)
+            loop.body, loop.orelse = body, orelse
+            return [loop], valid - stores_inside
+        return [self.expression(statement, valid)], valid
 
     def _block(self, statements: list[ast.stmt], valid: frozenset[str]) -> tuple[list[ast.stmt], frozenset[str]]:
         result = []
@@ -186,16 +198,24 @@ class _Forwarding:
         unchanged = len(result) == len(statements) and all(a is b for a, b in zip(result, statements, strict=True))
         return (statements if unchanged else result), valid
 
-    def expression(self, node: ast.AST, valid: frozenset[str]) -> ast.AST:
+    def expression(self, node: _Tree, valid: frozenset[str]) -> _Tree:
         """``node`` with its forwardable reads replaced (a copy, where any is)."""
-        reads = [n for n in walk(node) if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)
-                 and any(_is_own(n, a, self.index) for a in valid)]  # fmt: skip
+        reads = {  # the id of each read -> its array
+            id(n): n.value.id
+            for n in walk(node)
+            if isinstance(n, ast.Subscript)
+            and isinstance(n.ctx, ast.Load)
+            and isinstance(n.value, ast.Name)
+            and any(_is_own(n, a, self.index) for a in valid)
+        }
         if not reads:
             return node
-        self.forwarded.update(id(n) for n in reads)
+        self.forwarded.update(reads)
         if not self.rewrite:
             return node
-        return _Replace({id(n): self.arrays[n.value.id].local for n in reads}).visit(copy.deepcopy(node), node)
+        replaced = _Replace({read: self.arrays[array].local for read, array in reads.items()})
+        # cast: replacing reads (subscripts) by locals leaves an expression an expression, a statement a statement.
+        return cast(_Tree, replaced.visit(copy.deepcopy(node), node))
 
 
 def _stores(loop: ast.stmt, array: str, index: str) -> bool:
@@ -219,6 +239,12 @@ class _Replace:
             if isinstance(old_value, ast.AST):
                 setattr(copied, name, self.visit(new_value, old_value))
             elif isinstance(old_value, list):
-                setattr(copied, name, [self.visit(n, o) if isinstance(o, ast.AST) else n
-                                       for n, o in zip(new_value, old_value, strict=True)])  # fmt: skip
+                setattr(
+                    copied,
+                    name,
+                    [
+                        self.visit(n, o) if isinstance(o, ast.AST) else n
+                        for n, o in zip(new_value, old_value, strict=True)
+                    ],
+                )
         return copied

@@ -85,7 +85,7 @@ class Planner(MemoryAccesses):
         facts = self.analysis(unit)
         names = facts.names
         parents, aliases = facts.parents, facts.aliases
-        unconsumed: dict[ast.stmt, str | None] = {}
+        unconsumed: dict[ast.AST, str | None] = {}
         stores: dict[ast.stmt, str] = {}
         loops: dict[ast.AST, Loop] = {}
         unit_params = [a.arg for a in unit.tree.args.args]
@@ -104,6 +104,8 @@ class Planner(MemoryAccesses):
             if (path := kernel_path(write.target)) is not None and path not in self.exact_targets:
                 unconsumed[write] = path
         for node in facts.nodes:
+            if not isinstance(node, ast.stmt):
+                continue  # (only statements store)
             stored = [path for array in memory.stored_arrays(node) if (path := kernel_path(array)) in self.written]
             if stored and not isinstance(node, ast.AugAssign):
                 stores[node] = stored[0]
@@ -120,7 +122,7 @@ class Planner(MemoryAccesses):
         hidden = lambda node: any(loop in opaque for loop in _enclosing(node, parents, unit.tree))  # noqa: E731
         recorded = [c for c in recorded if not hidden(_statement_or_call(c))]
         reads = [(node, path) for node, path in self._reads(unit, kernel_path) if not hidden(node)]
-        relevant: list[ast.AST] = [_statement_or_call(c) for c in recorded]
+        relevant: list[ast.expr | ast.stmt] = [_statement_or_call(c) for c in recorded]
         relevant += [helper_call.call for helper_call in helper_calls if helper_call.records]
         relevant += [node for node, _ in reads] + list(opaque)
         for node in sorted(relevant, key=lambda n: (n.lineno, n.col_offset)):
@@ -151,8 +153,19 @@ class Planner(MemoryAccesses):
             if target in self.exact_targets:
                 exact_records = self._exact_records(unit, call, target, records, is_view(call.target, aliases, views))
             statement = node if isinstance(node, ast.AugAssign) else None
-            site = Site(call.node, call.op, records, target, around, location, in_helper, len(call.index_args),
-                        call.consumed, statement, **exact_records)  # fmt: skip
+            site = Site(
+                call.node,
+                call.op,
+                records,
+                target,
+                around,
+                location,
+                in_helper,
+                len(call.index_args),
+                call.consumed,
+                statement,
+                **exact_records,
+            )
             sites.append(site)
             self.sites.append(site)
 
@@ -167,15 +180,15 @@ class Planner(MemoryAccesses):
 
         clones = {}
         for helper_call in helper_calls:
-            call, helper = helper_call.call, helper_call.helper
-            bound = bound_arguments(call, helper)
-            helper_paths = self._bind(unit, call, helper, kernel_path)
+            called, helper = helper_call.call, helper_call.helper
+            bound = bound_arguments(called, helper)
+            helper_paths = self._bind(unit, called, helper, kernel_path)
             helper_views = frozenset(param for param, arg in bound.items() if is_view(arg, aliases, views))
             # a clone that records nothing may sit in loops the plan leaves alone
-            enclosing = [loop for loop in _enclosing(call, parents, unit.tree) if loop in loops]
+            enclosing = [loop for loop in _enclosing(called, parents, unit.tree) if loop in loops]
             around = outer + tuple(loops[loop].id for loop in enclosing)
             clone = self._plan(helper, helper_paths, around, self.namer.fresh_base(helper.name), helper_views)
-            clones[call] = Clone(call, clone)
+            clones[called] = Clone(called, clone)
         return FunctionPlan(unit, name, parents, paths, sites, loops, clones, unconsumed, stores)
 
     def _exact_records(self, unit: Unit, call: AtomicCall, target: str, records: str, on_view: bool) -> dict[str, str]:
@@ -215,16 +228,17 @@ class Planner(MemoryAccesses):
                         "kernel runs, its values live in a shadow that only its atomics see)",
                         "Use the values its atomics return, or rewrite with detach_returns=True",
                     )
-            for target in _stored_into(node):
-                path = self._kernel_path(argument_path(target, unit_params, aliases), paths)
-                is_atomic = isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add | ast.Sub)
-                if isinstance(target, ast.Subscript) and path in self.exact_targets and not is_atomic:
-                    raise Refusal(
-                        unit,
-                        node,
-                        f"a plain write into '{path}', whose float atomic returns need exact gradients",
-                        "Write into it only with atomics in this kernel, or rewrite with detach_returns=True",
-                    )
+            if isinstance(node, ast.stmt):  # (only statements store)
+                for target in _stored_into(node):
+                    path = self._kernel_path(argument_path(target, unit_params, aliases), paths)
+                    is_atomic = isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add | ast.Sub)
+                    if isinstance(target, ast.Subscript) and path in self.exact_targets and not is_atomic:
+                        raise Refusal(
+                            unit,
+                            node,
+                            f"a plain write into '{path}', whose float atomic returns need exact gradients",
+                            "Write into it only with atomics in this kernel, or rewrite with detach_returns=True",
+                        )
             if isinstance(node, ast.Call) and node.args:
                 helper = self.resolve_helper(unit, node)
                 handed = [self._kernel_path(argument_path(a, unit_params, aliases), paths) for a in node.args]
@@ -240,7 +254,8 @@ class Planner(MemoryAccesses):
     def _reads_element(self, node: ast.Subscript, path: str, aliases: dict[str, ast.expr]) -> bool:
         """Does ``node`` read an element of the array at ``path`` (as many indices as it has dimensions, through
         locals bound to views of it), rather than make a view of it?"""
-        indices, expr, seen = 0, node, set()
+        indices, seen = 0, set()
+        expr: ast.expr = node
         while True:
             if isinstance(expr, ast.Subscript):
                 indices += len(expr.slice.elts) if isinstance(expr.slice, ast.Tuple) else 1
@@ -253,14 +268,14 @@ class Planner(MemoryAccesses):
         array = self.array(path)
         return array is None or array.ndim is None or indices >= array.ndim
 
-    def _opaque_loops(self, unit: Unit, atomics: list[AtomicCall], kernel_path: Callable) -> set[ast.AST]:
+    def _opaque_loops(self, unit: Unit, atomics: list[AtomicCall], kernel_path: Callable) -> set[ast.For | ast.While]:
         """Outermost loops around a consumed atomic with no differentiable work inside (e.g. a CAS probe).
 
         Inside: only atomics and stores on int targets, no helper calls, no return; everything read after
         the loop is an int. The replay then skips such a loop and restores those ints from records.
         """
         facts = self.analysis(unit)
-        loops = set()
+        loops: set[ast.For | ast.While] = set()
         for call in atomics:
             if not call.consumed:
                 continue
@@ -270,7 +285,7 @@ class Planner(MemoryAccesses):
                     break
         return loops
 
-    def _is_opaque(self, unit: Unit, loop: ast.AST, kernel_path: Callable, kinds: dict[str, str]) -> bool:
+    def _is_opaque(self, unit: Unit, loop: ast.For | ast.While, kernel_path: Callable, kinds: dict[str, str]) -> bool:
         names = self.analysis(unit).names
         for node in walk(loop):
             if isinstance(node, ast.Return):
@@ -292,7 +307,7 @@ class Planner(MemoryAccesses):
     def _int_path(self, path: str | None) -> bool:
         return path is not None and path not in self.exact_targets and self.is_int_path(path)
 
-    def _new_opaque_loop(self, unit: Unit, node: ast.AST) -> Loop:
+    def _new_opaque_loop(self, unit: Unit, node: ast.For | ast.While) -> Loop:
         loop_id = next(self.loop_ids)
         fresh = self.namer.fresh
         _, carried_out = _carried(unit, node, self.analysis(unit))
@@ -304,7 +319,7 @@ class Planner(MemoryAccesses):
     def _ids(self, loops: dict[ast.AST, Loop], loop: ast.AST, parents: dict, unit: Unit) -> tuple[int, ...]:
         return tuple(loops[outer].id for outer in _enclosing(loop, parents, unit.tree))
 
-    def _new_loop(self, unit: Unit, node: ast.AST, outer: tuple[int, ...]) -> Loop:
+    def _new_loop(self, unit: Unit, node: ast.For | ast.While, outer: tuple[int, ...]) -> Loop:
         loop_id = next(self.loop_ids)
         fresh = self.namer.fresh
         coordinate = fresh(f"coordinate{loop_id}")
@@ -383,15 +398,17 @@ def _stored_into(node: ast.AST) -> list[ast.expr]:
 
 def _as_atomic_call(write: ast.AugAssign, names: WarpNames) -> AtomicCall:
     """``arr[i, j] += v`` as the ``wp.atomic_add(arr, i, j, v)`` Warp lowers it to, placed at the statement."""
-    index = write.target.slice
+    target = write.target
+    assert isinstance(target, ast.Subscript)  # (find_augmented_writes: updates of elements)
+    index = target.slice
     indices = index.elts if isinstance(index, ast.Tuple) else [index]
     op = "add" if isinstance(write.op, ast.Add) else "sub"
     func = ast.Attribute(ast.Name(min(names.modules), ast.Load()), f"atomic_{op}", ast.Load())
-    call = ast.Call(func, [write.target.value, *indices, write.value], [])
+    call = ast.Call(func, [target.value, *indices, write.value], [])
     return AtomicCall(ast.copy_location(call, write), op, consumed=False, statement=write)
 
 
-def _statement_or_call(call: AtomicCall) -> ast.AST:
+def _statement_or_call(call: AtomicCall) -> ast.AugAssign | ast.Call:
     return call.statement if call.statement is not None else call.node
 
 
@@ -403,10 +420,10 @@ def _records_base(call: AtomicCall, parents: dict[ast.AST, ast.AST]) -> str:
 
 
 def _static_trips(loop: ast.For) -> int | None:
+    assert isinstance(loop.iter, ast.Call)  # a range() loop (refusals.check_loop)
     args = loop.iter.args
-    if all(isinstance(a, ast.Constant) and isinstance(a.value, int) for a in args):
-        return len(range(*(a.value for a in args)))
-    return None
+    bounds = [a.value for a in args if isinstance(a, ast.Constant) and isinstance(a.value, int)]
+    return len(range(*bounds)) if len(bounds) == len(args) else None
 
 
 def _carried(
@@ -432,9 +449,9 @@ def _carried(
     return [(n, kinds[n]) for n in sorted(into)], [(n, kinds[n]) for n in sorted(out)]
 
 
-def _enclosing(node: ast.AST, parents: dict[ast.AST, ast.AST], root: ast.AST) -> list[ast.AST]:
+def _enclosing(node: ast.AST, parents: dict[ast.AST, ast.AST], root: ast.AST) -> list[ast.For | ast.While]:
     """Loops around ``node`` inside ``root``, outermost first."""
-    loops = []
+    loops: list[ast.For | ast.While] = []
     current = parents.get(node)
     while current is not None and current is not root:
         if isinstance(current, ast.For | ast.While):

@@ -6,10 +6,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import WarpNames
+from warp_rewrite.passes.syntax import Located
 
 
 class Unit(Protocol):
@@ -19,37 +20,40 @@ class Unit(Protocol):
     text: str  # the source ``tree`` was parsed from: its node positions refer to this text
     tree: ast.FunctionDef  # read, never changed, by the passes
 
-    def location(self, node: ast.AST) -> str: ...
+    def location(self, node: Located) -> str: ...
 
 
-class Frontend(Protocol):
+UnitT = TypeVar("UnitT", bound=Unit)  # the units of one front end, which its methods are asked about
+
+
+class Frontend(Protocol[UnitT]):
     """What the passes need to know about a kernel beyond its tree, from live Warp objects (the API,
     ``warp_rewrite.live_frontend``) or from source files (the command line, ``warp_rewrite.static_frontend``)."""
 
-    kernel: Unit
+    kernel: UnitT
     max_unroll: int  # the longest constant range() Warp unrolls in the kernel's module (its option 'max_unroll')
 
-    def warp_names(self, unit: Unit) -> WarpNames:
+    def warp_names(self, unit: UnitT) -> WarpNames:
         """How the function's module spells Warp and its atomics."""
 
-    def resolve_helper(self, unit: Unit, call: ast.Call) -> Unit | None:
+    def resolve_helper(self, unit: UnitT, call: ast.Call) -> UnitT | None:
         """The ``@wp.func`` a call in ``unit`` refers to; None for anything else. Raises ``Refusal`` for a
         helper whose source cannot be read."""
 
-    def parameter_types(self, unit: Unit) -> dict[str, Any]:
+    def parameter_types(self, unit: UnitT) -> dict[str, Any]:
         """The Warp type of each parameter of the function, where known (``passes.dtypes.normalized``)."""
 
-    def local_types(self, unit: Unit) -> dict[str, Any]:
+    def local_types(self, unit: UnitT) -> dict[str, Any]:
         """The Warp type of each local of the function, where the front end knows it (else the passes infer ints)."""
 
-    def return_type(self, unit: Unit) -> Any:
+    def return_type(self, unit: UnitT) -> Any:
         """The function's declared return type, where known."""
 
-    def is_builtin(self, unit: Unit, call: ast.Call) -> bool:
+    def is_builtin(self, unit: UnitT, call: ast.Call) -> bool:
         """Is the callee one whose effect on memory is known: a Warp builtin (atomics aside), a Python builtin,
         a struct or vector constructor? (A ``@wp.func`` is a helper instead: ``resolve_helper``.)"""
 
-    def is_generic(self, unit: Unit) -> bool:
+    def is_generic(self, unit: UnitT) -> bool:
         """Is the function generic to Warp (a parameter of type ``Any``, an array of ``Any``)? Warp then lets it
         have no ``@wp.func_replay``."""
 
@@ -186,8 +190,9 @@ class FunctionPlan:
     sites: list[Site] = field(default_factory=list)
     loops: dict[ast.AST, Loop] = field(default_factory=dict)
     clones: dict[ast.Call, Clone] = field(default_factory=dict)
-    # atomics whose value is discarded (bare calls, ``arr[i] += v``): statement -> target's argument path
-    unconsumed: dict[ast.stmt, str | None] = field(default_factory=dict)
+    # atomics whose value is discarded (bare calls, ``arr[i] += v``): statement (or the conditional expression
+    # statement the atomic is a branch of) -> target's argument path
+    unconsumed: dict[ast.AST, str | None] = field(default_factory=dict)
     # plain stores into argument arrays (``out[slot] = v``): statement -> the array's argument path
     stores: dict[ast.stmt, str] = field(default_factory=dict)
 

@@ -77,7 +77,7 @@ class Analysis:
         if path is None:
             return True  # made in the function
         root, *fields = path.split(".")
-        annotation = self.parameter_types.get(root)
+        annotation: Any = self.parameter_types.get(root)
         for field_name in fields:
             annotation = dtypes.field_type(annotation, field_name)
         if dtypes.is_array(annotation):
@@ -126,7 +126,7 @@ class MemoryAccesses:
         a helper's array parameter may be a view of the kernel's array, so its own annotation counts first."""
         facts = self.analysis(unit)
         local = argument_path(expr, [a.arg for a in unit.tree.args.args], facts.aliases)
-        declared = facts.parameter_types.get(local) if local is not None else None
+        declared: Any = facts.parameter_types.get(local) if local is not None else None
         if dtypes.is_array(declared):
             return declared.ndim
         array = self.array(path) if path is not None else None
@@ -149,12 +149,13 @@ class MemoryAccesses:
         if path is None or self.array(path) is None:
             return False
         aliases = self.analysis(unit).aliases
-        return memory.depth(node, aliases) >= self._ndim(unit, node, path) > memory.depth(node.value, aliases)
+        ndim = self._ndim(unit, node, path)  # known: the path is an array's
+        return ndim is not None and memory.depth(node, aliases) >= ndim > memory.depth(node.value, aliases)
 
     def _bind(self, unit: Unit, call: ast.Call, helper: Unit, path_of: Callable) -> dict[str, str | None]:
         """The kernel path each of the helper's parameters names at this call: the memory it is handed (arrays,
         views, structs), None for values."""
-        paths = {}
+        paths: dict[str, str | None] = {}
         for param, arg in bound_arguments(call, helper).items():
             path = path_of(arg)
             paths[param] = path if self._names_memory(unit, arg, path) else None
@@ -169,7 +170,10 @@ class MemoryAccesses:
         if not generic:
             return {}
         declared: dict[str, list[Any]] = {}
-        seen, pending = set(), [(self.kernel, {p: p for p in self.params}, frozenset())]
+        seen: set[tuple[int, tuple[tuple[str, str | None], ...], frozenset[str]]] = set()
+        pending: list[tuple[Unit, dict[str, str | None], frozenset[str]]] = [
+            (self.kernel, {p: p for p in self.params}, frozenset())
+        ]
         while pending:
             unit, paths, views = pending.pop()
             key = (id(unit.tree), tuple(sorted(paths.items(), key=repr)), views)
@@ -204,8 +208,11 @@ class MemoryAccesses:
         or a builtin, and (``self._writers``) which functions write each array: what a dry run must copy.
 
         Refuses a write into memory under an argument of a generic type that no helper declares (``_untyped``)."""
-        written, seen, untyped, consumed = set(), set(), {}, set()
-        pending = [(self.kernel, {p: p for p in self.params})]
+        written: set[str | None] = set()
+        seen: set[tuple[int, tuple[tuple[str, str | None], ...]]] = set()
+        untyped: dict[str, tuple[Unit, ast.expr | ast.stmt]] = {}
+        consumed: set[str | None] = set()
+        pending: list[tuple[Unit, dict[str, str | None]]] = [(self.kernel, {p: p for p in self.params})]
         while pending:
             unit, paths = pending.pop()
             key = (id(unit.tree), tuple(sorted(paths.items(), key=repr)))
@@ -214,11 +221,14 @@ class MemoryAccesses:
             seen.add(key)
             facts = self.analysis(unit)
             path_of = self._path_of(unit, paths)
-            writes = [(call.node, path_of(call.target)) for call in facts.atomics]
-            writes += [(node, path_of(array)) for node in facts.nodes for array in memory.stored_arrays(node)]
+            writes: list[tuple[ast.expr | ast.stmt, str | None]] = [
+                (call.node, path_of(call.target)) for call in facts.atomics
+            ]
+            statements = [node for node in facts.nodes if isinstance(node, ast.stmt)]  # the nodes that store
+            writes += [(node, path_of(array)) for node in statements for array in memory.stored_arrays(node)]
             for node, path in writes:
                 self._writers.setdefault(path, set()).add(id(unit.tree))
-                if self._untyped(path):
+                if path is not None and self._untyped(path):
                     untyped.setdefault(path, (unit, node))
             written.update(path for _, path in writes)
             consumed.update(path_of(call.target) for call in facts.atomics if call.consumed)

@@ -8,7 +8,7 @@ import ast
 from warp_rewrite.passes.atomics import WarpNames, find_atomic_calls
 from warp_rewrite.passes.loop_returns import unrolled_by_warp
 from warp_rewrite.passes.plan_types import Site, Unit
-from warp_rewrite.passes.syntax import walk
+from warp_rewrite.passes.syntax import Located, walk
 
 
 class Refusal(Exception):
@@ -17,7 +17,7 @@ class Refusal(Exception):
     ``location`` overrides where it is reported (``unit.location(node)`` by default).
     """
 
-    def __init__(self, unit: Unit, node: ast.AST, problem: str, advice: str, location: str | None = None):
+    def __init__(self, unit: Unit, node: Located, problem: str, advice: str, location: str | None = None):
         super().__init__(problem)
         self.unit, self.node, self.problem, self.advice = unit, node, problem, advice
         self.location = location or unit.location(node)
@@ -50,7 +50,7 @@ def check_exact_families(kernel: Unit, sites: list[Site]) -> None:
             )
 
 
-def check_loop(unit: Unit, loop: ast.AST, names: WarpNames, max_unroll: int) -> None:
+def check_loop(unit: Unit, loop: ast.For | ast.While, names: WarpNames, max_unroll: int) -> None:
     if isinstance(loop, ast.While):
         # The pipeline moves such a condition into the body first (passes.while_conditions); a planner handed a
         # tree that was not desugared refuses it here.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import copy
+from typing import Protocol, runtime_checkable
 
 # Operators and load/store contexts: the passes read them as attributes (``node.op``, ``node.ctx``), never
 # as nodes of their own, and the parser shares one object per kind between all nodes, so they have no parent.
@@ -61,3 +62,23 @@ def with_blocks(node: ast.stmt, blocks: dict[str, list[ast.stmt]]) -> ast.stmt:
 def called_name(call: ast.Call) -> str | None:
     """``tile_load`` for ``wp.tile_load(...)`` or a bare ``tile_load(...)``."""
     return call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
+
+
+def end_line(node: ast.stmt | ast.expr | ast.keyword) -> int:
+    """The node's last line: ``ast.parse`` sets it on every node (typeshed allows None, for nodes built by hand)."""
+    assert node.end_lineno is not None
+    return node.end_lineno
+
+
+def end_column(node: ast.stmt | ast.expr | ast.keyword) -> int:
+    """The node's end offset on its last line (set by ``ast.parse`` as ``end_line`` is)."""
+    assert node.end_col_offset is not None
+    return node.end_col_offset
+
+
+@runtime_checkable
+class Located(Protocol):
+    """A node with a start position: every statement, expression, argument and keyword that ``ast.parse`` made."""
+
+    lineno: int
+    col_offset: int

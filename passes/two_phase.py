@@ -25,7 +25,7 @@ import copy
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import positional_arguments
@@ -94,6 +94,16 @@ def _stmt(text: str) -> ast.stmt:
     return ast.parse(text).body[0]
 
 
+_Node = TypeVar("_Node", bound=ast.AST)
+
+
+def _parsed(text: str, kind: type[_Node]) -> _Node:
+    """``_stmt`` of a statement of a known kind (a ``for``, a ``def``)."""
+    statement = _stmt(text)
+    assert isinstance(statement, kind)
+    return statement
+
+
 def _lower_jumps(body: list[ast.stmt], active: str) -> list[ast.stmt]:
     """Replace this loop's break/continue by clearing ``active`` and guarding what follows.
 
@@ -108,8 +118,9 @@ def _lower_jumps(body: list[ast.stmt], active: str) -> list[ast.stmt]:
             return lowered
         if isinstance(stmt, ast.If) and _has_jump(stmt):
             # A new statement, not the old one changed: an unchanged one may be printed from its source text.
-            lowered.append(ast.If(stmt.test, _lower_jumps(stmt.body, active) or [ast.Pass()],
-                                  _lower_jumps(stmt.orelse, active)))  # fmt: skip
+            lowered.append(
+                ast.If(stmt.test, _lower_jumps(stmt.body, active) or [ast.Pass()], _lower_jumps(stmt.orelse, active))
+            )
             rest = _lower_jumps(body[index + 1 :], active)
             if rest:
                 lowered.append(ast.If(_expr(active), rest, []))
@@ -158,7 +169,8 @@ class PhaseWriter(ast.NodeTransformer):
         edited = [*plan.unconsumed, *self.sites, *plan.clones, *plan.loops, *plan.stores]
         parents = plan.parents
         self.on_path: set[int] = set()  # ids of the edited nodes and every node above them
-        for node in edited:
+        for start in edited:
+            node: ast.AST | None = start
             while node is not None and id(node) not in self.on_path:
                 self.on_path.add(id(node))
                 node = parents.get(node)
@@ -170,12 +182,12 @@ class PhaseWriter(ast.NodeTransformer):
             return node
         return super().visit(node)
 
-    def generic_visit(self, node: ast.AST) -> ast.AST:
+    def generic_visit(self, node: _Node) -> _Node:
         """Visit the children; return the node itself if none changed, else a copy holding the new ones."""
-        changed = {}
+        changed: dict[str, Any] = {}
         for name, value in ast.iter_fields(node):
             if isinstance(value, list):
-                visited = []
+                visited: list[Any] = []
                 for item in value:
                     new = self.visit(item) if isinstance(item, ast.AST) else item
                     visited += new if isinstance(new, list) else [new]
@@ -219,6 +231,7 @@ class PhaseWriter(ast.NodeTransformer):
     def _site(self, call: ast.Call | ast.Subscript, site: Site) -> ast.expr:
         """The recorded value: stored by the record phase, read back by the replay."""
         if site.exact:
+            assert isinstance(call, ast.Call)  # (only atomics have exact sites)
             return self._exact_site(call, site)
         if self.forward:
             self.kept_calls.add(id(call))
@@ -269,22 +282,24 @@ class PhaseWriter(ast.NodeTransformer):
         # In a helper's replay an int write would run again in backward and has no adjoint to keep.
         return self.phase == REPLAY and self.in_helper and path in self.settings.int_paths
 
-    def _dropped(self, stmt: ast.stmt) -> list[ast.stmt]:
+    def _dropped(self, stmt: ast.Expr | ast.Assign | ast.AnnAssign | ast.AugAssign) -> list[ast.stmt]:
         """What stays of a write this phase leaves out: nothing; but in the count phase, the calls in it (an index
         may come from an atomic whose target the launch reads back), each a statement of its own."""
         if self.phase != COUNT:
             return [ast.Pass()]
         visited = self.generic_visit(stmt)
         if isinstance(visited, ast.Expr):  # a bare atomic: what its index and value arguments call
+            assert isinstance(visited.value, ast.Call)
             parts = positional_arguments(visited.value)[1:]
         else:
-            parts = [visited.value, *(visited.targets if isinstance(visited, ast.Assign) else [visited.target])]
+            targets = visited.targets if isinstance(visited, ast.Assign) else [visited.target]
+            parts = [part for part in (visited.value, *targets) if part is not None]  # (a write has a value)
         calls = []
         for part in parts:
             calls += _outermost_calls(part)
         return [ast.copy_location(ast.Expr(call), stmt) for call in calls] or [ast.Pass()]
 
-    def visit_Assign(self, node: ast.Assign) -> ast.stmt | list[ast.stmt]:
+    def visit_Assign(self, node: ast.Assign | ast.AnnAssign) -> ast.stmt | list[ast.stmt]:
         return self._dropped(node) if self._drops(node) else self.generic_visit(node)
 
     visit_AnnAssign = visit_Assign
@@ -296,16 +311,18 @@ class PhaseWriter(ast.NodeTransformer):
             return ast.Pass()
         return self.generic_visit(node)
 
-    def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt:
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt | list[ast.stmt]:
         site = self.sites.get(node)  # ``arr[i] += v`` on a target with exact float returns
         if site is not None:
             if self.phase == REPLAY_FORWARD:
                 return ast.Pass()
             visited = self.generic_visit(node)
-            index = visited.target.slice
+            target = visited.target
+            assert isinstance(target, ast.Subscript)  # (a site: an update of an element)
+            index = target.slice
             indices = index.elts if isinstance(index, ast.Tuple) else [index]
             atomic = _expr(f"{self.settings.module.warp}.atomic_{site.op}")
-            call = ast.copy_location(ast.Call(atomic, [visited.target.value, *indices, visited.value], []), node)
+            call = ast.copy_location(ast.Call(atomic, [target.value, *indices, visited.value], []), node)
             return ast.copy_location(ast.Expr(self._site(call, site)), node)
         return self._dropped(node) if self._drops(node) else self.generic_visit(node)
 
@@ -328,12 +345,19 @@ class PhaseWriter(ast.NodeTransformer):
 
     def _visit_body(self, loop: Loop, body: list[ast.stmt]) -> list[ast.stmt]:
         outer, self.coordinate = self.coordinate, loop.coordinate
-        visited = [self.visit(stmt) for stmt in body]
+        body = [new for stmt in body for new in self._statements(stmt)]
         self.coordinate = outer
-        body = [s for item in visited for s in (item if isinstance(item, list) else [item])]
         if self.phase == REPLAY and loop.jumps:
             body = [_stmt(f"{loop.active} = True"), *_lower_jumps(body, loop.active)]
         return body
+
+    def _statements(self, statement: ast.stmt) -> list[ast.stmt]:
+        """What visiting a statement makes of it: a statement, or several."""
+        new = self.visit(statement)
+        if isinstance(new, list):
+            return new
+        assert isinstance(new, ast.stmt)
+        return [new]
 
     def _after(self, loop: Loop) -> list[ast.stmt]:
         """Record (or, replaying, restore) the trip count and the locals the loop hands on."""
@@ -377,10 +401,15 @@ class PhaseWriter(ast.NodeTransformer):
         return rewrite(copy.copy(node), loop)
 
     def _rewrite_for(self, node: ast.For, loop: Loop) -> list[ast.stmt]:
+        assert isinstance(node.target, ast.Name)  # a loop over range() with one variable (refusals.check_loop)
         variable = node.target.id
-        node.iter = self.visit(node.iter)
-        before = []
-        args = node.iter.args
+        iterated = self.visit(node.iter)
+        assert isinstance(iterated, ast.Call)
+        node.iter = iterated
+        before: list[ast.stmt] = []
+        args = iterated.args
+        start: str | int
+        step: str | int
         if loop.static_trips is None:
             start, stop, step = loop.bounds
             values = [_expr("0"), *args, _expr("1")] if len(args) == 1 else [*args, _expr("1")][:3]
@@ -393,7 +422,8 @@ class PhaseWriter(ast.NodeTransformer):
                 length = f"{self._runtime.range_length}({start}, {stop}, {step})"
                 before.append(self._report_trips(loop, length))
         else:
-            constants = [a.value for a in args]
+            # (all are int literals: the trips are known)
+            constants = [a.value for a in args if isinstance(a, ast.Constant) and isinstance(a.value, int)]
             start, step = (0, 1) if len(constants) == 1 else (constants[0], constants[2] if len(constants) == 3 else 1)
         body = self._visit_body(loop, node.body)
         if not loop.trips_records:
@@ -414,7 +444,7 @@ class PhaseWriter(ast.NodeTransformer):
             # A loop that breaks: count the iterations it entered, for the replay to run exactly those.
             node.body = [*self._iteration_start(loop, counter), _stmt(f"{counter} = {counter} + 1"), *body]
             return [*before, _stmt(f"{counter} = {self.settings.module.warp}.int32(0)"), node, *self._after(loop)]
-        replay = _stmt(f"for {counter} in range({loop.trips_records}[{self.coordinate}]):\n    pass")
+        replay = _parsed(f"for {counter} in range({loop.trips_records}[{self.coordinate}]):\n    pass", ast.For)
         position = _stmt(f"{variable} = {start} + {counter} * {step}")
         replay.body = [position, *self._iteration_start(loop, counter), *body]
         return [*before, ast.copy_location(replay, node), *self._after(loop)]
@@ -431,7 +461,7 @@ class PhaseWriter(ast.NodeTransformer):
                 *self._after(loop),
             ]
         # Replay: exactly the recorded iterations, as a for loop Warp can run backward.
-        replay = _stmt(f"for {counter} in range({trips}[{self.coordinate}]):\n    pass")
+        replay = _parsed(f"for {counter} in range({trips}[{self.coordinate}]):\n    pass", ast.For)
         replay.body = [*self._iteration_start(loop, counter), *body]
         return [ast.copy_location(replay, node), *self._after(loop)]
 
@@ -442,8 +472,12 @@ def launch_arity(kernel: ast.FunctionDef) -> int:
     statements = list(kernel.body)  # an assignment is a statement: no need to look inside expressions
     for node in statements:
         statements += [*getattr(node, "body", ()), *getattr(node, "orelse", ())]
-        is_tid = isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and called_name(node.value) == "tid"
-        if is_tid and isinstance(node.targets[0], ast.Tuple):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and called_name(node.value) == "tid"
+            and isinstance(node.targets[0], ast.Tuple)
+        ):
             arity = max(arity, len(node.targets[0].elts))
     return arity
 
@@ -541,13 +575,15 @@ def phase_function(
     is_kernel = options is not None
     names, module = settings.names, settings.module
     coordinate = names.thread if is_kernel else names.coordinate
-    function = copy.copy(PhaseWriter(plan, settings, coordinate, in_helper=not is_kernel).visit(plan.unit.tree))
+    visited = PhaseWriter(plan, settings, coordinate, in_helper=not is_kernel).visit(plan.unit.tree)
+    assert isinstance(visited, ast.FunctionDef)
+    function = copy.copy(visited)
     function.name = f"{plan.name}_{settings.phase}"
     w = module.warp
     params = [(name, record_annotation(records[name], module)) for name in plan.record_params()]
     for name in settings.trip_args:
         params.append((name, f"{w}.array(dtype={w}.int32)" if name == names.status else "int"))
-    if is_kernel:
+    if options is not None:  # (is_kernel)
         function.decorator_list = [_decorator(w, "kernel", options)]
         if len(names.coords) > 1:  # see thread_index_prologue
             params.append((names.launch_shape, f"{w}.vec4i"))
@@ -578,7 +614,7 @@ def _pruned(function: ast.FunctionDef) -> ast.FunctionDef:
 
 def _pruned_body(body: list[ast.stmt], read: set[str]) -> list[ast.stmt]:
     """``body`` pruned (the same list if nothing changes; never changed in place)."""
-    kept = []
+    kept: list[ast.stmt] = []
     for statement in body:
         if isinstance(statement, ast.Pass):
             continue
@@ -616,7 +652,7 @@ def mentioning(function: ast.FunctionDef, closure_variable: Callable[[str], bool
     return function
 
 
-def _assigns_unread(statement: ast.stmt, read: set[str]) -> bool:
+def _assigns_unread(statement: ast.stmt, read: set[str]) -> TypeGuard[ast.Assign | ast.AugAssign]:
     """Does the statement only assign locals nothing reads? ``x += v`` counts as an assignment: it reads ``x`` only
     to write it back, so it dies with the assignments before it (dropping one and not the other leaves ``x += v``
     on a name nothing defines)."""
@@ -633,8 +669,9 @@ def _outermost_calls(expr: ast.expr) -> list[ast.Call]:
     """The calls in ``expr`` that are not inside another one, but those that only make a value, in order."""
     if isinstance(expr, ast.Call) and not _constructs(expr):
         return [expr]
-    return [call for child in ast.iter_child_nodes(expr) if isinstance(child, ast.expr) for call in
-            _outermost_calls(child)]  # fmt: skip
+    return [
+        call for child in ast.iter_child_nodes(expr) if isinstance(child, ast.expr) for call in _outermost_calls(child)
+    ]
 
 
 def _constructs(call: ast.Call) -> bool:
@@ -651,7 +688,7 @@ def _replay_registration(twin: ast.FunctionDef, replay_name: str, warp: str) -> 
     params = [a.arg for a in twin.args.args]
     returns = any(isinstance(n, ast.Return) and n.value is not None for n in walk(twin))
     call = f"{twin.name}({', '.join(params)})"
-    registration = _stmt(f"def {replay_name}_replayed():\n    {'return ' if returns else ''}{call}")
+    registration = _parsed(f"def {replay_name}_replayed():\n    {'return ' if returns else ''}{call}", ast.FunctionDef)
     registration.args.args = copy.deepcopy(twin.args.args)
     registration.decorator_list = [_expr(f"{warp}.func_replay({replay_name})")]
     return registration

@@ -47,6 +47,7 @@ def _statement(node: ast.stmt, hoists: Callable[[ast.Call], bool]) -> ast.stmt:
     new = with_blocks(node, blocks)
     if moved:
         new = copy.copy(new) if new is node else new
+        assert isinstance(node, ast.While) and isinstance(new, ast.While)  # what `moved` checked
         new.test = ast.copy_location(ast.Constant(True), node.test)
         new.body = [_leave_unless(node.test), *(s for s in new.body if not isinstance(s, ast.Pass))]
     return new
@@ -66,5 +67,11 @@ def _leave_unless(test: ast.expr) -> ast.If:
 
 
 # Comparisons whose negation is another comparison, for every operand (``not a < b`` is not ``a >= b`` for a NaN).
-_OPPOSITES = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.In: ast.NotIn,
-              ast.NotIn: ast.In}  # fmt: skip
+_OPPOSITES = {
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+}

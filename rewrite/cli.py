@@ -113,13 +113,17 @@ def _parser() -> argparse.ArgumentParser:
     target.add_argument("-o", "--output", metavar="OUT.py", help="write the rewritten module here (default: stdout)")
     target.add_argument("--in-place", action="store_true", help="rewrite FILE.py itself")
     rewrite.add_argument(
-        "--max-records", type=_positive, metavar="N", help="records per execution of a loop of unknown length "
+        "--max-records",
+        type=_positive,
+        metavar="N",
+        help="records per execution of a loop of unknown length "
         "(default: counted by a dry run at each launch); launch_<kernel>(max_records=...) overrides it",
-    )  # fmt: skip
+    )
     rewrite.add_argument(
-        "--detach-returns", action="store_true",
+        "--detach-returns",
+        action="store_true",
         help="record float returns as constants instead of giving them exact gradients (as wp_rewrite's option)",
-    )  # fmt: skip
+    )
     check = parser.add_argument_group("--check")
     check.add_argument(
         "--select",
@@ -139,8 +143,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 _CHECK_ONLY = ("select", "extend_select", "ignore", "output_format", "exit_zero")
-_REWRITE_ONLY = {"output": "-o", "in_place": "--in-place", "max_records": "--max-records",
-                 "detach_returns": "--detach-returns", "diff": "--diff"}  # fmt: skip
+_REWRITE_ONLY = {
+    "output": "-o",
+    "in_place": "--in-place",
+    "max_records": "--max-records",
+    "detach_returns": "--detach-returns",
+    "diff": "--diff",
+}
 
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -220,8 +229,12 @@ def runtime_diff(display: str) -> Iterator[str]:
         old = path.read_text(encoding="utf-8") if path.is_file() else None
         new = code.decode("utf-8")
         if old != new:
-            yield from difflib.unified_diff((old or "").splitlines(keepends=True), new.splitlines(keepends=True),
-                                            "/dev/null" if old is None else str(path), str(path))  # fmt: skip
+            yield from difflib.unified_diff(
+                (old or "").splitlines(keepends=True),
+                new.splitlines(keepends=True),
+                "/dev/null" if old is None else str(path),
+                str(path),
+            )
 
 
 def write_runtime(directory: Path) -> Path:
@@ -350,10 +363,10 @@ def run_check(args: argparse.Namespace) -> int:
         project.modules.setdefault(path.resolve(), module)
         files.append((module, checker.kernels(module)))
     shown = []
-    for module, found in files:
-        if module is not None:
-            found = sorted((f for f in found + checker.helpers(module) if f.code in args.selection), key=sort_key)
-            noqa = noqa_lines(module.text) if found else {}
+    for read, found in files:
+        if read is not None:
+            found = sorted((f for f in found + checker.helpers(read) if f.code in args.selection), key=sort_key)
+            noqa = noqa_lines(read.text) if found else {}
             found = [f for f in found if not suppressed(f, noqa)]
         for finding in found:
             if output_format == "concise":
@@ -376,8 +389,10 @@ def _check_summary(errors: int, informational: int, unreadable: int) -> str:
     could not read, if any; "All checks passed!" only where every file was read and none has a hazard."""
     parts = [f"Found {_plural(errors, 'error')}" if errors or unreadable else "All checks passed!"]
     if informational:
-        parts.append(f"{_plural(informational, 'informational finding')} printed (not "
-                     f"{'a hazard' if informational == 1 else 'hazards'})")  # fmt: skip
+        parts.append(
+            f"{_plural(informational, 'informational finding')} printed (not "
+            f"{'a hazard' if informational == 1 else 'hazards'})"
+        )
     if unreadable:
         parts.append(f"{_plural(unreadable, 'file')} could not be read (see above)")
     text = parts[0] if len(parts) == 1 else f"{parts[0].rstrip('!.')}; {'; '.join(parts[1:])}"
@@ -403,14 +418,20 @@ def _summary(display: str, emitted: Emitted, written: Path | None) -> str:
     if fresh:
         done.append(f"rewrote {_plural(len(fresh), 'kernel')} ({', '.join(fresh)})")
     if again:
-        done.append(f"regenerated {_plural(len(again), 'stale block')} ({', '.join(again)}: the kernel, a helper or "
-                    "the options changed since)")  # fmt: skip
+        done.append(
+            f"regenerated {_plural(len(again), 'stale block')} ({', '.join(again)}: the kernel, a helper or "
+            "the options changed since)"
+        )
     if emitted.launches:
-        done.append(f"{_plural(emitted.launches, 'wp.launch call')} now {'call' if emitted.launches != 1 else 'calls'}"
-                    " the rewritten launch")  # fmt: skip
+        done.append(
+            f"{_plural(emitted.launches, 'wp.launch call')} now {'call' if emitted.launches != 1 else 'calls'}"
+            " the rewritten launch"
+        )
     if emitted.constructions:
-        done.append(f"{_plural(emitted.constructions, 'call')} making a kernel now "
-                    f"give{'s' * (emitted.constructions == 1)} the rewritten one")  # fmt: skip
+        done.append(
+            f"{_plural(emitted.constructions, 'call')} making a kernel now "
+            f"give{'s' * (emitted.constructions == 1)} the rewritten one"
+        )
     if emitted.refusals:
         done.append(f"{_plural(len(emitted.refusals), 'kernel')} refused (see above)")
     if not done and emitted.already:
@@ -445,7 +466,8 @@ def run_rewrite(args: argparse.Namespace) -> int:
     files = list(_python_files(args.paths))
     if not files:
         raise UserError(f"no Python files in {', '.join(args.paths)}: nothing to rewrite")
-    status, runtimes = OK, set()
+    status = OK
+    runtimes: set[Path] = set()
     for _, display in files:
         try:
             status = max(status, _rewrite_file(args, display, runtimes, in_tree=True))
@@ -468,9 +490,15 @@ def _rewrite_file(args: argparse.Namespace, display: str, runtimes: set[Path], i
     # Through a symbolic link, the file it points to is written, and Python finds the runtime beside that one.
     folder = (output.resolve() if output is not None and output.is_symlink() else output or source_path).parent
     try:
-        emitted = emit_module(source_path, display, source.text, max_records=args.max_records,
-                              detach_returns=args.detach_returns, folder=folder,
-                              name=(output or source_path).name)  # fmt: skip
+        emitted = emit_module(
+            source_path,
+            display,
+            source.text,
+            max_records=args.max_records,
+            detach_returns=args.detach_returns,
+            folder=folder,
+            name=(output or source_path).name,
+        )
     except ParseError as error:
         print(error, file=sys.stderr)
         return USAGE
@@ -511,8 +539,10 @@ def _rewrite_file(args: argparse.Namespace, display: str, runtimes: set[Path], i
             raise UserError(f"{output}: cannot write: {_reason(error)}") from None
     if not args.quiet:
         if emitted.has_blocks and output is None and not args.diff:
-            print(f"note: the rewritten module imports {RUNTIME_FOLDER}/; -o or --in-place write it beside the module",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"note: the rewritten module imports {RUNTIME_FOLDER}/; -o or --in-place write it beside the module",
+                file=sys.stderr,
+            )
         if not in_tree or emitted.has_blocks or emitted.refusals or emitted.regenerated:
             print(_summary(display, emitted, output if output != source_path else None), file=sys.stderr)
     return FINDINGS if emitted.refusals else OK

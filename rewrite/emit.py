@@ -35,7 +35,7 @@ from warp_rewrite.live_frontend import RUNTIME_NAME
 from warp_rewrite.markers import begin_marker, end_marker
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.naming import Namer
-from warp_rewrite.passes.syntax import walk
+from warp_rewrite.passes.syntax import Located, end_column, end_line, walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.pipeline import GeneratedKernel, RewriteOptions
 from warp_rewrite.printing import WIDTH
@@ -44,7 +44,13 @@ from warp_rewrite.runtime import RewriteError
 from warp_rewrite.runtime.abi import RuntimeNames
 from warp_rewrite.source_file import Imported, Region
 from warp_rewrite.staleness import MadeFrom, made_from, option_flags, stale
-from warp_rewrite.static_frontend import HelperImport, StaticFrontend, construction_options, construction_problem
+from warp_rewrite.static_frontend import (
+    HelperImport,
+    StaticFrontend,
+    StaticUnit,
+    construction_options,
+    construction_problem,
+)
 from warp_rewrite.static_module import StaticModule
 
 RUNTIME_FOLDER = RUNTIME_NAME  # the folder the runtime package is copied into, beside the emitted modules
@@ -96,7 +102,7 @@ class Edit:
     text: str
 
 
-def _warning(module: StaticModule, node: ast.AST, message: str) -> str:
+def _warning(module: StaticModule, node: Located, message: str) -> str:
     return f"{module.location(node)}: warning: {message}"
 
 
@@ -107,13 +113,17 @@ def _unknown_warning(module: StaticModule, kernel: ast.FunctionDef, unknown: Unk
         what = f"{miss.callee.value} '{miss.helper}' from '{miss.module}', whose file wp-rewrite could not find"
         what += f" ({SEARCHED})"
     else:
-        what = (f"{miss.callee.value} '{miss.helper}'{through}, {miss.reason}, which wp-rewrite cannot follow from "
-                "the source")  # fmt: skip
+        what = (
+            f"{miss.callee.value} '{miss.helper}'{through}, {miss.reason}, which wp-rewrite cannot follow from "
+            "the source"
+        )
         through = ""
     return _warning(
-        module, unknown.call, f"kernel '{kernel.name}' calls {what}{through}; if it uses an atomic's returned value, "
+        module,
+        unknown.call,
+        f"kernel '{kernel.name}' calls {what}{through}; if it uses an atomic's returned value, "
         f"its gradients stay wrong: launch wp_rewrite({kernel.name}) instead, which sees the value at run time",
-    )  # fmt: skip
+    )
 
 
 def _refusal(module: StaticModule, kernel: ast.FunctionDef, problem: str, advice: str) -> RewriteError:
@@ -149,11 +159,15 @@ def choose_kernels(module: StaticModule, finder: HazardFinder) -> Choice:
         if refusal is not None:
             choice.refusals.append(refusal)
         elif scopes and isinstance(scopes[0], ast.ClassDef):
-            choice.refusals.append(_refusal(
-                module, kernel, "a kernel defined in a class body cannot be rewritten to a file (the generated "
-                "kernels could not see the class's names)",
-                "Define the kernel at module level or in a function, or rewrite it at run time with wp_rewrite()",
-            ))  # fmt: skip
+            choice.refusals.append(
+                _refusal(
+                    module,
+                    kernel,
+                    "a kernel defined in a class body cannot be rewritten to a file (the generated "
+                    "kernels could not see the class's names)",
+                    "Define the kernel at module level or in a function, or rewrite it at run time with wp_rewrite()",
+                )
+            )
         else:
             choice.to_rewrite.append(kernel)
     return choice
@@ -174,20 +188,32 @@ def _construction_refusal(module: StaticModule, kernel: ast.FunctionDef) -> Rewr
         seen = f"{_shown(made.site)} ({module.location(made.site)})"
         if made.maker is not None and not module.returns_kernel(made.maker):
             maker = made.maker.function.name
-            return _refusal(module, kernel, f"it is made a kernel by {seen}, and '{maker}' does not return the kernel "
-                            "it makes (at every return), so wp-rewrite cannot hand on the rewritten one",
-                            f"Make '{maker}' return the kernel, {advice}")  # fmt: skip
+            return _refusal(
+                module,
+                kernel,
+                f"it is made a kernel by {seen}, and '{maker}' does not return the kernel "
+                "it makes (at every return), so wp-rewrite cannot hand on the rewritten one",
+                f"Make '{maker}' return the kernel, {advice}",
+            )
         problem = construction_problem(module, made)
         if problem is not None:
-            return _refusal(module, kernel, f"it is made a kernel by {seen} with {problem}",
-                            f"Write the options as literals in that call, {advice}")  # fmt: skip
+            return _refusal(
+                module,
+                kernel,
+                f"it is made a kernel by {seen} with {problem}",
+                f"Write the options as literals in that call, {advice}",
+            )
         options = construction_options(module, made)
         if first is None:
             first, first_options = seen, options
         elif options != first_options:
-            return _refusal(module, kernel, f"it is made a kernel by {first} and by {seen} with other options: one "
-                            "pair of generated kernels cannot serve both",
-                            f"Give both calls the same options, {advice}")  # fmt: skip
+            return _refusal(
+                module,
+                kernel,
+                f"it is made a kernel by {first} and by {seen} with other options: one "
+                "pair of generated kernels cannot serve both",
+                f"Give both calls the same options, {advice}",
+            )
     return None
 
 
@@ -215,7 +241,7 @@ def _taken_names(module: StaticModule) -> set[str]:
     generated again gets the names it had."""
 
     def generated(node: ast.AST) -> bool:
-        return hasattr(node, "lineno") and module.generated(node)
+        return isinstance(node, Located) and module.generated(node)
 
     names = _bound_names(module.tree, generated)
     for node in module.nodes:
@@ -234,7 +260,8 @@ def _taken_names(module: StaticModule) -> set[str]:
 def _only_read(tree: ast.Module) -> set[str]:
     """Names the module reads but never binds: a deleted block's ``launch_k`` still called by the rewritten
     call sites. A block generated again may define them."""
-    read, bound = set(), set()
+    read: set[str] = set()
+    bound: set[str] = set()
     for node in walk(tree):
         if isinstance(node, ast.Name):
             (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
@@ -295,10 +322,13 @@ def _literal(value: Any, names: ModuleNames, indent: str, relocate: Callable[[st
         located = any(f.name == "location" for f in fields)
         items = [
             f"{f.name}="
-            + (json.dumps(relocate(getattr(value, f.name))) if f.name == "location" else
-               _literal(getattr(value, f.name), names, inner, relocate))
+            + (
+                json.dumps(relocate(getattr(value, f.name)))
+                if f.name == "location"
+                else _literal(getattr(value, f.name), names, inner, relocate)
+            )
             for f in fields
-        ]  # fmt: skip
+        ]
         opening, closing = f"{names.runtime.named(type(value).__name__)}(", ")"
     elif isinstance(value, enum.Enum):  # the ABI's Op and RecordKind
         return f"{names.runtime.named(type(value).__name__)}.{value.name}"
@@ -306,7 +336,9 @@ def _literal(value: Any, names: ModuleNames, indent: str, relocate: Callable[[st
         items = [_literal(item, names, inner, relocate) for item in value]
         opening, closing = "(", ",)" if len(value) == 1 else ")"
     elif isinstance(value, type):
-        return dtypes.source(value, names.warp)
+        spelled = dtypes.source(value, names.warp)
+        assert spelled is not None  # (a record's dtype is one generated code can name)
+        return spelled
     else:
         return json.dumps(value) if isinstance(value, str) else repr(value)  # strings in double quotes
     flat = opening + ", ".join(items) + closing
@@ -337,8 +369,14 @@ def _launch_names(kernel: str, taken: set[str], free: set[str], nested: bool, co
     return names
 
 
-def _rewritten_kernel(generated: GeneratedKernel, spec: str, names: ModuleNames, launch: LaunchNames,
-                      max_records: int | None, rebind: bool) -> str:  # fmt: skip
+def _rewritten_kernel(
+    generated: GeneratedKernel,
+    spec: str,
+    names: ModuleNames,
+    launch: LaunchNames,
+    max_records: int | None,
+    rebind: bool,
+) -> str:
     """``<kernel>_rewritten = RewrittenKernel(...)``, then (at module level) ``launch_<kernel> =
     <kernel>_rewritten.launch``, then ``<kernel> = <kernel>_rewritten``: every name of the kernel (aliases, default
     arguments, what a factory returns, what another module imports) is the rewritten kernel from then on, which
@@ -349,14 +387,19 @@ def _rewritten_kernel(generated: GeneratedKernel, spec: str, names: ModuleNames,
     pair += [f"count={generated.count_kernel}"] if generated.count_kernel else []
     options = [f"max_records={max_records}"] if max_records is not None else []
     if launch.launch is None:
-        return "\n".join([
-            f"{launch.rewritten} = {names.runtime.KernelRewrite}(",
-            f"    {names.runtime.KernelPair}(",
-            *(f"        {item}," for item in pair),
-            "    ),",
-            *(f"    {option}," for option in options),
-            f")  # each call that makes {kernel} a kernel is wrapped in {launch.rewritten}(...)",
-        ]) + "\n"  # fmt: skip
+        return (
+            "\n".join(
+                [
+                    f"{launch.rewritten} = {names.runtime.KernelRewrite}(",
+                    f"    {names.runtime.KernelPair}(",
+                    *(f"        {item}," for item in pair),
+                    "    ),",
+                    *(f"    {option}," for option in options),
+                    f")  # each call that makes {kernel} a kernel is wrapped in {launch.rewritten}(...)",
+                ]
+            )
+            + "\n"
+        )
     lines = [
         f"{launch.rewritten} = {names.runtime.RewrittenKernel}(",
         f"    {kernel},",
@@ -367,7 +410,7 @@ def _rewritten_kernel(generated: GeneratedKernel, spec: str, names: ModuleNames,
         ")",
         *([] if rebind else [f"{launch.launch} = {launch.rewritten}.launch  # takes wp.launch's arguments"]),
         f"{kernel} = {launch.rewritten}  # every name of {kernel} now launches both phases",
-    ]  # fmt: skip
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -379,11 +422,11 @@ def generate(frontend: StaticFrontend, detach_returns: bool) -> tuple[GeneratedK
     generated = pipeline.rewrite_kernel(frontend, RewriteOptions(None, detach_returns))
     if generated is None:
         return None
-    imports = [
-        found
-        for function in generated.plan.root.walk()
-        for found in frontend.helper_imports(generated.source_unit(function.unit), function.clones)
-    ]
+    imports = []
+    for function in generated.plan.root.walk():
+        unit = generated.source_unit(function.unit)
+        assert isinstance(unit, StaticUnit)  # (the static front end's)
+        imports += frontend.helper_imports(unit, function.clones)
     return generated, imports
 
 
@@ -399,7 +442,7 @@ def helper_import_lines(module: StaticModule, imports: list[HelperImport]) -> li
     for (statement, source), imported in names.items():
         node = after[statement]
         text = f"{' ' * node.col_offset}from {source} import {', '.join(sorted(imported))}\n"
-        lines.append((node.end_lineno, text))
+        lines.append((end_line(node), text))
     return sorted(lines, key=lambda line: line[0])
 
 
@@ -430,20 +473,28 @@ class Block:
         # First, before any of the ABI's names is evaluated: the runtime imported is the one this was generated for.
         location = json.dumps(relocate(generated.spec.location))
         abi = f"{self.names.runtime.require_abi}({runtime.ABI}, {json.dumps(generated.kernel)}, {location})\n"
-        body = generated.source + gap + _rewritten_kernel(generated, spec, self.names, self.launch, max_records,
-                                                          self.nested)  # fmt: skip
+        body = (
+            generated.source
+            + gap
+            + _rewritten_kernel(generated, spec, self.names, self.launch, max_records, self.nested)
+        )
         name = self.kernel.name
         made = self.made
-        check = "\n".join([
-            f"{self.names.runtime.check_fingerprint}(",
-            f"    {json.dumps(name)},",
-            f"    location={json.dumps(relocate(self.location))},",
-            f"    expected={json.dumps(made.fingerprint)},",
-            f"    options={json.dumps(made.options)},",
-            f"    functions=({', '.join((name, *made.named))}{',' * (not made.named)}),",
-            f"    elsewhere={json.dumps(made.elsewhere)},",
-            ")  # before anything launches: the kernel is what this block was generated from",
-        ]) + "\n"  # fmt: skip
+        check = (
+            "\n".join(
+                [
+                    f"{self.names.runtime.check_fingerprint}(",
+                    f"    {json.dumps(name)},",
+                    f"    location={json.dumps(relocate(self.location))},",
+                    f"    expected={json.dumps(made.fingerprint)},",
+                    f"    options={json.dumps(made.options)},",
+                    f"    functions=({', '.join((name, *made.named))}{',' * (not made.named)}),",
+                    f"    elsewhere={json.dumps(made.elsewhere)},",
+                    ")  # before anything launches: the kernel is what this block was generated from",
+                ]
+            )
+            + "\n"
+        )
         block = begin_marker(name, made.fingerprint, made.options) + abi + check + gap + body + gap + end_marker(name)
         return indent_block(block, self.indent, self.nested)
 
@@ -451,7 +502,7 @@ class Block:
         """(input line after which, text) that puts the block after the kernel with ``gap`` blank lines before
         and after it, counting those already there: so that deleting a block from its begin marker to its end
         marker and running again gives back the same file."""
-        after, blank = self.kernel.end_lineno, 0
+        after, blank = end_line(self.kernel), 0
         while after + blank < len(lines) and not lines[after + blank].strip():
             blank += 1
         before = min(blank, self.gap)
@@ -463,7 +514,8 @@ class Block:
 def indent_block(text: str, indent: str, nested: bool) -> str:
     """``text`` with every line indented by ``indent`` but the lines inside a string; blank lines stay empty and,
     ``nested`` in a function, come one at a time (as formatters keep them there)."""
-    inside_strings, opened = set(), []
+    inside_strings: set[int] = set()
+    opened: list[int] = []
     for token in tokenize.generate_tokens(io.StringIO(text).readline):
         if token.type == _FSTRING_START:  # Python 3.12 and later split f-strings into tokens
             opened.append(token.start[0])
@@ -524,8 +576,8 @@ def launch_edits(
         if kept is not None:
             warnings.append(_warning(module, call, f"this wp.launch of kernel '{argument.id}' {kept}"))
             continue
-        callee = Edit(offsets(call.func.lineno, call.func.col_offset),
-                      offsets(call.func.end_lineno, call.func.end_col_offset), launch)  # fmt: skip
+        func = call.func
+        callee = Edit(offsets(func.lineno, func.col_offset), offsets(end_line(func), end_column(func)), launch)
         edits.append((callee, _remove_argument(call, argument, offsets)))
     return edits, warnings
 
@@ -539,15 +591,23 @@ def _kept_launch(call: ast.Call, argument: ast.Name, launch: str) -> str | None:
     if adjoint is None and len(positional) > _ADJOINT_POSITION:
         adjoint = positional[_ADJOINT_POSITION]
     if adjoint is not None and not (isinstance(adjoint, ast.Constant) and adjoint.value is False):
-        return (f"is an adjoint launch ({ast.unparse(adjoint)} for adjoint), which the rewritten kernel cannot take: "
-                f"it is left as written, and as '{argument.id}' is the rewritten kernel it raises when it runs (its "
-                f"backward runs from the tape); launch {argument.id}.kernel for the original's adjoint")  # fmt: skip
+        return (
+            f"is an adjoint launch ({ast.unparse(adjoint)} for adjoint), which the rewritten kernel cannot take: "
+            f"it is left as written, and as '{argument.id}' is the rewritten kernel it raises when it runs (its "
+            f"backward runs from the tape); launch {argument.id}.kernel for the original's adjoint"
+        )
     unpacked = [f"*{ast.unparse(a.value)}" for a in positional if isinstance(a, ast.Starred)]
     unpacked += [f"**{ast.unparse(k.value)}" for k in keywords if k.arg is None]
     if unpacked:
-        return (f"passes {', '.join(unpacked)}, which wp-rewrite cannot match to {launch}'s parameters: it is left as "
-                f"written, and wp.launch hands the rewritten kernel what they hold when it runs")  # fmt: skip
-    unknown = sorted({k.arg for k in keywords} - _LAUNCH_KEYWORDS) if _LAUNCH_KEYWORDS is not None else []
+        return (
+            f"passes {', '.join(unpacked)}, which wp-rewrite cannot match to {launch}'s parameters: it is left as "
+            f"written, and wp.launch hands the rewritten kernel what they hold when it runs"
+        )
+    unknown = (
+        sorted({k.arg for k in keywords if k.arg is not None} - _LAUNCH_KEYWORDS)
+        if _LAUNCH_KEYWORDS is not None
+        else []
+    )
     if unknown or len(positional) > _LAUNCH_POSITIONAL:
         what = ", ".join(unknown) or f"more than {_LAUNCH_POSITIONAL} arguments after the kernel by position"
         return f"passes {what}, which {launch} does not take (nor does wp.launch): it is left as written"
@@ -563,22 +623,21 @@ def construction_edits(module: StaticModule, wrappers: dict[int, str], offsets: 
         for made in module.constructions(kernel) if wrapper is not None else []:
             if module.wrapper(made) != wrapper:
                 site = made.site
-                edits.append((Edit(*[offsets(site.lineno, site.col_offset)] * 2, f"{wrapper}("),
-                              Edit(*[offsets(site.end_lineno, site.end_col_offset)] * 2, ")")))  # fmt: skip
+                start, end = offsets(site.lineno, site.col_offset), offsets(end_line(site), end_column(site))
+                edits.append((Edit(start, start, f"{wrapper}("), Edit(end, end, ")")))
     return edits
 
 
 def _remove_argument(call: ast.Call, argument: ast.expr, offsets: Offsets) -> Edit:
     """Take the kernel argument out of the call, with the comma after it (or, last, the one before it)."""
-    items = sorted([*call.args, *call.keywords], key=lambda n: (n.lineno, n.col_offset))
+    items: list[ast.expr | ast.keyword] = sorted([*call.args, *call.keywords], key=lambda n: (n.lineno, n.col_offset))
     node = next(n for n in items if n is argument or getattr(n, "value", None) is argument)
     at = items.index(node)
     if at + 1 < len(items):
         following = items[at + 1]
         return Edit(offsets(node.lineno, node.col_offset), offsets(following.lineno, following.col_offset), "")
     previous = items[at - 1]
-    return Edit(offsets(previous.end_lineno, previous.end_col_offset), offsets(node.end_lineno, node.end_col_offset),
-                "")  # fmt: skip
+    return Edit(offsets(end_line(previous), end_column(previous)), offsets(end_line(node), end_column(node)), "")
 
 
 def emit_module(
@@ -611,22 +670,27 @@ def emit_module(
     finder = HazardFinder(project)  # also loads the files the kernels' helpers come from
     regenerated = stale_kernels(module, finder, options)
     if regenerated:  # as if the user had deleted those blocks: the next steps bring them back
-        original = text = without_regions(module, [module.region_of(kernel) for kernel in regenerated])
+        stale_regions = [region for kernel in regenerated if (region := module.region_of(kernel)) is not None]
+        original = text = without_regions(module, stale_regions)
         module = StaticModule.parse(path, display, text)
         project.modules[path.resolve()] = module
         finder = HazardFinder(project)
     choice = choose_kernels(module, finder)
-    emitted = Emitted(original, refusals=choice.refusals, warnings=choice.warnings,
-                      already=[k.name for k in choice.already],
-                      regenerated=[k.name for k in regenerated])  # fmt: skip
+    emitted = Emitted(
+        original,
+        refusals=choice.refusals,
+        warnings=choice.warnings,
+        already=[k.name for k in choice.already],
+        regenerated=[k.name for k in regenerated],
+    )
     taken = set().union(*(_bound_names(m.tree) for m in project.modules.values() if m is not None and m is not module))
     taken |= _taken_names(module)
     free = _only_read(module.tree)
     names, imports = _module_names(module, taken)
     offsets = Offsets(module)
-    launches = {id(k): module.launch_name(k) for k in choice.already if module.launch_name(k)}
+    launches = {id(k): given for k in choice.already if (given := module.launch_name(k))}
     blocks, helper_imports = [], []
-    wrappers = {id(k): module.rewrite_name(k) for k in choice.already if module.rewrite_name(k)}
+    wrappers = {id(k): given for k in choice.already if (given := module.rewrite_name(k))}
     for kernel in choice.to_rewrite:
         nested = bool(module.scopes(kernel))
         constructed = module.constructed(kernel)
@@ -642,24 +706,35 @@ def emit_module(
         helper_imports += needed
         launch = _launch_names(kernel.name, taken, free, nested, constructed)
         line = module.lines[kernel.lineno - 1]
-        blocks.append(Block(kernel, generated, launch, names, line[: len(line) - len(line.lstrip())], nested,
-                            made_from(module, kernel, finder, options), module.location(kernel)))  # fmt: skip
+        indent, origin = line[: len(line) - len(line.lstrip())], made_from(module, kernel, finder, options)
+        blocks.append(Block(kernel, generated, launch, names, indent, nested, origin, module.location(kernel)))
         if constructed:
             wrappers[id(kernel)] = launch.rewritten
-            emitted.warnings += [_warning(module, use, f"kernel '{kernel.name}' is a plain function named here, where "
-                                          "wp-rewrite cannot tell whether a kernel is made of it: one made through "
-                                          "here launches the original, whose gradients are wrong")
-                                 for use in module.other_uses(kernel)]  # fmt: skip
-        else:
+            emitted.warnings += [
+                _warning(
+                    module,
+                    use,
+                    f"kernel '{kernel.name}' is a plain function named here, where "
+                    "wp-rewrite cannot tell whether a kernel is made of it: one made through "
+                    "here launches the original, whose gradients are wrong",
+                )
+                for use in module.other_uses(kernel)
+            ]
+        elif launch.launch is not None:  # (a kernel that is not constructed has a launch)
             launches[id(kernel)] = launch.launch
         emitted.rewritten.append(kernel.name)
     emitted.warnings += [
-        _warning(module, kernel, f"kernel '{kernel.name}' no longer uses an atomic's returned value: its stale block "
-                 f"is removed; calls of the rewritten launch it defined must go back to wp.launch({kernel.name}, ...)")
+        _warning(
+            module,
+            kernel,
+            f"kernel '{kernel.name}' no longer uses an atomic's returned value: its stale block "
+            f"is removed; calls of the rewritten launch it defined must go back to wp.launch({kernel.name}, ...)",
+        )
         for kernel in module.kernels()
-        if kernel.name in emitted.regenerated and kernel.name not in emitted.rewritten
+        if kernel.name in emitted.regenerated
+        and kernel.name not in emitted.rewritten
         and not any(refusal.kernel == kernel.name for refusal in emitted.refusals)
-    ]  # fmt: skip
+    ]
     inserted = helper_import_lines(module, helper_imports)  # (input line after which, text)
     if (blocks or emitted.already) and imports.warp:
         inserted.append(placement(module.tree, module.lines, imports.warp, Sections.for_folder(folder)))

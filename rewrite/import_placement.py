@@ -15,6 +15,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from warp_rewrite.passes.syntax import end_line
+
 FUTURE, STANDARD, THIRD_PARTY, FIRST_PARTY, RELATIVE = range(5)
 
 
@@ -107,11 +109,11 @@ def placement(tree: ast.Module, lines: list[str], added: NewImport, sections: Se
     if same:
         # After its ties: for ``from . import x`` isort would merge the two into one statement (not done here).
         later = next((node for node in same if _statement_key(node) > key), None)
-        return (later.lineno - 1, line) if later is not None else (same[-1].end_lineno, line)
+        return (later.lineno - 1, line) if later is not None else (end_line(same[-1]), line)
     before = [node for node in imports if sections.of_statement(node) < section]
     after = [node for node in imports if sections.of_statement(node) > section]
     if before:
-        return before[-1].end_lineno, "\n" + line + ("\n" if after else "")
+        return end_line(before[-1]), "\n" + line + ("\n" if after else "")
     if after:
         return after[0].lineno - 1, line + "\n"
     return _top_of_file(tree, lines), line + "\n"
@@ -121,7 +123,7 @@ def after_imports(tree: ast.Module, lines: list[str], block: str) -> tuple[int, 
     """(0-based line index, text) that puts a block of code (more than an import statement: isort leaves it where
     it is) after the file's first run of imports, a blank line before it, and one after it where code follows."""
     imports = leading_imports(tree)
-    at = imports[-1].end_lineno if imports else _top_of_file(tree, lines)
+    at = end_line(imports[-1]) if imports else _top_of_file(tree, lines)
     followed = at < len(lines) and lines[at].strip()
     return at, ("\n" if at else "") + block + ("\n" if followed else "")
 
@@ -130,7 +132,7 @@ def _top_of_file(tree: ast.Module, lines: list[str]) -> int:
     """The line after the docstring, else after the leading comments (a shebang, a coding cookie, a licence)."""
     body = tree.body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        return body[0].end_lineno
+        return end_line(body[0])
     index = 0
     while index < len(lines) and lines[index].lstrip().startswith("#"):
         index += 1

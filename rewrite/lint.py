@@ -88,7 +88,10 @@ class Finding:
         return f"{self.display}:{self.row}:{self.column}: {self.code} {self.message}"
 
 
-def _finding(module: StaticModule, code: str, node: ast.AST, **fields: str) -> Finding:
+def _finding(module: StaticModule, code: str, node: ast.expr | ast.stmt, **fields: str) -> Finding:
+    # ast.parse sets every end position; typeshed allows None for nodes built by hand.
+    end_row = node.end_lineno if node.end_lineno is not None else node.lineno
+    end_column = node.end_col_offset if node.end_col_offset is not None else node.col_offset
     return Finding(
         code,
         CODES[code].format(**fields),
@@ -96,16 +99,22 @@ def _finding(module: StaticModule, code: str, node: ast.AST, **fields: str) -> F
         module.path,
         node.lineno,
         module.column(node.lineno, node.col_offset),
-        node.end_lineno,
-        module.column(node.end_lineno, node.end_col_offset),
+        end_row,
+        module.column(end_row, end_column),
     )
 
 
 def syntax_error(error: ParseError, path: Path) -> Finding:
     return Finding(
-        "E999", CODES["E999"].format(message=error.message), error.display, path, error.line, error.column,
-        error.line, error.column,
-    )  # fmt: skip
+        "E999",
+        CODES["E999"].format(message=error.message),
+        error.display,
+        path,
+        error.line,
+        error.column,
+        error.line,
+        error.column,
+    )
 
 
 def _unknown_fields(unknown: Unknown) -> dict[str, str]:
@@ -150,8 +159,18 @@ class Checker:
                 self._callers.setdefault(helper, set()).add(not disabled)
             for call in module.consumed(kernel):
                 if disabled:
-                    findings.append(_finding(module, "WR101", call.node, kind="kernel", name=kernel.name, op=call.op,
-                                             through="", why=disabled))  # fmt: skip
+                    findings.append(
+                        _finding(
+                            module,
+                            "WR101",
+                            call.node,
+                            kind="kernel",
+                            name=kernel.name,
+                            op=call.op,
+                            through="",
+                            why=disabled,
+                        )
+                    )
                 else:
                     findings.append(_finding(module, "WR001", call.node, name=kernel.name, op=call.op))
             for hazard in calls.hazards:
@@ -159,16 +178,35 @@ class Checker:
                 if hazard.consumer != hazard.helper:
                     where = f"in helper '{hazard.consumer}' at {hazard.where}"
                 if disabled:
-                    findings.append(_finding(module, "WR101", hazard.call, kind="kernel", name=kernel.name,
-                                             op=hazard.op, through=f" through helper '{hazard.helper}'",
-                                             why=disabled))  # fmt: skip
+                    findings.append(
+                        _finding(
+                            module,
+                            "WR101",
+                            hazard.call,
+                            kind="kernel",
+                            name=kernel.name,
+                            op=hazard.op,
+                            through=f" through helper '{hazard.helper}'",
+                            why=disabled,
+                        )
+                    )
                 else:
-                    findings.append(_finding(module, "WR003", hazard.call, name=kernel.name, helper=hazard.helper,
-                                             op=hazard.op, where=where))  # fmt: skip
+                    findings.append(
+                        _finding(
+                            module,
+                            "WR003",
+                            hazard.call,
+                            name=kernel.name,
+                            helper=hazard.helper,
+                            op=hazard.op,
+                            where=where,
+                        )
+                    )
             if not disabled:
                 for unknown in calls.unknown:
-                    findings.append(_finding(module, "WR005", unknown.call, name=kernel.name,
-                                             **_unknown_fields(unknown)))  # fmt: skip
+                    findings.append(
+                        _finding(module, "WR005", unknown.call, name=kernel.name, **_unknown_fields(unknown))
+                    )
         return findings + launches_of_rewritten_kernels(module, self.project)
 
     def helpers(self, module: StaticModule) -> list[Finding]:
@@ -186,8 +224,11 @@ class Checker:
                 if module.has_replay(helper):
                     findings.append(_finding(module, "WR102", call.node, name=helper.name, op=call.op))
                 elif why:
-                    findings.append(_finding(module, "WR101", call.node, kind="helper", name=helper.name,
-                                             op=call.op, through="", why=why))  # fmt: skip
+                    findings.append(
+                        _finding(
+                            module, "WR101", call.node, kind="helper", name=helper.name, op=call.op, through="", why=why
+                        )
+                    )
                 else:
                     findings.append(_finding(module, "WR002", call.node, name=helper.name, op=call.op))
         return findings
@@ -208,9 +249,11 @@ def launches_of_rewritten_kernels(module: StaticModule, project: Project) -> lis
         if found is None:
             continue
         owner, kernel = found
-        launch = owner.launch_name(kernel)
-        if launch is not None and not owner.rebinds(kernel):  # a rebound name launches the rewritten kernel
-            where = f"{owner.display}:{owner.region_of(kernel).first}"
+        launch, region = owner.launch_name(kernel), owner.region_of(kernel)
+        if (
+            launch is not None and region is not None and not owner.rebinds(kernel)
+        ):  # a rebound name launches the rewritten kernel
+            where = f"{owner.display}:{region.first}"
             findings.append(_finding(module, "WR004", call, name=kernel.name, where=where, launch=launch))
     return findings
 

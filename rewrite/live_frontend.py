@@ -17,14 +17,14 @@ from typing import Any
 
 import warp as wp
 from warp._src.codegen import Adjoint, Struct, get_closure_vars
-from warp._src.context import Function, ModuleBuilder
+from warp._src.context import Function, Module, ModuleBuilder
 
 from warp_rewrite import runtime
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import ATOMIC_OPS, WarpNames
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.refusals import Refusal
-from warp_rewrite.passes.syntax import walk
+from warp_rewrite.passes.syntax import Located, walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.runtime import RewriteError
 from warp_rewrite.runtime.abi import RuntimeNames
@@ -82,7 +82,7 @@ class FunctionSource:
                 found[name] = value
         return found
 
-    def location(self, node: ast.AST) -> str:
+    def location(self, node: Located) -> str:
         """``file:line:col`` (1-based, as editors and ruff print them) of a node of ``tree``."""
         return f"{self.filename}:{self.first_line + node.lineno - 1}:{self.indent + node.col_offset + 1}"
 
@@ -115,12 +115,14 @@ class FunctionSource:
         return None
 
 
-def read_source(obj: wp.Kernel | Function, unit: FunctionSource | None = None, node: ast.AST | None = None):
+def read_source(
+    obj: wp.Kernel | Function, unit: FunctionSource | None = None, node: ast.Call | None = None
+) -> FunctionSource:
     """``FunctionSource.of(obj)``; a kernel whose source cannot be read is refused (a helper, where it is called)."""
     try:
         return FunctionSource.of(obj)
     except (OSError, TypeError, SyntaxError, StopIteration) as error:
-        if unit is not None:
+        if unit is not None and node is not None:
             problem = f"the source of helper '{obj.key}' cannot be read ({error})"
             raise Refusal(unit, node, problem, "Define the helper with @wp.func in a .py file") from None
         where = f"{getattr(obj.adj, 'filename', '<unknown>')}:{getattr(obj.adj, 'fun_lineno', 0)}:1"
@@ -132,7 +134,7 @@ def read_source(obj: wp.Kernel | Function, unit: FunctionSource | None = None, n
 class _TypeProbe(ModuleBuilder):
     """What an adjoint needs of a module builder to work out its types, without building (or compiling) the module."""
 
-    def __init__(self, module: wp.context.Module, options: dict[str, Any]):  # not ModuleBuilder's: it builds all
+    def __init__(self, module: Module, options: dict[str, Any]):  # not ModuleBuilder's: it builds all
         self.target, self.module, self.options = None, module, options
         self.functions, self.structs, self.native_types, self.deferred_functions = {}, {}, {}, []
         self.fatbins, self.ltoirs, self.ltoirs_decl, self.shared_memory_bytes = {}, {}, {}, {}
@@ -164,7 +166,9 @@ class LiveFrontend:
         self.kernel = read_source(kernel)
         self.options = dict(kernel.options)
         self.max_unroll = (kernel.module.options | kernel.options).get("max_unroll", wp.config.max_unroll)
-        self.placement = {}  # the generated kernels join a Warp module the API chooses (warp_rewrite.api)
+        self.placement: dict[
+            str, Any
+        ] = {}  # the generated kernels join a Warp module the API chooses (warp_rewrite.api)
         self.taken = set(taken) | set(self.kernel.namespace)
         warp = min(self.kernel.warp_names.modules)
         self.module = ModuleNames(warp, RuntimeNames.spelled(Namer(self.taken).fresh(RUNTIME_NAME)))
@@ -248,8 +252,9 @@ class LiveFrontend:
                 renames[name] = namer.fresh(name)
         if renames:
             helper = _renamed(helper, renames)
-        self.bound.update({name: helper.namespace[name] for name in {renames.get(n, n) for n in used}
-                           if name in helper.namespace})  # fmt: skip
+        self.bound.update(
+            {name: helper.namespace[name] for name in {renames.get(n, n) for n in used} if name in helper.namespace}
+        )
         return helper
 
 

@@ -18,7 +18,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import AtomicCall, WarpNames
@@ -53,7 +53,7 @@ from warp_rewrite.runtime import ExactRecords, KernelSpec, LoopSpec, Op, RecordK
 DEBUG = bool(os.environ.get("WP_REWRITE_DEBUG"))
 
 
-class Frontend(PlanFrontend, Protocol):
+class Frontend(PlanFrontend[Any], Protocol):
     """What the pipeline needs to know about one kernel: what the passes ask (``passes.plan_types.Frontend``), plus
     how its module names Warp and the runtime, which module-level names are taken, and the kernel's options."""
 
@@ -125,7 +125,8 @@ class DesugaredFrontend:
     def _desugar(self, unit: Unit) -> Unit:
         if id(unit) not in self._desugared:
             tree = self.desugaring(self.frontend, unit)
-            desugared = unit if tree is None else dataclasses.replace(unit, tree=tree)
+            # cast: the protocol Unit says nothing of dataclasses; each front end's unit is one.
+            desugared = unit if tree is None else dataclasses.replace(cast(Any, unit), tree=tree)
             self._desugared[id(unit)], self._sources[id(desugared)] = desugared, unit
         return self._desugared[id(unit)]
 
@@ -263,7 +264,7 @@ def plan(surveyed: Surveyed) -> Planned:
     those targets and with names fresh in every function involved."""
     frontend, result, namer = surveyed.frontend, surveyed.first, surveyed.namer
     kernel = frontend.kernel
-    helpers = [f.unit.tree for f in result.root.walk() if f.unit is not kernel]
+    helpers: list[ast.stmt] = [f.unit.tree for f in result.root.walk() if f.unit is not kernel]
     if surveyed.exact or (helpers and namer.issued & Namer.for_tree(ast.Module(helpers, [])).taken):
         namer = Namer.for_tree(ast.Module([f.unit.tree for f in result.root.walk()], []), frontend.taken)
         result = Planner(frontend, namer, surveyed.exact, surveyed.analyses).plan()
@@ -424,7 +425,10 @@ def exact_rounds(planned: Planned, params: list[str]) -> int | None:
     if not exact:
         return 0
     kernel = frontend.kernel
-    calls = [AtomicCall(s.node, s.op, s.consumed) for s in exact]
+    calls = []
+    for site in exact:
+        assert isinstance(site.node, ast.Call)  # only atomics have exact sites (read sites are subscripts)
+        calls.append(AtomicCall(site.node, site.op, site.consumed))
     through_helpers = any(s.in_helper for s in exact) or any(
         frontend.resolve_helper(kernel, node) is not None
         for call in calls

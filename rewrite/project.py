@@ -78,7 +78,7 @@ def _used_as_type(scope: ast.AST, name: str) -> bool:
     if _looks_like_a_type(name):
         return True
     for node in walk(scope):
-        annotations = []
+        annotations: list[ast.AST] = []
         if isinstance(node, ast.arg) and node.annotation is not None:
             annotations.append(node.annotation)
         elif isinstance(node, ast.FunctionDef) and node.returns is not None:
@@ -207,8 +207,9 @@ class Project:
             return found or Unresolved(call, ast.unparse(expr), "a helper returned by a call, known only at run time")
         if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Call) and static:
             found = self._returned_attribute(module, expr.value, expr.attr, call, scopes, depth)
-            return found or Unresolved(call, ast.unparse(expr), "an attribute of a value returned by a call, known "
-                                       "only at run time")  # fmt: skip
+            return found or Unresolved(
+                call, ast.unparse(expr), "an attribute of a value returned by a call, known only at run time"
+            )
         if static:
             return Unresolved(call, ast.unparse(expr), "an expression evaluated when Warp builds the kernel")
         return None
@@ -223,10 +224,13 @@ class Project:
             owner = next(s for s in scopes if not isinstance(s, ast.ClassDef) and bound in walk(s.args))
             if _used_as_type(owner, name):
                 return None
-            return Unresolved(call, name, f"a parameter of '{owner.name}', known only when it is called")
+            function = "<lambda>" if isinstance(owner, ast.Lambda) else owner.name
+            return Unresolved(call, name, f"a parameter of '{function}', known only when it is called")
         if isinstance(bound, ast.Name):  # an alias: ``writer = write_contact``
             return self._name(module, bound.id, call, module.scopes(bound), depth + 1)
-        if bound is None or isinstance(bound, ast.ClassDef | ast.Constant) or module.warp.is_warp_expr(bound):
+        if bound is None or isinstance(bound, ast.ClassDef | ast.Constant):
+            return None
+        if isinstance(bound, ast.expr) and module.warp.is_warp_expr(bound):
             return None
         in_function = scope_binding(module.tree, name, module.generated) is not bound
         if isinstance(bound, ast.Call):
@@ -254,12 +258,16 @@ class Project:
         owner, definition = factory
         returned = [
             self._name(owner, node.value.id, call, [definition, *owner.scopes(definition)], depth + 1)
-            if isinstance(node.value, ast.Name) else None
+            if isinstance(node.value, ast.Name)
+            else None
             for node in own_returns(definition)
-        ]  # fmt: skip
+        ]
         helpers = {id(found[1]): found for found in returned if isinstance(found, tuple)}
-        return next(iter(helpers.values())) if returned and len(helpers) == 1 and len(returned) == sum(
-            isinstance(found, tuple) for found in returned) else None  # fmt: skip
+        return (
+            next(iter(helpers.values()))
+            if returned and len(helpers) == 1 and len(returned) == sum(isinstance(found, tuple) for found in returned)
+            else None
+        )
 
     def _returned_attribute(
         self, module: StaticModule, expr: ast.Call, attr: str, call: ast.Call, scopes: list[Scope], depth: int
@@ -275,8 +283,12 @@ class Project:
             if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Name)):
                 continue
             for target in node.targets:
-                if (isinstance(target, ast.Attribute) and target.attr == attr and isinstance(target.value, ast.Name)
-                        and target.value.id in returned):  # fmt: skip
+                if (
+                    isinstance(target, ast.Attribute)
+                    and target.attr == attr
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id in returned
+                ):
                     found = self._name(owner, node.value.id, call, [definition, *owner.scopes(definition)], depth + 1)
                     return found if isinstance(found, tuple) else None
         return None
@@ -336,9 +348,9 @@ class Project:
             owner = self.module_file(module, source.level, source.module)
             target = self.load(owner) if owner is not None else None
             found = target.binding(source.name, []) if target is not None else None
-            if isinstance(found, ast.ClassDef):
+            if target is not None and isinstance(found, ast.ClassDef):
                 return _class_member(target, found, attr)
-            if isinstance(found, Imported):
+            if target is not None and isinstance(found, Imported):
                 return self._in_module(target, found, attr, call, depth + 1)
             if found is not None:
                 return None  # another object of that module: its attributes are not followed, as in this file

@@ -26,7 +26,8 @@ class ScopedModule(SourceModule):
 
     def scopes(self, node: ast.AST) -> list[Scope]:
         """The functions and classes around ``node``, innermost first (``node`` itself not included)."""
-        found, current = [], self._parents.get(node)
+        found: list[Scope] = []
+        current = self._parents.get(node)
         while current is not None:
             if isinstance(current, Scope):
                 found.append(current)
@@ -68,10 +69,14 @@ class ScopedModule(SourceModule):
         return None
 
 
-def scope_binding(scope: ast.AST, name: str, generated: Callable[[ast.AST], bool]) -> ast.AST | Imported | None:
+def scope_binding(
+    scope: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.Module,
+    name: str,
+    generated: Callable[[ast.stmt], bool],
+) -> ast.AST | Imported | None:
     """The last binding of ``name`` directly in ``scope`` (not inside the functions it defines), not counting the
     statements of ``generated`` blocks."""
-    found = None
+    found: ast.AST | Imported | None = None
     if not isinstance(scope, ast.Module):
         arguments = scope.args
         for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]:

@@ -11,10 +11,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TypeVar
 
 from warp_rewrite.markers import read_begin, read_end
 from warp_rewrite.passes.atomics import ATOMIC_OPS, WarpNames
-from warp_rewrite.passes.syntax import walk
+from warp_rewrite.passes.syntax import Located, walk
 
 
 class ParseError(Exception):
@@ -85,8 +86,9 @@ class WarpImports:
     def decorator(self, node: ast.AST, attr: str) -> ast.expr | None:
         if not isinstance(node, ast.FunctionDef | ast.ClassDef):
             return None
-        return next((d for d in node.decorator_list if self.is_warp(d.func if isinstance(d, ast.Call) else d, attr)),
-                    None)  # fmt: skip
+        return next(
+            (d for d in node.decorator_list if self.is_warp(d.func if isinstance(d, ast.Call) else d, attr)), None
+        )
 
 
 def module_level(tree: ast.Module) -> Iterator[ast.stmt]:
@@ -114,14 +116,17 @@ def imported_names(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, Imp
 
 def read_imports(tree: ast.Module) -> tuple[WarpImports, dict[str, Imported]]:
     """The module's Warp names, and every other name its imports bind (for following helpers)."""
-    modules, members, any_name, imported = set(), {}, None, {}
+    modules: set[str] = set()
+    members: dict[str, str] = {}
+    any_name: str | None = None
+    imported: dict[str, Imported] = {}
     for node in module_level(tree):
         if not isinstance(node, ast.Import | ast.ImportFrom):
             continue
         for local, source in imported_names(node):
             if source.module == "warp" and source.level == 0 and source.name is None:
                 modules.add(local)
-            elif source.module == "warp" and source.level == 0:
+            elif source.module == "warp" and source.level == 0 and source.name is not None:
                 members[local] = source.name
             elif source.module == "typing" and source.name in (None, "Any") and any_name is None:
                 any_name = f"{local}.Any" if source.name is None else local
@@ -163,6 +168,9 @@ def generated_regions(text: str) -> list[Region]:
     return regions
 
 
+_Parsed = TypeVar("_Parsed", bound="SourceModule")  # what ``parse`` makes: the class it is called on
+
+
 @dataclass
 class SourceModule:
     """One Python file, parsed but never imported: its text, tree, imports, and the blocks an earlier run generated."""
@@ -177,7 +185,7 @@ class SourceModule:
     encoding: str = "utf-8"
 
     @classmethod
-    def parse(cls, path: Path, display: str, text: str, encoding: str = "utf-8") -> SourceModule:
+    def parse(cls: type[_Parsed], path: Path, display: str, text: str, encoding: str = "utf-8") -> _Parsed:
         try:
             tree = ast.parse(text, filename=display)
         except SyntaxError as error:
@@ -198,11 +206,11 @@ class SourceModule:
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
         return offset + 1 if text.isascii() else len(text.encode()[:offset].decode(errors="replace")) + 1
 
-    def location(self, node: ast.AST) -> str:
+    def location(self, node: Located) -> str:
         """``path:line:col`` with a 1-based column, as editors and linters print it."""
         return f"{self.display}:{node.lineno}:{self.column(node.lineno, node.col_offset)}"
 
-    def generated(self, node: ast.AST) -> bool:
+    def generated(self, node: Located) -> bool:
         return any(r.first <= node.lineno <= r.last for r in self.regions)
 
     # --- scopes ----------------------------------------------------------------------------------------------
@@ -213,7 +221,7 @@ class SourceModule:
         return walk(self.tree)
 
 
-def position(node: ast.AST) -> tuple[int, int]:
+def position(node: Located) -> tuple[int, int]:
     return node.lineno, node.col_offset
 
 

@@ -40,8 +40,9 @@ class MadeFrom:
 
 def made_from(module: StaticModule, kernel: ast.FunctionDef, finder: HazardFinder, options: str) -> MadeFrom:
     """What the block of ``kernel`` is made from with the given options (command-line flags)."""
-    helpers = sorted(finder.kernel_calls(module, kernel).reached.values(),
-                     key=lambda h: (str(h.module.path), h.definition.lineno))  # fmt: skip
+    helpers = sorted(
+        finder.kernel_calls(module, kernel).reached.values(), key=lambda h: (str(h.module.path), h.definition.lineno)
+    )
     named = [h for h in helpers if _nameable(module, kernel, h)]
     others = [definition_source(h.module, h.definition) for h in helpers if all(h is not n for n in named)]
     return MadeFrom(
@@ -82,9 +83,12 @@ def stale(module: StaticModule, kernel: ast.FunctionDef, region: Region, finder:
 def _stored_elsewhere(module: StaticModule, region: Region) -> str | None:
     """The ``elsewhere`` digest the block's ``check_fingerprint(...)`` call carries."""
     for node in module.nodes:
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr == fingerprints.check_fingerprint.__name__
-                and region.first <= node.lineno <= region.last):  # fmt: skip
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == fingerprints.check_fingerprint.__name__
+            and region.first <= node.lineno <= region.last
+        ):
             value = next((k.value for k in node.keywords if k.arg == "elsewhere"), None)
             return value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
     return None

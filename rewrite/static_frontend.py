@@ -20,7 +20,7 @@ import warp as wp
 
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import WarpNames
-from warp_rewrite.passes.syntax import walk
+from warp_rewrite.passes.syntax import Located, walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.project import Project
 from warp_rewrite.runtime import RewriteError
@@ -39,7 +39,7 @@ class StaticUnit:
     tree: ast.FunctionDef
     owner: StaticModule
 
-    def location(self, node: ast.AST) -> str:
+    def location(self, node: Located) -> str:
         return self.owner.location(node)
 
     @property
@@ -127,7 +127,7 @@ def is_generic_annotation(project: Project, module: StaticModule, node: ast.expr
 
 def _dotted(node: ast.expr | None) -> list[str] | None:
     """``["types_", "Particles"]`` for ``types_.Particles``; None for anything but names and attributes of them."""
-    parts = []
+    parts: list[str] = []
     while isinstance(node, ast.Attribute):
         parts.insert(0, node.attr)
         node = node.value
@@ -143,8 +143,12 @@ def _module_type(project: Project, module: StaticModule, dotted: list[str], dept
     for node in module_level(module.tree) if not rest else ():
         if isinstance(node, ast.ClassDef) and node.name == name:
             return StaticStruct(project, module, node) if module.warp.decorated(node, "struct") else None
-        assigned = isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
-        if assigned and isinstance(node.value, ast.Call) and _constructor(module, node.value.func):
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+            and isinstance(node.value, ast.Call)
+            and _constructor(module, node.value.func)
+        ):
             return _value_type(project, module, node.value)
     source = module.imported.get(name)
     return None if source is None or depth > 20 else _imported_type(project, module, source, rest, depth + 1)
@@ -167,8 +171,12 @@ def _imported_type(project: Project, module: StaticModule, source: Imported, res
     return _module_type(project, target, rest[-1:], depth) if target is not None else None
 
 
-_CONSTRUCTORS = {"vector": ("length", "dtype"), "matrix": ("shape", "dtype"), "quaternion": ("dtype",),
-                 "transformation": ("dtype",)}  # fmt: skip
+_CONSTRUCTORS = {
+    "vector": ("length", "dtype"),
+    "matrix": ("shape", "dtype"),
+    "quaternion": ("dtype",),
+    "transformation": ("dtype",),
+}
 
 
 def _constructor(module: StaticModule, func: ast.expr) -> str | None:
@@ -182,6 +190,8 @@ def _value_type(project: Project, module: StaticModule, call: ast.Call) -> Any:
     """The type a call of one of Warp's type constructors makes, where its arguments are literals and Warp's scalar
     types; None where they are not (a factory's parameter)."""
     name = _constructor(module, call.func)
+    if name is None:  # (the callers ask only of constructors' calls)
+        return None
     arguments = dict(zip(_CONSTRUCTORS[name], call.args, strict=False))
     arguments.update({keyword.arg: keyword.value for keyword in call.keywords if keyword.arg})
     if set(arguments) != set(_CONSTRUCTORS[name]):
@@ -232,7 +242,7 @@ _DECORATOR_OPTIONS = frozenset(inspect.signature(wp.kernel).parameters) - {"f"}
 def _keyword_options(keywords: list[ast.keyword]) -> dict[str, object]:
     """Keyword arguments as the generated decorators pass them on: literals, else ``_Verbatim`` source text;
     ``**expr`` under the key "**expr"; not the kernel's own key."""
-    options = {}
+    options: dict[str, object] = {}
     for keyword in keywords:
         if keyword.arg in _OWN_KEY:
             continue
@@ -274,9 +284,14 @@ def construction_options(module: StaticModule, construction: Construction) -> di
             options[name] = _Verbatim(ast.unparse(given[name]))
     if options.get("module", _Verbatim("")) is None:
         del options["module"]
-    if isinstance(entries, ast.Dict) and all(isinstance(k, ast.Constant) for k in entries.keys):
-        for name, value in _keyword_options([ast.keyword(k.value, v) for k, v in zip(entries.keys, entries.values,
-                                                                                    strict=True)]).items():  # fmt: skip
+    if isinstance(entries, ast.Dict) and all(
+        isinstance(k, ast.Constant) and isinstance(k.value, str) for k in entries.keys
+    ):
+        pairs = zip(entries.keys, entries.values, strict=True)
+        entry_keywords = [  # (every key is a string)
+            ast.keyword(k.value, v) for k, v in pairs if isinstance(k, ast.Constant) and isinstance(k.value, str)
+        ]
+        for name, value in _keyword_options(entry_keywords).items():
             options[name] = value if name in _DECORATOR_OPTIONS else _Verbatim(repr(value))
     elif entries is not None and not (isinstance(entries, ast.Constant) and entries.value is None):
         options["options"] = _Verbatim(ast.unparse(entries))
@@ -313,8 +328,12 @@ class StaticFrontend:
         self.placement = {key: options.pop(key) for key in ("module", "module_options") if key in options}
         self.options = options
         module_options = self.placement.get("module_options")
-        chosen = [options.get("max_unroll"), module_options.get("max_unroll") if isinstance(module_options, dict)
-                  else None, self.source.module_options.get("max_unroll"), wp.config.max_unroll]  # fmt: skip
+        chosen = [
+            options.get("max_unroll"),
+            module_options.get("max_unroll") if isinstance(module_options, dict) else None,
+            self.source.module_options.get("max_unroll"),
+            wp.config.max_unroll,
+        ]
         self.max_unroll = next(value for value in chosen if isinstance(value, int))
 
     def unit(self, owner: StaticModule, function: ast.FunctionDef) -> StaticUnit:
@@ -416,6 +435,7 @@ class StaticFrontend:
                     f"uses {problem}",
                     f"{advice}, or define '{helper.name}' in {module.display}",
                 )
+            assert spelled is not None  # (else a problem above)
             imports.append(HelperImport(*spelled, name))
         return imports
 
@@ -444,11 +464,12 @@ class StaticFrontend:
         scope = module.binding_scope(node.id, module.scopes(helper))
         if scope is None or isinstance(scope, ast.Module) or scope in module.scopes(self.definition):
             return
+        function = "<lambda>" if isinstance(scope, ast.Lambda) else scope.name
         raise RewriteError(
             self.definition.name,
             module.location(node),
             f"helper '{helper.name}' must be copied beside the rewritten kernel, but it uses '{node.id}', a name "
-            f"of '{scope.name}' around the helper, which the kernel cannot see",
+            f"of '{function}' around the helper, which the kernel cannot see",
             f"Pass '{node.id}' to the helper as an argument, or rewrite the kernel at run time with wp_rewrite()",
         )
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TypeGuard
 
 from warp_rewrite.passes.atomics import AtomicCall, find_atomic_calls
-from warp_rewrite.passes.syntax import walk
+from warp_rewrite.passes.syntax import end_line, walk
 from warp_rewrite.scopes import Scope, ScopedModule, own_returns, own_statements
 from warp_rewrite.source_file import Region, module_level, position
 
@@ -75,7 +76,7 @@ def _argument_at(call: ast.Call, index: int | None, keyword: str) -> ast.expr | 
     return next((k.value for k in call.keywords if k.arg == keyword), None)
 
 
-def _is_options(expr: ast.expr) -> bool:
+def _is_options(expr: ast.expr) -> TypeGuard[ast.Attribute]:
     """``m.options`` for a name or call ``m``."""
     return isinstance(expr, ast.Attribute) and expr.attr == "options" and isinstance(expr.value, ast.Name | ast.Call)
 
@@ -98,7 +99,9 @@ class StaticModule(ScopedModule):
         if isinstance(call.func, ast.Name) and call.func.id in {maker.function.name for maker in makers.values()}:
             function = self.binding(call.func.id, self.scopes(call))
             maker = makers.get(id(function))
-            argument = _argument(call, maker.function, maker.parameter) if maker is not None else None
+            if maker is None:
+                return None
+            argument = _argument(call, maker.function, maker.parameter)
             return Construction(call, argument, maker.options, maker) if argument is not None else None
         return None
 
@@ -110,7 +113,7 @@ class StaticModule(ScopedModule):
         makers: dict[int, Maker] = {}
         calls = [node for node in self.nodes if isinstance(node, ast.Call)]
         while True:
-            found = {}
+            found: dict[int, Maker] = {}
             for call in calls:
                 made = self._made_kernel(call, makers)
                 if made is None or not isinstance(made.function, ast.Name):
@@ -129,9 +132,11 @@ class StaticModule(ScopedModule):
     def _constructed(self) -> dict[int, list[Construction]]:
         """Plain functions made kernels by a call (``wp.Kernel(func)``, as Warp's tests do, or a maker of the
         file), by id of their definition: the calls that do, in source order (none in generated blocks)."""
-        found = {}
+        found: dict[int, list[Construction]] = {}
         for call in self.nodes:
-            made = self._made_kernel(call, self._makers) if isinstance(call, ast.Call) else None
+            if not isinstance(call, ast.Call):
+                continue
+            made = self._made_kernel(call, self._makers)
             if made is not None and isinstance(made.function, ast.Name) and not self.generated(call):
                 definition = self.binding(made.function.id, self.scopes(call))
                 if isinstance(definition, ast.FunctionDef):
@@ -150,10 +155,14 @@ class StaticModule(ScopedModule):
         return [
             node
             for node in self.nodes
-            if isinstance(node, ast.Name) and node.id == kernel.name and isinstance(node.ctx, ast.Load)
-            and id(node) not in handed and not isinstance(self._parents.get(node), ast.Attribute)
-            and not self.generated(node) and self.binding(node.id, self.scopes(node)) is kernel
-        ]  # fmt: skip
+            if isinstance(node, ast.Name)
+            and node.id == kernel.name
+            and isinstance(node.ctx, ast.Load)
+            and id(node) not in handed
+            and not isinstance(self._parents.get(node), ast.Attribute)
+            and not self.generated(node)
+            and self.binding(node.id, self.scopes(node)) is kernel
+        ]
 
     def returns_kernel(self, maker: Maker, depth: int = 0) -> bool:
         """True if every ``return`` of the maker gives the kernel it makes: the making call itself, a name or
@@ -196,12 +205,16 @@ class StaticModule(ScopedModule):
         return {
             node.name: node
             for node in module_level(self.tree)
-            if self.warp.decorated(node, "func") and not self.generated(node)
+            if isinstance(node, ast.FunctionDef) and self.warp.decorated(node, "func") and not self.generated(node)
         }
 
     def all_helpers(self) -> list[ast.FunctionDef]:
         """Every ``@wp.func`` the user wrote in the file, at any depth."""
-        return [n for n in self.nodes if self.warp.decorated(n, "func") and not self.generated(n)]
+        return [
+            n
+            for n in self.nodes
+            if isinstance(n, ast.FunctionDef) and self.warp.decorated(n, "func") and not self.generated(n)
+        ]
 
     @cached_property
     def _replayed(self) -> set[int]:
@@ -232,7 +245,8 @@ class StaticModule(ScopedModule):
         if isinstance(module, ast.Constant) and module.value == "unique":
             return ("unique", id(kernel))
         call = self._options_call(kernel)
-        return self._module_key(module, [s for s in self.scopes(call) if s is not kernel], depth + 1)
+        scopes = self.scopes(call) if call is not None else []
+        return self._module_key(module, [s for s in scopes if s is not kernel], depth + 1)
 
     def _module_key(self, expr: ast.expr, scopes: list[Scope], depth: int = 0) -> ModuleKey | None:
         """Which Warp module ``expr`` names: ``__name__`` or ``wp.get_module(__name__)`` the file's own, another
@@ -277,14 +291,23 @@ class StaticModule(ScopedModule):
                 return None if self.scopes(node) else FILE_MODULE
             return self._module_key(module, self.scopes(node))
         func = node.func if isinstance(node, ast.Call) else None
-        if isinstance(func, ast.Attribute) and func.attr == "update" and _is_options(func.value):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(func, ast.Attribute)
+            and func.attr == "update"
+            and _is_options(func.value)
+        ):
             keyword = next((k.value for k in node.keywords if k.arg == "enable_backward"), None)
             if _literal_false(keyword) or (len(node.args) == 1 and _disables_backward(node.args[0])):
                 return self._options_owner(node, func.value.value)
         if isinstance(node, ast.Assign) and _literal_false(node.value):
             for target in node.targets:
-                is_backward = isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant)
-                if is_backward and target.slice.value == "enable_backward" and _is_options(target.value):
+                if (
+                    isinstance(target, ast.Subscript)
+                    and isinstance(target.slice, ast.Constant)
+                    and target.slice.value == "enable_backward"
+                    and _is_options(target.value)
+                ):
                     return self._options_owner(node, target.value.value)
         return None
 
@@ -311,7 +334,7 @@ class StaticModule(ScopedModule):
     @cached_property
     def _backward_off(self) -> dict[ModuleKey, str]:
         """The Warp modules the file sets up without a backward pass, and why."""
-        found = {}
+        found: dict[ModuleKey, str] = {}
         for node in self.nodes:
             if isinstance(node, ast.Call | ast.Assign) and not self.generated(node):
                 key = self._disabling(node)
@@ -325,8 +348,11 @@ class StaticModule(ScopedModule):
         for node in module_level(self.tree):
             if isinstance(node, ast.Assign) and _literal_false(node.value):
                 for target in node.targets:
-                    if (isinstance(target, ast.Attribute) and target.attr == "enable_backward"
-                            and self.warp.is_warp(target.value, "config")):  # fmt: skip
+                    if (
+                        isinstance(target, ast.Attribute)
+                        and target.attr == "enable_backward"
+                        and self.warp.is_warp(target.value, "config")
+                    ):
                         return "the module sets wp.config.enable_backward = False"
         return None
 
@@ -377,11 +403,12 @@ class StaticModule(ScopedModule):
         """The block an earlier run generated for this kernel: the next one after it, with only blank lines and
         comments in between."""
         for region in self.regions:
-            if region.first <= kernel.end_lineno:
+            if region.first <= end_line(kernel):
                 continue
-            between = self.lines[kernel.end_lineno : region.first - 1]
-            if region.kernel == kernel.name and all(not line.strip() or line.lstrip().startswith("#")
-                                                    for line in between):  # fmt: skip
+            between = self.lines[end_line(kernel) : region.first - 1]
+            if region.kernel == kernel.name and all(
+                not line.strip() or line.lstrip().startswith("#") for line in between
+            ):
                 return region
             return None
         return None
@@ -391,21 +418,24 @@ class StaticModule(ScopedModule):
         return self.region_of(kernel) is not None
 
     @cached_property
-    def _region_assignments(self) -> dict[Region, list[ast.Assign]]:
-        found = {region: [] for region in self.regions}
+    def _region_assignments(self) -> dict[Region, list[tuple[str, ast.Assign]]]:
+        """The assignments to a name in each generated block, with that name."""
+        found: dict[Region, list[tuple[str, ast.Assign]]] = {region: [] for region in self.regions}
         for node in self.nodes:
             if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
                 region = next((r for r in self.regions if r.first <= node.lineno <= r.last), None)
                 if region is not None:
-                    found[region].append(node)
+                    found[region].append((node.targets[0].id, node))
         return found
+
+    def _block_assignments(self, kernel: ast.FunctionDef) -> list[tuple[str, ast.Assign]]:
+        region = self.region_of(kernel)
+        return self._region_assignments[region] if region is not None else []
 
     def launch_name(self, kernel: ast.FunctionDef) -> str | None:
         """What an earlier run made the kernel's launch: ``launch_k`` (``launch_k = k_rewritten.launch``) at
         module level, ``k.launch`` in a function (where ``k = k_rewritten`` hands on the rewritten kernel)."""
-        region = self.region_of(kernel)
-        for node in self._region_assignments.get(region, []):
-            target = node.targets[0].id
+        for target, node in self._block_assignments(kernel):
             if target == kernel.name:
                 return f"{kernel.name}.launch"
             if isinstance(node.value, ast.Attribute) and node.value.attr == "launch":
@@ -415,17 +445,15 @@ class StaticModule(ScopedModule):
     def rebinds(self, kernel: ast.FunctionDef) -> bool:
         """True if the kernel's block binds the kernel's name to its ``RewrittenKernel`` (``k = k_rewritten``), as
         every block does but those earlier versions generated at module level."""
-        return any(
-            node.targets[0].id == kernel.name for node in self._region_assignments.get(self.region_of(kernel), [])
-        )
+        return any(target == kernel.name for target, _ in self._block_assignments(kernel))
 
     def rewrite_name(self, kernel: ast.FunctionDef) -> str | None:
         """What an earlier run named the ``KernelRewrite`` of a plain function made a kernel of (``rewrite_k =
         runtime.KernelRewrite(...)``), which the calls making the kernel are wrapped in."""
-        for node in self._region_assignments.get(self.region_of(kernel), []):
+        for target, node in self._block_assignments(kernel):
             value = node.value
             if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == _REWRITE:
-                return node.targets[0].id
+                return target
         return None
 
     def wrapper(self, construction: Construction) -> str | None:

@@ -68,6 +68,7 @@ class DeviceChecks:
     def watch(self, status: wp.array, explain: Callable[[np.ndarray], RewriteError | None]) -> None:
         """Copy ``status`` to the host behind the work that writes it, then read what has arrived."""
         device = status.device
+        assert device is not None  # an allocated array's
         spare = self.spare.setdefault((status.size, device.is_cuda), [])
         # Pinned host memory is slow to allocate: copies that have been read are used again.
         host = spare.pop() if spare else wp.empty(status.shape, dtype=wp.int32, device="cpu", pinned=device.is_cuda)
@@ -190,21 +191,34 @@ def explain_status(
     atomic = f"wp.atomic_{site.op}() on '{site.target}'"
     bug = "This is a bug in warp-rewrite (please report it); rewrite with detach_returns=True meanwhile"
     problems = {
-        ORDER: (f"the tickets of the float atomics on '{site.target}' are not a permutation of each address's "
-                "operations: two operations took one place, or one a place beyond the count", bug),
+        ORDER: (
+            f"the tickets of the float atomics on '{site.target}' are not a permutation of each address's "
+            "operations: two operations took one place, or one a place beyond the count",
+            bug,
+        ),
         MISSING: (f"an operation on '{site.target}' took a ticket but left no record", bug),
-        CHAIN: (f"the value an operation of {atomic} returned does not follow from the operation before it on "
-                "the same address: its records changed after the record kernel", bug),
-        FINAL: (f"the last operation on an address of '{site.target}' ({atomic}) does not give the value the "
-                "target held after the launch", bug),
-        REPLAY_DIFFERS: (f"the replay kernel recomputed the operand of {atomic} differently from the forward: it "
-                         "reads memory this launch changes (an array the kernel also writes, or an argument "
-                         "sharing memory with another)",
-                         "Compute the operand from arrays the launch does not write, or rewrite with "
-                         "detach_returns=True"),
-        UNSETTLED: (f"the gradient through the float returns of {atomic} did not settle in "
-                    f"{spec.exact_rounds or 'as many'} adjoint launches (as operations): an operand depends on "
-                    "returned values through more links than expected", bug),
-    }  # fmt: skip
+        CHAIN: (
+            f"the value an operation of {atomic} returned does not follow from the operation before it on "
+            "the same address: its records changed after the record kernel",
+            bug,
+        ),
+        FINAL: (
+            f"the last operation on an address of '{site.target}' ({atomic}) does not give the value the "
+            "target held after the launch",
+            bug,
+        ),
+        REPLAY_DIFFERS: (
+            f"the replay kernel recomputed the operand of {atomic} differently from the forward: it "
+            "reads memory this launch changes (an array the kernel also writes, or an argument "
+            "sharing memory with another)",
+            "Compute the operand from arrays the launch does not write, or rewrite with detach_returns=True",
+        ),
+        UNSETTLED: (
+            f"the gradient through the float returns of {atomic} did not settle in "
+            f"{spec.exact_rounds or 'as many'} adjoint launches (as operations): an operand depends on "
+            "returned values through more links than expected",
+            bug,
+        ),
+    }
     problem, advice = problems[code]
     return RewriteError(spec.key, site.location, problem + withheld, advice)

@@ -66,8 +66,12 @@ def component_views(array: wp.array) -> list[wp.array]:
     shape, strides = (1,) * padding + tuple(array.shape), (0,) * padding + tuple(array.strides)
     views = []
     for c in range(wp._src.types.type_size(array.dtype)):
-        view = wp.array(ptr=array.ptr + c * step, dtype=scalar, shape=shape, strides=strides, device=array.device)
-        view._ref = array  # a view keeps what it views alive, as Warp's own views do
+        view: wp.array = wp.array(
+            ptr=array.ptr + c * step, dtype=scalar, shape=shape, strides=strides, device=array.device
+        )
+        # A view keeps what it views alive, as Warp's own views do (the ignore: Warp's __init__ sets _ref = None,
+        # which mypy reads as its type).
+        view._ref = array  # type: ignore[assignment]
         views.append(view)
     return views
 
@@ -75,23 +79,24 @@ def component_views(array: wp.array) -> list[wp.array]:
 def scalars_of(array: wp.array) -> wp.array:
     """A flat scalar view of a contiguous array (no copy)."""
     scalar = wp._src.types.type_scalar_type(array.dtype)
-    view = wp.array(ptr=array.ptr, dtype=scalar, shape=(array.size * wp._src.types.type_size(array.dtype),),
-                    device=array.device)  # fmt: skip
-    view._ref = array
+    view: wp.array = wp.array(
+        ptr=array.ptr, dtype=scalar, shape=(array.size * wp._src.types.type_size(array.dtype),), device=array.device
+    )
+    view._ref = array  # type: ignore[assignment]  # (as in component_views)
     return view
 
 
 def records_view(array: wp.array) -> wp.array:
     """A (n, components) scalar view of a contiguous 1-D array of scalars, vectors or matrices (no copy)."""
     scalar = wp._src.types.type_scalar_type(array.dtype)
-    view = wp.array(
+    view: wp.array = wp.array(
         ptr=array.ptr,
         dtype=scalar,
         shape=(array.size, wp._src.types.type_size(array.dtype)),
         strides=(wp._src.types.type_size_in_bytes(array.dtype), wp._src.types.type_size_in_bytes(scalar)),
         device=array.device,
     )
-    view._ref = array
+    view._ref = array  # type: ignore[assignment]  # (as in component_views)
     return view
 
 
@@ -120,8 +125,12 @@ class Shadow:
     def store(self) -> None:
         """Write the shadow's values back into the target: after the record kernel."""
         for c, view in enumerate(component_views(self.target)):
-            _run(kernels.store_shadow, self.target.size, inputs=[self.words, self.bits_column(c), view],
-                      device=self.words.device)  # fmt: skip
+            _run(
+                kernels.store_shadow,
+                self.target.size,
+                inputs=[self.words, self.bits_column(c), view],
+                device=self.words.device,
+            )
 
 
 @dataclass
@@ -164,6 +173,7 @@ class ExactTarget:
         self.sites = []
         count = 0
         for index, site in sites:
+            assert site.exact is not None  # (the sites of an exact target)
             self.sites.append(ExactSiteRecords(index, site, count, sizes[site.exact.returned]))
             count += sizes[site.exact.returned]
         self.count = count
@@ -177,11 +187,12 @@ class ExactTarget:
         self.named = {}  # record parameter -> the slice passed for it
         for part in self.sites:
             records = part.site.exact
+            assert records is not None
             self.named[records.returned] = part.rows(self.returned)
             self.named[records.values] = part.rows(self.operands)
             self.named[records.order] = part.rows(self.order)
             self.named[records.addresses] = part.rows(self.addresses)
-            if records.compares:
+            if records.compares and self.compares is not None:  # (cas sites have compares)
                 self.named[records.compares] = part.rows(self.compares)
         self.columns: list[OrderColumn] | None = None
 
@@ -232,8 +243,19 @@ class ExactTarget:
 
     def check(self, status: wp.array, c: int, column: OrderColumn) -> None:
         """Check every operation in component ``c`` against the one after it (the last: against the value left)."""
-        inputs = [status, c, column.perm, self.order, self.addresses, column.counts, column.offsets, *self.info,
-                  *self.record_views(), self.shadow.words, self.shadow.bits_column(c)]  # fmt: skip
+        inputs = [
+            status,
+            c,
+            column.perm,
+            self.order,
+            self.addresses,
+            column.counts,
+            column.offsets,
+            *self.info,
+            *self.record_views(),
+            self.shadow.words,
+            self.shadow.bits_column(c),
+        ]
         _run(kernels.check_chain, self.count, inputs=inputs, device=self.device)
 
     def route(self, gate, adjoint: wp.array, seeds: wp.array, seeding, first_round: bool) -> None:
@@ -249,7 +271,7 @@ class ExactTarget:
             inputs = [gate, self.order, *self.info, records_view(self.recorded), records_view(self.operands)]
             _run(kernels.check_recomputed, (n, self.shadow.components), inputs=inputs, device=device)
         extras = None if self.kind == ADD else wp.zeros((n, self.shadow.components), dtype=wp.float64, device=device)
-        for c, column in enumerate(self.columns):
+        for c, column in enumerate(self.columns or []):  # none: prepare() found no operation to order
             grad = grads[c] if grads else wp.empty((0, 0, 0, 0), dtype=adjoint.dtype, device=device)
             final = finals[c] if finals else wp.empty(0, dtype=wp.float64, device=device)
             place = [column.perm, self.addresses, column.counts, column.offsets]
@@ -261,8 +283,19 @@ class ExactTarget:
                 inputs = [gate, c, *place, *self.info, sums, final, with_finals, seeds_view, seeding, grad, with_grad]
                 _run(kernels.route_sums, n, inputs=inputs, device=device)
             else:
-                inputs = [gate, c, *place, column.ranks, column.by_rank, adjoint, final, with_finals, extras, grad,
-                          with_grad]  # fmt: skip
+                inputs = [
+                    gate,
+                    c,
+                    *place,
+                    column.ranks,
+                    column.by_rank,
+                    adjoint,
+                    final,
+                    with_finals,
+                    extras,
+                    grad,
+                    with_grad,
+                ]
                 _run(kernels.route_holders, n, inputs=inputs, device=device)
         if extras is not None:
             _run(kernels.open_gate, extras.shape, inputs=[gate, extras, seeding], device=device)
@@ -325,8 +358,12 @@ class ExactBackward:
         _run(kernels.settle, 1, inputs=[status, gate, self.targets[0].sites[0].index], device=device)
         for grad, adjoint in pairs:
             if grad.is_contiguous:  # most gradients: one flat pass
-                _run(kernels.accumulate_flat, grad.size * wp._src.types.type_size(grad.dtype),
-                     inputs=[status, scalars_of(adjoint), scalars_of(grad)], device=device)  # fmt: skip
+                _run(
+                    kernels.accumulate_flat,
+                    grad.size * wp._src.types.type_size(grad.dtype),
+                    inputs=[status, scalars_of(adjoint), scalars_of(grad)],
+                    device=device,
+                )
                 continue
             for source, into in zip(component_views(adjoint), component_views(grad), strict=True):
                 _run(kernels.accumulate, grad.size, inputs=[status, source, into], device=device)

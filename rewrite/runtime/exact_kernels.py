@@ -175,8 +175,12 @@ def check_recomputed(
 
 
 @wp.kernel
-def check_places(status: wp.array(dtype=wp.int32), perm: wp.array(dtype=wp.int32), counts: wp.array(dtype=wp.int32),
-                  offsets: wp.array(dtype=wp.int32)):  # fmt: skip
+def check_places(
+    status: wp.array(dtype=wp.int32),
+    perm: wp.array(dtype=wp.int32),
+    counts: wp.array(dtype=wp.int32),
+    offsets: wp.array(dtype=wp.int32),
+):
     """Every address whose ticket count says it had operations has its first one placed, and the counts add up to
     no more operations than were recorded (``check_chain`` checks each op's neighbours)."""
     a = wp.tid()

@@ -57,7 +57,9 @@ def check_fingerprint(
         return
     if fingerprint(options, sources, elsewhere) != expected:
         raise RewriteError(
-            kernel, location, "the kernel or a helper it calls changed since wp-rewrite generated the code below it "
+            kernel,
+            location,
+            "the kernel or a helper it calls changed since wp-rewrite generated the code below it "
             "(its fingerprint differs), which would launch the old kernel",
             "Regenerate the block: re-run wp-rewrite on this file (wp-rewrite FILE.py --in-place, or -o as before)",
-        )  # fmt: skip
+        )

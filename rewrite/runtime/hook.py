@@ -4,9 +4,9 @@
 
 Importing this module (which importing the runtime does, first thing: ``wp_rewrite``, an emitted module's import
 of its copy, or ``rewrite_launches()``) puts ``launch`` below in ``wp.launch``'s place, and ``load_module`` in
-``wp.load_module``'s. It hands rewritten
-kernels to their own ``launch`` and everything else to the ``wp.launch`` it found (Warp's, or another copy's of
-the runtime: the package's and the ones written beside emitted files each wrap the one before). For code one
+``wp.load_module``'s. ``launch`` hands rewritten kernels to their own ``launch`` and everything else to the
+``wp.launch`` it found (Warp's, or another copy's of the runtime: the package's and the ones written beside emitted
+files each wrap the one before). For code one
 cannot edit, ``warp_rewrite.rewrite_launches()`` sets ``AUTO_REWRITE``: then plain kernels that consume an
 atomic's return are rewritten when launched forward on a tape.
 """
@@ -45,7 +45,8 @@ def load_module(module: Any = None, *args: Any, **kwargs: Any) -> Any:
 def _needs_rewrite(kernel: wp.Kernel, args: tuple, kwargs: dict) -> bool:
     """Is this a forward launch on a tape, of a kernel with a backward (the only launches a rewrite changes)?"""
     bound = inspect.signature(launch).bind(kernel, *args, **kwargs).arguments
-    if bound.get("adjoint") or not bound.get("record_tape", True) or wp._src.context.runtime.tape is None:
+    # The ignore: Warp declares ``context.runtime`` as None, the value it has until wp.init() replaces it.
+    if bound.get("adjoint") or not bound.get("record_tape", True) or wp._src.context.runtime.tape is None:  # type: ignore[attr-defined]
         return False
     return backward_enabled(kernel)
 

@@ -32,7 +32,7 @@ def argument_arrays(parameters: Sequence[str], args: Sequence[Any]):
         if isinstance(value, wp._src.types.Array):
             yield path, value
         elif isinstance(value, wp._src.codegen.StructInstance):
-            fields = value._cls.vars
+            fields = value._cls.vars  # type: ignore[attr-defined]  # set on each instance; Warp declares none
             yield from argument_arrays([f"{path}.{name}" for name in fields], [getattr(value, f) for f in fields])
 
 
@@ -85,8 +85,8 @@ def scratch_copy(value: Any, path: str, written: frozenset[str]) -> Any:
     """What a dry run may run on in place of ``value`` (the argument at ``path``): a copy of each array the launch
     writes, struct fields copied likewise; everything else as it is (the kernel never writes it)."""
     if isinstance(value, wp._src.codegen.StructInstance):
-        copy = type(value)()
-        for name in value._cls.vars:
+        copy = type(value)()  # type: ignore[call-arg]  # Warp declares StructInstance(ctype); a struct takes none
+        for name in value._cls.vars:  # type: ignore[attr-defined]  # (as in argument_arrays)
             setattr(copy, name, scratch_copy(getattr(value, name), f"{path}.{name}", written))
         return copy
     if path not in written:
@@ -94,7 +94,8 @@ def scratch_copy(value: Any, path: str, written: frozenset[str]) -> Any:
     if isinstance(value, wp.array):
         return wp.clone(value, requires_grad=False)
     if isinstance(value, wp.indexedarray):
-        return wp.indexedarray(wp.clone(value.data, requires_grad=False), value.indices[: value.ndim])
+        # The ignore: Warp declares indexedarray's data Optional and its indices a list of None.
+        return wp.indexedarray(wp.clone(value.data, requires_grad=False), value.indices[: value.ndim])  # type: ignore[arg-type]
     return None  # not copyable: the caller refuses
 
 
@@ -165,19 +166,20 @@ def phase_arguments(
     shadows = {}
     for record in spec.records:
         if record.kind == RecordKind.SHADOW:
+            assert record.target is not None  # (a shadow is its target's)
             shadows[record.target] = Shadow(argument_at(spec.parameters, args, record.target), device)
     targets = []
     for path in sorted(exact):
         sites = [(index, site) for index, site in enumerate(spec.sites) if site.exact and site.target == path]
         targets.append(ExactTarget(path, shadows[path], sites, sizes, device))
     sliced = {name: array for target in targets for name, array in target.slices().items()}
-    extra = []
+    extra: list[Any] = []  # records, capacities (ints), the status and the launch shape (a vec4i)
     empties = {}  # zero-size stand-ins are never written: one per (shape, dtype) serves every record
     for record in spec.records:
-        array = argument_at(spec.parameters, args, record.target) if record.target else None
+        array: Any = argument_at(spec.parameters, args, record.target) if record.target else None
         if record.name in sliced:
             extra.append(sliced[record.name])
-        elif record.kind == RecordKind.SHADOW:
+        elif record.kind == RecordKind.SHADOW and record.target is not None:  # (a shadow is its target's)
             extra.append(shadows[record.target].words)
         elif is_stand_in(record, exact):
             empty = (0, 0) if record.kind == RecordKind.ORDER else (0,)
@@ -396,6 +398,11 @@ class RewrittenKernel(wp.Kernel):
         self.source = source  # the generated source (API), for reading
         self._launches: dict = {}  # this kernel's PreparedLaunch per signature of arguments
 
+    @property
+    def _generated(self) -> KernelPair:  # the generated kernels, for the steps a refused kernel never reaches
+        assert self.pair is not None
+        return self.pair
+
     def __getattr__(self, name: str) -> Any:
         """What plain code reads of a kernel (``.module``, ``.options``, ``.func``, ``.adj``...) is the original's:
         a file ``wp-rewrite`` rewrote binds the kernel's name to its ``RewrittenKernel``."""
@@ -481,15 +488,17 @@ class RewrittenKernel(wp.Kernel):
                          "max_records": max_records}  # fmt: skip
             return RewrittenLaunch(self, arguments)
         device = stream.device if stream is not None else wp.get_device(device)
-        tape = wp._src.context.runtime.tape if record_tape else None  # Warp has no public accessor for it
+        # Warp has no public accessor for the tape; the ignore: it declares context.runtime None until wp.init().
+        tape = wp._src.context.runtime.tape if record_tape else None  # type: ignore[attr-defined]
         args = [*inputs, *outputs]
         original = {"device": device, "stream": stream, "block_dim": block_dim, "max_blocks": max_blocks}
         if self.refusal is not None and not adjoint:
             parameters = [parameter.label for parameter in self.kernel.adj.args]
-            if tape is not None and (check_like_warp(self.kernel, args, device) or any(
-                    array.requires_grad for _, array in argument_arrays(parameters, args))):  # fmt: skip
-                raise RewriteError(self.refusal.kernel, self.refusal.location, self.refusal.problem,
-                                   self.refusal.advice)  # fmt: skip
+            if tape is not None:
+                check_like_warp(self.kernel, args, device)  # raises where wp.launch would
+                if any(array.requires_grad for _, array in argument_arrays(parameters, args)):
+                    refusal = self.refusal
+                    raise RewriteError(refusal.kernel, refusal.location, refusal.problem, refusal.advice)
             # Forward only: nothing handed to it can take a gradient, so the original kernel is exact.
             warp_launch(self.kernel, dim, inputs, outputs, record_tape=False, **original)
             return None
@@ -543,7 +552,7 @@ class RewrittenKernel(wp.Kernel):
                 f"but {len(adjoints)} adjoints"
             )
         self._check_arguments(args, request.shape, request.device)
-        spec = self.pair.spec
+        spec = self._generated.spec
         snapshots = []
         for path, array in argument_arrays(spec.parameters, args):
             if path in spec.written:
@@ -588,7 +597,7 @@ class RewrittenKernel(wp.Kernel):
             first = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
             raise RewriteError(
                 self.kernel.key,
-                self.pair.spec.location,
+                self._generated.spec.location,
                 f"the kernels warp-rewrite generated for it do not compile ({first}), although the kernel does: this "
                 "is a bug in warp-rewrite",
                 "Please report it, with the kernel's source and RewrittenKernel.source",
@@ -596,7 +605,7 @@ class RewrittenKernel(wp.Kernel):
 
     def _check_arguments(self, args: list[Any], shape: tuple[int, ...], device: wp.Device) -> None:
         """Refuse a bad launch before anything runs, so counters and outputs stay untouched."""
-        spec = self.pair.spec
+        spec = self._generated.spec
         for path, array in argument_arrays(spec.parameters, args):
             if array.device != device:
                 raise ValueError(
@@ -624,8 +633,8 @@ class RewrittenKernel(wp.Kernel):
     def _refuse_constant_replays(self, request: LaunchRequest) -> None:
         """A detached float return, or a float read of an array the launch writes, is replayed as a constant: exact
         only if nothing it is made of needs a gradient."""
-        parameters = self.pair.spec.parameters
-        for site in self.pair.spec.sites:
+        parameters = self._generated.spec.parameters
+        for site in self._generated.spec.sites:
             path = None if site.exact else requires_grad_path(parameters, request.args, site)
             if path is not None and site.op == Op.READ:
                 raise RewriteError(
@@ -648,13 +657,13 @@ class RewrittenKernel(wp.Kernel):
     def _variant(self, request: LaunchRequest) -> tuple[KernelPair, frozenset[str]]:
         """The kernels to launch and the targets whose float returns get exact gradients in this launch: exact
         returns cost nothing extra where no gradient can flow through them (the detached variant)."""
-        spec = self.pair.spec
+        spec = self._generated.spec
         exact = frozenset(
             site.target
             for site in spec.sites
             if site.exact and requires_grad_path(spec.parameters, request.args, site) is not None
         )
-        return (self.pair if exact else self.detached() or self.pair), exact
+        return (self._generated if exact else self.detached() or self._generated), exact
 
     def _refuse_unshadowed_targets(self, spec: KernelSpec, request: LaunchRequest, exact: frozenset[str]) -> None:
         """The variant launched keeps its exact targets' values in shadows, which only a ``wp.array`` has."""
@@ -703,6 +712,7 @@ class RewrittenKernel(wp.Kernel):
         for shadow in dry.shadows:
             shadow.load()
         warp_launch(pair.count or pair.record, request.shape, scratch, dry.extra, record_tape=False, **request.options)
+        assert dry.status is not None  # (a kernel with counted loops reports into its status)
         needed = dry.status.numpy()  # the host needs the counts to size the records: it waits here
         counts = {loop: room if room is not None else trips_of(needed, loop) for loop, room in known.items()}
         return Capacities(counts, counted=True)
@@ -792,8 +802,7 @@ class KernelRewrite:
 
     def __call__(self, kernel: wp.Kernel) -> RewrittenKernel:
         spec = self.pair.spec
-        function = getattr(kernel, "func", None)
-        if not isinstance(kernel, wp.Kernel) or tuple(inspect.signature(function).parameters) != spec.parameters:
+        if not isinstance(kernel, wp.Kernel) or tuple(inspect.signature(kernel.func).parameters) != spec.parameters:
             problem = (f"the call wrapped to rewrite it gave {kernel!r}, not a kernel made of the function "
                        f"'{spec.key}' the record and replay kernels were generated from")  # fmt: skip
             raise RewriteError(spec.key, spec.location, problem, "Make that call return the kernel it makes")

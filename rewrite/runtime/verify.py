@@ -14,6 +14,7 @@ back to the host, in backward only.
 import os
 import sys
 from collections.abc import Sequence
+from types import FrameType
 from typing import Any
 
 import warp as wp
@@ -27,12 +28,13 @@ def verify_everywhere() -> bool:
     return os.environ.get("WP_REWRITE_VERIFY", "") not in ("", "0")
 
 
+# The ignores: Warp's annotations are calls (wp.array(dtype=...)), and its scalar types declare no bit operators.
 @wp.kernel(enable_backward=False)
-def fingerprint_words(words: wp.array(dtype=Any), fingerprint: wp.array(dtype=wp.uint64)):
+def fingerprint_words(words: wp.array(dtype=Any), fingerprint: wp.array(dtype=wp.uint64)):  # type: ignore[valid-type]
     """Adds a mix of each word and its place (splitmix64's finaliser) into ``fingerprint``: any order of the
     threads gives the same sum, and moving or changing a word changes it."""
     i = wp.tid()
-    z = (wp.uint64(i) << wp.uint64(32)) ^ wp.uint64(words[i])
+    z = (wp.uint64(i) << wp.uint64(32)) ^ wp.uint64(words[i])  # type: ignore[operator, arg-type]
     z = (z ^ (z >> wp.uint64(30))) * wp.uint64(0x3F58476D1CE4E5B9)
     z = (z ^ (z >> wp.uint64(27))) * wp.uint64(0x14D049BB133111EB)
     wp.atomic_add(fingerprint, 0, z ^ (z >> wp.uint64(31)))
@@ -52,8 +54,9 @@ def fingerprint(array: wp.array) -> wp.array:
     """The fingerprint of a contiguous array's bytes, computed on its device (nothing waits for it)."""
     size = array.size * wp._src.types.type_size_in_bytes(array.dtype)
     word = wp.uint32 if size % 4 == 0 else wp.uint8
-    words = wp.array(ptr=array.ptr, dtype=word, shape=(size // wp._src.types.type_size_in_bytes(word),),
-                     device=array.device)  # fmt: skip
+    words: wp.array = wp.array(
+        ptr=array.ptr, dtype=word, shape=(size // wp._src.types.type_size_in_bytes(word),), device=array.device
+    )
     result = wp.zeros(1, dtype=wp.uint64, device=array.device)
     wp.launch(fingerprint_words, words.shape, inputs=[words, result], device=array.device, record_tape=False)
     return result
@@ -64,11 +67,11 @@ def launch_site() -> str:
     the ``wp.launch`` hooks of other copies of the runtime (emitted modules' copies wrap the one before)."""
     skipped = (os.path.dirname(__file__), os.path.dirname(wp.__file__))
 
-    def inside(frame) -> bool:
+    def inside(frame: FrameType) -> bool:
         hook = frame.f_globals.get("__name__", "").endswith(".hook") and "warp_launch" in frame.f_globals
         return hook or frame.f_code.co_filename.startswith(skipped)
 
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and inside(frame):
         frame = frame.f_back
     return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else "an unknown place"
@@ -80,8 +83,9 @@ class ReadMemory:
     def __init__(self, spec: KernelSpec, read: Sequence[tuple[str, Any]]):
         self.spec = spec
         self.site = launch_site()
-        self.arrays = [(path, array) for path, array in read if memory_of(array) is not None]
-        self.fingerprints = [fingerprint(memory_of(array)) for _, array in self.arrays]
+        read_memory = [(path, array, memory) for path, array in read if (memory := memory_of(array)) is not None]
+        self.arrays = [(path, array) for path, array, _ in read_memory]
+        self.fingerprints = [fingerprint(memory) for _, _, memory in read_memory]
 
     def check(self) -> None:
         for (path, array), before in zip(self.arrays, self.fingerprints, strict=True):
@@ -93,7 +97,9 @@ class ReadMemory:
                     "tape.backward() cannot wait for",
                     "Capture the backward without verify mode (verify=False, WP_REWRITE_VERIFY unset)",
                 )
-            if fingerprint(memory_of(array)).numpy()[0] != before.numpy()[0]:
+            memory = memory_of(array)
+            assert memory is not None  # the array it was at the launch
+            if fingerprint(memory).numpy()[0] != before.numpy()[0]:
                 raise RewriteError(
                     self.spec.key,
                     self.spec.location,
