@@ -42,7 +42,7 @@ from warp_rewrite.printing import WIDTH
 from warp_rewrite.project import SEARCHED, Project, Unfollowed
 from warp_rewrite.runtime import RewriteError
 from warp_rewrite.runtime.abi import RuntimeNames
-from warp_rewrite.source_file import Imported, Region
+from warp_rewrite.source_file import Imported, Region, module_level
 from warp_rewrite.staleness import MadeFrom, made_from, option_flags, stale
 from warp_rewrite.static_frontend import HelperImport, StaticFrontend, construction_options, construction_problem
 from warp_rewrite.static_module import StaticModule
@@ -80,6 +80,7 @@ class Emitted:
     constructions: int = 0  # calls making a kernel of a plain function now giving the rewritten kernel
     already: list[str] = field(default_factory=list)  # kernels with a block from an earlier run, still current
     regenerated: list[str] = field(default_factory=list)  # kernels whose earlier block was stale, made again
+    runtime_up: int = 0  # how many folders above the module the runtime copy it imports is (0: beside it)
 
     @property
     def has_blocks(self) -> bool:
@@ -255,33 +256,64 @@ class ModuleImports:
     runtime: str = ""  # the text of runtime_import(), if the module has none
 
 
-def _module_names(module: StaticModule, taken: set[str]) -> tuple[ModuleNames, ModuleImports]:
+def _module_names(module: StaticModule, taken: set[str], up: int = 0) -> tuple[ModuleNames, ModuleImports]:
     """How the generated blocks name Warp and the runtime, and the imports the module lacks for them."""
     imports = ModuleImports()
     warp = min(module.warp.modules) if module.warp.modules else None
     if warp is None:
         warp = Namer(taken).fresh("wp")
         imports.warp = NewImport("warp", warp)
-    ours = {Imported(0, RUNTIME_NAME, None), Imported(1, "", RUNTIME_NAME)}
-    name = next((local for local, source in module.imported.items() if source in ours), None)
+    name = next((local for local, source in module.imported.items() if _is_runtime(source)), None)
     if name is None:
         name = Namer(taken).fresh(RUNTIME_NAME)
-        imports.runtime = runtime_import(name)
+        imports.runtime = runtime_import(name, up)
     taken |= {warp, name}
     return ModuleNames(warp, RuntimeNames.spelled(name)), imports
 
 
-def runtime_import(name: str) -> str:
-    """The import of the runtime written beside the emitted module, under ``name``: relative where the module is
-    one of a package (also in a folder without ``__init__.py`` inside one, as ``python -m pkg.sub.module`` runs
-    it), absolute where it is a script or a top-level module (its folder is then on ``sys.path``)."""
+def _is_runtime(source: Imported) -> bool:
+    """``import wp_rewrite_runtime`` or ``from . import wp_rewrite_runtime`` (also from further up)."""
+    return source == Imported(0, RUNTIME_NAME, None) or (source.level > 0 and not source.module
+                                                          and source.name == RUNTIME_NAME)  # fmt: skip
+
+
+def runtime_import(name: str, up: int = 0) -> str:
+    """The import of the runtime copy, under ``name``, for a module ``up`` folders below the folder that holds the
+    copy (0: beside it). Relative where the module is one of a package (also in a folder without ``__init__.py``
+    inside one, as ``python -m pkg.sub.module`` runs it); run as a script (or imported as a top-level module) it
+    imports the copy beside it, whose folder is then on ``sys.path``, or, from below, puts the copy's folder at the
+    end of ``sys.path`` first."""
     alias = f" as {name}" if name != RUNTIME_NAME else ""
+    if not up:
+        return (
+            f"if __package__:  # {RUNTIME_FOLDER}/ is beside this file\n"
+            f"    from . import {RUNTIME_NAME}{alias}\n"
+            "else:\n"
+            f"    import {RUNTIME_NAME}{alias}\n"
+        )
+    above = "/".join([".."] * up)
     return (
-        f"if __package__:  # {RUNTIME_FOLDER}/ is beside this file\n"
-        f"    from . import {RUNTIME_NAME}{alias}\n"
-        "else:\n"
+        f"if __package__:  # {RUNTIME_FOLDER}/ is in the package's root folder, {above}/\n"
+        f"    from .{'.' * up} import {RUNTIME_NAME}{alias}\n"
+        "else:  # run as a script\n"
+        f'    __import__("sys").path.append(str(__import__("pathlib").Path(__file__).resolve().parents[{up}]))\n'
         f"    import {RUNTIME_NAME}{alias}\n"
     )
+
+
+def runtime_level(module: StaticModule) -> int | None:
+    """How many folders above the module the runtime copy is that it imports (0: beside it, its ``from .``
+    import), or None if it imports none."""
+    levels = [
+        node.level - 1
+        for node in module_level(module.tree)
+        if isinstance(node, ast.ImportFrom) and not node.module and node.level
+        and any(alias.name == RUNTIME_NAME for alias in node.names)
+    ]  # fmt: skip
+    if levels:
+        return levels[0]
+    imported = any(source == Imported(0, RUNTIME_NAME, None) for source in module.imported.values())
+    return 0 if imported else None
 
 
 def _literal(value: Any, names: ModuleNames, indent: str, relocate: Callable[[str], str]) -> str:
@@ -590,6 +622,7 @@ def emit_module(
     detach_returns: bool = False,
     folder: Path | None = None,
     name: str | None = None,
+    runtime_up: int = 0,
 ) -> Emitted:
     """``text`` with each kernel's generated block inserted after it and its launches rewritten; raises
     ``ParseError``. Kernels the rewrite cannot handle are left as they are, their ``RewriteError`` in
@@ -598,7 +631,8 @@ def emit_module(
     ``max_records`` and ``detach_returns`` have the meaning of ``wp_rewrite``'s options (``max_records`` is the
     launches' default, which each launch may change). ``folder`` and ``name``: where the module is written
     (default: ``path``), which decides where an import of Warp it lacks goes (isort's first-party modules) and how
-    the launch spec names locations.
+    the launch spec names locations. ``runtime_up``: how many folders above ``folder`` the runtime copy is that the
+    module is to import, if it imports none yet (``Emitted.runtime_up`` says which it imports).
     """
     project = project or Project()
     folder = folder if folder is not None else path.parent
@@ -622,7 +656,9 @@ def emit_module(
     taken = set().union(*(_bound_names(m.tree) for m in project.modules.values() if m is not None and m is not module))
     taken |= _taken_names(module)
     free = _only_read(module.tree)
-    names, imports = _module_names(module, taken)
+    names, imports = _module_names(module, taken, runtime_up)
+    imported = runtime_level(module)
+    emitted.runtime_up = runtime_up if imported is None else imported
     offsets = Offsets(module)
     launches = {id(k): module.launch_name(k) for k in choice.already if module.launch_name(k)}
     blocks, helper_imports = [], []
