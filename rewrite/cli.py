@@ -612,7 +612,7 @@ def _rewrite_file(args: argparse.Namespace, target: Target, runtimes: set[Path],
             raise UserError(f"{output}: cannot write: {_reason(error)}") from None
     if not args.quiet:
         if emitted.has_blocks and output is None and not args.diff:
-            print(f"note: the rewritten module imports {RUNTIME_FOLDER}/; -o or --in-place write it beside the module",
+            print(f"note: the rewritten module imports {RUNTIME_FOLDER}/; -o or --in-place write it where it looks",
                   file=sys.stderr)  # fmt: skip
         if not in_tree or emitted.has_blocks or emitted.refusals or emitted.regenerated:
             print(_summary(display, emitted, output if output != source_path else None), file=sys.stderr)

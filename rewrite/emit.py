@@ -18,9 +18,7 @@ import ast
 import dataclasses
 import enum
 import inspect
-import io
 import json
-import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +28,7 @@ import warp as wp
 
 from warp_rewrite import pipeline, runtime
 from warp_rewrite.hazards import HazardFinder, Unknown, launched_kernel
-from warp_rewrite.import_placement import NewImport, Sections, after_imports, placement
+from warp_rewrite.import_placement import LintConfig, NewImport, Sections, after_imports, helper_import_lines, placement
 from warp_rewrite.live_frontend import RUNTIME_NAME
 from warp_rewrite.markers import begin_marker, end_marker
 from warp_rewrite.passes import dtypes
@@ -38,7 +36,7 @@ from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.syntax import walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.pipeline import GeneratedKernel, RewriteOptions
-from warp_rewrite.printing import WIDTH
+from warp_rewrite.printing import WIDTH, string_lines, wrap_long_calls
 from warp_rewrite.project import SEARCHED, Project, Unfollowed
 from warp_rewrite.runtime import RewriteError
 from warp_rewrite.runtime.abi import RuntimeNames
@@ -65,7 +63,6 @@ def _launch_signature() -> tuple[int, frozenset[str] | None]:
 
 _LAUNCH_POSITIONAL, _LAUNCH_KEYWORDS = _launch_signature()
 _ADJOINT_POSITION = list(inspect.signature(wp.launch).parameters).index("adjoint") - 1  # after the kernel
-_FSTRING_START, _FSTRING_END = getattr(tokenize, "FSTRING_START", None), getattr(tokenize, "FSTRING_END", None)
 
 
 @dataclass
@@ -397,8 +394,9 @@ def _rewritten_kernel(generated: GeneratedKernel, spec: str, names: ModuleNames,
         "    ),",
         *(f"    {option}," for option in options),
         ")",
-        *([] if rebind else [f"{launch.launch} = {launch.rewritten}.launch  # takes wp.launch's arguments"]),
-        f"{kernel} = {launch.rewritten}  # every name of {kernel} now launches both phases",
+        *([] if rebind else ["# takes wp.launch's arguments", f"{launch.launch} = {launch.rewritten}.launch"]),
+        f"# every name of {kernel} now launches both phases",  # a line of its own: the next may be long already
+        f"{kernel} = {launch.rewritten}",
     ]  # fmt: skip
     return "\n".join(lines) + "\n"
 
@@ -419,22 +417,6 @@ def generate(frontend: StaticFrontend, detach_returns: bool) -> tuple[GeneratedK
     return generated, imports
 
 
-def helper_import_lines(module: StaticModule, imports: list[HelperImport]) -> list[tuple[int, str]]:
-    """(input line after which, text) for the imports helpers copied into the module need: one ``from ... import``
-    of their names per import of the module's they go after (indented as that one is)."""
-    names: dict[tuple[int, str], set[str]] = {}
-    after = {}
-    for found in imports:
-        names.setdefault((id(found.after), found.source), set()).add(found.name)
-        after[id(found.after)] = found.after
-    lines = []
-    for (statement, source), imported in names.items():
-        node = after[statement]
-        text = f"{' ' * node.col_offset}from {source} import {', '.join(sorted(imported))}\n"
-        lines.append((node.end_lineno, text))
-    return sorted(lines, key=lambda line: line[0])
-
-
 @dataclass
 class Block:
     """A kernel's generated code, and where it goes."""
@@ -447,6 +429,7 @@ class Block:
     nested: bool  # in a function: the function's name of the kernel is rebound
     made: MadeFrom  # what its fingerprint is of
     location: str  # the kernel's, in the input
+    width: int  # the line length of the user's lint configuration
 
     @property
     def gap(self) -> int:
@@ -462,7 +445,8 @@ class Block:
         # First, before any of the ABI's names is evaluated: the runtime imported is the one this was generated for.
         location = json.dumps(relocate(generated.spec.location))
         abi = f"{self.names.runtime.require_abi}({runtime.ABI}, {json.dumps(generated.kernel)}, {location})\n"
-        body = generated.source + gap + _rewritten_kernel(generated, spec, self.names, self.launch, max_records,
+        source = wrap_long_calls(generated.source, self.width - len(self.indent))
+        body = source + gap + _rewritten_kernel(generated, spec, self.names, self.launch, max_records,
                                                           self.nested)  # fmt: skip
         name = self.kernel.name
         made = self.made
@@ -472,7 +456,7 @@ class Block:
             f"    location={json.dumps(relocate(self.location))},",
             f"    expected={json.dumps(made.fingerprint)},",
             f"    options={json.dumps(made.options)},",
-            f"    functions=({', '.join((name, *made.named))}{',' * (not made.named)}),",
+            _functions_argument((name, *made.named), self.width - len(self.indent)),
             f"    elsewhere={json.dumps(made.elsewhere)},",
             ")  # before anything launches: the kernel is what this block was generated from",
         ]) + "\n"  # fmt: skip
@@ -492,17 +476,18 @@ class Block:
         return after + before, "\n" * (self.gap - before) + text + "\n" * trailing
 
 
+def _functions_argument(names: tuple[str, ...], width: int) -> str:
+    """``    functions=(a, b),`` of the fingerprint check, one name a line where that line would be too long."""
+    line = f"    functions=({', '.join(names)}{',' * (len(names) == 1)}),"
+    if len(line) <= width:
+        return line
+    return "\n".join(["    functions=(", *(f"        {name}," for name in names), "    ),"])
+
+
 def indent_block(text: str, indent: str, nested: bool) -> str:
     """``text`` with every line indented by ``indent`` but the lines inside a string; blank lines stay empty and,
     ``nested`` in a function, come one at a time (as formatters keep them there)."""
-    inside_strings, opened = set(), []
-    for token in tokenize.generate_tokens(io.StringIO(text).readline):
-        if token.type == _FSTRING_START:  # Python 3.12 and later split f-strings into tokens
-            opened.append(token.start[0])
-        elif token.type == _FSTRING_END:
-            inside_strings.update(range(opened.pop() + 1, token.end[0] + 1))
-        elif token.type == tokenize.STRING:
-            inside_strings.update(range(token.start[0] + 1, token.end[0] + 1))
+    inside_strings = string_lines(text)
     lines, previous_blank = [], False
     for number, line in enumerate(text.splitlines(keepends=True), start=1):
         if number in inside_strings:
@@ -640,6 +625,7 @@ def emit_module(
     if text and not text.endswith(("\n", "\r")):  # a last line without its line ending gets one
         text += "\r\n" if "\r\n" in text else "\n"
     options = option_flags(max_records, detach_returns)
+    config = LintConfig.for_folder(folder.resolve())
     module = StaticModule.parse(path, display, text)
     project.modules.setdefault(path.resolve(), module)
     finder = HazardFinder(project)  # also loads the files the kernels' helpers come from
@@ -679,7 +665,8 @@ def emit_module(
         launch = _launch_names(kernel.name, taken, free, nested, constructed)
         line = module.lines[kernel.lineno - 1]
         blocks.append(Block(kernel, generated, launch, names, line[: len(line) - len(line.lstrip())], nested,
-                            made_from(module, kernel, finder, options), module.location(kernel)))  # fmt: skip
+                            made_from(module, kernel, finder, options), module.location(kernel),
+                            config.line_length))  # fmt: skip
         if constructed:
             wrappers[id(kernel)] = launch.rewritten
             emitted.warnings += [_warning(module, use, f"kernel '{kernel.name}' is a plain function named here, where "
@@ -696,15 +683,21 @@ def emit_module(
         if kernel.name in emitted.regenerated and kernel.name not in emitted.rewritten
         and not any(refusal.kernel == kernel.name for refusal in emitted.refusals)
     ]  # fmt: skip
-    inserted = helper_import_lines(module, helper_imports)  # (input line after which, text)
+    helper_lines = helper_import_lines(module, helper_imports, config)
+    inserted = list(helper_lines.added)  # (input line after which, text)
     if (blocks or emitted.already) and imports.warp:
-        inserted.append(placement(module.tree, module.lines, imports.warp, Sections.for_folder(folder)))
+        inserted.append(placement(module.tree, module.lines, imports.warp, Sections.for_folder(folder, config)))
     if (blocks or emitted.already) and imports.runtime:
         inserted.append(after_imports(module.tree, module.lines, imports.runtime))
     unplaced = [block.insertion(module.lines, block.text(max_records, str)) for block in blocks]
-    relocate = _relocation(module.display, name or path.name, inserted + unplaced)
+    # A merged import that takes more lines than before moves the lines after it as an insertion there would.
+    grown = [(node.end_lineno, "\n" * (text.count("\n") - (node.end_lineno - node.lineno + 1)))
+             for node, text in helper_lines.merged]  # fmt: skip
+    relocate = _relocation(module.display, name or path.name, inserted + grown + unplaced)
     inserted += [block.insertion(module.lines, block.text(max_records, relocate)) for block in blocks]
     edits = [Edit(offsets.line_start(at + 1), offsets.line_start(at + 1), added) for at, added in inserted]
+    edits += [Edit(offsets.line_start(node.lineno), offsets.line_start(node.end_lineno + 1), text)
+              for node, text in helper_lines.merged]  # fmt: skip
     calls, warnings = launch_edits(module, launches, offsets)
     emitted.warnings += warnings
     emitted.launches = len(calls)
