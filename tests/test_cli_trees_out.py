@@ -145,3 +145,16 @@ def test_a_subpackage_written_alone_is_the_root_of_the_tree_written(tmp_path, ca
     assert (tmp_path / "pkg" / "wp_rewrite_runtime").is_dir() and not (
         tmp_path / "pkg" / "sub" / "wp_rewrite_runtime"
     ).exists()
+
+
+def test_a_file_that_does_not_parse_is_reported_and_copied_and_the_output_folder_is_not_input(tmp_path, capsys,
+                                                                                              monkeypatch):  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "broken.py").write_text("def f(:\n")
+    (tmp_path / "tree" / "plain.py").write_text("x = 1\n")
+    status, _, err = run_cli(capsys, "tree", "-o", "tree/out")
+    assert status == 2 and "E999 SyntaxError" in err
+    assert (tmp_path / "tree" / "out" / "tree" / "broken.py").read_text() == "def f(:\n"  # the tree stays whole
+    status, _, err = run_cli(capsys, "tree", "-o", "tree/out")  # its own output, inside it, is not read again
+    assert status == 2 and not (tmp_path / "tree" / "out" / "tree" / "out").exists()
