@@ -1,23 +1,24 @@
 """The ``wp-rewrite`` command line (also ``python -m warp_rewrite``).
 
     wp-rewrite FILE.py [-o OUT.py | --in-place | --diff] [--max-records N] [--detach-returns]
-    wp-rewrite PATH... (--in-place | --diff) [--max-records N] [--detach-returns]
+    wp-rewrite PATH... (--in-place | --diff | -o DIR) [--max-records N] [--detach-returns]
     wp-rewrite --check PATH... [--select CODES] [--ignore CODES] [--output-format concise|json|github] [--exit-zero]
 
-Rewrite mode writes FILE.py unchanged, plus, right after each kernel ``k`` that uses a value an atomic returns,
-a block with the kernels ``k_record`` and ``k_replay`` (and clones of the helpers they call), ``k_rewritten``
-(the ``RewrittenKernel`` of the API) and ``launch_k = k_rewritten.launch``, which takes ``wp.launch``'s
-arguments (and ``max_records=``) and behaves on a tape as the API does; the block ends with ``k = k_rewritten``,
-so every name of the kernel launches both phases, and the file's ``wp.launch(k, ...)`` calls become
-``launch_k(...)``. A kernel made inside a function gets its block there. The blocks call warp-rewrite's runtime,
-which the output imports from the folder ``wp_rewrite_runtime/`` beside it: ``-o`` and ``--in-place`` write (or
-update) that folder, a copy of the package ``warp_rewrite/runtime/`` (warp, numpy and the standard library its only
-imports), so the output runs without this project installed. Without ``-o`` the module goes to stdout; ``--diff``
-prints a unified diff instead (with the runtime folder). ``--in-place`` and ``--diff`` also take several files and
-folders. Kernels the rewrite refuses are reported and left as they are; the others are rewritten. Running it on
-its own output changes nothing, but for blocks whose kernel, helpers or options changed since (their marker's
-fingerprint differs): those are generated again, as a deleted block is. Every write goes to a temporary file
-first, renamed over the target: a failed write leaves the target as it was.
+Rewrite mode writes FILE.py unchanged, plus, right after each kernel ``k`` that uses a value an atomic returns, a
+block with the kernels ``k_record`` and ``k_replay`` (and clones of the helpers they call), ``k_rewritten`` (the
+``RewrittenKernel`` of the API) and ``launch_k = k_rewritten.launch``, which takes ``wp.launch``'s arguments (and
+``max_records=``) and behaves on a tape as the API does; the block ends with ``k = k_rewritten``, so every name of
+the kernel launches both phases, and the file's ``wp.launch(k, ...)`` calls become ``launch_k(...)``. A kernel made
+inside a function gets its block there. The blocks call warp-rewrite's runtime, which the output imports from the
+folder ``wp_rewrite_runtime/`` of its package's root folder (beside it, for a script): ``-o`` and ``--in-place``
+write (or update) that folder, a copy of the package ``warp_rewrite/runtime/`` (warp, numpy and the standard library
+its only imports), so the output runs without this project installed. Without ``-o`` the module goes to stdout;
+``--diff`` prints a unified diff instead (with the runtime folder). ``--in-place``, ``--diff`` and ``-o DIR`` also
+take several files and folders (``-o DIR``: the rewritten tree, with the same layout, in ``DIR``). Kernels the
+rewrite refuses are reported and left as they are; the others are rewritten. Running it on its own output changes
+nothing, but for blocks whose kernel, helpers or options changed since (their marker's fingerprint differs): those
+are generated again, as a deleted block is. Every write goes to a temporary file first, renamed over the target: a
+failed write leaves the target as it was.
 
 Check mode reports, without importing or running anything, every use of an atomic's returned value, with the
 codes of ``warp_rewrite.lint`` (``WR001``-``WR006`` by default, ``WR101``/``WR102`` informational), ruff's way:
