@@ -1,23 +1,24 @@
 """The ``wp-rewrite`` command line (also ``python -m warp_rewrite``).
 
     wp-rewrite FILE.py [-o OUT.py | --in-place | --diff] [--max-records N] [--detach-returns]
-    wp-rewrite PATH... (--in-place | --diff) [--max-records N] [--detach-returns]
+    wp-rewrite PATH... (--in-place | --diff | -o DIR) [--max-records N] [--detach-returns]
     wp-rewrite --check PATH... [--select CODES] [--ignore CODES] [--output-format concise|json|github] [--exit-zero]
 
-Rewrite mode writes FILE.py unchanged, plus, right after each kernel ``k`` that uses a value an atomic returns,
-a block with the kernels ``k_record`` and ``k_replay`` (and clones of the helpers they call), ``k_rewritten``
-(the ``RewrittenKernel`` of the API) and ``launch_k = k_rewritten.launch``, which takes ``wp.launch``'s
-arguments (and ``max_records=``) and behaves on a tape as the API does; the block ends with ``k = k_rewritten``,
-so every name of the kernel launches both phases, and the file's ``wp.launch(k, ...)`` calls become
-``launch_k(...)``. A kernel made inside a function gets its block there. The blocks call warp-rewrite's runtime,
-which the output imports from the folder ``wp_rewrite_runtime/`` beside it: ``-o`` and ``--in-place`` write (or
-update) that folder, a copy of the package ``warp_rewrite/runtime/`` (warp, numpy and the standard library its only
-imports), so the output runs without this project installed. Without ``-o`` the module goes to stdout; ``--diff``
-prints a unified diff instead (with the runtime folder). ``--in-place`` and ``--diff`` also take several files and
-folders. Kernels the rewrite refuses are reported and left as they are; the others are rewritten. Running it on
-its own output changes nothing, but for blocks whose kernel, helpers or options changed since (their marker's
-fingerprint differs): those are generated again, as a deleted block is. Every write goes to a temporary file
-first, renamed over the target: a failed write leaves the target as it was.
+Rewrite mode writes FILE.py unchanged, plus, right after each kernel ``k`` that uses a value an atomic returns, a
+block with the kernels ``k_record`` and ``k_replay`` (and clones of the helpers they call), ``k_rewritten`` (the
+``RewrittenKernel`` of the API) and ``launch_k = k_rewritten.launch``, which takes ``wp.launch``'s arguments (and
+``max_records=``) and behaves on a tape as the API does; the block ends with ``k = k_rewritten``, so every name of
+the kernel launches both phases, and the file's ``wp.launch(k, ...)`` calls become ``launch_k(...)``. A kernel made
+inside a function gets its block there. The blocks call warp-rewrite's runtime, which the output imports from the
+folder ``wp_rewrite_runtime/`` of its package's root folder (beside it, for a script): ``-o`` and ``--in-place``
+write (or update) that folder, a copy of the package ``warp_rewrite/runtime/`` (warp, numpy and the standard library
+its only imports), so the output runs without this project installed. Without ``-o`` the module goes to stdout;
+``--diff`` prints a unified diff instead (with the runtime folder). ``--in-place``, ``--diff`` and ``-o DIR`` also
+take several files and folders (``-o DIR``: the rewritten tree, with the same layout, in ``DIR``). Kernels the
+rewrite refuses are reported and left as they are; the others are rewritten. Running it on its own output changes
+nothing, but for blocks whose kernel, helpers or options changed since (their marker's fingerprint differs): those
+are generated again, as a deleted block is. Every write goes to a temporary file first, renamed over the target: a
+failed write leaves the target as it was.
 
 Check mode reports, without importing or running anything, every use of an atomic's returned value, with the
 codes of ``warp_rewrite.lint`` (``WR001``-``WR006`` by default, ``WR101``/``WR102`` informational), ruff's way:
@@ -35,6 +36,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import gc
 import json
 import os
 import shutil
@@ -42,6 +44,7 @@ import stat
 import sys
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from warp_rewrite import runtime
@@ -94,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Make Warp kernels that use atomics' returned values differentiable, as a standalone module; "
         "with --check, find them in a codebase.",
     )
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="FILE.py to rewrite; with --check, files or folders")
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (stdout takes one file)")
     parser.add_argument("--version", action="version", version=f"wp-rewrite {runtime.__version__}")
     parser.add_argument("-q", "--quiet", action="store_true", help="print no summary line")
     mode = parser.add_mutually_exclusive_group()
@@ -110,7 +113,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     rewrite = parser.add_argument_group("rewriting a file")
     target = rewrite.add_mutually_exclusive_group()
-    target.add_argument("-o", "--output", metavar="OUT.py", help="write the rewritten module here (default: stdout)")
+    target.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="write the rewritten module to the file OUT.py, or the "
+        "rewritten tree into the folder OUT/ (several paths, a folder, or an existing folder OUT/)",
+    )
     target.add_argument("--in-place", action="store_true", help="rewrite FILE.py itself")
     rewrite.add_argument(
         "--max-records",
@@ -163,8 +172,8 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
         misplaced = [f"--{name.replace('_', '-')}" for name in _CHECK_ONLY if getattr(args, name)]
         if misplaced:
             parser.error(f"{', '.join(misplaced)} only go with --check")
-        if len(args.paths) != 1 and not (args.in_place or args.diff):
-            parser.error("several paths are rewritten with --in-place or --diff (-o and stdout take one file)")
+        if len(args.paths) != 1 and not (args.in_place or args.diff or args.output):
+            parser.error("several paths are rewritten with --in-place, --diff or -o DIR (stdout takes one file)")
         if args.diff and (args.output or args.in_place):
             parser.error("--diff prints to stdout: it cannot be combined with -o or --in-place")
         return args
@@ -220,10 +229,10 @@ def runtime_files() -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in sorted(Path(runtime.__file__).parent.glob("*.py"))}
 
 
-def runtime_diff(display: str) -> Iterator[str]:
-    """The unified diff that brings the runtime copy beside the file ``display`` up to date (new files from
-    ``/dev/null`` where there is none), so that ``patch -p0`` gives a tree whose emitted module runs."""
-    folder = Path(display).parent / RUNTIME_FOLDER
+def runtime_diff(directory: Path) -> Iterator[str]:
+    """The unified diff that brings the runtime copy in ``directory`` up to date (new files from ``/dev/null``
+    where there is none), so that ``patch -p0`` gives a tree whose emitted modules run."""
+    folder = directory / RUNTIME_FOLDER
     for name, code in runtime_files().items():
         path = folder / name
         old = path.read_text(encoding="utf-8") if path.is_file() else None
@@ -336,18 +345,38 @@ def _github_line(finding: Finding) -> str:
     return f"::error {listed}::{_github_escape(str(finding))}"
 
 
+# A file can hold a finding only if its text names a kernel (``@wp.kernel``, ``wp.Kernel(...)``, a generated block's
+# markers), a launch or an atomic: --check does not parse the other files it finds in folders (parsing is most of a
+# run's time), so their syntax errors are left to ruff's E999. A file named on the command line is always parsed.
+_RELEVANT = ("kernel", "Kernel", "launch", "atomic_")
+
+
 def run_check(args: argparse.Namespace) -> int:
     """Print every selected finding not silenced by ``noqa``; 1 if any, 2 if a file could not be read.
 
     Every file is read first and its kernels checked, then its helpers: whether a helper is a hazard depends on
-    the kernels that call it, wherever they are.
+    the kernels that call it, wherever they are. Each file is parsed once (``Project.load``), also where it is
+    another's helper; the garbage collector is paused meanwhile, as syntax trees make millions of objects and no
+    cycles (it would otherwise take most of the run).
     """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _check(args)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _check(args: argparse.Namespace) -> int:
     project, status, unreadable = Project(), OK, 0
     checker, output_format = Checker(project), args.output_format or "concise"
     files: list[tuple[StaticModule | None, list[Finding]]] = []
     paths = list(_python_files(args.paths))
     if not paths:
         raise UserError(f"no Python files in {', '.join(args.paths)}: nothing to check")
+    sources: list[tuple[Path, str, SourceFile]] = []
+    named = {Path(name).resolve() for name in args.paths}
     for path, display in paths:
         try:
             source = _read(path, display)
@@ -355,12 +384,18 @@ def run_check(args: argparse.Namespace) -> int:
             print(f"wp-rewrite: error: {error}", file=sys.stderr)
             status, unreadable = USAGE, unreadable + 1
             continue
-        try:
-            module = StaticModule.parse(path, display, source.text, source.encoding)
-        except ParseError as error:
-            files.append((None, [syntax_error(error, path)]))
-            continue
-        project.modules.setdefault(path.resolve(), module)
+        project.displays.setdefault(path.resolve(), display)
+        if path.resolve() in named or any(word in source.text for word in _RELEVANT):
+            sources.append((path, display, source))
+    for path, display, source in sources:
+        module = project.modules.get(path.resolve())
+        if module is None:
+            try:
+                module = StaticModule.parse(path, display, source.text, source.encoding)
+            except ParseError as error:
+                files.append((None, [syntax_error(error, path)]))
+                continue
+            project.modules[path.resolve()] = module
         files.append((module, checker.kernels(module)))
     shown = []
     for read, found in files:
@@ -453,37 +488,100 @@ def _command_line_spelling(message: str) -> str:
     return message.replace("detach_returns=True", _REWRITE_ONLY["detach_returns"])
 
 
+def package_root(folder: Path, top: Path | None = None) -> Path:
+    """The folder whose runtime copy the modules of ``folder`` share: the topmost package folder above it (each on
+    the way has an ``__init__.py``), below ``top`` if given (the folder a tree is written from: its own
+    ``__init__.py`` is not written), or ``folder`` itself where it is no package (a folder of scripts)."""
+    root = folder.absolute()
+    while (root / "__init__.py").is_file() and (root.parent / "__init__.py").is_file():
+        if root.parent == root or top in (root, root.parent):
+            break
+        root = root.parent
+    return root
+
+
+def _above(folder: Path, root: Path) -> int:
+    """How many folders ``root`` is above ``folder``."""
+    return len(folder.absolute().relative_to(root).parts)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the rewrite of one file goes."""
+
+    source: Path
+    display: str
+    output: Path | None  # None: stdout, or the diff
+    runtime_up: int  # how many folders above the output the runtime copy goes that the module is to import
+    copy_if_unparsed: bool = False  # into a tree written with -o: a file that does not parse is copied as it is
+
+
 def run_rewrite(args: argparse.Namespace) -> int:
-    """Rewrite one file (to stdout, ``-o``, ``--in-place`` or ``--diff``) or, with ``--in-place`` or ``--diff``,
-    every ``.py`` file named or under a folder named, each as a run on it alone would, with one runtime copy per
-    folder; the worst status of the files."""
-    if len(args.paths) == 1 and not Path(args.paths[0]).is_dir():
-        return _rewrite_file(args, args.paths[0], set())
-    if not (args.in_place or args.diff):
+    """Rewrite one file (to stdout, ``-o``, ``--in-place`` or ``--diff``) or every ``.py`` file named or under a
+    folder named (with ``--in-place``, ``--diff``, or ``-o DIR``, which gets the same layout), each as a run on it
+    alone would, with one runtime copy per package (in its root folder) or folder of scripts; the worst status of
+    the files."""
+    single = len(args.paths) == 1 and not Path(args.paths[0]).is_dir()
+    if single and not (args.output and Path(args.output).is_dir()):
+        source = Path(args.paths[0])
+        output = Path(args.output) if args.output else (source if args.in_place else None)
+        folder = (output or source).parent
+        return _rewrite_file(args, Target(source, args.paths[0], output, _above(folder, package_root(folder))), set())
+    if not (args.in_place or args.diff or args.output):
         raise UserError(
-            f"{args.paths[0]}: a folder is rewritten with --in-place or --diff (-o and stdout take one file)"
+            f"{args.paths[0]}: a folder is rewritten with --in-place, --diff or -o DIR (stdout takes one file)"
         )
-    files = list(_python_files(args.paths))
-    if not files:
-        raise UserError(f"no Python files in {', '.join(args.paths)}: nothing to rewrite")
-    status = OK
-    runtimes: set[Path] = set()
-    for _, display in files:
+    targets = _tree_targets(args)
+    status, runtimes = OK, set[Path]()
+    for target in targets:
         try:
-            status = max(status, _rewrite_file(args, display, runtimes, in_tree=True))
+            status = max(status, _rewrite_file(args, target, runtimes, in_tree=True))
         except UserError as error:
             print(f"wp-rewrite: error: {error}", file=sys.stderr)
             status = USAGE
     return status
 
 
-def _rewrite_file(args: argparse.Namespace, display: str, runtimes: set[Path], in_tree: bool = False) -> int:
-    """Rewrite the file ``display``; ``runtimes``: the folders whose runtime copy this run has written (or put in
-    its diff) already; ``in_tree``: one of many files, which gets a summary line only if it has kernels to rewrite."""
-    source_path = Path(display)
-    output = Path(args.output) if args.output else (source_path if args.in_place else None)
+def _tree_targets(args: argparse.Namespace) -> list[Target]:
+    """Every file of a tree run, and where it goes. With ``-o DIR``, each file keeps its path relative to the
+    folder that holds every path named (a folder named keeps its name, as ``cp -r`` has it), every Python file is
+    written (copied where there is nothing to rewrite) and the package roots are those of the files inside that
+    folder."""
+    base, out = Path(), None  # base: only with out
+    if args.output and not args.in_place:
+        out = Path(args.output)
+        base = Path(os.path.commonpath([Path(name).absolute().parent for name in args.paths]))
+        if out.exists() and not out.is_dir():
+            raise UserError(f"{out}: not a folder, where the rewritten tree goes (-o takes a folder for a tree)")
+        if out.absolute() == base:
+            raise UserError(f"{out}: this is the folder of the input; use --in-place (without -o) to rewrite it")
+        if not out.parent.is_dir():
+            raise UserError(f"{out}: cannot write: there is no folder {out.parent}")
+        out.mkdir(exist_ok=True)
+    inside_out = (lambda path: False) if out is None else (lambda path: path.absolute().is_relative_to(out.absolute()))
+    files = [(path, display) for path, display in _python_files(args.paths) if not inside_out(path)]
+    if not files:
+        raise UserError(f"no Python files in {', '.join(args.paths)}: nothing to rewrite")
+    targets = []
+    for path, display in files:
+        if out is None:
+            up = _above(path.parent, package_root(path.parent))
+            targets.append(Target(path, display, path if args.in_place else None, up))
+        else:
+            relative = path.absolute().relative_to(base)
+            (out / relative).parent.mkdir(parents=True, exist_ok=True)
+            up = _above(path.parent, package_root(path.parent, top=base))
+            targets.append(Target(path, display, out / relative, up, copy_if_unparsed=True))
+    return targets
+
+
+def _rewrite_file(args: argparse.Namespace, target: Target, runtimes: set[Path], in_tree: bool = False) -> int:
+    """Rewrite the file ``target.source``; ``runtimes``: the folders whose runtime copy this run has written (or
+    put in its diff) already; ``in_tree``: one of many files, which gets a summary line only if it has kernels to
+    rewrite."""
+    source_path, display, output = target.source, target.display, target.output
     if output is not None and not args.in_place and _same_file(output, source_path):
-        raise UserError(f"{args.output}: this is the input file; use --in-place (without -o) to overwrite it")
+        raise UserError(f"{output}: this is the input file; use --in-place (without -o) to overwrite it")
     if output is not None and output.exists() and not output.resolve().is_file():
         raise UserError(f"{output}: not a regular file; wp-rewrite writes the rewritten module only into one")
     source = _read(source_path, display)
@@ -498,20 +596,24 @@ def _rewrite_file(args: argparse.Namespace, display: str, runtimes: set[Path], i
             detach_returns=args.detach_returns,
             folder=folder,
             name=(output or source_path).name,
+            runtime_up=target.runtime_up,
         )
     except ParseError as error:
         print(error, file=sys.stderr)
+        if target.copy_if_unparsed and output is not None:
+            _write(output, source_path.read_bytes())
         return USAGE
     for message in [*(_command_line_spelling(str(r)) for r in emitted.refusals), *emitted.warnings]:
         print(message, file=sys.stderr)
+    home = _up(folder.absolute(), emitted.runtime_up)  # where the runtime copy the module imports is
     if args.diff:
         diff = difflib.unified_diff(
             source.text.splitlines(keepends=True), emitted.text.splitlines(keepends=True), display, display
         )
         sys.stdout.writelines(diff)
-        if emitted.has_blocks and source_path.parent.resolve() not in runtimes:
-            runtimes.add(source_path.parent.resolve())
-            sys.stdout.writelines(runtime_diff(display))
+        if emitted.has_blocks and home.resolve() not in runtimes:
+            runtimes.add(home.resolve())
+            sys.stdout.writelines(runtime_diff(home if Path(display).is_absolute() else Path(os.path.relpath(home))))
     elif output is None:
         sys.stdout.write(emitted.text)
     else:
@@ -523,29 +625,42 @@ def _rewrite_file(args: argparse.Namespace, display: str, runtimes: set[Path], i
             raise UserError(f"{output}: cannot write: there is no folder {output.parent}")
         new_runtime = None  # the runtime copy this write adds, taken back if the module cannot be written
         try:
-            if emitted.has_blocks and folder.resolve() not in runtimes:
-                new_runtime = None if (folder / RUNTIME_FOLDER).exists() else folder / RUNTIME_FOLDER
-                write_runtime(folder)
-                runtimes.add(folder.resolve())
+            if emitted.has_blocks and home.resolve() not in runtimes:
+                new_runtime = None if (home / RUNTIME_FOLDER).exists() else home / RUNTIME_FOLDER
+                write_runtime(home)
+                runtimes.add(home.resolve())
         except OSError as error:
-            raise UserError(f"{folder / RUNTIME_FOLDER}: cannot write the runtime: {_reason(error)}") from None
+            raise UserError(f"{home / RUNTIME_FOLDER}: cannot write the runtime: {_reason(error)}") from None
         try:
             if emitted.text != source.text or output != source_path:
                 write_atomically(output, data)
         except OSError as error:
             if new_runtime is not None:
                 shutil.rmtree(new_runtime, ignore_errors=True)
-                runtimes.discard(folder.resolve())
+                runtimes.discard(home.resolve())
             raise UserError(f"{output}: cannot write: {_reason(error)}") from None
     if not args.quiet:
         if emitted.has_blocks and output is None and not args.diff:
             print(
-                f"note: the rewritten module imports {RUNTIME_FOLDER}/; -o or --in-place write it beside the module",
+                f"note: the rewritten module imports {RUNTIME_FOLDER}/; -o or --in-place write it where it looks",
                 file=sys.stderr,
             )
         if not in_tree or emitted.has_blocks or emitted.refusals or emitted.regenerated:
             print(_summary(display, emitted, output if output != source_path else None), file=sys.stderr)
     return FINDINGS if emitted.refusals else OK
+
+
+def _up(folder: Path, levels: int) -> Path:
+    for _ in range(levels):
+        folder = folder.parent
+    return folder
+
+
+def _write(path: Path, data: bytes) -> None:
+    try:
+        write_atomically(path, data)
+    except OSError as error:
+        raise UserError(f"{path}: cannot write: {_reason(error)}") from None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,32 +17,28 @@ from __future__ import annotations
 import ast
 import dataclasses
 import enum
-import inspect
-import io
 import json
-import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import warp as wp
-
 from warp_rewrite import pipeline, runtime
-from warp_rewrite.hazards import HazardFinder, Unknown, launched_kernel
-from warp_rewrite.import_placement import NewImport, Sections, after_imports, placement
+from warp_rewrite.call_edits import Edit, Offsets, apply_edits, construction_edits, launch_edits
+from warp_rewrite.hazards import HazardFinder, Unknown
+from warp_rewrite.import_placement import LintConfig, NewImport, Sections, after_imports, helper_import_lines, placement
 from warp_rewrite.live_frontend import RUNTIME_NAME
 from warp_rewrite.markers import begin_marker, end_marker
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.naming import Namer
-from warp_rewrite.passes.syntax import Located, end_column, end_line, walk
+from warp_rewrite.passes.syntax import Located, end_line, walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.pipeline import GeneratedKernel, RewriteOptions
-from warp_rewrite.printing import WIDTH
+from warp_rewrite.printing import WIDTH, string_lines, wrap_long_calls
 from warp_rewrite.project import SEARCHED, Project, Unfollowed
 from warp_rewrite.runtime import RewriteError
 from warp_rewrite.runtime.abi import RuntimeNames
-from warp_rewrite.source_file import Imported, Region
+from warp_rewrite.source_file import Imported, Region, module_level
 from warp_rewrite.staleness import MadeFrom, made_from, option_flags, stale
 from warp_rewrite.static_frontend import (
     HelperImport,
@@ -54,24 +50,6 @@ from warp_rewrite.static_frontend import (
 from warp_rewrite.static_module import StaticModule
 
 RUNTIME_FOLDER = RUNTIME_NAME  # the folder the runtime package is copied into, beside the emitted modules
-
-
-def _launch_signature() -> tuple[int, frozenset[str] | None]:
-    """What a rewritten launch takes where ``wp.launch`` takes it: how many of ``wp.launch``'s positional
-    arguments after the kernel (the common prefix of both signatures), and which keywords (None: any)."""
-    ours = list(inspect.signature(runtime.RewrittenKernel.launch).parameters.values())[1:]
-    warps = list(inspect.signature(wp.launch).parameters)[1:]
-    positional = 0
-    while positional < min(len(ours), len(warps)) and ours[positional].name == warps[positional]:
-        positional += 1
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in ours):
-        return positional, None
-    return positional, frozenset(p.name for p in ours)
-
-
-_LAUNCH_POSITIONAL, _LAUNCH_KEYWORDS = _launch_signature()
-_ADJOINT_POSITION = list(inspect.signature(wp.launch).parameters).index("adjoint") - 1  # after the kernel
-_FSTRING_START, _FSTRING_END = getattr(tokenize, "FSTRING_START", None), getattr(tokenize, "FSTRING_END", None)
 
 
 @dataclass
@@ -86,20 +64,12 @@ class Emitted:
     constructions: int = 0  # calls making a kernel of a plain function now giving the rewritten kernel
     already: list[str] = field(default_factory=list)  # kernels with a block from an earlier run, still current
     regenerated: list[str] = field(default_factory=list)  # kernels whose earlier block was stale, made again
+    runtime_up: int = 0  # how many folders above the module the runtime copy it imports is (0: beside it)
 
     @property
     def has_blocks(self) -> bool:
         """True if the emitted module calls the runtime (and needs it beside it)."""
         return bool(self.rewritten or self.already)
-
-
-@dataclass(frozen=True)
-class Edit:
-    """Replace the text between two character offsets of the input (an insertion where they are equal)."""
-
-    start: int
-    end: int
-    text: str
 
 
 def _warning(module: StaticModule, node: Located, message: str) -> str:
@@ -282,33 +252,66 @@ class ModuleImports:
     runtime: str = ""  # the text of runtime_import(), if the module has none
 
 
-def _module_names(module: StaticModule, taken: set[str]) -> tuple[ModuleNames, ModuleImports]:
+def _module_names(module: StaticModule, taken: set[str], up: int = 0) -> tuple[ModuleNames, ModuleImports]:
     """How the generated blocks name Warp and the runtime, and the imports the module lacks for them."""
     imports = ModuleImports()
     warp = min(module.warp.modules) if module.warp.modules else None
     if warp is None:
         warp = Namer(taken).fresh("wp")
         imports.warp = NewImport("warp", warp)
-    ours = {Imported(0, RUNTIME_NAME, None), Imported(1, "", RUNTIME_NAME)}
-    name = next((local for local, source in module.imported.items() if source in ours), None)
+    name = next((local for local, source in module.imported.items() if _is_runtime(source)), None)
     if name is None:
         name = Namer(taken).fresh(RUNTIME_NAME)
-        imports.runtime = runtime_import(name)
+        imports.runtime = runtime_import(name, up)
     taken |= {warp, name}
     return ModuleNames(warp, RuntimeNames.spelled(name)), imports
 
 
-def runtime_import(name: str) -> str:
-    """The import of the runtime written beside the emitted module, under ``name``: relative where the module is
-    one of a package (also in a folder without ``__init__.py`` inside one, as ``python -m pkg.sub.module`` runs
-    it), absolute where it is a script or a top-level module (its folder is then on ``sys.path``)."""
+def _is_runtime(source: Imported) -> bool:
+    """``import wp_rewrite_runtime`` or ``from . import wp_rewrite_runtime`` (also from further up)."""
+    relative = source.level > 0 and not source.module and source.name == RUNTIME_NAME
+    return source == Imported(0, RUNTIME_NAME, None) or relative
+
+
+def runtime_import(name: str, up: int = 0) -> str:
+    """The import of the runtime copy, under ``name``, for a module ``up`` folders below the folder that holds the
+    copy (0: beside it). Relative where the module is one of a package (also in a folder without ``__init__.py``
+    inside one, as ``python -m pkg.sub.module`` runs it); run as a script (or imported as a top-level module) it
+    imports the copy beside it, whose folder is then on ``sys.path``, or, from below, puts the copy's folder at the
+    end of ``sys.path`` first."""
     alias = f" as {name}" if name != RUNTIME_NAME else ""
+    if not up:
+        return (
+            f"if __package__:  # {RUNTIME_FOLDER}/ is beside this file\n"
+            f"    from . import {RUNTIME_NAME}{alias}\n"
+            "else:\n"
+            f"    import {RUNTIME_NAME}{alias}\n"
+        )
+    above = "/".join([".."] * up)
     return (
-        f"if __package__:  # {RUNTIME_FOLDER}/ is beside this file\n"
-        f"    from . import {RUNTIME_NAME}{alias}\n"
-        "else:\n"
+        f"if __package__:  # {RUNTIME_FOLDER}/ is in the package's root folder, {above}/\n"
+        f"    from .{'.' * up} import {RUNTIME_NAME}{alias}\n"
+        "else:  # run as a script\n"
+        f'    __import__("sys").path.append(str(__import__("pathlib").Path(__file__).resolve().parents[{up}]))\n'
         f"    import {RUNTIME_NAME}{alias}\n"
     )
+
+
+def runtime_level(module: StaticModule) -> int | None:
+    """How many folders above the module the runtime copy is that it imports (0: beside it, its ``from .``
+    import), or None if it imports none."""
+    levels = [
+        node.level - 1
+        for node in module_level(module.tree)
+        if isinstance(node, ast.ImportFrom)
+        and not node.module
+        and node.level
+        and any(alias.name == RUNTIME_NAME for alias in node.names)
+    ]
+    if levels:
+        return levels[0]
+    imported = any(source == Imported(0, RUNTIME_NAME, None) for source in module.imported.values())
+    return 0 if imported else None
 
 
 def _literal(value: Any, names: ModuleNames, indent: str, relocate: Callable[[str], str]) -> str:
@@ -408,8 +411,9 @@ def _rewritten_kernel(
         "    ),",
         *(f"    {option}," for option in options),
         ")",
-        *([] if rebind else [f"{launch.launch} = {launch.rewritten}.launch  # takes wp.launch's arguments"]),
-        f"{kernel} = {launch.rewritten}  # every name of {kernel} now launches both phases",
+        *([] if rebind else ["# takes wp.launch's arguments", f"{launch.launch} = {launch.rewritten}.launch"]),
+        f"# every name of {kernel} now launches both phases",  # a line of its own: the next may be long already
+        f"{kernel} = {launch.rewritten}",
     ]
     return "\n".join(lines) + "\n"
 
@@ -430,22 +434,6 @@ def generate(frontend: StaticFrontend, detach_returns: bool) -> tuple[GeneratedK
     return generated, imports
 
 
-def helper_import_lines(module: StaticModule, imports: list[HelperImport]) -> list[tuple[int, str]]:
-    """(input line after which, text) for the imports helpers copied into the module need: one ``from ... import``
-    of their names per import of the module's they go after (indented as that one is)."""
-    names: dict[tuple[int, str], set[str]] = {}
-    after = {}
-    for found in imports:
-        names.setdefault((id(found.after), found.source), set()).add(found.name)
-        after[id(found.after)] = found.after
-    lines = []
-    for (statement, source), imported in names.items():
-        node = after[statement]
-        text = f"{' ' * node.col_offset}from {source} import {', '.join(sorted(imported))}\n"
-        lines.append((end_line(node), text))
-    return sorted(lines, key=lambda line: line[0])
-
-
 @dataclass
 class Block:
     """A kernel's generated code, and where it goes."""
@@ -458,6 +446,7 @@ class Block:
     nested: bool  # in a function: the function's name of the kernel is rebound
     made: MadeFrom  # what its fingerprint is of
     location: str  # the kernel's, in the input
+    width: int  # the line length of the user's lint configuration
 
     @property
     def gap(self) -> int:
@@ -473,27 +462,23 @@ class Block:
         # First, before any of the ABI's names is evaluated: the runtime imported is the one this was generated for.
         location = json.dumps(relocate(generated.spec.location))
         abi = f"{self.names.runtime.require_abi}({runtime.ABI}, {json.dumps(generated.kernel)}, {location})\n"
-        body = (
-            generated.source
-            + gap
-            + _rewritten_kernel(generated, spec, self.names, self.launch, max_records, self.nested)
-        )
-        name = self.kernel.name
-        made = self.made
-        check = (
-            "\n".join(
-                [
-                    f"{self.names.runtime.check_fingerprint}(",
-                    f"    {json.dumps(name)},",
-                    f"    location={json.dumps(relocate(self.location))},",
-                    f"    expected={json.dumps(made.fingerprint)},",
-                    f"    options={json.dumps(made.options)},",
-                    f"    functions=({', '.join((name, *made.named))}{',' * (not made.named)}),",
-                    f"    elsewhere={json.dumps(made.elsewhere)},",
-                    ")  # before anything launches: the kernel is what this block was generated from",
-                ]
-            )
-            + "\n"
+        source = wrap_long_calls(generated.source, self.width - len(self.indent))
+        body = source + gap + _rewritten_kernel(generated, spec, self.names, self.launch, max_records, self.nested)
+        name, made = self.kernel.name, self.made
+        arguments = [
+            json.dumps(name),
+            f"location={json.dumps(relocate(self.location))}",
+            f"expected={json.dumps(made.fingerprint)}",
+            f"options={json.dumps(made.options)}",
+        ]
+        check = "".join(
+            [
+                f"{self.names.runtime.check_fingerprint}(\n",
+                *(f"    {argument},\n" for argument in arguments),
+                _functions_argument((name, *made.named), self.width - len(self.indent)) + "\n",
+                f"    elsewhere={json.dumps(made.elsewhere)},\n",
+                ")  # before anything launches: the kernel is what this block was generated from\n",
+            ]
         )
         block = begin_marker(name, made.fingerprint, made.options) + abi + check + gap + body + gap + end_marker(name)
         return indent_block(block, self.indent, self.nested)
@@ -511,18 +496,18 @@ class Block:
         return after + before, "\n" * (self.gap - before) + text + "\n" * trailing
 
 
+def _functions_argument(names: tuple[str, ...], width: int) -> str:
+    """``    functions=(a, b),`` of the fingerprint check, one name a line where that line would be too long."""
+    line = f"    functions=({', '.join(names)}{',' * (len(names) == 1)}),"
+    if len(line) <= width:
+        return line
+    return "\n".join(["    functions=(", *(f"        {name}," for name in names), "    ),"])
+
+
 def indent_block(text: str, indent: str, nested: bool) -> str:
     """``text`` with every line indented by ``indent`` but the lines inside a string; blank lines stay empty and,
     ``nested`` in a function, come one at a time (as formatters keep them there)."""
-    inside_strings: set[int] = set()
-    opened: list[int] = []
-    for token in tokenize.generate_tokens(io.StringIO(text).readline):
-        if token.type == _FSTRING_START:  # Python 3.12 and later split f-strings into tokens
-            opened.append(token.start[0])
-        elif token.type == _FSTRING_END:
-            inside_strings.update(range(opened.pop() + 1, token.end[0] + 1))
-        elif token.type == tokenize.STRING:
-            inside_strings.update(range(token.start[0] + 1, token.end[0] + 1))
+    inside_strings = string_lines(text)
     lines, previous_blank = [], False
     for number, line in enumerate(text.splitlines(keepends=True), start=1):
         if number in inside_strings:
@@ -538,108 +523,6 @@ def indent_block(text: str, indent: str, nested: bool) -> str:
     return "".join(lines)
 
 
-class Offsets:
-    """Character offsets into a text, from the AST's (line, UTF-8 byte column) positions."""
-
-    def __init__(self, module: StaticModule):
-        self.module = module
-        self.starts = [0]
-        for line in module.lines:
-            self.starts.append(self.starts[-1] + len(line))
-
-    def __call__(self, line: int, column: int) -> int:
-        return self.starts[line - 1] + self.module.column(line, column) - 1
-
-    def line_start(self, line: int) -> int:
-        """The offset of line ``line`` (1-based), or the end of the text after its last line."""
-        return self.starts[min(line, len(self.starts)) - 1]
-
-
-def launch_edits(
-    module: StaticModule, launches: dict[int, str], offsets: Offsets
-) -> tuple[list[tuple[Edit, Edit]], list[str]]:
-    """``wp.launch(k, ...)`` and ``wp.launch(kernel=k, ...)`` of the kernels in ``launches`` (by id of their
-    definition: the launch's name) turned into ``launch_k(...)``: two edits a call, the callee's and the kernel
-    argument's; and warnings for the calls that cannot be."""
-    edits, warnings = [], []
-    for call in module.nodes:
-        if not (isinstance(call, ast.Call) and module.warp.is_warp(call.func, "launch")) or module.generated(call):
-            continue
-        argument = launched_kernel(call)
-        if not isinstance(argument, ast.Name):
-            continue
-        kernel = module.binding(argument.id, module.scopes(call))
-        launch = launches.get(id(kernel))
-        if launch is None:
-            continue
-        kept = _kept_launch(call, argument, launch)
-        if kept is not None:
-            warnings.append(_warning(module, call, f"this wp.launch of kernel '{argument.id}' {kept}"))
-            continue
-        func = call.func
-        callee = Edit(offsets(func.lineno, func.col_offset), offsets(end_line(func), end_column(func)), launch)
-        edits.append((callee, _remove_argument(call, argument, offsets)))
-    return edits, warnings
-
-
-def _kept_launch(call: ast.Call, argument: ast.Name, launch: str) -> str | None:
-    """Why the ``wp.launch`` call of a rewritten kernel cannot become a call of its ``launch`` (and what it does left
-    as written), or None if it can."""
-    positional = [a for a in call.args if a is not argument]
-    keywords = [k for k in call.keywords if k.value is not argument]
-    adjoint = next((k.value for k in keywords if k.arg == "adjoint"), None)
-    if adjoint is None and len(positional) > _ADJOINT_POSITION:
-        adjoint = positional[_ADJOINT_POSITION]
-    if adjoint is not None and not (isinstance(adjoint, ast.Constant) and adjoint.value is False):
-        return (
-            f"is an adjoint launch ({ast.unparse(adjoint)} for adjoint), which the rewritten kernel cannot take: "
-            f"it is left as written, and as '{argument.id}' is the rewritten kernel it raises when it runs (its "
-            f"backward runs from the tape); launch {argument.id}.kernel for the original's adjoint"
-        )
-    unpacked = [f"*{ast.unparse(a.value)}" for a in positional if isinstance(a, ast.Starred)]
-    unpacked += [f"**{ast.unparse(k.value)}" for k in keywords if k.arg is None]
-    if unpacked:
-        return (
-            f"passes {', '.join(unpacked)}, which wp-rewrite cannot match to {launch}'s parameters: it is left as "
-            f"written, and wp.launch hands the rewritten kernel what they hold when it runs"
-        )
-    unknown = (
-        sorted({k.arg for k in keywords if k.arg is not None} - _LAUNCH_KEYWORDS)
-        if _LAUNCH_KEYWORDS is not None
-        else []
-    )
-    if unknown or len(positional) > _LAUNCH_POSITIONAL:
-        what = ", ".join(unknown) or f"more than {_LAUNCH_POSITIONAL} arguments after the kernel by position"
-        return f"passes {what}, which {launch} does not take (nor does wp.launch): it is left as written"
-    return None
-
-
-def construction_edits(module: StaticModule, wrappers: dict[int, str], offsets: Offsets) -> list[tuple[Edit, Edit]]:
-    """Each call that makes a kernel of a plain function in ``wrappers`` (by id of its definition: the name of its
-    ``KernelRewrite``) wrapped in a call of that, unless it is already: two edits a call."""
-    edits = []
-    for kernel in module.kernels():
-        wrapper = wrappers.get(id(kernel))
-        for made in module.constructions(kernel) if wrapper is not None else []:
-            if module.wrapper(made) != wrapper:
-                site = made.site
-                start, end = offsets(site.lineno, site.col_offset), offsets(end_line(site), end_column(site))
-                edits.append((Edit(start, start, f"{wrapper}("), Edit(end, end, ")")))
-    return edits
-
-
-def _remove_argument(call: ast.Call, argument: ast.expr, offsets: Offsets) -> Edit:
-    """Take the kernel argument out of the call, with the comma after it (or, last, the one before it)."""
-    items: list[ast.expr | ast.keyword] = sorted([*call.args, *call.keywords], key=lambda n: (n.lineno, n.col_offset))
-    node = next(n for n in items if n is argument or getattr(n, "value", None) is argument)
-    at = items.index(node)
-    if at + 1 < len(items):
-        following = items[at + 1]
-        return Edit(offsets(node.lineno, node.col_offset), offsets(following.lineno, following.col_offset), "")
-    previous = items[at - 1]
-    return Edit(offsets(end_line(previous), end_column(previous)), offsets(end_line(node), end_column(node)), "")
-
-
 def emit_module(
     path: Path,
     display: str,
@@ -649,6 +532,7 @@ def emit_module(
     detach_returns: bool = False,
     folder: Path | None = None,
     name: str | None = None,
+    runtime_up: int = 0,
 ) -> Emitted:
     """``text`` with each kernel's generated block inserted after it and its launches rewritten; raises
     ``ParseError``. Kernels the rewrite cannot handle are left as they are, their ``RewriteError`` in
@@ -657,7 +541,8 @@ def emit_module(
     ``max_records`` and ``detach_returns`` have the meaning of ``wp_rewrite``'s options (``max_records`` is the
     launches' default, which each launch may change). ``folder`` and ``name``: where the module is written
     (default: ``path``), which decides where an import of Warp it lacks goes (isort's first-party modules) and how
-    the launch spec names locations.
+    the launch spec names locations. ``runtime_up``: how many folders above ``folder`` the runtime copy is that the
+    module is to import, if it imports none yet (``Emitted.runtime_up`` says which it imports).
     """
     project = project or Project()
     folder = folder if folder is not None else path.parent
@@ -665,6 +550,7 @@ def emit_module(
     if text and not text.endswith(("\n", "\r")):  # a last line without its line ending gets one
         text += "\r\n" if "\r\n" in text else "\n"
     options = option_flags(max_records, detach_returns)
+    config = LintConfig.for_folder(folder.resolve())
     module = StaticModule.parse(path, display, text)
     project.modules.setdefault(path.resolve(), module)
     finder = HazardFinder(project)  # also loads the files the kernels' helpers come from
@@ -686,7 +572,9 @@ def emit_module(
     taken = set().union(*(_bound_names(m.tree) for m in project.modules.values() if m is not None and m is not module))
     taken |= _taken_names(module)
     free = _only_read(module.tree)
-    names, imports = _module_names(module, taken)
+    names, imports = _module_names(module, taken, runtime_up)
+    imported = runtime_level(module)
+    emitted.runtime_up = runtime_up if imported is None else imported
     offsets = Offsets(module)
     launches = {id(k): given for k in choice.already if (given := module.launch_name(k))}
     blocks, helper_imports = [], []
@@ -707,7 +595,8 @@ def emit_module(
         launch = _launch_names(kernel.name, taken, free, nested, constructed)
         line = module.lines[kernel.lineno - 1]
         indent, origin = line[: len(line) - len(line.lstrip())], made_from(module, kernel, finder, options)
-        blocks.append(Block(kernel, generated, launch, names, indent, nested, origin, module.location(kernel)))
+        location = module.location(kernel)
+        blocks.append(Block(kernel, generated, launch, names, indent, nested, origin, location, config.line_length))
         if constructed:
             wrappers[id(kernel)] = launch.rewritten
             emitted.warnings += [
@@ -735,24 +624,30 @@ def emit_module(
         and kernel.name not in emitted.rewritten
         and not any(refusal.kernel == kernel.name for refusal in emitted.refusals)
     ]
-    inserted = helper_import_lines(module, helper_imports)  # (input line after which, text)
+    helper_lines = helper_import_lines(module, helper_imports, config)
+    inserted, merged = list(helper_lines.added), helper_lines.merged  # added: (input line after which, text)
     if (blocks or emitted.already) and imports.warp:
-        inserted.append(placement(module.tree, module.lines, imports.warp, Sections.for_folder(folder)))
+        inserted.append(placement(module.tree, module.lines, imports.warp, Sections.for_folder(folder, config)))
     if (blocks or emitted.already) and imports.runtime:
         inserted.append(after_imports(module.tree, module.lines, imports.runtime))
     unplaced = [block.insertion(module.lines, block.text(max_records, str)) for block in blocks]
-    relocate = _relocation(module.display, name or path.name, inserted + unplaced)
+    # A merged import that takes more lines than before moves the lines after it as an insertion there would.
+    grown = [(end_line(node), "\n" * (text.count("\n") - (end_line(node) - node.lineno + 1))) for node, text in merged]
+    relocate = _relocation(module.display, name or path.name, inserted + grown + unplaced)
     inserted += [block.insertion(module.lines, block.text(max_records, relocate)) for block in blocks]
     edits = [Edit(offsets.line_start(at + 1), offsets.line_start(at + 1), added) for at, added in inserted]
-    calls, warnings = launch_edits(module, launches, offsets)
-    emitted.warnings += warnings
+    edits += [
+        Edit(offsets.line_start(node.lineno), offsets.line_start(end_line(node) + 1), text) for node, text in merged
+    ]
+    calls, kept = launch_edits(module, launches, offsets)
+    emitted.warnings += [_warning(module, call, why) for call, why in kept]
     emitted.launches = len(calls)
     edits += [edit for pair in calls for edit in pair]
     wrapped = construction_edits(module, wrappers, offsets)
     emitted.constructions = len(wrapped)
     edits += [edit for pair in wrapped for edit in pair]
     if edits:
-        emitted.text = _apply(text, edits)
+        emitted.text = apply_edits(text, edits)
     return emitted
 
 
@@ -783,11 +678,3 @@ def _relocation(display: str, name: str, inserted: list[tuple[int, str]]) -> Cal
         return f"{name}:{int(line) + moved}:{column}"
 
     return relocate
-
-
-def _apply(text: str, edits: list[Edit]) -> str:
-    """``text`` with the edits made, in the file's own line endings; insertions at one place in their order."""
-    newline = "\r\n" if "\r\n" in text else "\n"
-    for _, edit in sorted(enumerate(edits), key=lambda item: (item[1].start, item[1].end, item[0]), reverse=True):
-        text = text[: edit.start] + edit.text.replace("\n", newline) + text[edit.end :]
-    return text

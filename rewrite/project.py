@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from warp_rewrite.passes.syntax import walk
-from warp_rewrite.scopes import PYTHON_BUILTINS, Scope, own_returns, own_statements, scope_binding
+from warp_rewrite.scopes import PYTHON_BUILTINS, Scope, own_returns, own_statements
 from warp_rewrite.source_file import Imported, ParseError, SourceFile, display_path
 from warp_rewrite.static_module import StaticModule
 
@@ -126,8 +126,22 @@ def _spec(finder: object, name: str, search: list[str] | None) -> importlib.mach
         return None
     try:
         return find_spec(name, search)
+    except KeyError:  # a namespace package below a parent not imported: its _NamespacePath asks sys.modules
+        return _namespace_spec(name, search)
     except (ImportError, ValueError, OSError):
         return None
+
+
+def _namespace_spec(name: str, search: list[str] | None) -> importlib.machinery.ModuleSpec | None:
+    """The spec of a namespace package (a folder without ``__init__.py``) inside the folders ``search``, made
+    without the finder's ``_NamespacePath``, which needs the parent package imported."""
+    last = name.rpartition(".")[2]
+    folders = [str(Path(entry) / last) for entry in search or () if (Path(entry) / last).is_dir()]
+    if not folders:
+        return None
+    spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
+    spec.submodule_search_locations = folders
+    return spec
 
 
 @dataclass
@@ -135,14 +149,19 @@ class Project:
     """The files of the user's project that helpers are followed into, each parsed once."""
 
     modules: dict[Path, StaticModule | None] = field(default_factory=dict)
+    # How messages name the files the command line was given (resolved path -> its spelling there), so that a file
+    # first loaded as another's helper is named as the command line names it.
+    displays: dict[Path, str] = field(default_factory=dict)
     _files: dict[tuple[Path, int, str], Path | None] = field(default_factory=dict)
 
     def load(self, path: Path) -> StaticModule | None:
+        """The file parsed (once a run), or None where it cannot be read or parsed."""
         path = path.resolve()
         if path not in self.modules:
             try:
                 source = SourceFile.read(path)
-                self.modules[path] = StaticModule.parse(path, display_path(path), source.text, source.encoding)
+                display = self.displays.get(path) or display_path(path)
+                self.modules[path] = StaticModule.parse(path, display, source.text, source.encoding)
             except (OSError, UnicodeDecodeError, SyntaxError, ParseError):
                 self.modules[path] = None
         return self.modules[path]
@@ -232,7 +251,7 @@ class Project:
             return None
         if isinstance(bound, ast.expr) and module.warp.is_warp_expr(bound):
             return None
-        in_function = scope_binding(module.tree, name, module.generated) is not bound
+        in_function = module.scope_binding(module.tree, name) is not bound
         if isinstance(bound, ast.Call):
             builtin = isinstance(bound.func, ast.Name) and bound.func.id in PYTHON_BUILTINS
             if builtin or module.warp.is_warp_expr(bound.func):

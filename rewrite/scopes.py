@@ -46,7 +46,19 @@ class ScopedModule(SourceModule):
     def bound_around(self, name: str, node: ast.AST) -> bool:
         """True if a function around ``node`` binds ``name``: code there sees it as a closure variable."""
         functions = [scope for scope in self.scopes(node) if not isinstance(scope, ast.ClassDef)]
-        return any(scope_binding(scope, name, self.generated) is not None for scope in functions)
+        return any(self.scope_binding(scope, name) is not None for scope in functions)
+
+    def scope_binding(self, scope: Scope | ast.Module, name: str) -> ast.AST | Imported | None:
+        """The last binding of ``name`` directly in ``scope`` (``scope_bindings``), the scope's bindings listed once
+        a run: a file's module scope is asked about thousands of names."""
+        bindings = self._bindings.get(id(scope))
+        if bindings is None:
+            bindings = self._bindings[id(scope)] = scope_bindings(scope, self.generated)
+        return bindings.get(name)
+
+    @cached_property
+    def _bindings(self) -> dict[int, dict[str, ast.AST | Imported]]:
+        return {}
 
     def binding(self, name: str, scopes: list[Scope]) -> ast.AST | Imported | None:
         """What ``name`` is bound to where ``scopes`` (innermost first) surround the code: a definition, an
@@ -63,41 +75,44 @@ class ScopedModule(SourceModule):
 
     def _lookup(self, name: str, scopes: list[Scope]) -> tuple[Scope | ast.Module, ast.AST | Imported] | None:
         for scope in [s for s in scopes if not isinstance(s, ast.ClassDef)] + [self.tree]:
-            found = scope_binding(scope, name, self.generated)
+            found = self.scope_binding(scope, name)
             if found is not None:
                 return scope, found
         return None
 
 
-def scope_binding(
-    scope: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.Module,
-    name: str,
+def scope_bindings(
+    scope: Scope | ast.Module,
     generated: Callable[[ast.stmt], bool],
-) -> ast.AST | Imported | None:
-    """The last binding of ``name`` directly in ``scope`` (not inside the functions it defines), not counting the
-    statements of ``generated`` blocks."""
-    found: ast.AST | Imported | None = None
-    if not isinstance(scope, ast.Module):
+) -> dict[str, ast.AST | Imported]:
+    """Every name bound directly in ``scope`` (not inside the functions it defines), not counting the statements of
+    ``generated`` blocks, with its last binding: a parameter, a definition, an ``Imported``, the value assigned (an
+    annotation without one: the statement), or the statement that stores it (a loop, ``with ... as``, ``x += 1``)."""
+    found: dict[str, ast.AST | Imported] = {}
+    if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
         arguments = scope.args
         for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]:
-            if arg is not None and arg.arg == name:
-                found = arg
+            if arg is not None:
+                found[arg.arg] = arg
     pending = list(scope.body) if isinstance(scope.body, list) else []
     while pending:
         node = pending.pop(0)
         if generated(node):
             continue
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            found = node if node.name == name else found
+            found[node.name] = node
             continue
         if isinstance(node, ast.Import | ast.ImportFrom):
-            found = next((source for local, source in imported_names(node) if local == name), found)
-        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-            found = node.value
-        elif isinstance(node, ast.AnnAssign) and _stores(node.target, name):
-            found = node.value if node.value is not None else node
-        elif any(_stores(target, name) for target in _targets(node)):
-            found = node
+            first: dict[str, Imported] = {}
+            for local, source in imported_names(node):
+                first.setdefault(local, source)  # the first alias of a name in one statement
+            found |= first
+        elif isinstance(node, ast.Assign):
+            found |= {target.id: node.value for target in node.targets if isinstance(target, ast.Name)}
+        elif isinstance(node, ast.AnnAssign):
+            found |= dict.fromkeys(_stored(node.target), node.value if node.value is not None else node)
+        else:
+            found |= dict.fromkeys((name for target in _targets(node) for name in _stored(target)), node)
         if isinstance(node, ast.stmt) and not isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
             pending.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
             for handler in getattr(node, "handlers", []):
@@ -114,8 +129,9 @@ def _targets(node: ast.AST) -> list[ast.expr]:
     return []
 
 
-def _stores(target: ast.expr, name: str) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == name for n in walk(target))
+def _stored(target: ast.expr) -> list[str]:
+    """The names in an assignment's target (as it reads them: also those of ``a[i]``'s subscript)."""
+    return [n.id for n in walk(target) if isinstance(n, ast.Name)]
 
 
 def own_statements(function: ast.FunctionDef) -> Iterator[ast.stmt]:

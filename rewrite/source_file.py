@@ -220,6 +220,17 @@ class SourceModule:
         """Every node of the file (``walk``'s order), listed once for all the questions asked of it."""
         return walk(self.tree)
 
+    @cached_property
+    def definitions(self) -> list[ast.FunctionDef | ast.ClassDef]:
+        """The file's functions and classes, at any depth (``walk``'s order): what decorators can make kernels and
+        helpers of, asked about far more often than there are definitions."""
+        return [node for node in self.nodes if isinstance(node, ast.FunctionDef | ast.ClassDef)]
+
+    @cached_property
+    def calls(self) -> list[ast.Call]:
+        """The file's calls (``walk``'s order)."""
+        return [node for node in self.nodes if isinstance(node, ast.Call)]
+
 
 def position(node: Located) -> tuple[int, int]:
     return node.lineno, node.col_offset

@@ -111,7 +111,7 @@ class StaticModule(ScopedModule):
         ``def getkernel(func): return wp.Kernel(func=func)``), also through one another, by id of their
         definition."""
         makers: dict[int, Maker] = {}
-        calls = [node for node in self.nodes if isinstance(node, ast.Call)]
+        calls = self.calls
         while True:
             found: dict[int, Maker] = {}
             for call in calls:
@@ -133,9 +133,7 @@ class StaticModule(ScopedModule):
         """Plain functions made kernels by a call (``wp.Kernel(func)``, as Warp's tests do, or a maker of the
         file), by id of their definition: the calls that do, in source order (none in generated blocks)."""
         found: dict[int, list[Construction]] = {}
-        for call in self.nodes:
-            if not isinstance(call, ast.Call):
-                continue
+        for call in self.calls:
             made = self._made_kernel(call, self._makers)
             if made is not None and isinstance(made.function, ast.Name) and not self.generated(call):
                 definition = self.binding(made.function.id, self.scopes(call))
@@ -188,7 +186,7 @@ class StaticModule(ScopedModule):
         functions passed to ``wp.Kernel(...)``."""
         kernels = [
             node
-            for node in self.nodes
+            for node in self.definitions
             if isinstance(node, ast.FunctionDef) and self.is_kernel(node) and not self.generated(node)
         ]
         return sorted(kernels, key=position)
@@ -212,7 +210,7 @@ class StaticModule(ScopedModule):
         """Every ``@wp.func`` the user wrote in the file, at any depth."""
         return [
             n
-            for n in self.nodes
+            for n in self.definitions
             if isinstance(n, ast.FunctionDef) and self.warp.decorated(n, "func") and not self.generated(n)
         ]
 
@@ -220,7 +218,7 @@ class StaticModule(ScopedModule):
     def _replayed(self) -> set[int]:
         """Helpers with a hand-written ``@wp.func_replay(helper)`` twin, by id of their definition."""
         found = set()
-        for node in self.nodes:
+        for node in self.definitions:
             decorator = self.warp.decorator(node, "func_replay")
             if isinstance(decorator, ast.Call) and decorator.args and isinstance(decorator.args[0], ast.Name):
                 helper = self.binding(decorator.args[0].id, self.scopes(node))
@@ -421,7 +419,7 @@ class StaticModule(ScopedModule):
     def _region_assignments(self) -> dict[Region, list[tuple[str, ast.Assign]]]:
         """The assignments to a name in each generated block, with that name."""
         found: dict[Region, list[tuple[str, ast.Assign]]] = {region: [] for region in self.regions}
-        for node in self.nodes:
+        for node in self.nodes if self.regions else ():
             if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
                 region = next((r for r in self.regions if r.first <= node.lineno <= r.last), None)
                 if region is not None:

@@ -128,7 +128,7 @@ def test_a_helper_of_an_installed_package_is_followed_without_importing_it(tmp_p
     assert main([str(project / "user_sim.py"), "-o", str(project / "user_sim_out.py"), "-q"]) == 0
     assert "installed_pkg" not in sys.modules and "installed_pkg_was_imported" not in sys.modules
     text = (project / "user_sim_out.py").read_text()
-    assert "from installed_pkg.sub.writers import SCALE\n" in text  # the kernel's file's own spelling
+    assert "from installed_pkg.sub.writers import SCALE, write_slot\n" in text  # the kernel's file's own spelling
     emitted = import_file(project / "user_sim_out.py", "user_sim_out")
 
     program = original_or(

@@ -159,7 +159,8 @@ def test_contradicting_or_invalid_options_are_refused_when_parsing(capsys, tmp_p
 
 
 def test_syntax_error_is_e999_with_its_column_and_other_files_are_still_checked(capsys, tmp_path):
-    (tmp_path / "broken.py").write_text("import warp as wp\nx = (1,\n")
+    # "launch": in a folder, --check parses the files that name a kernel, a launch or an atomic (test_check_files)
+    (tmp_path / "broken.py").write_text("import warp as wp\nx = (1,  # launch\n")
     (tmp_path / "kernels.py").write_text(FOUR_CODES)
     status, out, _ = run_cli(capsys, "--check", tmp_path, "--select", "WR001")
     assert status == 1
@@ -675,7 +676,7 @@ def test_launch_of_a_rewritten_kernel_through_the_original_is_wr004(capsys, tmp_
         "    out[wp.atomic_add(count, 0, 1)] = 1.0\n"
     )
     assert run_cli(capsys, source, "--in-place")[0] == 0
-    rebound = "compact = compact_rewritten  # every name of compact now launches both phases\n"
+    rebound = "# every name of compact now launches both phases\ncompact = compact_rewritten\n"
     assert rebound in source.read_text()
     assert run_cli(capsys, "--check", tmp_path)[0] == 0  # what another file imports is the rewritten kernel
     source.write_text(source.read_text().replace(rebound, ""))  # as earlier versions wrote the block

@@ -1,7 +1,7 @@
-"""Whole trees: ``wp-rewrite PATH... --in-place`` or ``--diff`` takes files and folders, with one
-runtime copy per folder; ``--diff`` gives a patch that makes a tree that runs (the module's changes and the runtime
-folder beside it as new files), so ``patch -p0 < a.patch`` then ``python`` works. Gradients of the rewritten modules
-are checked against finite differences of the original."""
+"""Whole trees: ``wp-rewrite PATH... --in-place`` or ``--diff`` takes files and folders, with one runtime copy per
+package root or folder of scripts (``-o DIR``: test_trees_out); ``--diff`` gives a patch that makes a tree that runs
+(the module's changes and the runtime folder as new files), so ``patch -p0 < a.patch`` then ``python`` works.
+Gradients of the rewritten modules are checked against finite differences of the original."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def make_tree(root: Path) -> list[Path]:
     return modules
 
 
-def test_a_tree_is_rewritten_in_place_with_one_runtime_per_folder(tmp_path):
+def test_a_tree_is_rewritten_in_place_with_one_runtime_per_package_or_folder_of_scripts(tmp_path):
     modules = make_tree(tmp_path)
     made = wp_rewrite_cli("pkg", "scripts/tree_c.py", "--in-place", cwd=tmp_path)
     assert made.returncode == 0, made.stderr
@@ -95,6 +95,7 @@ def test_a_tree_is_rewritten_in_place_with_one_runtime_per_folder(tmp_path):
         f"{Path('scripts/tree_c.py')}: rewrote 1 kernel (compact); 1 wp.launch call now calls the rewritten launch",
     ]  # files without kernels to rewrite are not listed
     copies = sorted(path.parent.relative_to(tmp_path) for path in tmp_path.rglob("wp_rewrite_runtime/__init__.py"))
+    # pkg/sub/ has no __init__.py: no subpackage but a folder of its own (test_trees_out has a subpackage)
     assert copies == [
         Path("pkg/sub/wp_rewrite_runtime"),
         Path("pkg/wp_rewrite_runtime"),
@@ -125,8 +126,8 @@ def test_several_paths_need_in_place_or_diff(tmp_path):
     make_tree(tmp_path)
     made = wp_rewrite_cli("pkg/tree_a.py", "scripts/tree_c.py", cwd=tmp_path)
     assert made.returncode == 2
-    assert "several paths are rewritten with --in-place or --diff (-o and stdout take one file)" in made.stderr
-    made = wp_rewrite_cli("pkg", "-o", "out.py", cwd=tmp_path)
+    assert "several paths are rewritten with --in-place, --diff or -o DIR (stdout takes one file)" in made.stderr
+    made = wp_rewrite_cli("pkg", cwd=tmp_path)
     assert made.returncode == 2 and made.stderr == (
-        "wp-rewrite: error: pkg: a folder is rewritten with --in-place or --diff (-o and stdout take one file)\n"
+        "wp-rewrite: error: pkg: a folder is rewritten with --in-place, --diff or -o DIR (stdout takes one file)\n"
     )
