@@ -19,6 +19,7 @@ from collections.abc import Callable
 from warp_rewrite.passes import memory
 from warp_rewrite.passes.atomics import AtomicCall, WarpNames, positional_arguments
 from warp_rewrite.passes.dataflow import argument_path, is_view
+from warp_rewrite.passes.layout import only_compared
 from warp_rewrite.passes.loop_returns import own_jumps, unrolled_by_warp
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.plan_types import (
@@ -160,7 +161,9 @@ class Planner(MemoryAccesses):
             around = outer + tuple(loops[loop].id for loop in _enclosing(node, parents, unit.tree))
             records = self.namer.fresh(f"{path.replace('.', '_')}_reads")
             location, in_helper = unit.location(node), unit is not self.kernel
-            site = Site(node, "read", records, path, around, location, in_helper, memory.index_count(node))
+            shadow = self._shadow(path) if path in self.exact_targets else ""  # a compared read (see above)
+            site = Site(node, "read", records, path, around, location, in_helper, memory.index_count(node),
+                        shadow=shadow)  # fmt: skip
             sites.append(site)
             self.sites.append(site)
         sites.sort(key=lambda site: (site.node.lineno, site.node.col_offset))
@@ -195,9 +198,7 @@ class Planner(MemoryAccesses):
         names["addresses"] = fresh(f"{base}_addresses")
         if call.op == "cas":
             names["compares"] = fresh(f"{base}_compares")
-        if target not in self.shadows:
-            self.shadows[target] = fresh(target.replace(".", "_") + "_shadow")
-        return {**names, "shadow": self.shadows[target]}
+        return {**names, "shadow": self._shadow(target)}
 
     def _check_exact_accesses(self, unit: Unit, paths: dict, unit_params: list[str], aliases: dict) -> None:
         """Exact float returns need every access to their target to be an atomic the rewrite records: while the
@@ -207,7 +208,8 @@ class Planner(MemoryAccesses):
         for node in walk(unit.tree):
             if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
                 path = self._kernel_path(argument_path(node, unit_params, aliases), paths)
-                if path in self.exact_targets and self._reads_element(node, path, aliases):
+                read = path in self.exact_targets and self._reads_element(node, path, aliases)
+                if read and not self._compared_shadow_read(unit, node, path):
                     raise Refusal(
                         unit,
                         node,
@@ -236,6 +238,25 @@ class Planner(MemoryAccesses):
                         f"helper '{helper.name}' receives an array whose float atomic returns need exact gradients",
                         "Inline the helper, or rewrite with detach_returns=True",
                     )
+
+    def _compared_shadow_read(self, unit: Unit, node: ast.Subscript, path: str) -> bool:
+        """Is ``node`` a read of an element of an exact target that the record kernel can read from the target's
+        shadow (``shadowed_read`` in the runtime) and whose value needs no gradient: in the kernel, with all of
+        the target's indices on the target as the kernel names it, and only compared (``if d < zbuf[p]``)? A
+        comparison has no gradient, so its record is the value read and nothing else."""
+        if unit is not self.kernel:
+            return False  # a helper's reads get no gradient sources of their own (passes.layout)
+        facts = self.analysis(unit)
+        array = self.array(path)
+        direct = isinstance(node.value, ast.Name | ast.Attribute) and array is not None and array.ndim is not None
+        whole = direct and memory.index_count(node) == array.ndim and memory.depth(node.value, facts.aliases) == 0
+        return whole and only_compared(node, facts.nodes, facts.parents)
+
+    def _shadow(self, target: str) -> str:
+        """The name of the shadow of an exact target, shared by its atomics and its compared reads."""
+        if target not in self.shadows:
+            self.shadows[target] = self.namer.fresh(target.replace(".", "_") + "_shadow")
+        return self.shadows[target]
 
     def _reads_element(self, node: ast.Subscript, path: str, aliases: dict[str, ast.expr]) -> bool:
         """Does ``node`` read an element of the array at ``path`` (as many indices as it has dimensions, through

@@ -223,12 +223,15 @@ class PhaseWriter(ast.NodeTransformer):
         if self.forward:
             self.kept_calls.add(id(call))
             recorder = _expr(self._recorder(site.loops))
-            return ast.Call(recorder, [call, _expr(site.records), _expr(self.coordinate)], [])
+            value = self._shadowed(call, site) if site.shadow else call
+            return ast.Call(recorder, [value, _expr(site.records), _expr(self.coordinate)], [])
         keeps_inner = any(id(n) in self.kept_calls for n in walk(call)[1:])
-        if self.phase == REPLAY_FORWARD or not keeps_inner:
-            # Just the recorded value. The atomic's own adjoint (d target / d value) is zero here: an int
-            # target has none, and a float site that is not exact is replayed only in launches where neither
-            # the target nor anything written into it requires grad (the launch checks that).
+        # A float atomic's own adjoint (d target / d value) is kept: its return is replayed as a constant, which
+        # the launch takes only where no gradient can flow through it (``if old > d``), but the target's
+        # gradient still reaches the operands (the depth that won ``wp.atomic_min(zbuf, p, d)``).
+        keeps_adjoint = site.op in ("add", "sub", "min", "max") and site.target not in self.settings.int_paths
+        if self.phase == REPLAY_FORWARD or not (keeps_inner or keeps_adjoint):
+            # Just the recorded value: an int target's atomic has no adjoint, and a read none to keep.
             reader = self.settings.readers.get(site.records)
             if self.phase == REPLAY and reader:
                 return ast.Call(_expr(reader), [_expr(site.records), _expr(self.coordinate)], [])
@@ -238,6 +241,13 @@ class PhaseWriter(ast.NodeTransformer):
         self.kept_calls.add(id(call))
         stand_in = _expr(self._runtime.replay_returned)
         return ast.Call(stand_in, [call, _expr(site.records), _expr(self.coordinate)], [])
+
+    def _shadowed(self, read: ast.Subscript, site: Site) -> ast.expr:
+        """A compared read of a target whose values live in its shadow while the record kernel runs: read there
+        (the runtime's ``shadowed_read``), as the original reads the target after the atomics before it."""
+        indices = read.slice.elts if isinstance(read.slice, ast.Tuple) else [read.slice]
+        address = ast.Call(_expr(self._runtime.flat_index), copy.deepcopy([read.value, *indices]), [])
+        return ast.Call(_expr(self._runtime.shadowed_read), [read, address, _expr(site.shadow)], [])
 
     def _exact_site(self, call: ast.Call, site: Site) -> ast.expr:
         """A float atomic whose returned values get exact gradients (see the runtime's ``exact_add``): recorded

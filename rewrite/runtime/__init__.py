@@ -41,7 +41,16 @@ from .device import (
     report_trips,
 )
 from .errors import RewriteError
-from .exact_atomics import exact_add, exact_cas, exact_exch, exact_max, exact_min, exact_returned, exact_sub
+from .exact_atomics import (
+    exact_add,
+    exact_cas,
+    exact_exch,
+    exact_max,
+    exact_min,
+    exact_returned,
+    exact_sub,
+    shadowed_read,
+)
 from .fingerprints import check_fingerprint
 from .launch import KernelRewrite, RewrittenKernel, RewrittenLaunch
 from .specs import ExactRecords, KernelPair, KernelSpec, LoopSpec, RecordSpec, SiteSpec
@@ -79,6 +88,7 @@ __all__ = [  # exactly the ABI's names (abi.EXPORTED), as a test checks
     "replay_returned",
     "report_trips",
     "require_abi",
+    "shadowed_read",
 ]
 
 

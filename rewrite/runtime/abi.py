@@ -89,6 +89,7 @@ class RuntimeNames:
     exact_exch: str
     exact_cas: str
     exact_returned: str
+    shadowed_read: str
     Any: str  # record annotations of generic kernels: wp.array(dtype=<runtime>.Any)
     # what an emitted block makes: its checks at import (``abi``, ``fingerprints``), its launch, spelled out
     # (``specs``, ``launch``)

@@ -107,9 +107,13 @@ def requires_grad_path(parameters: Sequence[str], args: Sequence[Any], site: Sit
     else:
         candidates = [(path, argument_at(parameters, args, path)) for path in site.gradient_sources]
     for path, value in candidates:
-        if isinstance(value, wp.array) and value.requires_grad and is_float_dtype(value.dtype):
+        if _requires_float_grad(value):
             return path
     return None
+
+
+def _requires_float_grad(value: Any) -> bool:
+    return isinstance(value, wp.array) and value.requires_grad and is_float_dtype(value.dtype)
 
 
 _EXACT_ONLY = frozenset({RecordKind.VALUES, RecordKind.ORDER, RecordKind.ADDRESSES, RecordKind.COMPARES})
@@ -643,12 +647,20 @@ class RewrittenKernel(wp.Kernel):
 
     def _variant(self, request: LaunchRequest) -> tuple[KernelPair, frozenset[str]]:
         """The kernels to launch and the targets whose float returns get exact gradients in this launch: exact
-        returns cost nothing extra where no gradient can flow through them (the detached variant)."""
+        returns cost nothing extra where no gradient can flow through them (the detached variant). A target that
+        requires grad takes the exact path too: its gradient reaches the operands and its initial values only
+        through the exact backward, even where its returns are only compared (the exact pair's replay keeps no
+        atomic, and the detached variant's replay keeps Warp's, which passes the final value's gradient to the
+        initial one of an atomic_min)."""
         spec = self.pair.spec
         exact = frozenset(
             site.target
             for site in spec.sites
-            if site.exact and requires_grad_path(spec.parameters, request.args, site) is not None
+            if site.exact
+            and (
+                requires_grad_path(spec.parameters, request.args, site) is not None
+                or _requires_float_grad(argument_at(spec.parameters, request.args, site.target))
+            )
         )
         return (self.pair if exact else self.detached() or self.pair), exact
 
