@@ -16,7 +16,7 @@ import dataclasses
 import itertools
 from collections.abc import Callable
 
-from warp_rewrite.passes import memory
+from warp_rewrite.passes import dtypes, memory
 from warp_rewrite.passes.atomics import AtomicCall, WarpNames, positional_arguments
 from warp_rewrite.passes.dataflow import argument_path, is_view
 from warp_rewrite.passes.layout import only_compared
@@ -57,6 +57,8 @@ class Planner(MemoryAccesses):
         self.namer = namer
         self.exact_targets = exact_targets
         self.shadows: dict[str, str] = {}
+        self.marks: dict[str, str] = {}
+        self.pools: frozenset[str] = frozenset()
         self._consuming: dict[int, bool] = {}
         self.loop_ids = itertools.count()
         self.loops: list[Loop] = []
@@ -69,6 +71,7 @@ class Planner(MemoryAccesses):
         identity = {p: p for p in self.params}
         self.narrowed = self._narrowed_types()
         self.written = self._written_paths()
+        self.pools = self._pools()
         root = self._plan(self.kernel, identity, (), namer.fresh_base(self.kernel.name))
         check_exact_families(self.kernel, self.sites)
         return KernelPlan(root, self.loops, self.sites, self.written, self._copied(root), self.narrowed)
@@ -162,8 +165,9 @@ class Planner(MemoryAccesses):
             records = self.namer.fresh(f"{path.replace('.', '_')}_reads")
             location, in_helper = unit.location(node), unit is not self.kernel
             shadow = self._shadow(path) if path in self.exact_targets else ""  # a compared read (see above)
+            marks = self._marks(path) if path in self.pools and not in_helper else ""
             site = Site(node, "read", records, path, around, location, in_helper, memory.index_count(node),
-                        shadow=shadow)  # fmt: skip
+                        shadow=shadow, marks=marks)  # fmt: skip
             sites.append(site)
             self.sites.append(site)
         sites.sort(key=lambda site: (site.node.lineno, site.node.col_offset))
@@ -251,6 +255,24 @@ class Planner(MemoryAccesses):
         direct = isinstance(node.value, ast.Name | ast.Attribute) and array is not None and array.ndim is not None
         whole = direct and memory.index_count(node) == array.ndim and memory.depth(node.value, facts.aliases) == 0
         return whole and only_compared(node, facts.nodes, facts.parents)
+
+    def _pools(self) -> frozenset[str]:
+        """The append pools of the launch (``memory.pool_arrays``) among the non-int arrays it writes: arrays the
+        kernel alone reads and writes, element by element, and no atomic targets."""
+        facts = self.analysis(self.kernel)
+        ndims = {}
+        for path in self.written - self.exact_targets:
+            array = self.array(path)
+            known = array is not None and array.ndim is not None and array.dtype is not None
+            if path in self.params and known and not dtypes.is_int(array.dtype):
+                ndims[path] = array.ndim
+        return memory.pool_arrays(self.kernel.tree, ndims, facts.names)
+
+    def _marks(self, pool: str) -> str:
+        """The name of an append pool's marks, shared by its reads."""
+        if pool not in self.marks:
+            self.marks[pool] = self.namer.fresh(f"{pool}_marks")
+        return self.marks[pool]
 
     def _shadow(self, target: str) -> str:
         """The name of the shadow of an exact target, shared by its atomics and its compared reads."""

@@ -392,7 +392,7 @@ def launch_spec(printed: Printed) -> Specified:
         gradient_sources = sources.get(id(s), frozenset())
         exact = ExactRecords(s.records, s.values, s.order, s.addresses, s.compares or None) if s.exact else None
         sources_ = None if gradient_sources is None else tuple(sorted(gradient_sources))
-        sites.append(SiteSpec(s.target, Op(s.op), s.location, sources_, exact))
+        sites.append(SiteSpec(s.target, Op(s.op), s.location, sources_, exact, pool=bool(s.marks)))
     records = []
     for name in plan_.root.record_params():
         r = printed.records[name]

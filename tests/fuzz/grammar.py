@@ -93,6 +93,9 @@ def _subscript(group: str) -> Generator:
         if group == "=" and not (scope.loops or scope.in_helper) and writer.rng.random() < 0.3:
             _read_back_at_a_slot(writer, scope)
             return
+        if group == "=" and not scope.in_helper and writer.rng.random() < 0.5:
+            _append_pool(writer, scope)
+            return
         out = _out(writer)
         operator = writer.rng.choice(("+=", "-=")) if group == "+=" else "="
         scope.line(f"{out}[tid] {operator} {writer.float_value(scope)}")
@@ -114,6 +117,23 @@ def _read_back_at_a_slot(writer: _KernelWriter, scope: _Scope) -> None:
     scope.line(f"{out}[{slot}] = {writer.float_value(scope)}")
     scope.line(f"{out}[{slot}] = {out}[{slot}] * {out}[{slot}] * {writer.constant()} + xv")
     scope.line(f"y[tid] += {out}[{slot}] * xv")
+
+
+def _append_pool(writer: _KernelWriter, scope: _Scope) -> None:
+    """An append pool: each thread reads its parent below the launch's writes and appends two children above them
+    (``passes.memory.pool_arrays``); the gradient goes through the parents, which the launch checks it never
+    wrote. In the kernel: a pool handed to a helper is no pool."""
+    from fuzz.generator import ArraySpec
+
+    room = 2 * writer.dim * scope.multiplicity
+    values = [round(writer.rng.uniform(0.5, 1.5), 4) for _ in range(writer.dim)] + [0.0] * room
+    pool = writer.add_array(ArraySpec(writer.fresh("p"), "float64", (writer.dim + room,), values, True, True, True))
+    counter, base, parent = _out(writer, "int32", (1,)), writer.fresh("b"), writer.fresh("pp")
+    scope.line(f"{parent} = {pool.name}[tid]")
+    scope.line(f"{base} = wp.atomic_add({counter}, 0, 2) + {writer.dim}")
+    scope.line(f"{pool.name}[{base}] = {parent} * xv")
+    scope.line(f"{pool.name}[{base} + 1] = {parent} * {parent} * {writer.constant()}")
+    scope.line(f"y[tid] += {parent} * xv")
 
 
 def _component(group: str) -> Generator:
