@@ -44,6 +44,8 @@ def record_params(plan: KernelPlan, array_of: Callable[[str], dtypes.ArrayInfo |
             add(s.shadow, "shadow", s.target, dtypes.SHADOW, ())
             if s.compares:
                 add(s.compares, "compares", s.target, target.dtype, s.loops)
+        if s.marks:
+            add(s.marks, "marks", s.target, dtypes.INT, ())
     for loop in plan.loops:
         if loop.trips_records:
             add(loop.trips_records, "trips", None, dtypes.INT, loop.outer_loops)

@@ -104,3 +104,46 @@ def _assigned_into(node: ast.expr, parents: dict[ast.AST, ast.AST]) -> bool:
     if child is node or not isinstance(parent, ast.Assign | ast.AnnAssign | ast.AugAssign):
         return False
     return any(child is target for target in (parent.targets if isinstance(parent, ast.Assign) else [parent.target]))
+
+
+def pool_arrays(function: ast.FunctionDef, ndims: dict[str, int], names: WarpNames) -> frozenset[str]:
+    """The array parameters of ``function`` (``ndims``: each one's number of dimensions) that it reads and writes
+    only element by element, by name: every use an element read ``p[i]`` or a plain store ``p[j] = v`` with all of
+    its indices, or ``.shape``; no atomic, no ``+=``, no store into a component, never handed to a call or bound to
+    a local; and every store at an index made of a slot (a local assigned from an expression calling
+    ``wp.atomic_add``). Only the function itself then touches the array, at elements it names by index: an append
+    pool (``base = wp.atomic_add(count, 0, 4)``, children stored at ``base + k``, parents read below the count the
+    launch started with), whose reads the launch checks element by element against its writes. (Stores at other
+    indices, ``total[0]`` under a spin lock or a thread's own ``w[tid]``, keep the refusal at launch of reads that
+    need a gradient.)"""
+    nodes = [node for node in ast.walk(function)]
+    parents = {id(child): node for node in nodes for child in ast.iter_child_nodes(node)}
+    slots = {
+        node.targets[0].id
+        for node in nodes
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and any(isinstance(call, ast.Call) and names.atomic_op(call) == "add" for call in ast.walk(node.value))
+    }
+    pools = set(ndims)
+    for node in nodes:
+        if not (isinstance(node, ast.Name) and node.id in pools):
+            continue
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Attribute) and parent.attr == "shape":
+            continue
+        if not (isinstance(parent, ast.Subscript) and parent.value is node and index_count(parent) == ndims[node.id]):
+            pools.discard(node.id)  # not an element: handed on, bound, or a row
+            continue
+        grand = parents.get(id(parent))
+        if isinstance(parent.ctx, ast.Load):
+            atomic = isinstance(grand, ast.Call) and names.atomic_op(grand) is not None
+            stored_into = isinstance(grand, ast.Attribute | ast.Subscript) and grand.value is parent
+            ok = not atomic and not (stored_into and not isinstance(getattr(grand, "ctx", None), ast.Load))
+        else:
+            at_slot = any(isinstance(n, ast.Name) and n.id in slots for n in ast.walk(parent.slice))
+            ok = isinstance(grand, ast.Assign) and grand.targets == [parent] and at_slot
+        if not ok:
+            pools.discard(node.id)
+    return frozenset(pools)

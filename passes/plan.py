@@ -16,9 +16,10 @@ import dataclasses
 import itertools
 from collections.abc import Callable
 
-from warp_rewrite.passes import memory
+from warp_rewrite.passes import dtypes, memory
 from warp_rewrite.passes.atomics import AtomicCall, WarpNames, positional_arguments
 from warp_rewrite.passes.dataflow import argument_path, is_view
+from warp_rewrite.passes.layout import only_compared
 from warp_rewrite.passes.loop_returns import own_jumps, unrolled_by_warp
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.plan_types import (
@@ -56,6 +57,8 @@ class Planner(MemoryAccesses):
         self.namer = namer
         self.exact_targets = exact_targets
         self.shadows: dict[str, str] = {}
+        self.marks: dict[str, str] = {}
+        self.pools: frozenset[str] = frozenset()
         self._consuming: dict[int, bool] = {}
         self.loop_ids = itertools.count()
         self.loops: list[Loop] = []
@@ -68,6 +71,7 @@ class Planner(MemoryAccesses):
         identity = {p: p for p in self.params}
         self.narrowed = self._narrowed_types()
         self.written = self._written_paths()
+        self.pools = self._pools()
         root = self._plan(self.kernel, identity, (), namer.fresh_base(self.kernel.name))
         check_exact_families(self.kernel, self.sites)
         return KernelPlan(root, self.loops, self.sites, self.written, self._copied(root), self.narrowed)
@@ -173,7 +177,10 @@ class Planner(MemoryAccesses):
             around = outer + tuple(loops[loop].id for loop in _enclosing(node, parents, unit.tree))
             records = self.namer.fresh(f"{path.replace('.', '_')}_reads")
             location, in_helper = unit.location(node), unit is not self.kernel
-            site = Site(node, "read", records, path, around, location, in_helper, memory.index_count(node))
+            shadow = self._shadow(path) if path in self.exact_targets else ""  # a compared read (see above)
+            marks = self._marks(path) if path in self.pools and not in_helper else ""
+            indices = memory.index_count(node)
+            site = Site(node, "read", records, path, around, location, in_helper, indices, shadow=shadow, marks=marks)
             sites.append(site)
             self.sites.append(site)
         sites.sort(key=lambda site: (site.node.lineno, site.node.col_offset))
@@ -208,9 +215,7 @@ class Planner(MemoryAccesses):
         names["addresses"] = fresh(f"{base}_addresses")
         if call.op == "cas":
             names["compares"] = fresh(f"{base}_compares")
-        if target not in self.shadows:
-            self.shadows[target] = fresh(target.replace(".", "_") + "_shadow")
-        return {**names, "shadow": self.shadows[target]}
+        return {**names, "shadow": self._shadow(target)}
 
     def _check_exact_accesses(self, unit: Unit, paths: dict, unit_params: list[str], aliases: dict) -> None:
         """Exact float returns need every access to their target to be an atomic the rewrite records: while the
@@ -220,7 +225,8 @@ class Planner(MemoryAccesses):
         for node in walk(unit.tree):
             if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
                 path = self._kernel_path(argument_path(node, unit_params, aliases), paths)
-                if path in self.exact_targets and self._reads_element(node, path, aliases):
+                read = path in self.exact_targets and self._reads_element(node, path, aliases)
+                if path is not None and read and not self._compared_shadow_read(unit, node, path):
                     raise Refusal(
                         unit,
                         node,
@@ -250,6 +256,45 @@ class Planner(MemoryAccesses):
                         f"helper '{helper.name}' receives an array whose float atomic returns need exact gradients",
                         "Inline the helper, or rewrite with detach_returns=True",
                     )
+
+    def _compared_shadow_read(self, unit: Unit, node: ast.Subscript, path: str) -> bool:
+        """Is ``node`` a read of an element of an exact target that the record kernel can read from the target's
+        shadow (``shadowed_read`` in the runtime) and whose value needs no gradient: in the kernel, with all of
+        the target's indices on the target as the kernel names it, and only compared (``if d < zbuf[p]``)? A
+        comparison has no gradient, so its record is the value read and nothing else."""
+        if unit is not self.kernel:
+            return False  # a helper's reads get no gradient sources of their own (passes.layout)
+        facts = self.analysis(unit)
+        array = self.array(path)
+        if array is None or array.ndim is None or not isinstance(node.value, ast.Name | ast.Attribute):
+            return False
+        whole = memory.index_count(node) == array.ndim and memory.depth(node.value, facts.aliases) == 0
+        return whole and only_compared(node, facts.nodes, facts.parents)
+
+    def _pools(self) -> frozenset[str]:
+        """The append pools of the launch (``memory.pool_arrays``) among the non-int arrays it writes: arrays the
+        kernel alone reads and writes, element by element, and no atomic targets."""
+        facts = self.analysis(self.kernel)
+        ndims: dict[str, int] = {}
+        for path in self.written - self.exact_targets:
+            array = self.array(path)
+            if array is None or array.ndim is None or array.dtype is None:
+                continue
+            if path in self.params and not dtypes.is_int(array.dtype):
+                ndims[path] = array.ndim
+        return memory.pool_arrays(self.kernel.tree, ndims, facts.names)
+
+    def _marks(self, pool: str) -> str:
+        """The name of an append pool's marks, shared by its reads."""
+        if pool not in self.marks:
+            self.marks[pool] = self.namer.fresh(f"{pool}_marks")
+        return self.marks[pool]
+
+    def _shadow(self, target: str) -> str:
+        """The name of the shadow of an exact target, shared by its atomics and its compared reads."""
+        if target not in self.shadows:
+            self.shadows[target] = self.namer.fresh(target.replace(".", "_") + "_shadow")
+        return self.shadows[target]
 
     def _reads_element(self, node: ast.Subscript, path: str, aliases: dict[str, ast.expr]) -> bool:
         """Does ``node`` read an element of the array at ``path`` (as many indices as it has dimensions, through

@@ -154,6 +154,9 @@ class Site:
     addresses: str = ""
     compares: str = ""
     shadow: str = ""  # the target's shadow (values and tickets), shared by every exact site on the target
+    # a read of an append pool (``passes.memory.pool_arrays``): the marks of the elements the launch read and wrote,
+    # shared by every read of the pool; the replay reads memory where the launch's check proves it unchanged
+    marks: str = ""
 
     @property
     def exact(self) -> bool:
@@ -208,8 +211,9 @@ class FunctionPlan:
         for plan in self.walk():
             for site in plan.sites:
                 names += site.record_names()
-                if site.shadow and site.shadow not in shadows:
-                    shadows.append(site.shadow)
+                for shared in (site.shadow, site.marks):
+                    if shared and shared not in shadows:
+                        shadows.append(shared)
             for loop in plan.loops.values():
                 names += [loop.trips_records] if loop.trips_records else []
                 names += [carried.records for carried in loop.carried_in + loop.carried]

@@ -81,6 +81,7 @@ class PhaseSettings:
     trip_args: tuple[str, ...]  # the trip parameters every function of the phase takes and passes on
     may_outgrow: frozenset[int]  # loops whose records are stored with record_if_room
     readers: dict[str, str]  # record parameter -> the runtime function reading it back (replay), as spelled
+    site_numbers: dict[int, int]  # each site's place among the kernel's (the launch spec's), by id: in refusals
     dropped: frozenset[str] = frozenset()  # count phase: argument paths whose writes it leaves out
 
 
@@ -236,12 +237,20 @@ class PhaseWriter(ast.NodeTransformer):
         if self.forward:
             self.kept_calls.add(id(call))
             recorder = _expr(self._recorder(site.loops))
-            return ast.Call(recorder, [call, _expr(site.records), _expr(self.coordinate)], [])
+            value = self._shadowed(call, site) if site.shadow else call
+            if site.marks and self.phase == RECORD:
+                value = self._pool_access(self._runtime.pool_read, call, site, value)
+            return ast.Call(recorder, [value, _expr(site.records), _expr(self.coordinate)], [])
+        if site.marks and self.phase == REPLAY:  # memory, where the launch's check proves the launch left it alone
+            arguments = [call, _expr(site.records), _expr(self.coordinate), _expr(site.marks)]
+            return ast.Call(_expr(self._runtime.pool_value), arguments, [])
         keeps_inner = any(id(n) in self.kept_calls for n in walk(call)[1:])
-        if self.phase == REPLAY_FORWARD or not keeps_inner:
-            # Just the recorded value. The atomic's own adjoint (d target / d value) is zero here: an int
-            # target has none, and a float site that is not exact is replayed only in launches where neither
-            # the target nor anything written into it requires grad (the launch checks that).
+        # A float atomic's own adjoint (d target / d value) is kept: its return is replayed as a constant, which
+        # the launch takes only where no gradient can flow through it (``if old > d``), but the target's
+        # gradient still reaches the operands (the depth that won ``wp.atomic_min(zbuf, p, d)``).
+        keeps_adjoint = site.op in ("add", "sub", "min", "max") and site.target not in self.settings.int_paths
+        if self.phase == REPLAY_FORWARD or not (keeps_inner or keeps_adjoint):
+            # Just the recorded value: an int target's atomic has no adjoint, and a read none to keep.
             reader = self.settings.readers.get(site.records)
             if self.phase == REPLAY and reader:
                 return ast.Call(_expr(reader), [_expr(site.records), _expr(self.coordinate)], [])
@@ -251,6 +260,24 @@ class PhaseWriter(ast.NodeTransformer):
         self.kept_calls.add(id(call))
         stand_in = _expr(self._runtime.replay_returned)
         return ast.Call(stand_in, [call, _expr(site.records), _expr(self.coordinate)], [])
+
+    def _pool_access(self, function: str, access: ast.expr, site: Site, *value: ast.expr) -> ast.Call:
+        """``pool_read(value, address, marks, status, site)`` or ``pool_written(address, ...)``: the record kernel
+        marks the element of an append pool it reads or writes, and refuses the launch where one is both."""
+        assert isinstance(access, ast.Subscript)  # (a pool is read and stored element by element: memory.pool_arrays)
+        indices = access.slice.elts if isinstance(access.slice, ast.Tuple) else [access.slice]
+        address = ast.Call(_expr(self._runtime.flat_index), copy.deepcopy([access.value, *indices]), [])
+        number = ast.Constant(self.settings.site_numbers[id(site)])
+        arguments = [*value, address, _expr(site.marks), _expr(self.settings.names.status), number]
+        return ast.Call(_expr(function), arguments, [])
+
+    def _shadowed(self, read: ast.expr, site: Site) -> ast.expr:
+        """A compared read of a target whose values live in its shadow while the record kernel runs: read there
+        (the runtime's ``shadowed_read``), as the original reads the target after the atomics before it."""
+        assert isinstance(read, ast.Subscript)  # (shadow sites are element reads: Planner._compared_shadow_read)
+        indices = read.slice.elts if isinstance(read.slice, ast.Tuple) else [read.slice]
+        address = ast.Call(_expr(self._runtime.flat_index), copy.deepcopy([read.value, *indices]), [])
+        return ast.Call(_expr(self._runtime.shadowed_read), [read, address, _expr(site.shadow)], [])
 
     def _exact_site(self, call: ast.Call, site: Site) -> ast.expr:
         """A float atomic whose returned values get exact gradients (see the runtime's ``exact_add``): recorded
@@ -300,7 +327,24 @@ class PhaseWriter(ast.NodeTransformer):
         return [ast.copy_location(ast.Expr(call), stmt) for call in calls] or [ast.Pass()]
 
     def visit_Assign(self, node: ast.Assign | ast.AnnAssign) -> ast.stmt | list[ast.stmt]:
-        return self._dropped(node) if self._drops(node) else self.generic_visit(node)
+        if self._drops(node):
+            return self._dropped(node)
+        visited = self.generic_visit(node)
+        pool = self._pools.get(self.plan.stores.get(node, ""))
+        if pool is None or self.phase != RECORD:
+            return visited
+        target = visited.targets[0] if isinstance(visited, ast.Assign) else visited.target
+        written = ast.Expr(self._pool_access(self._runtime.pool_written, target, pool))
+        return [visited, ast.copy_location(written, node)]
+
+    @property
+    def _pools(self) -> dict[str, Site]:
+        """The append pools the function reads, each with its first read (``pool_written`` refuses naming it)."""
+        pools: dict[str, Site] = {}
+        for site in self.plan.sites:
+            if site.marks:
+                pools.setdefault(site.target, site)
+        return pools
 
     visit_AnnAssign = visit_Assign
 
@@ -552,8 +596,8 @@ def trip_capacities(loops: list[Loop], names: KernelNames, max_records: int | No
 def has_status(plan: KernelPlan) -> bool:
     """Whether the kernels take the launch's status: for loops that may outgrow their records (the record kernel
     reports their trips) and exact float returns (the exact backward's checks). The replay kernel, and the exact
-    backward, do nothing in a launch its status refuses."""
-    return any(loop.needs_room for loop in plan.loops) or any(site.exact for site in plan.sites)
+    backward, do nothing in a launch its status refuses. Append pools' reads too: the record kernel checks them."""
+    return any(loop.needs_room for loop in plan.loops) or any(site.exact or site.marks for site in plan.sites)
 
 
 def trip_parameters(plan: KernelPlan, names: KernelNames, max_records: int | None) -> tuple[str, ...]:
@@ -724,6 +768,7 @@ def phase_functions(
         trip_args=trip_parameters(plan, names, max_records),
         may_outgrow=frozenset(loop.id for loop in plan.loops if loop.needs_room),
         readers=readers,
+        site_numbers={id(site): number for number, site in enumerate(plan.sites)},
         dropped=plan.written - plan.copied if phase == COUNT else frozenset(),
     )
     functions = []

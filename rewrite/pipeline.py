@@ -28,7 +28,7 @@ from warp_rewrite.passes.fence import Fence
 from warp_rewrite.passes.layout import RecordParam, check_replay_twins, record_params, site_gradient_sources
 from warp_rewrite.passes.loop_returns import lower_returns
 from warp_rewrite.passes.naming import Namer
-from warp_rewrite.passes.own_writes import forward_own_writes, thread_index
+from warp_rewrite.passes.own_writes import counter_slots, forward_own_writes, thread_index
 from warp_rewrite.passes.plan import Planner
 from warp_rewrite.passes.plan_types import Frontend as PlanFrontend
 from warp_rewrite.passes.plan_types import KernelPlan, Unit, array_at, is_int_path
@@ -210,12 +210,15 @@ def _forwarded_own_writes(frontend: Frontend, unit: Unit) -> ast.FunctionDef | N
             isinstance(func, ast.Attribute) and func.attr == "tid" and getattr(func.value, "id", None) in names.modules
         )
 
-    candidates = {}
+    candidates, int_arrays = {}, set()
     for name, annotation in frontend.parameter_types(unit).items():
         array = dtypes.array_info(annotation)
         if array is not None and array.ndim == 1 and array.dtype is not None and not dtypes.is_generic(array.dtype):
             candidates[name] = dtypes.source(array.dtype, warp)
-    return forward_own_writes(unit.tree, thread_index(unit.tree, is_tid), candidates)
+        if array is not None and array.dtype is not None and dtypes.is_int(array.dtype):
+            int_arrays.add(name)
+    slots = counter_slots(unit.tree, names, frozenset(int_arrays))
+    return forward_own_writes(unit.tree, thread_index(unit.tree, is_tid), candidates, slots)
 
 
 def own_writes(desugared: Desugared) -> Desugared:
@@ -390,7 +393,7 @@ def launch_spec(printed: Printed) -> Specified:
         gradient_sources = sources.get(id(s), frozenset())
         exact = ExactRecords(s.records, s.values, s.order, s.addresses, s.compares or None) if s.exact else None
         sources_ = None if gradient_sources is None else tuple(sorted(gradient_sources))
-        sites.append(SiteSpec(s.target, Op(s.op), s.location, sources_, exact))
+        sites.append(SiteSpec(s.target, Op(s.op), s.location, sources_, exact, pool=bool(s.marks)))
     records = []
     for name in plan_.root.record_params():
         r = printed.records[name]

@@ -11,7 +11,7 @@ library (and its own modules, relatively), so that ``wp-rewrite`` can copy it wh
 - ``specs``: what a launch needs to know about the generated kernels (``KernelSpec``...);
 - ``device``: the device functions record and replay kernels call; ``exact_atomics``: the exact float atomics;
 - ``checks``: the device's checks, read by the host when it can without waiting (``check``);
-- ``launch``: launching both phases (``RewrittenKernel``, ``KernelRewrite``);
+- ``launch``: launching both phases (``RewrittenKernel``, ``KernelRewrite``); ``arguments``: its arguments by path;
 - ``exact``, ``exact_kernels``: the exact backward of floating-point atomic returns, host and device side;
 - ``verify``: verify mode, which checks in backward that the memory a replay reads has not changed;
 - ``hook``: ``wp.launch`` taking rewritten kernels;
@@ -33,6 +33,9 @@ from .abi import ABI, Op, RecordKind, __version__, require_abi
 from .checks import check
 from .device import (
     flat_index,
+    pool_read,
+    pool_value,
+    pool_written,
     range_length,
     record_if_room,
     record_returned,
@@ -41,7 +44,16 @@ from .device import (
     report_trips,
 )
 from .errors import RewriteError
-from .exact_atomics import exact_add, exact_cas, exact_exch, exact_max, exact_min, exact_returned, exact_sub
+from .exact_atomics import (
+    exact_add,
+    exact_cas,
+    exact_exch,
+    exact_max,
+    exact_min,
+    exact_returned,
+    exact_sub,
+    shadowed_read,
+)
 from .fingerprints import check_fingerprint
 from .launch import KernelRewrite, RewrittenKernel, RewrittenLaunch
 from .specs import ExactRecords, KernelPair, KernelSpec, LoopSpec, RecordSpec, SiteSpec
@@ -72,6 +84,9 @@ __all__ = [  # exactly the ABI's names (abi.EXPORTED), as a test checks
     "exact_returned",
     "exact_sub",
     "flat_index",
+    "pool_read",
+    "pool_value",
+    "pool_written",
     "range_length",
     "record_if_room",
     "record_returned",
@@ -79,6 +94,7 @@ __all__ = [  # exactly the ABI's names (abi.EXPORTED), as a test checks
     "replay_returned",
     "report_trips",
     "require_abi",
+    "shadowed_read",
 ]
 
 

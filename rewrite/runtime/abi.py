@@ -18,7 +18,7 @@ import warp as wp
 from .errors import RewriteError
 
 __version__ = "0.3.0"
-ABI = 1  # the contract generated code is written against (see above); not the version, which changes more often
+ABI = 2  # the contract generated code is written against (see above); not the version, which changes more often
 
 
 class Op(str, enum.Enum):
@@ -55,6 +55,7 @@ class RecordKind(str, enum.Enum):
     SHADOW = "shadow"  # exact returns: the target's values and tickets while the record kernel runs
     TRIPS = "trips"  # how often a loop ran (its own dtype)
     CARRIED = "carried"  # ints a loop hands on (their own dtype)
+    MARKS = "marks"  # an append pool's read and written elements (int32, one per element; empty: unchecked)
 
     def __str__(self) -> str:
         return self.value
@@ -89,6 +90,10 @@ class RuntimeNames:
     exact_exch: str
     exact_cas: str
     exact_returned: str
+    shadowed_read: str
+    pool_read: str
+    pool_written: str
+    pool_value: str
     Any: str  # record annotations of generic kernels: wp.array(dtype=<runtime>.Any)
     # what an emitted block makes: its checks at import (``abi``, ``fingerprints``), its launch, spelled out
     # (``specs``, ``launch``)

@@ -16,6 +16,7 @@ from .device import (
     MISSING,
     ORDER,
     OVERFLOW,
+    POOL,
     REPLAY_DIFFERS,
     STATUS_CODE,
     STATUS_SITE,
@@ -185,6 +186,18 @@ def explain_status(
             f"this loop ran {needed} times in one execution but its records had room for {capacities[loop.id]}; "
             f"the launch's gradients would be wrong{withheld}",
             f"Pass max_records={needed} or more (to wp_rewrite, or to the generated launch function)",
+        )
+    if code == POOL:
+        site = spec.sites[site_index]
+        return RewriteError(
+            spec.key,
+            site.location,
+            f"this reads '{site.target}', which the launch also writes, and an element this launch read it also "
+            f"wrote: the value read is a float whose gradient through what the launch wrote there is not "
+            f"supported{withheld}",
+            f"Read only elements of '{site.target}' the launch does not write (below the count it started with, in "
+            "an append pool), write the result into a separate array, or launch with nothing it is made of "
+            "requiring grad",
         )
     exact = [site for site in spec.sites if site.exact]
     site = spec.sites[site_index] if 0 <= site_index < len(spec.sites) else exact[0]

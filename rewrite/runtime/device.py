@@ -51,11 +51,12 @@ def range_length(start: int, stop: int, step: int):
 # A launch's status, written by the device and read by the host when it can without waiting (``check``):
 # [why the launch is refused (0: it is not), the spec's index of the site concerned, trips needed per loop...]
 STATUS_CODE, STATUS_SITE, STATUS_TRIPS = 0, 1, 2
-OVERFLOW, ORDER, MISSING, CHAIN, FINAL, REPLAY_DIFFERS, UNSETTLED = range(1, 8)
+OVERFLOW, ORDER, MISSING, CHAIN, FINAL, REPLAY_DIFFERS, UNSETTLED, POOL = range(1, 9)
 _STATUS_TRIPS = wp.constant(STATUS_TRIPS)
-_OVERFLOW, _ORDER, _MISSING, _CHAIN, _FINAL, _REPLAY_DIFFERS, _UNSETTLED = (
-    wp.constant(code) for code in (OVERFLOW, ORDER, MISSING, CHAIN, FINAL, REPLAY_DIFFERS, UNSETTLED)
+_OVERFLOW, _ORDER, _MISSING, _CHAIN, _FINAL, _REPLAY_DIFFERS, _UNSETTLED, _POOL = (
+    wp.constant(code) for code in (OVERFLOW, ORDER, MISSING, CHAIN, FINAL, REPLAY_DIFFERS, UNSETTLED, POOL)
 )
+_READ_MARK, _WRITTEN_MARK = wp.constant(1), wp.constant(2)
 
 
 @wp.func
@@ -124,3 +125,37 @@ def reader(name: str) -> wp.Function | None:
         pass
 
     return recorded
+
+
+# An append pool (``passes.memory.pool_arrays``): an array the kernel reads and writes element by element, whose
+# reads carry gradients where the launch proves that it wrote no element it read. The record kernel marks each
+# element it reads and each it writes, with one atomic or on the element's word: of a read and a write of one
+# element, in one thread or two, in either order, the second sees the first's mark and refuses the launch. A
+# launch in which no read of the pool needs a gradient passes empty marks: nothing is checked, and the replay reads
+# the records.
+
+
+@wp.func
+def pool_read(value: Any, address: int, marks: wp.array(dtype=wp.int32), status: wp.array(dtype=wp.int32), site: int):
+    """The record kernel's read of an append pool's element (``value``, read as written): marked."""
+    if address < marks.shape[0]:  # noqa: SIM102  (the atomic only where there are marks)
+        if wp.atomic_or(marks, address, _READ_MARK) & _WRITTEN_MARK != 0:
+            refuse(status, _POOL, site)
+    return value
+
+
+@wp.func
+def pool_written(address: int, marks: wp.array(dtype=wp.int32), status: wp.array(dtype=wp.int32), site: int):
+    """The record kernel's store into an append pool's element: marked."""
+    if address < marks.shape[0]:  # noqa: SIM102  (the atomic only where there are marks)
+        if wp.atomic_or(marks, address, _WRITTEN_MARK) & _READ_MARK != 0:
+            refuse(status, _POOL, site)
+
+
+@wp.func
+def pool_value(value: Any, records: wp.array(dtype=Any), index: int, marks: wp.array(dtype=wp.int32)):
+    """The replay's read of an append pool's element: memory (``value``, read as written, its gradient reaching
+    the pool's) where the launch checked its reads, which then saw what memory holds now; else the record."""
+    if marks.shape[0] > 0:
+        return value
+    return records[index]

@@ -49,6 +49,11 @@ def is_float_dtype(dtype: type) -> bool:
     return wp._src.types.type_scalar_type(dtype) in wp._src.types.float_types
 
 
+def requires_float_grad(value: Any) -> bool:
+    """Is ``value`` a float array whose gradient is asked for?"""
+    return isinstance(value, wp.array) and value.requires_grad and is_float_dtype(value.dtype)
+
+
 def _run(kernel: wp.Kernel, dim: Any, inputs: list[Any], device: Any) -> None:
     """Launch one of the runtime's own kernels: on the current stream, never recorded on a tape."""
     warp_launch(kernel, dim, inputs=inputs, device=device, record_tape=False)

@@ -119,6 +119,21 @@ def _peek(shadow: wp.array2d(dtype=wp.uint64), address: int, column: int) -> wp.
     ...
 
 
+@wp.func_native(
+    """
+#if defined(__CUDA_ARCH__)
+    return *(volatile wp::uint64*)wp::address(shadow, address, column);  // from L2, where the atomics are
+#else
+    return *wp::address(shadow, address, column);
+#endif
+"""
+)
+def _current_word(shadow: wp.array2d(dtype=wp.uint64), address: int, column: int) -> wp.uint64:
+    """A shadow word as it is now: one aligned 64-bit load, which no compare-and-swap or exchange of the word can
+    tear. Native for the reason ``_peek`` is."""
+    ...
+
+
 @wp.func
 def to_bits(x: wp.float32) -> wp.uint64:
     return wp.uint64(wp.cast(x, wp.uint32))
@@ -549,3 +564,77 @@ def exact_returned(value: Any, operands: wp.array(dtype=Any), returned: wp.array
     if record_index < operands.shape[0]:
         operands[record_index] = operands.dtype(value)
     return returned[record_index]
+
+
+@wp.func
+def _current(shadow: wp.array2d(dtype=wp.uint64), address: int, component: int, like: wp.float32):
+    return from_bits(_current_word(shadow, address, component), like)
+
+
+@wp.func
+def _current(shadow: wp.array2d(dtype=wp.uint64), address: int, component: int, like: wp.float16):
+    return from_bits(_current_word(shadow, address, component), like)
+
+
+@wp.func
+def _current(shadow: wp.array2d(dtype=wp.uint64), address: int, component: int, like: wp.bfloat16):
+    return from_bits(_current_word(shadow, address, component), like)
+
+
+@wp.func
+def _current(shadow: wp.array2d(dtype=wp.uint64), address: int, component: int, like: wp.float64):
+    return from_bits(_current_word(shadow, address, 2 * component), like)  # (value bits, ticket word) pairs
+
+
+@wp.func
+def shadowed_read(value: Float, address: int, shadow: wp.array2d(dtype=wp.uint64)):
+    """The element at ``address`` of a target whose values live in ``shadow`` while the record kernel runs, as it is
+    now: what a plain read of the target reads in the original kernel (``value``, the target's own element, read
+    before the launch's atomics, gives only the type).
+
+    Every operation on the shadow writes a value word whole (a compare-and-swap of the word or the pair, or the
+    exchange under the ticket lock below sm_90), so the word read is a value the element held during the launch,
+    as a plain read of a target other threads update is on the GPU; the CPU runs threads in order, and reads
+    exactly what the original reads.
+    """
+    return _current(shadow, address, 0, value)
+
+
+@wp.func
+def shadowed_read(  # noqa: F811
+    value: wp.types.vector(length=Any, dtype=Float), address: int, shadow: wp.array2d(dtype=wp.uint64)
+):
+    current = value
+    for c in range(len(value)):
+        current[c] = _current(shadow, address, c, value[c])
+    return current
+
+
+@wp.func
+def shadowed_read(value: wp.types.quaternion(dtype=Float), address: int, shadow: wp.array2d(dtype=wp.uint64)):  # noqa: F811
+    current = value
+    for c in range(4):
+        current[c] = _current(shadow, address, c, value[c])
+    return current
+
+
+@wp.func
+def shadowed_read(  # noqa: F811
+    value: wp.types.transformation(dtype=Float), address: int, shadow: wp.array2d(dtype=wp.uint64)
+):
+    current = value
+    for c in range(7):
+        current[c] = _current(shadow, address, c, value[c])
+    return current
+
+
+@wp.func
+def shadowed_read(  # noqa: F811
+    value: wp.types.matrix(shape=(Any, Any), dtype=Float), address: int, shadow: wp.array2d(dtype=wp.uint64)
+):
+    current = value
+    columns = len(value[0])
+    for c in range(len(value) * columns):
+        row, column = c // columns, c % columns
+        current[row, column] = _current(shadow, address, c, value[row, column])
+    return current

@@ -16,69 +16,14 @@ from typing import Any
 import warp as wp
 
 from .abi import Op, RecordKind
+from .arguments import argument_arrays, argument_at, check_aliasing
 from .checks import device_checks, explain_status, host_view, trips_of, unbounded_chain
 from .device import STATUS_TRIPS
 from .errors import RewriteError
-from .exact import ExactBackward, ExactTarget, Shadow, is_float_dtype
+from .exact import ExactBackward, ExactTarget, Shadow, is_float_dtype, requires_float_grad
 from .hook import backward_enabled, warp_launch
 from .specs import KernelPair, KernelSpec, RecordSpec, SiteSpec
 from .verify import ReadMemory, verify_everywhere
-
-
-def argument_arrays(parameters: Sequence[str], args: Sequence[Any]):
-    """Every array among a launch's arguments (of any of Warp's array kinds), struct fields included, with its
-    path ("state.count")."""
-    for path, value in zip(parameters, args, strict=True):
-        if isinstance(value, wp._src.types.Array):
-            yield path, value
-        elif isinstance(value, wp._src.codegen.StructInstance):
-            fields = value._cls.vars  # type: ignore[attr-defined]  # set on each instance; Warp declares none
-            yield from argument_arrays([f"{path}.{name}" for name in fields], [getattr(value, f) for f in fields])
-
-
-def argument_at(parameters: Sequence[str], args: Sequence[Any], path: str) -> Any:
-    """The launch argument, or struct field of one, that ``path`` ("count", "state.count") names."""
-    root, *fields = path.split(".")
-    value = args[parameters.index(root)]
-    for name in fields:
-        value = getattr(value, name)
-    return value
-
-
-def memory_extent(array: Any) -> tuple[int, int] | None:
-    """The bytes ``[start, end)`` an array's elements lie in (an indexed array's: its data's); None where unknown."""
-    if isinstance(array, wp.indexedarray):
-        array = array.data
-    if not isinstance(array, wp.array) or not array.ptr or array.size == 0:
-        return None
-    last = sum((extent - 1) * stride for extent, stride in zip(array.shape, array.strides, strict=True))
-    return array.ptr, array.ptr + last + wp._src.types.type_size_in_bytes(array.dtype)
-
-
-def check_aliasing(spec: KernelSpec, args: Sequence[Any]) -> None:
-    """Refuse, before anything runs, a launch that binds memory the kernel writes to two arguments (or struct fields).
-
-    The rewrite knows what a kernel writes and reads by argument: a write through one name and a read through another
-    would go unrecorded.
-    """
-    extents = []
-    for path, array in argument_arrays(spec.parameters, args):
-        extent = memory_extent(array)
-        if extent is not None:
-            extents.append((path, array.device, extent))
-    written = set(spec.written)
-    for i, (path, device, (start, end)) in enumerate(extents):
-        for other, other_device, (other_start, other_end) in extents[i + 1 :]:
-            shared = device == other_device and start < other_end and other_start < end
-            if shared and (path in written or other in written):
-                writes = path if path in written else other
-                raise RewriteError(
-                    spec.key,
-                    spec.location,
-                    f"arguments '{path}' and '{other}' share memory and the kernel writes '{writes}': the rewrite "
-                    "records reads and writes per argument, so it would miss those through the other one",
-                    "Pass the array once (one parameter), or pass a copy",
-                )
 
 
 def scratch_copy(value: Any, path: str, written: frozenset[str]) -> Any:
@@ -108,7 +53,7 @@ def requires_grad_path(parameters: Sequence[str], args: Sequence[Any], site: Sit
     else:
         candidates = [(path, argument_at(parameters, args, path)) for path in site.gradient_sources]
     for path, value in candidates:
-        if isinstance(value, wp.array) and value.requires_grad and is_float_dtype(value.dtype):
+        if requires_float_grad(value):
             return path
     return None
 
@@ -181,6 +126,10 @@ def phase_arguments(
             extra.append(sliced[record.name])
         elif record.kind == RecordKind.SHADOW and record.target is not None:  # (a shadow is its target's)
             extra.append(shadows[record.target].words)
+        elif record.kind == RecordKind.MARKS:  # zeroed: the record kernel marks what the launch reads and writes
+            checked = any(site.pool and site.target == record.target and requires_grad_path(spec.parameters, args, site)
+                          for site in spec.sites)  # fmt: skip
+            extra.append(wp.zeros(array.size if checked else 0, dtype=wp.int32, device=device))
         elif is_stand_in(record, exact):
             empty = (0, 0) if record.kind == RecordKind.ORDER else (0,)
             dtype = array.dtype if record.kind in (RecordKind.VALUES, RecordKind.COMPARES) else wp.int32
@@ -306,6 +255,8 @@ class PreparedLaunch:
         self.renewed = [i for i, record in enumerate(pair.spec.records) if not is_stand_in(record, frozenset())]
         if records.status is not None:
             self.renewed.append(next(i for i, value in enumerate(records.extra) if value is records.status))
+        # append pools' marks start every launch at zero (``pool_read``)
+        self.marks = [i for i, record in enumerate(pair.spec.records) if record.kind == RecordKind.MARKS]
         # A CPU array's memory is the host's: its status is zeroed and read back without a copy or a launch.
         self.status = host_view(records.status) if records.status is not None else None
         self.capacities = capacities
@@ -336,6 +287,9 @@ class PreparedLaunch:
                 self.status = host_view(extra[self.renewed[-1]])
         if self.status is not None:
             self.status.fill(0)
+        for index in self.marks:
+            if extra[index].size:
+                extra[index].zero_()
         command.launch()
         if self.status is not None:
             error = explain_status(self.pair.spec, self.capacities, self.status)
@@ -635,7 +589,8 @@ class RewrittenKernel(wp.Kernel):
         only if nothing it is made of needs a gradient."""
         parameters = self._generated.spec.parameters
         for site in self._generated.spec.sites:
-            path = None if site.exact else requires_grad_path(parameters, request.args, site)
+            # an append pool's read is checked by the device where it needs a gradient (``pool_read``)
+            path = None if site.exact or site.pool else requires_grad_path(parameters, request.args, site)
             if path is not None and site.op == Op.READ:
                 raise RewriteError(
                     self.kernel.key,
@@ -656,13 +611,16 @@ class RewrittenKernel(wp.Kernel):
 
     def _variant(self, request: LaunchRequest) -> tuple[KernelPair, frozenset[str]]:
         """The kernels to launch and the targets whose float returns get exact gradients in this launch: exact
-        returns cost nothing extra where no gradient can flow through them (the detached variant)."""
-        spec = self._generated.spec
-        exact = frozenset(
-            site.target
-            for site in spec.sites
-            if site.exact and requires_grad_path(spec.parameters, request.args, site) is not None
-        )
+        returns cost nothing extra where no gradient can flow through them (the detached variant). A target that
+        requires grad takes the exact path too, even where its returns are only compared: only the exact backward
+        routes its gradient to the operands and to its initial values (Warp's atomic_min adjoint does not)."""
+        spec, args = self._generated.spec, request.args
+
+        def needs_exact(site: SiteSpec) -> bool:
+            target = argument_at(spec.parameters, args, site.target)
+            return requires_grad_path(spec.parameters, args, site) is not None or requires_float_grad(target)
+
+        exact = frozenset(site.target for site in spec.sites if site.exact and needs_exact(site))
         return (self._generated if exact else self.detached() or self._generated), exact
 
     def _refuse_unshadowed_targets(self, spec: KernelSpec, request: LaunchRequest, exact: frozenset[str]) -> None:

@@ -34,6 +34,7 @@ class SiteSpec:
     # argument paths a float return may be differentiable in; None: any array argument
     gradient_sources: tuple[str, ...] | None = ()
     exact: ExactRecords | None = None
+    pool: bool = False  # a read of an append pool: checked by the record kernel where it needs a gradient
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ class KernelSpec:
     @property
     def has_status(self) -> bool:
         """Whether both kernels take a status array: the device's checks (records overflowing, exact orders)."""
-        return any(loop.counted for loop in self.loops) or any(site.exact for site in self.sites)
+        return any(loop.counted for loop in self.loops) or any(site.exact or site.pool for site in self.sites)
 
 
 @dataclass(frozen=True)

@@ -104,14 +104,16 @@ def float_depth_test(
     tid = wp.tid()
     depth = x[tid] * x[tid] + wp.float64(0.5)
     p = pixel[tid]
-    if depth < zbuf[p]:
+    seen = zbuf[p]
+    if depth < seen:
         nearest = wp.atomic_min(zbuf, p, depth)
-        shade[tid] = wp.float64(3.0) * depth + wp.float64(0.25) * nearest
+        shade[tid] = wp.float64(3.0) * depth + wp.float64(0.25) * nearest * seen
 
 
 def test_float_depth_test_is_refused_where_its_gradient_would_be_wrong():
-    """Exact returns: a plain read of the target is refused. Detached: the read is a constant, whose gradient
-    through the depths other threads wrote is refused at launch."""
+    """Exact returns: a plain read of the target used as a number is refused (one only compared is taken:
+    tests/test_zbuffer.py). Detached: the read is a constant, whose gradient through the depths other threads
+    wrote is refused at launch."""
     with pytest.raises(RewriteError, match=r"a plain read of 'zbuf', whose float atomic returns need exact"):
         wp_rewrite(float_depth_test)
     args = [f64(DESCENDING, True), i32(PIXELS), f64([50.0, 50.0]), outputs(N)]

@@ -187,12 +187,15 @@ def scale_by_count(x: wp.array(dtype=wp.float32), total: wp.array(dtype=wp.float
 """
 
 
-def test_detached_float_returns_are_read_back_through_a_reader_with_an_empty_gradient(tmp_path, capsys):
-    """The reported kernel with ``x`` requiring grad: y_k = (10 + k) x_k on the CPU, so x.grad = 10 + k."""
+def test_detached_float_returns_are_read_back_from_their_records_keeping_the_atomics_adjoint(tmp_path, capsys):
+    """The reported kernel with ``x`` requiring grad: y_k = (10 + k) x_k on the CPU, so x.grad = 10 + k. The atomic
+    stays as the stand-in's argument: its own adjoint (d total / d value) reaches the operand where ``total``
+    requires grad (tests/test_zbuffer.py)."""
     source, out = tmp_path / "counted.py", tmp_path / "counted_rewritten.py"
     source.write_text(COUNTED)
     assert run_cli(capsys, source, "--detach-returns", "-o", out)[0] == 0
-    assert "previous = wp_rewrite_runtime.recorded_float32(previous_records, thread)" in out.read_text()
+    stand_in = "previous = wp_rewrite_runtime.replay_returned(wp.atomic_add(total, 0, 1.0), previous_records, thread)"
+    assert stand_in in out.read_text()
     module = import_file(out, "counted_rewritten")
     x = wp.array(X, dtype=wp.float32, requires_grad=True)
     total, y = wp.array([10.0], dtype=wp.float32), wp.zeros(N, dtype=wp.float32, requires_grad=True)

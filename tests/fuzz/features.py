@@ -46,6 +46,10 @@ FEATURES = {
     "int read of another thread's write": r"wp\.float64\(w\d+\[\(tid \+ \d+\) % \d+\] % 5",
     "float read of another thread's write": r"y\[tid\] \+= w\d+\[\(tid \+ \d+\) % \d+\] \* xv",
     "float read of a write with a gradient (refused)": r"w\d+\[tid\] = xv \* ",
+    # comparison reads, own writes at slots, append pools
+    "early depth test on a target with exact returns": r"if d\d+ [<>] z\d+\[[^]]+\]:\n\s+zr\d+ = wp\.atomic_m",
+    "read back at a consumed slot": r"(q\d+) = wp\.atomic_add\(g\d+, 0, \d\)\n\s+g\d+\[\1\] = ",
+    "append pool read below the launch's writes": r"pp\d+ = p\d+\[tid\]\n\s+b\d+ = wp\.atomic_add",
     "strided view argument": "layout=strided",
     "indexed array argument": "layout=indexed",
     "argument aliasing another (refused)": "alias_of=",

@@ -90,6 +90,12 @@ def _subscript(group: str) -> Generator:
             scope.line(f"{out}[tid] = keys[tid] + 1")
             scope.line(f"{out}[tid] {_int_update(writer)}")
             return
+        if group == "=" and not (scope.loops or scope.in_helper) and writer.rng.random() < 0.3:
+            _read_back_at_a_slot(writer, scope)
+            return
+        if group == "=" and not scope.in_helper and writer.rng.random() < 0.5:
+            _append_pool(writer, scope)
+            return
         out = _out(writer)
         operator = writer.rng.choice(("+=", "-=")) if group == "+=" else "="
         scope.line(f"{out}[tid] {operator} {writer.float_value(scope)}")
@@ -100,6 +106,34 @@ def _subscript(group: str) -> Generator:
             scope.line(f"    y[tid] += xv * {writer.constant()}")
 
     return write
+
+
+def _read_back_at_a_slot(writer: _KernelWriter, scope: _Scope) -> None:
+    """Stores at a slot taken from a counter, read back nonlinearly (``passes.own_writes.counter_slots``): outside
+    loops and in the kernel, where the proof that no other thread writes the slot holds."""
+    step = writer.rng.randint(1, 2)
+    counter, out, slot = _out(writer, "int32", (1,)), _out(writer, shape=(step * writer.dim,)), writer.fresh("q")
+    scope.line(f"{slot} = wp.atomic_add({counter}, 0, {step})")
+    scope.line(f"{out}[{slot}] = {writer.float_value(scope)}")
+    scope.line(f"{out}[{slot}] = {out}[{slot}] * {out}[{slot}] * {writer.constant()} + xv")
+    scope.line(f"y[tid] += {out}[{slot}] * xv")
+
+
+def _append_pool(writer: _KernelWriter, scope: _Scope) -> None:
+    """An append pool: each thread reads its parent below the launch's writes and appends two children above them
+    (``passes.memory.pool_arrays``); the gradient goes through the parents, which the launch checks it never
+    wrote. In the kernel: a pool handed to a helper is no pool."""
+    from tests.fuzz.generator import ArraySpec
+
+    room = 2 * writer.dim * scope.multiplicity
+    values = [round(writer.rng.uniform(0.5, 1.5), 4) for _ in range(writer.dim)] + [0.0] * room
+    pool = writer.add_array(ArraySpec(writer.fresh("p"), "float64", (writer.dim + room,), values, True, True, True))
+    counter, base, parent = _out(writer, "int32", (1,)), writer.fresh("b"), writer.fresh("pp")
+    scope.line(f"{parent} = {pool.name}[tid]")
+    scope.line(f"{base} = wp.atomic_add({counter}, 0, 2) + {writer.dim}")
+    scope.line(f"{pool.name}[{base}] = {parent} * xv")
+    scope.line(f"{pool.name}[{base} + 1] = {parent} * {parent} * {writer.constant()}")
+    scope.line(f"y[tid] += {parent} * xv")
 
 
 def _component(group: str) -> Generator:
@@ -163,7 +197,32 @@ def _matmul(writer: _KernelWriter, scope: _Scope) -> None:
 
 
 def _atomic_used(writer: _KernelWriter, scope: _Scope) -> None:
-    writer.int_block(scope)
+    if not scope.in_helper and writer.rng.random() < 0.4:  # a helper's read of an exact target is refused
+        _depth_test(writer, scope)
+    else:
+        writer.int_block(scope)
+
+
+def _depth_test(writer: _KernelWriter, scope: _Scope) -> None:
+    """A z-buffer's early depth test: a read of the target of the float atomic after it, only compared, while the
+    target's returns take the exact path (its record is read from the shadow); the return used as a number, or only
+    compared too."""
+    from tests.fuzz.generator import ArraySpec
+
+    op, comparison, initial = writer.rng.choice((("min", "<", 50.0), ("max", ">", -50.0)))
+    width = writer.rng.randint(1, 2)
+    zbuf = writer.add_array(ArraySpec(writer.fresh("z"), "float64", (width,), [initial] * width, True, True, True))
+    depth, returned = writer.fresh("d"), writer.fresh("zr")
+    pixel = writer.index_expr(width, None)
+    scope.line(f"{depth} = {writer.float_value(scope)}")
+    scope.line(f"if {depth} {comparison} {zbuf.name}[{pixel}]:")
+    inner = scope.nested()
+    inner.line(f"{returned} = wp.atomic_{op}({zbuf.name}, {pixel}, {depth})")
+    if writer.rng.random() < 0.5:
+        inner.line(f"y[tid] += {returned} * xv * {writer.constant()}")
+    else:
+        inner.line(f"if {returned} {'>' if op == 'min' else '<'} {depth}:")
+        inner.nested().line(f"y[tid] += {depth} * xv")
 
 
 def _atomic_by_keyword(writer: _KernelWriter, scope: _Scope) -> None:

@@ -79,8 +79,9 @@ def test_replay_kernel_reads_an_int_return_back():
     )
 
 
-def test_replay_reads_a_detached_float_return_back_without_its_atomic():
-    """Launches run such a replay only when nothing written into ``acc`` requires grad: no adjoint to keep."""
+def test_replay_reads_a_detached_float_return_back_keeping_its_atomic_for_its_own_adjoint():
+    """Launches run such a replay only where no gradient flows through the return; the atomic stays as the
+    stand-in's argument, its index read back, so that ``acc``'s gradient still reaches the operand."""
     plan = plan_of('''
         @wp.kernel
         def nested(c: wp.array[int], acc: wp.array[float], out: wp.array[float]):
@@ -96,7 +97,8 @@ def test_replay_reads_a_detached_float_return_back_without_its_atomic():
                           atomic_add_records_1: wp.array(dtype=wp.int32)):
             """Docstring stays first."""
             PROLOGUE
-            out[0] = rt.recorded_float32(atomic_add_records, thread)
+            out[0] = rt.replay_returned(wp.atomic_add(acc, rt.recorded_int32(atomic_add_records_1, thread), 2.0),
+                                        atomic_add_records, thread)
         ''',
     )
 

@@ -1,0 +1,101 @@
+"""Z-buffers: a read of the target of a float atomic whose returns take the exact path, only compared
+(``if d < zbuf[p]``), is recorded from the target's shadow, where its values live while the record kernel runs
+(``shadowed_read`` in the runtime). Forward and gradients match the original's, through the API and the command
+line, against finite differences; a read whose value is used as a number stays refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import warp as wp
+
+from tests.support import zbuffer
+from tests.support.emitted import rewritten_copy, through
+from tests.support.harness import Case, check, f64, i32
+from warp_rewrite import RewriteError, wp_rewrite
+
+N = 8
+PIXELS = [0, 1, 0, 1, 0, 1, 0, 1]
+NEARER = np.sqrt(np.linspace(1.7, 0.3, N))  # each thread's depth passes its pixel's test: depths 2.2 down to 0.8
+FARTHER = np.sqrt(np.linspace(0.3, 1.7, N))
+
+
+def shades() -> wp.array:
+    return f64(np.zeros(N), True)
+
+
+# kernel -> its arguments, the indices the loss weighs, those differentiated; depths keep 0.2 from every test
+KERNELS = {
+    "nearest_shade": (lambda: [f64(NEARER, True), i32(PIXELS), f64([50.0, 50.0], True), shades()], [3, 2], [0, 2]),
+    "farthest_shade": (lambda: [f64(FARTHER, True), i32(PIXELS), f64([0.1, 0.1], True), shades()], [3, 2], [0, 2]),
+    "winners": (lambda: [f64(NEARER, True), i32(PIXELS), f64([50.0, 50.0], True), shades()], [3, 2], [0, 2]),
+    "winners_without_a_test": (
+        lambda: [f64(NEARER, True), i32(PIXELS), f64([50.0, 50.0], True), shades()],
+        [3, 2],
+        [0, 2],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_through_the_api(name):
+    make, loss, wrt = KERNELS[name]
+    check(Case(getattr(zbuffer, name), N, make, loss, wrt))
+
+
+@pytest.fixture(scope="module")
+def emitted(tmp_path_factory):
+    return rewritten_copy(zbuffer, tmp_path_factory.mktemp("zbuffer"))
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_through_the_command_line(emitted, name):
+    make, loss, wrt = KERNELS[name]
+    check(Case(None, N, make, loss, wrt, program=through(emitted, name, N)))
+
+
+def test_the_record_kernel_reads_the_shadow():
+    source = wp_rewrite(zbuffer.nearest_shade).source
+    assert "shadowed_read(zbuf[p], wp_rewrite_runtime.flat_index(zbuf, p), zbuf_shadow)" in source
+
+
+@wp.func
+def in_front(zbuf: wp.array[wp.float64], p: int, depth: wp.float64) -> bool:
+    return depth < zbuf[p]
+
+
+@wp.kernel
+def early_test_in_a_helper(
+    x: wp.array[wp.float64], pixel: wp.array[wp.int32], zbuf: wp.array[wp.float64], shade: wp.array[wp.float64]
+):
+    tid = wp.tid()
+    depth = x[tid] * x[tid] + wp.float64(0.5)
+    p = pixel[tid]
+    if in_front(zbuf, p, depth):  # a helper's read of the target: refused as before
+        nearest = wp.atomic_min(zbuf, p, depth)
+        shade[tid] = nearest * depth
+
+
+@wp.kernel
+def depth_used_as_a_number(
+    x: wp.array[wp.float64], pixel: wp.array[wp.int32], zbuf: wp.array[wp.float64], shade: wp.array[wp.float64]
+):
+    tid = wp.tid()
+    depth = x[tid] * x[tid] + wp.float64(0.5)
+    p = pixel[tid]
+    seen = zbuf[p]
+    if depth < seen:
+        nearest = wp.atomic_min(zbuf, p, depth)
+        shade[tid] = nearest * seen  # the value read carries a gradient: refused as before
+
+
+@pytest.mark.parametrize(
+    "kernel, refusal",
+    [
+        (early_test_in_a_helper, "helper 'in_front' receives an array whose float atomic returns need exact"),
+        (depth_used_as_a_number, "a plain read of 'zbuf', whose float atomic returns need exact gradients"),
+    ],
+)
+def test_other_reads_of_the_target_stay_refused(kernel, refusal):
+    with pytest.raises(RewriteError, match=refusal):
+        wp_rewrite(kernel)
