@@ -9,7 +9,8 @@ from typing import Any
 import warp as wp
 
 from .errors import RewriteError
-from .specs import KernelSpec
+from .exact import is_float_dtype, requires_float_grad
+from .specs import KernelSpec, SiteSpec
 
 
 def argument_arrays(parameters: Sequence[str], args: Sequence[Any]):
@@ -66,3 +67,35 @@ def check_aliasing(spec: KernelSpec, args: Sequence[Any]) -> None:
                     "records reads and writes per argument, so it would miss those through the other one",
                     "Pass the array once (one parameter), or pass a copy",
                 )
+
+
+def scratch_copy(value: Any, path: str, written: frozenset[str]) -> Any:
+    """What a dry run may run on in place of ``value`` (the argument at ``path``): a copy of each array the launch
+    writes, struct fields copied likewise; everything else as it is (the kernel never writes it)."""
+    if isinstance(value, wp._src.codegen.StructInstance):
+        copy = type(value)()  # type: ignore[call-arg]  # Warp declares StructInstance(ctype); a struct takes none
+        for name in value._cls.vars:  # type: ignore[attr-defined]  # (as in argument_arrays)
+            setattr(copy, name, scratch_copy(getattr(value, name), f"{path}.{name}", written))
+        return copy
+    if path not in written:
+        return value
+    if isinstance(value, wp.array):
+        return wp.clone(value, requires_grad=False)
+    if isinstance(value, wp.indexedarray):
+        # The ignore: Warp declares indexedarray's data Optional and its indices a list of None.
+        return wp.indexedarray(wp.clone(value.data, requires_grad=False), value.indices[: value.ndim])  # type: ignore[arg-type]
+    return None  # not copyable: the caller refuses
+
+
+def requires_grad_path(parameters: Sequence[str], args: Sequence[Any], site: SiteSpec) -> str | None:
+    """The path of an array requiring grad that a float return may be differentiable in, if any."""
+    if not is_float_dtype(argument_at(parameters, args, site.target).dtype):
+        return None
+    if site.gradient_sources is None:
+        candidates = list(argument_arrays(parameters, args))
+    else:
+        candidates = [(path, argument_at(parameters, args, path)) for path in site.gradient_sources]
+    for path, value in candidates:
+        if requires_float_grad(value):
+            return path
+    return None

@@ -16,142 +16,14 @@ from typing import Any
 import warp as wp
 
 from .abi import Op, RecordKind
-from .arguments import argument_arrays, argument_at, check_aliasing
+from .arguments import argument_arrays, argument_at, check_aliasing, requires_grad_path, scratch_copy
 from .checks import device_checks, explain_status, host_view, trips_of, unbounded_chain
-from .device import STATUS_TRIPS
 from .errors import RewriteError
-from .exact import ExactBackward, ExactTarget, Shadow, is_float_dtype, requires_float_grad
+from .exact import ExactBackward, requires_float_grad
 from .hook import backward_enabled, warp_launch
+from .records import Capacities, LaunchRecords, capacities_of, is_stand_in, phase_arguments
 from .specs import KernelPair, KernelSpec, RecordSpec, SiteSpec
 from .verify import ReadMemory, verify_everywhere
-
-
-def scratch_copy(value: Any, path: str, written: frozenset[str]) -> Any:
-    """What a dry run may run on in place of ``value`` (the argument at ``path``): a copy of each array the launch
-    writes, struct fields copied likewise; everything else as it is (the kernel never writes it)."""
-    if isinstance(value, wp._src.codegen.StructInstance):
-        copy = type(value)()  # type: ignore[call-arg]  # Warp declares StructInstance(ctype); a struct takes none
-        for name in value._cls.vars:  # type: ignore[attr-defined]  # (as in argument_arrays)
-            setattr(copy, name, scratch_copy(getattr(value, name), f"{path}.{name}", written))
-        return copy
-    if path not in written:
-        return value
-    if isinstance(value, wp.array):
-        return wp.clone(value, requires_grad=False)
-    if isinstance(value, wp.indexedarray):
-        # The ignore: Warp declares indexedarray's data Optional and its indices a list of None.
-        return wp.indexedarray(wp.clone(value.data, requires_grad=False), value.indices[: value.ndim])  # type: ignore[arg-type]
-    return None  # not copyable: the caller refuses
-
-
-def requires_grad_path(parameters: Sequence[str], args: Sequence[Any], site: SiteSpec) -> str | None:
-    """The path of an array requiring grad that a float return may be differentiable in, if any."""
-    if not is_float_dtype(argument_at(parameters, args, site.target).dtype):
-        return None
-    if site.gradient_sources is None:
-        candidates = list(argument_arrays(parameters, args))
-    else:
-        candidates = [(path, argument_at(parameters, args, path)) for path in site.gradient_sources]
-    for path, value in candidates:
-        if requires_float_grad(value):
-            return path
-    return None
-
-
-_EXACT_ONLY = frozenset({RecordKind.VALUES, RecordKind.ORDER, RecordKind.ADDRESSES, RecordKind.COMPARES})
-
-
-def is_stand_in(record: RecordSpec, exact: frozenset[str]) -> bool:
-    """Whether a record is an empty stand-in: exact-return records of a target with no exact returns this launch."""
-    return record.kind in _EXACT_ONLY and record.target not in exact
-
-
-def capacities_of(spec: KernelSpec, max_records: int | None) -> dict[int, int | None]:
-    """Records per execution of each loop: compiled in, ``max_records``, or None (to be counted by a dry run)."""
-    return {
-        loop.id: loop.room if loop.room is not None else max_records if loop.counted else (loop.trips or 1)
-        for loop in spec.loops
-    }
-
-
-@dataclass
-class LaunchRecords:
-    """What one launch allocates for the generated kernels."""
-
-    extra: list[Any]  # the arguments both kernels take after the kernel's own
-    status: wp.array | None  # the device's checks (see ``check``), where the kernels take one
-    shadows: list[Shadow]  # the shadows of targets with exact float returns
-    exact: list[ExactTarget]  # the targets whose float returns get exact gradients in this launch
-
-
-def phase_arguments(
-    spec: KernelSpec,
-    args: Sequence[Any],
-    shape: tuple[int, ...],
-    capacities: dict[int, int],
-    device: wp.Device,
-    exact: frozenset[str] = frozenset(),
-) -> LaunchRecords:
-    """The arguments the generated kernels take after the kernel's own, allocated from bounds known at launch.
-
-    They are: the records, the capacities of loops whose kernels do not have them compiled in, the status (for
-    loops of unknown length and exact float returns), and the launch shape (for kernels unpacking ``wp.tid()``
-    into several indices: they compute their row from it). ``exact``: targets whose float returns need exact
-    gradients in this launch: each one's records are slices of one allocation, which the exact backward reads
-    whole; the other targets' exact-return records are empty (their returns are exact as constants).
-    """
-    threads = 1
-    for extent in shape:
-        threads *= extent
-    sizes = {}
-    for record in spec.records:
-        sizes[record.name] = threads
-        for loop in record.loops:
-            sizes[record.name] *= capacities[loop]
-    shadows = {}
-    for record in spec.records:
-        if record.kind == RecordKind.SHADOW:
-            assert record.target is not None  # (a shadow is its target's)
-            shadows[record.target] = Shadow(argument_at(spec.parameters, args, record.target), device)
-    targets = []
-    for path in sorted(exact):
-        sites = [(index, site) for index, site in enumerate(spec.sites) if site.exact and site.target == path]
-        targets.append(ExactTarget(path, shadows[path], sites, sizes, device))
-    sliced = {name: array for target in targets for name, array in target.slices().items()}
-    extra: list[Any] = []  # records, capacities (ints), the status and the launch shape (a vec4i)
-    empties = {}  # zero-size stand-ins are never written: one per (shape, dtype) serves every record
-    for record in spec.records:
-        array: Any = argument_at(spec.parameters, args, record.target) if record.target else None
-        if record.name in sliced:
-            extra.append(sliced[record.name])
-        elif record.kind == RecordKind.SHADOW and record.target is not None:  # (a shadow is its target's)
-            extra.append(shadows[record.target].words)
-        elif record.kind == RecordKind.MARKS:  # zeroed: the record kernel marks what the launch reads and writes
-            checked = any(site.pool and site.target == record.target and requires_grad_path(spec.parameters, args, site)
-                          for site in spec.sites)  # fmt: skip
-            extra.append(wp.zeros(array.size if checked else 0, dtype=wp.int32, device=device))
-        elif is_stand_in(record, exact):
-            empty = (0, 0) if record.kind == RecordKind.ORDER else (0,)
-            dtype = array.dtype if record.kind in (RecordKind.VALUES, RecordKind.COMPARES) else wp.int32
-            if (empty, dtype) not in empties:
-                empties[empty, dtype] = wp.empty(empty, dtype=dtype, device=device)
-            extra.append(empties[empty, dtype])
-        else:
-            dtype = array.dtype if record.kind == RecordKind.RETURNED else record.dtype or wp.int32
-            # The replay reads only records the record kernel wrote, so they need no zero fill.
-            try:
-                extra.append(wp.empty(sizes[record.name], dtype=dtype, device=device))
-            except (ValueError, RuntimeError) as error:  # too many elements, or out of memory
-                raise unallocated(spec, record, sizes[record.name], threads, capacities, error) from error
-    # The capacities not compiled in, in loop order: the kernels' trip_capacity<id> parameters.
-    extra += [capacities[loop.id] for loop in spec.loops if loop.counted and loop.room is None]
-    status = None
-    if spec.has_status:
-        status = wp.zeros(STATUS_TRIPS + len(spec.loops), dtype=wp.int32, device=device)
-        extra.append(status)
-    if spec.launch_arity > 1:
-        extra.append(wp.vec4i(*shape, *(1,) * (4 - len(shape))))
-    return LaunchRecords(extra, status, list(shadows.values()), targets)
 
 
 @dataclass(frozen=True)
@@ -177,31 +49,6 @@ class LaunchRequest:
     def options(self) -> dict[str, Any]:
         """What every ``wp.launch`` of the launch's kernels takes."""
         return dict(device=self.device, stream=self.stream, block_dim=self.block_dim, max_blocks=self.max_blocks)
-
-
-@dataclass(frozen=True)
-class Capacities:
-    """Records per execution of each loop, by loop id, as this launch allocates them."""
-
-    rooms: dict[int, int]
-    counted: bool  # by a dry run: they depend on more than the launch's signature
-
-
-def unallocated(spec: KernelSpec, record: RecordSpec, size: int, threads: int, capacities: dict[int, int],
-                error: Exception) -> RewriteError:  # fmt: skip
-    """The refusal of a launch whose records cannot be allocated: which record, and the room that sized it."""
-    loops = {loop.id: loop for loop in spec.loops}
-    rooms = [f"room for {capacities[loop]} per execution of the loop at {loops[loop].location}"
-             for loop in record.loops]  # fmt: skip
-    sized = " × ".join([f"{threads} threads", *rooms])
-    return RewriteError(
-        spec.key,
-        loops[record.loops[-1]].location if record.loops else spec.location,
-        f"the launch's record '{record.name}' needs {size} values ({sized}) and cannot be allocated: {error}",
-        "Pass a smaller max_records (to wp_rewrite, or to the launch), or launch fewer threads"
-        if record.loops
-        else "Launch fewer threads",
-    )
 
 
 def held_elsewhere(values: list[Any], indices: list[int]) -> list[bool]:
@@ -295,8 +142,15 @@ class PreparedLaunch:
             error = explain_status(self.pair.spec, self.capacities, self.status)
             if error is not None:
                 raise error
-        tape.record_launch(self.pair.replay, request.shape, request.max_blocks, list(request.inputs),
-                           [*request.outputs, *extra], command.device, request.block_dim or 0)  # fmt: skip
+        tape.record_launch(
+            self.pair.replay,
+            request.shape,
+            request.max_blocks,
+            list(request.inputs),
+            [*request.outputs, *extra],
+            command.device,
+            request.block_dim or 0,
+        )
 
 
 def remember(launches: dict, key: tuple, prepared: PreparedLaunch, most: int = 8) -> None:
@@ -437,9 +291,17 @@ class RewrittenKernel(wp.Kernel):
         the kernel's ``max_records``; None: counted by a dry run at each launch).
         """
         if record_cmd:
-            arguments = {"dim": dim, "inputs": inputs, "outputs": outputs, "device": device, "stream": stream,
-                         "record_tape": record_tape, "max_blocks": max_blocks, "block_dim": block_dim,
-                         "max_records": max_records}  # fmt: skip
+            arguments = {
+                "dim": dim,
+                "inputs": inputs,
+                "outputs": outputs,
+                "device": device,
+                "stream": stream,
+                "record_tape": record_tape,
+                "max_blocks": max_blocks,
+                "block_dim": block_dim,
+                "max_records": max_records,
+            }
             return RewrittenLaunch(self, arguments)
         device = stream.device if stream is not None else wp.get_device(device)
         # Warp has no public accessor for the tape; the ignore: it declares context.runtime None until wp.init().
@@ -460,16 +322,26 @@ class RewrittenKernel(wp.Kernel):
             # Without a tape nothing will run backward: the original kernel is the exact forward. Without a
             # backward pass (the replay kernel has its kernel's and module's options as they were when it was
             # generated), plain Warp's tape skips the original in backward, with a warning.
-            warp_launch(self.kernel, dim, inputs, outputs, adj_inputs, adj_outputs, adjoint=adjoint,
-                        record_tape=record_tape, **original)  # fmt: skip
+            warp_launch(
+                self.kernel,
+                dim,
+                inputs,
+                outputs,
+                adj_inputs,
+                adj_outputs,
+                adjoint=adjoint,
+                record_tape=record_tape,
+                **original,
+            )
             return None
         max_records = self.max_records if max_records is None else max_records
         shape, threads = wp._src.context._normalize_launch_dim(dim)  # as wp.launch reads dim, and refuses it
         if threads == 0:
             return None  # plain Warp checks and runs nothing
         verifies = self.verify or verify_everywhere()
-        request = LaunchRequest(tuple(shape), inputs, outputs, device, stream, block_dim, max_blocks, max_records,
-                                verifies)  # fmt: skip
+        request = LaunchRequest(
+            tuple(shape), inputs, outputs, device, stream, block_dim, max_blocks, max_records, verifies
+        )
         if adjoint:
             check_like_warp(self.kernel, args, device)
             self._launch_adjoint(dataclasses.replace(request, verify=False), [*adj_inputs, *adj_outputs])
@@ -660,11 +532,12 @@ class RewrittenKernel(wp.Kernel):
         uncopyable = next((path for path, value in zip(spec.parameters, scratch, strict=True) if value is None), None)
         if uncopyable is not None:
             raise RewriteError(
-                self.kernel.key, spec.location,
+                self.kernel.key,
+                spec.location,
                 f"counting the trips of its loops of unknown length would need a copy of '{uncopyable}', which "
                 "the kernel writes, and that kind of array cannot be copied",
                 "Pass max_records (to wp_rewrite, or to the launch) so that no count is needed",
-            )  # fmt: skip
+            )
         no_room = {loop: room or 0 for loop, room in known.items()}
         dry = phase_arguments(spec, scratch, request.shape, no_room, request.device)
         for shadow in dry.shadows:
@@ -686,8 +559,15 @@ class RewrittenKernel(wp.Kernel):
         outputs = [*request.outputs, *records.extra]
         # A launch whose record sizes depend only on its signature is prepared for the next one like it.
         if key is not None and not capacities.counted and not records.shadows:
-            command = warp_launch(pair.record, request.shape, request.inputs, outputs, record_tape=False,
-                                  record_cmd=True, **request.options)  # fmt: skip
+            command = warp_launch(
+                pair.record,
+                request.shape,
+                request.inputs,
+                outputs,
+                record_tape=False,
+                record_cmd=True,
+                **request.options,
+            )
             if command is not None:  # None: no threads, nothing to run
                 remember(self._launches, key, PreparedLaunch(command, pair, request.args, records, rooms))
                 command.launch()
@@ -709,15 +589,29 @@ class RewrittenKernel(wp.Kernel):
         exact_targets = [target for target in records.exact if target.count]  # none: in loops that never ran
         step = None
         if exact_targets:
-            step = ExactBackward(pair.spec, pair.replay, shape, inputs, replay_outputs, device, block_dim,
-                                 request.max_blocks, records.status, capacities.rooms, exact_targets)  # fmt: skip
+            step = ExactBackward(
+                pair.spec,
+                pair.replay,
+                shape,
+                inputs,
+                replay_outputs,
+                device,
+                block_dim,
+                request.max_blocks,
+                records.status,
+                capacities.rooms,
+                exact_targets,
+            )
             tape.record_func(backward=step.route, arrays=[target.returned for target in exact_targets])
         tape.record_launch(pair.replay, shape, request.max_blocks, inputs, replay_outputs, device, block_dim or 0)
         if step is not None:
             tape.record_func(backward=step.prepare, arrays=[])
         if request.verify:  # fingerprints of what the replay reads from memory, checked first in backward
-            unwritten = [(path, array) for path, array in argument_arrays(pair.spec.parameters, request.args)
-                         if path not in pair.spec.written]  # fmt: skip
+            unwritten = [
+                (path, array)
+                for path, array in argument_arrays(pair.spec.parameters, request.args)
+                if path not in pair.spec.written
+            ]
             tape.record_func(backward=ReadMemory(pair.spec, unwritten).check, arrays=[])
         if wp.config.verify_autograd_array_access:
             tape._check_kernel_array_access(pair.replay, [*request.args, *records.extra])
@@ -728,8 +622,10 @@ def check_like_warp(kernel: wp.Kernel, args: Sequence[Any], device: wp.Device) -
     and messages, which name the user's kernel and parameter), before anything compiles or runs."""
     parameters = kernel.adj.args
     if len(args) != len(parameters):
-        raise RuntimeError(f"Error launching kernel '{kernel.key}', passed {len(args)} arguments but kernel "
-                           f"requires {len(parameters)}.")  # fmt: skip
+        raise RuntimeError(
+            f"Error launching kernel '{kernel.key}', passed {len(args)} arguments but kernel "
+            f"requires {len(parameters)}."
+        )
     if kernel.is_generic:
         kernel.infer_argument_types(list(args))  # each overload checks its own when it is launched
         return
@@ -761,7 +657,9 @@ class KernelRewrite:
     def __call__(self, kernel: wp.Kernel) -> RewrittenKernel:
         spec = self.pair.spec
         if not isinstance(kernel, wp.Kernel) or tuple(inspect.signature(kernel.func).parameters) != spec.parameters:
-            problem = (f"the call wrapped to rewrite it gave {kernel!r}, not a kernel made of the function "
-                       f"'{spec.key}' the record and replay kernels were generated from")  # fmt: skip
+            problem = (
+                f"the call wrapped to rewrite it gave {kernel!r}, not a kernel made of the function "
+                f"'{spec.key}' the record and replay kernels were generated from"
+            )
             raise RewriteError(spec.key, spec.location, problem, "Make that call return the kernel it makes")
         return RewrittenKernel(kernel, self.pair, max_records=self.max_records)

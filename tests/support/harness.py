@@ -14,7 +14,7 @@ import numpy as np
 import warp as wp
 
 from warp_rewrite import launch, wp_rewrite
-from warp_rewrite.runtime.launch import argument_arrays
+from warp_rewrite.runtime.arguments import argument_arrays
 
 EPSILON = 1e-6
 RTOL = 1e-5
