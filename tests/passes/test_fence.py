@@ -131,3 +131,29 @@ def test_every_form_is_named_once_and_refused_forms_say_what_to_do():
         "loop with an 'else' clause",
     }
     assert form_list().count("\n") == len(FORMS) + 2
+
+
+COMPREHENSION = """import warp as wp
+
+
+@wp.kernel
+def listed(c: wp.array(dtype=wp.int32), o: wp.array(dtype=wp.float32)):
+    s = wp.atomic_add(c, 0, 1)
+    o[s] = float(sum([1.0 for i in range(3)]))
+"""
+
+
+def test_a_part_without_a_position_is_refused_at_its_function(tmp_path, capsys):
+    """A comprehension's ``for`` has no line of its own: the refusal names the function's, in the API and the
+    command line alike (it once failed inside the tool on the missing line number)."""
+    path = tmp_path / "listed.py"
+    path.write_text(COMPREHENSION)
+    spec = importlib.util.spec_from_file_location("listed", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    expected = f"kernel 'listed': 'comprehension' ( for i in range(3)) is {UNSUPPORTED}"
+    with pytest.raises(RewriteError, match=r"listed\.py:5:1: ") as error:
+        wp_rewrite(module.listed)
+    assert expected in str(error.value)
+    assert main([str(path), "-o", str(tmp_path / "out.py")]) == 1
+    assert f"listed.py:5:1: {expected}" in capsys.readouterr().err
