@@ -399,11 +399,11 @@ class ExactBackward:
                 scratch[id(value)] = _zero_adjoint(value, pairs)
             return scratch[id(value)]
 
-        outputs = [gate if value is self.status else value for value in self.outputs]
+        outputs = [gate if value is self.status else _with_gradient(value, adjoint_of(value)) for value in self.outputs]
         warp_launch(
             self.replay,
             self.dim,
-            inputs=self.inputs,
+            inputs=[_with_gradient(value, adjoint_of(value)) for value in self.inputs],
             outputs=outputs,
             adj_inputs=[adjoint_of(value) for value in self.inputs],
             adj_outputs=[None if value is self.status else adjoint_of(value) for value in self.outputs],
@@ -419,12 +419,39 @@ class ExactBackward:
         device_checks.watch(self.status, lambda values: explain_status(spec, capacities, values, in_backward=True))
 
 
+def _with_gradient(value: Any, adjoint: Any) -> Any:
+    """``value``, or where its adjoint in a seeded launch is not its gradient, a twin of it (the same memory) whose
+    gradient is that adjoint: a view the kernel makes of an array (``row = grid[i]``) takes its adjoint from the
+    array's own gradient, not from the launch's adjoint of the array, and would read the gradient's seeds again."""
+    if not isinstance(value, wp.array) or adjoint is None or adjoint is value.grad or adjoint.strides != value.strides:
+        return value
+    twin: wp.array = wp.array(
+        ptr=value.ptr, dtype=value.dtype, shape=value.shape, strides=value.strides, device=value.device, grad=adjoint
+    )
+    twin._ref = value  # type: ignore[assignment]  # keeps the memory alive, as Warp's own views do
+    return twin
+
+
+def _zeros_laid_out_as(value: wp.array) -> wp.array:
+    """Zeros with ``value``'s shape and strides (so that a twin of ``value`` can take them as its gradient)."""
+    if value.is_contiguous:
+        return wp.zeros(value.shape, dtype=value.dtype, device=value.device)
+    item = wp._src.types.type_size_in_bytes(value.dtype)
+    span = sum((n - 1) * stride for n, stride in zip(value.shape, value.strides, strict=True)) // item + 1
+    base = wp.zeros(span, dtype=value.dtype, device=value.device)
+    laid_out: wp.array = wp.array(
+        ptr=base.ptr, dtype=value.dtype, shape=value.shape, strides=value.strides, device=value.device
+    )
+    laid_out._ref = base  # type: ignore[assignment]
+    return laid_out
+
+
 def _zero_adjoint(value: Any, pairs: list[tuple[wp.array, wp.array]]) -> Any:
     """Like ``Tape.get_adjoint``, but a fresh zero array for every float gradient (remembered in ``pairs``)."""
     if isinstance(value, wp.array):
         if value.grad is None or not is_float_dtype(value.dtype):
             return None
-        adjoint = wp.zeros(value.shape, dtype=value.dtype, device=value.device)
+        adjoint = _zeros_laid_out_as(value)
         pairs.append((value.grad, adjoint))
         return adjoint
     if wp._src.types.is_struct(value):

@@ -1,6 +1,6 @@
 """Bugs the fuzzer (tests/fuzz) found, each minimized by hand into a kernel of its own.
 
-All three were fixed in e298135; a bug still open is pinned with ``@pytest.mark.xfail(strict=True,
+The first three were fixed in e298135; a bug still open is pinned with ``@pytest.mark.xfail(strict=True,
 raises=..., reason=...)``, so that the test turns red as soon as the fix lands and the marker goes.
 """
 
@@ -95,3 +95,38 @@ def test_float_return_in_a_loop_that_never_runs():
 # Rewrite every kernel of this file up front: their generated module then compiles once.
 for _kernel in (lowest_so_far, highest_so_far, sum_over_trips):
     wp_rewrite(_kernel)
+
+
+# --- a view of a written array in a kernel with exact float returns --------------------------------
+
+
+@wp.kernel
+def deposit_through_a_row(
+    x: wp.array[wp.float64], total: wp.array[wp.float64], y: wp.array[wp.float64], grid: wp.array2d[wp.float64]
+):
+    tid = wp.tid()
+    before = wp.atomic_sub(total, 0, x[tid] * wp.float64(0.674))
+    y[tid] += wp.sin(before) * x[tid]
+    row = grid[1]
+    wp.atomic_add(row, tid, wp.sin(x[tid]) * wp.float64(1.151))
+
+
+def test_a_view_of_a_written_array_beside_exact_float_returns():
+    """Found as fz_2026_147 once the fuzzer bound locals to views (grammar ``local bound to memory``).
+
+    The exact backward reaches the inputs through adjoint launches of the replay seeded with the operands' extra
+    adjoints, giving each written array a zeroed adjoint of its own. A view the kernel makes (``row = grid[1]``)
+    takes its adjoint from the array's own gradient instead, so the launch read ``grid.grad``'s seeds again and
+    x.grad got cos(x) * 1.151 twice. The seeded launches now hand such arrays as twins whose gradient is that
+    adjoint (``runtime/exact.py``, ``_with_gradient``)."""
+    x = np.array([0.7, 1.3, 1.9, 0.4, 0.6])
+    grid = lambda: wp.zeros((2, 5), dtype=wp.float64, requires_grad=True)  # noqa: E731
+    check(
+        Case(
+            deposit_through_a_row,
+            5,
+            lambda: [f64(x, True), f64([1.0], True), f64(np.zeros(5), True), grid()],
+            [2, 3],
+            [0, 1],
+        )
+    )
