@@ -49,11 +49,39 @@ def single_assignments(func: ast.FunctionDef, nodes: list[ast.AST] | None = None
         elif isinstance(node, ast.For):
             targets = [(node.target, None)]
         for target, value in targets:
-            for name in walk(target):
-                if isinstance(name, ast.Name):
-                    counts[name.id] = counts.get(name.id, 0) + 1
-                    values[name.id] = value if isinstance(target, ast.Name) else None
+            for name in _bound_names(target):
+                counts[name.id] = counts.get(name.id, 0) + 1
+                values[name.id] = value if isinstance(target, ast.Name) else None
     return {name: value for name, value in values.items() if counts[name] == 1 and value is not None}
+
+
+def rebound_locals(func: ast.FunctionDef, nodes: list[ast.AST] | None = None) -> dict[str, list[ast.expr]]:
+    """Locals assigned more than once, each with the values assigned to it by name (``polygon = trim_poly``, then
+    ``polygon = loop`` under a branch): which of them the local holds depends on the path taken."""
+    bindings: dict[str, list[ast.expr | None]] = {}
+    for node in walk(func) if nodes is None else nodes:
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            whole = None if isinstance(node, ast.AugAssign) else node.value
+            for target in targets:
+                for name in _bound_names(target):
+                    bindings.setdefault(name.id, []).append(whole if target is name else None)
+        elif isinstance(node, ast.For):
+            for name in _bound_names(node.target):
+                bindings.setdefault(name.id, []).append(None)
+    return {name: [v for v in values if v is not None] for name, values in bindings.items() if len(values) > 1}
+
+
+def _bound_names(target: ast.expr) -> list[ast.Name]:
+    """The names an assignment target binds: ``v`` in ``v = x`` and ``a, v = t``, none in ``buf[i] = x`` or
+    ``p.x = 1.0`` (a store through ``buf``, which still names what it was bound to)."""
+    if isinstance(target, ast.Name):
+        return [target]
+    if isinstance(target, ast.Tuple | ast.List):
+        return [name for element in target.elts for name in _bound_names(element)]
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    return []
 
 
 def argument_path(expr: ast.expr, params: list[str], aliases: dict[str, ast.expr]) -> str | None:

@@ -13,8 +13,11 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
+from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import find_atomic_calls
+from warp_rewrite.passes.dataflow import rebound_locals
 from warp_rewrite.passes.plan_types import Frontend, Unit
 from warp_rewrite.passes.refusals import Refusal
 from warp_rewrite.passes.syntax import Located, called_name, parent_map, walk
@@ -91,10 +94,23 @@ FORMS: tuple[Form, ...] = (
          "resolved like a plain helper call, as Warp resolves it when it builds the kernel"),
     Form("builtin call", Kind.ACCEPTED, "wp.sin(x[tid])",
          "a Warp or Python builtin, struct or vector constructor: its effect on memory is known"),
+    Form("helper returning memory", Kind.REFUSED, "buf = pick(a, b, k)",
+         "the planner cannot tell which array what a helper returns names: index the array where the helper is "
+         "called, or have the helper return the values it reads"),
     Form("opaque call", Kind.ACCEPTED, "native_op(v)",
          "a call the rewrite cannot read (@wp.func_native): accepted handed values only; handed memory it is refused "
          "(passes.read_back)"),
     Form("wp.static value", Kind.ACCEPTED, "wp.static(N)", "a constant Warp evaluates when it builds the kernel"),
+    # memory reached through locals and elements
+    Form("local bound to memory", Kind.ACCEPTED, "buf = a",
+         "an array, or a view of one (row = grid[i]): stores, atomics and reads through it are those of what it "
+         "names (passes.read_back)"),
+    Form("local assigned more than one array", Kind.ACCEPTED, "src = a; if c: src = b",
+         "a store through it writes every array it may name; any other use is refused where the launch writes one "
+         "of them, since which one it reaches is known only at run time (passes.read_back)"),
+    Form("memory in an element of an array of structs", Kind.REFUSED, "bodies[b].points[k]",
+         "the planner follows the arrays of kernel arguments and of their fields, not of elements: pass the array "
+         "as a kernel argument of its own, or as a field of a struct argument"),
     # control flow
     Form("if", Kind.ACCEPTED, "if c[0] < n:", "both branches are replayed, with the condition's reads recorded"),
     Form("for over range()", Kind.ACCEPTED, "for k in range(n):", "loops get per-trip records (passes.plan)"),
@@ -152,6 +168,7 @@ class Fence:
 
     def __init__(self, frontend: Frontend):
         self.frontend = frontend
+        self._memories: dict[int, _Memory] = {}
 
     def reached(self) -> list[Unit]:
         """The kernel and every helper it reaches, each once, in the order first reached."""
@@ -214,7 +231,7 @@ class Fence:
     def form_of(self, unit: Unit, node: ast.AST, parents: dict[ast.AST, ast.AST]) -> Form | None:
         """The table's form of ``node``; None for a node of a form the table does not have."""
         if isinstance(node, ast.Assign | ast.AugAssign):
-            return _assignment_form(node)
+            return self._memory_assignment_form(unit, node) or _assignment_form(node)
         if isinstance(node, ast.Call):
             return self._call_form(unit, node, parents)
         if isinstance(node, ast.For | ast.While):
@@ -233,14 +250,54 @@ class Fence:
             return BY_NAME[simple[type(node)]]
         if isinstance(node, _OPERATORS):
             return BY_NAME["operators"]
+        if isinstance(node, ast.Attribute) and self._in_struct_element(unit, node):
+            return BY_NAME["memory in an element of an array of structs"]
         if isinstance(node, _READS) and not isinstance(getattr(node, "ctx", None), ast.Store | ast.Del):
             return BY_NAME["reads"]
         return None
 
+    def _memory_assignment_form(self, unit: Unit, node: ast.Assign | ast.AugAssign) -> Form | None:
+        """The form of an assignment that binds a local to memory, or stores through an array held in an element
+        of an array of structs; None for any other."""
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        target = node.target if isinstance(node, ast.AugAssign) else target
+        if target is None:
+            return None
+        if any(isinstance(n, ast.Attribute) and self._in_struct_element(unit, n) for n in walk(target)):
+            return BY_NAME["memory in an element of an array of structs"]
+        memory = self._memory(unit)
+        if isinstance(node, ast.Assign) and isinstance(target, ast.Name) and memory.names_memory(node.value):
+            several = target.id in rebound_locals(unit.tree)
+            return BY_NAME["local assigned more than one array" if several else "local bound to memory"]
+        return None
+
+    def _memory(self, unit: Unit) -> _Memory:
+        if id(unit.tree) not in self._memories:
+            types = self.frontend.parameter_types(unit)
+            structs = {name: self.frontend.element_struct(unit, name) for name in types}
+            self._memories[id(unit.tree)] = _Memory.of(unit.tree, types, structs)
+        return self._memories[id(unit.tree)]
+
+    def _in_struct_element(self, unit: Unit, node: ast.Attribute) -> bool:
+        """Is ``node`` an array field of an element of an array of structs (``bodies[b].points``, or ``body.points``
+        after ``body = bodies[b]``)?"""
+        struct = self._memory(unit).element_struct(node.value)
+        return struct is not None and dtypes.is_array(dtypes.field_type(struct, node.attr))
+
+    def _returns_memory(self, helper: Unit) -> bool:
+        """Does the helper return an array (by its annotation, or a return of an array it names)?"""
+        if dtypes.is_array(self.frontend.return_type(helper)):
+            return True
+        memory = self._memory(helper)
+        returns = [node.value for node in walk(helper.tree) if isinstance(node, ast.Return) and node.value]
+        return any(memory.names_memory(value) for value in returns)
+
     def _call_form(self, unit: Unit, call: ast.Call, parents: dict[ast.AST, ast.AST]) -> Form | None:
         used = not isinstance(parents.get(call), ast.Expr)
         name = called_name(call)
-        if self.frontend.resolve_helper(unit, call) is not None:
+        if (helper := self.frontend.resolve_helper(unit, call)) is not None:
+            if used and self._returns_memory(helper):
+                return BY_NAME["helper returning memory"]
             static = isinstance(call.func, ast.Call) and called_name(call.func) == "static"
             return BY_NAME["helper through wp.static" if static else "helper call"]
         if name == "static" and isinstance(call.func, ast.Attribute):
@@ -249,6 +306,65 @@ class Fence:
             tile_atomic = name is not None and name.startswith("tile_atomic_")
             return BY_NAME["tile atomic, return used" if tile_atomic and used else "builtin call"]
         return BY_NAME["opaque call"]
+
+
+@dataclass
+class _Memory:
+    """What names memory in one function: its array parameters and the locals bound to them or to views of them
+    (``arrays``, with the dimensions each has left), and the locals bound to an element of an array of structs
+    (``elements``, with the struct type)."""
+
+    arrays: dict[str, int]
+    struct_arrays: dict[str, tuple[Any, int]]  # parameter -> its element's struct type and its dimensions
+    elements: dict[str, Any]
+
+    @classmethod
+    def of(cls, function: ast.FunctionDef, types: dict[str, Any], structs: dict[str, Any]) -> _Memory:
+        """``types``: the function's parameter types; ``structs``: the struct type of each array parameter's
+        elements, where they are structs (``Frontend.element_struct``)."""
+        arrays, struct_arrays = {}, {}
+        for name, annotation in types.items():
+            if (array := dtypes.array_info(annotation)) is not None:
+                arrays[name] = array.ndim or 1
+                if structs.get(name) is not None:
+                    struct_arrays[name] = (structs[name], array.ndim or 1)
+        memory = cls(arrays, struct_arrays, {})
+        bindings = [
+            (node.targets[0].id, node.value)
+            for node in walk(function)
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+        ]
+        for _ in range(2):  # a local bound to another local: in either order
+            for name, value in bindings:
+                if (left := memory._left(value)) is not None and left > 0:
+                    memory.arrays.setdefault(name, left)
+                elif (struct := memory.element_struct(value)) is not None:
+                    memory.elements.setdefault(name, struct)
+        return memory
+
+    def _left(self, expr: ast.expr) -> int | None:
+        """How many dimensions the array ``expr`` names has left (``grid[i]`` of a 2-D ``grid``: 1); None where it
+        names no array."""
+        indices = 0
+        while isinstance(expr, ast.Subscript):
+            indices += len(expr.slice.elts) if isinstance(expr.slice, ast.Tuple) else 1
+            expr = expr.value
+        return self.arrays[expr.id] - indices if isinstance(expr, ast.Name) and expr.id in self.arrays else None
+
+    def names_memory(self, expr: ast.expr) -> bool:
+        left = self._left(expr)
+        return left is not None and left > 0
+
+    def element_struct(self, expr: ast.expr) -> Any:
+        """The struct type of the element of an array of structs ``expr`` is (``bodies[b]``, or a local bound to
+        one); None for anything else."""
+        if isinstance(expr, ast.Name):
+            return self.elements.get(expr.id)
+        if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name) and expr.value.id in self.struct_arrays:
+            struct, ndim = self.struct_arrays[expr.value.id]
+            indices = len(expr.slice.elts) if isinstance(expr.slice, ast.Tuple) else 1
+            return struct if indices == ndim else None
+        return None
 
 
 def atomic_forms(unit: Unit, frontend: Frontend) -> dict[int, Form]:

@@ -110,7 +110,7 @@ class Planner(MemoryAccesses):
         for node in facts.nodes:
             if not isinstance(node, ast.stmt):
                 continue  # (only statements store)
-            stored = [path for array in memory.stored_arrays(node) if (path := kernel_path(array)) in self.written]
+            stored = [path for array in facts.stored_memory(node) if (path := kernel_path(array)) in self.written]
             if stored and not isinstance(node, ast.AugAssign):
                 stores[node] = stored[0]
             elif stored:  # a field of an element (``bodies[b].mass += m``): Warp's atomic on that one slot
@@ -234,7 +234,7 @@ class Planner(MemoryAccesses):
                         "kernel runs, its values live in a shadow that only its atomics see)",
                         "Use the values its atomics return, or rewrite with detach_returns=True",
                     )
-            if isinstance(node, ast.stmt):  # (only statements store)
+            if isinstance(node, ast.stmt) and self.analysis(unit).stored_memory(node):  # (only statements store)
                 for target in _stored_into(node):
                     path = self._kernel_path(argument_path(target, unit_params, aliases), paths)
                     is_atomic = isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add | ast.Sub)

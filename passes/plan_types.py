@@ -49,6 +49,10 @@ class Frontend(Protocol[UnitT]):
     def return_type(self, unit: UnitT) -> Any:
         """The function's declared return type, where known."""
 
+    def element_struct(self, unit: UnitT, name: str) -> Any:
+        """The struct type of the elements of the function's array parameter ``name``; None where they are no
+        structs, or where it is not known."""
+
     def is_builtin(self, unit: UnitT, call: ast.Call) -> bool:
         """Is the callee one whose effect on memory is known: a Warp builtin (atomics aside), a Python builtin,
         a struct or vector constructor? (A ``@wp.func`` is a helper instead: ``resolve_helper``.)"""

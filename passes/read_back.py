@@ -7,11 +7,12 @@ from __future__ import annotations
 import ast
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from warp_rewrite.passes import dtypes, memory
 from warp_rewrite.passes.atomics import AtomicCall, find_atomic_calls, find_augmented_writes
-from warp_rewrite.passes.dataflow import argument_path, is_view, single_assignments
+from warp_rewrite.passes.dataflow import argument_path, is_view, path_parts, rebound_locals, single_assignments
 from warp_rewrite.passes.int_types import IntLocals
 from warp_rewrite.passes.loop_carried import LoopFlow
 from warp_rewrite.passes.plan_types import Frontend, FunctionPlan, Unit, array_at, is_int_path
@@ -47,12 +48,29 @@ class Analysis:
         return single_assignments(self.tree, self.nodes)
 
     @functools.cached_property
+    def rebound(self) -> dict[str, list[ast.expr]]:
+        return rebound_locals(self.tree, self.nodes)
+
+    @functools.cached_property
     def atomics(self) -> list[AtomicCall]:
         return find_atomic_calls(self.tree, self.names, self.nodes)
 
     @functools.cached_property
     def writes(self) -> list[ast.AugAssign]:
-        return find_augmented_writes(self.tree, self.nodes)
+        """``arr[i] += v`` into memory (not ``p[0] += v`` into a local ``p = pos[i]``)."""
+        writes = find_augmented_writes(self.tree, self.nodes)
+        return [write for write in writes if not any(map(self.stores_into_value, memory.stored_arrays(write)))]
+
+    def stored_memory(self, node: ast.AST) -> list[ast.expr]:
+        """The array expressions the statement ``node`` stores into (``memory.stored_arrays``), less stores into a
+        component of a local value."""
+        return [array for array in memory.stored_arrays(node) if not self.stores_into_value(array)]
+
+    def stores_into_value(self, stored: ast.expr) -> bool:
+        """Is ``stored`` (what a statement stores through) a local bound once to an element's value (``p = pos[i]``,
+        then ``p[0] = v``), which the store changes, rather than to memory (``buf = a``, ``row = grid[i]``), which
+        it writes?"""
+        return isinstance(stored, ast.Name) and stored.id in self.aliases and self.holds_a_value(stored.id)
 
     @functools.cached_property
     def kinds(self) -> dict[str, str]:
@@ -63,9 +81,9 @@ class Analysis:
 
     @functools.cached_property
     def flow(self) -> LoopFlow:
-        return LoopFlow(self.tree, self._holds_a_value)
+        return LoopFlow(self.tree, self.holds_a_value)
 
-    def _holds_a_value(self, name: str) -> bool:
+    def holds_a_value(self, name: str) -> bool:
         """Does ``name`` hold a value (a vector, matrix or struct the function makes or reads), which a store into a
         component changes, rather than memory (an array, a view of one), which such a store writes? Where the
         types do not tell, memory."""
@@ -207,11 +225,14 @@ class MemoryAccesses:
         Also notes (``self._read_back``) the arrays the launch may read back, with a consumed atomic, an element read
         or a builtin, and (``self._writers``) which functions write each array: what a dry run must copy.
 
-        Refuses a write into memory under an argument of a generic type that no helper declares (``_untyped``)."""
+        A local assigned memory more than once (``_choices``) writes every array it may name; any other use of it
+        is refused where one of them is written (``_check_choices``). Refuses a write into memory under an argument
+        of a generic type that no helper declares (``_untyped``)."""
         written: set[str | None] = set()
         seen: set[tuple[int, tuple[tuple[str, str | None], ...]]] = set()
         untyped: dict[str, tuple[Unit, ast.expr | ast.stmt]] = {}
         consumed: set[str | None] = set()
+        uses: list[ChoiceUse] = []
         pending: list[tuple[Unit, dict[str, str | None]]] = [(self.kernel, {p: p for p in self.params})]
         while pending:
             unit, paths = pending.pop()
@@ -221,11 +242,15 @@ class MemoryAccesses:
             seen.add(key)
             facts = self.analysis(unit)
             path_of = self._path_of(unit, paths)
+            choices = self._choices(unit, path_of)
+            paths_of = functools.partial(_paths_through, path_of=path_of, choices=choices)
+
             writes: list[tuple[ast.expr | ast.stmt, str | None]] = [
-                (call.node, path_of(call.target)) for call in facts.atomics
+                (call.node, path) for call in facts.atomics for path in paths_of(call.target)
             ]
             statements = [node for node in facts.nodes if isinstance(node, ast.stmt)]  # the nodes that store
-            writes += [(node, path_of(array)) for node in statements for array in memory.stored_arrays(node)]
+            stored = [(node, array) for node in statements for array in facts.stored_memory(node)]
+            writes += [(node, path) for node, array in stored for path in paths_of(array)]
             for node, path in writes:
                 self._writers.setdefault(path, set()).add(id(unit.tree))
                 if path is not None and self._untyped(path):
@@ -234,16 +259,27 @@ class MemoryAccesses:
             consumed.update(path_of(call.target) for call in facts.atomics if call.consumed)
             self._read_back.update(consumed)
             for node in memory.loads(facts.nodes, facts.parents, facts.names):
-                if self._is_element_read(unit, node, path := path_of(node)):
+                if (name := _root_name(node)) in choices:
+                    uses.append(ChoiceUse(unit, node, name, choices[name], "read"))
+                    self._read_back.update(choices[name])
+                elif self._is_element_read(unit, node, path := path_of(node)):
                     self._read_back.add(path)
             for call in facts.calls:
                 if facts.names.atomic_op(call) is not None:
                     continue
                 helper = self.resolve_helper(unit, call)
                 arguments = [*call.args, *(keyword.value for keyword in call.keywords)]
-                handed = [path_of(a) for a in arguments if self._names_memory(unit, a, path_of(a))]
+                chosen = [name for a in arguments if (name := _root_name(a)) in choices]
+                if chosen and called_name(call) != "len":
+                    handed_to = f"handed to '{called_name(call)}'"
+                    uses.append(ChoiceUse(unit, call, chosen[0], choices[chosen[0]], handed_to))
+                handed = [path for a in arguments for path in paths_of(a) if self._names_memory(unit, a, path)]
                 if helper is not None:
-                    pending.append((helper, self._bind(unit, call, helper, path_of)))
+                    bound = self._bind(unit, call, helper, path_of)
+                    pending.append((helper, bound))
+                    for param, arg in bound_arguments(call, helper).items():  # each array a choice may name
+                        if (name := _root_name(arg)) in choices:
+                            pending += [(helper, {**bound, param: path}) for path in paths_of(arg)]
                 elif not handed:
                     continue
                 elif not self.frontend.is_builtin(unit, call):
@@ -261,6 +297,7 @@ class MemoryAccesses:
                         written.update(handed)  # it might write them
                         for path in handed:
                             self._writers.setdefault(path, set()).add(None)  # by no function of the plan
+        _check_choices(uses, written)
         # The targets of consumed atomics are sites: their records follow the type at launch, and plain accesses of
         # them are refused where their returns may be floats (passes.plan.Planner._check_exact_accesses).
         for path, (unit, node) in untyped.items():
@@ -274,6 +311,16 @@ class MemoryAccesses:
                     f"Annotate '{root}' with its type, or hand '{root}' whole to a @wp.func that declares it",
                 )
         return frozenset(path for path in written if path is not None and self.array(path) is not None)
+
+    def _choices(self, unit: Unit, path_of: Callable[[ast.expr], str | None]) -> dict[str, frozenset[str]]:
+        """The function's locals assigned memory more than once (``polygon = trim_poly``, then ``polygon = loop``),
+        with the kernel paths of what each may name."""
+        choices = {}
+        for name, values in self.analysis(unit).rebound.items():
+            named = {path for value in values if self._names_memory(unit, value, path := path_of(value))}
+            if named:
+                choices[name] = frozenset(path for path in named if path is not None)
+        return choices
 
     def _untyped(self, path: str | None) -> bool:
         """Is ``path`` memory under an argument of a generic type (``Any``) whose arrays the planner cannot tell?"""
@@ -331,7 +378,7 @@ class MemoryAccesses:
         path_of = self._path_of(unit, paths)
         targets = [call.target for call in facts.atomics]
         targets += [
-            array for node in facts.nodes if isinstance(node, ast.AugAssign) for array in memory.stored_arrays(node)
+            array for node in facts.nodes if isinstance(node, ast.AugAssign) for array in facts.stored_memory(node)
         ]
         callees = ((call, self.resolve_helper(unit, call)) for call in facts.calls)
         writes = any(path_of(target) in self.written for target in targets) or any(
@@ -379,3 +426,49 @@ def bound_arguments(call: ast.Call, helper: Unit) -> dict[str, ast.expr]:
     bound = dict(zip([a.arg for a in helper.tree.args.args], call.args, strict=False))
     bound.update({k.arg: k.value for k in call.keywords if k.arg})
     return bound
+
+
+@dataclass(frozen=True)
+class ChoiceUse:
+    """A use, other than a store, of a local that may name one of several arrays (``MemoryAccesses._choices``)."""
+
+    unit: Unit
+    node: ast.expr
+    local: str
+    choices: frozenset[str]  # the kernel paths it may name
+    how: str  # "read", "handed to 'f'", ...
+
+
+def _check_choices(uses: list[ChoiceUse], written: set[str | None]) -> None:
+    """Refuse a use of a local that may name one of several arrays where the launch writes one of them: which one
+    it reads is known only at run time, so the planner can neither record the read nor follow it into a helper.
+    (The planner refuses consumed atomics on such a local whatever they target: their records belong to one
+    array.)"""
+    for use in uses:
+        hit = sorted(use.choices & written)
+        if hit:
+            names = " or ".join(f"'{path}'" for path in sorted(use.choices))
+            raise Refusal(
+                use.unit,
+                use.node,
+                f"'{use.local}' is assigned more than one array ({names}) and is {use.how} here, while this launch "
+                f"writes '{hit[0]}': the rewrite cannot tell which array this reaches, so it cannot record it",
+                f"Use each array by its own name (under the same condition that picks it), or assign '{use.local}' "
+                "one array only",
+            )
+
+
+def _paths_through(
+    expr: ast.expr, path_of: Callable[[ast.expr], str | None], choices: dict[str, frozenset[str]]
+) -> list[str | None]:
+    """The kernel paths ``expr`` may name: its one path, or one for each array the choice it goes through names."""
+    parts = path_parts(expr)
+    if parts is None or parts[0] not in choices:
+        return [path_of(expr)]
+    return [".".join([choice, *parts[1:]]) for choice in sorted(choices[parts[0]])]
+
+
+def _root_name(expr: ast.expr) -> str | None:
+    """The local an expression reaches memory through: ``buf`` in ``buf``, ``buf[i]`` or ``buf.f[i]``."""
+    parts = path_parts(expr)
+    return parts[0] if parts else None

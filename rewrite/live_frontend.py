@@ -182,6 +182,8 @@ class LiveFrontend:
         func = unit.resolve(call.func)
         if not isinstance(func, Function) or func.is_builtin() or getattr(func, "adj", None) is None:
             return None
+        if func.native_snippet is not None:
+            return None  # @wp.func_native: its body is C++, which the passes cannot read (an opaque call)
         if id(func) not in self._helpers:
             self._helpers[id(func)] = self._fit(read_source(func, unit, call))
         return self._helpers[id(func)]
@@ -215,6 +217,10 @@ class LiveFrontend:
         # Warp's reading of the annotation: evaluated where it was written (a string under ``from __future__ import
         # annotations``, as Newton writes them)
         return dtypes.normalized(unit.obj.adj.arg_types.get("return"))
+
+    def element_struct(self, unit: FunctionSource, name: str) -> Any:
+        array = dtypes.array_info(self.parameter_types(unit).get(name))
+        return array.dtype if array is not None and isinstance(array.dtype, Struct) else None
 
     def parameter_types(self, unit: FunctionSource) -> dict[str, Any]:
         return {arg.label: dtypes.normalized(arg.type) for arg in unit.obj.adj.args}

@@ -26,6 +26,7 @@ from warp_rewrite.passes.dataflow import exact_chain_links
 from warp_rewrite.passes.dtypes import ArrayInfo
 from warp_rewrite.passes.fence import Fence
 from warp_rewrite.passes.layout import RecordParam, check_replay_twins, record_params, site_gradient_sources
+from warp_rewrite.passes.local_components import copy_component_stores
 from warp_rewrite.passes.loop_returns import lower_returns
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.own_writes import counter_slots, forward_own_writes, thread_index
@@ -140,6 +141,9 @@ class DesugaredFrontend:
     def parameter_types(self, unit: Unit) -> dict[str, Any]:
         return self.frontend.parameter_types(self._own_source(unit))
 
+    def element_struct(self, unit: Unit, name: str) -> Any:
+        return self.frontend.element_struct(self._own_source(unit), name)
+
     def is_generic(self, unit: Unit) -> bool:
         return self.frontend.is_generic(self._own_source(unit))
 
@@ -196,6 +200,17 @@ def _lowered_returns(frontend: Frontend, unit: Unit) -> ast.FunctionDef | None:
 def loop_returns(desugared: Desugared) -> Desugared:
     """Returns from loops Warp does not unroll made breaks (``passes.loop_returns``)."""
     return Desugared(DesugaredFrontend(desugared.frontend, _lowered_returns), desugared.options)
+
+
+def _copied_components(frontend: Frontend, unit: Unit) -> ast.FunctionDef | None:
+    holds_a_value = Analysis(unit, frontend).holds_a_value
+    return copy_component_stores(unit.tree, holds_a_value, min(frontend.warp_names(unit).modules))
+
+
+def local_components(desugared: Desugared) -> Desugared:
+    """Stores into a component of a local vector or matrix made ``wp.assign_copy`` (``passes.local_components``),
+    whose adjoint Warp gets right."""
+    return Desugared(DesugaredFrontend(desugared.frontend, _copied_components), desugared.options)
 
 
 def _forwarded_own_writes(frontend: Frontend, unit: Unit) -> ast.FunctionDef | None:
@@ -497,6 +512,7 @@ STAGES: tuple[Stage[Any, Any], ...] = (
     Stage("fence", fence, lambda state: [ast.unparse(state.frontend.kernel.tree)]),
     Stage("while_conditions", while_conditions, _kernel_tree),
     Stage("loop_returns", loop_returns, _kernel_tree),
+    Stage("local_components", local_components, _kernel_tree),
     Stage("own_writes", own_writes, _kernel_tree),
     Stage("survey", survey, lambda state: _plan_lines(state.first), lambda state: state.nothing_to_record),
     Stage("plan", plan, lambda state: _plan_lines(state.plan)),

@@ -369,6 +369,15 @@ class StaticFrontend:
     def parameter_types(self, unit: StaticUnit) -> dict[str, Any]:
         return {a.arg: resolve_annotation(self.project, unit.owner, a.annotation) for a in unit.tree.args.args}
 
+    def element_struct(self, unit: StaticUnit, name: str) -> Any:
+        # an array of a struct reads as one of Any (``resolve_annotation``): its dtype's annotation tells the struct
+        annotation = next((_parsed(a.annotation) for a in unit.tree.args.args if a.arg == name), None)
+        if not isinstance(annotation, ast.Subscript | ast.Call):
+            return None
+        _, dtype, _ = _array_parts(annotation)
+        struct = resolve_annotation(self.project, unit.owner, dtype)
+        return struct if isinstance(struct, StaticStruct) else None
+
     def is_generic(self, unit: StaticUnit) -> bool:
         return any(is_generic_annotation(self.project, unit.owner, a.annotation) for a in unit.tree.args.args)
 

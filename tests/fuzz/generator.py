@@ -40,11 +40,15 @@ class ArraySpec:
     requires_grad: bool = False
     loss: bool = False  # part of the loss (its values, weighted)
     wrt: bool = False  # differentiate the loss with respect to its initial values
-    layout: str = "plain"  # "strided": every other element of a base array; "indexed": a wp.indexedarray of one
+    # "strided": every other element of a base array; "indexed": a wp.indexedarray of one; "structs": an array of
+    # the struct ``dtype`` names (of a refused form: never made)
+    layout: str = "plain"
     struct: str | None = None  # the struct argument that holds it as a field, if any
     alias_of: str | None = None  # launched bound to the same array as this argument (the launch must refuse)
 
     def annotation(self) -> str:
+        if self.layout == "structs":  # an array of the struct named by ``dtype``
+            return f"wp.array(dtype={self.dtype})"
         if self.layout == "indexed":
             return f"wp.indexedarray(dtype=wp.{self.dtype})"
         if len(self.shape) == 1:

@@ -13,7 +13,9 @@ import ast
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import warp as wp
 
 from warp_rewrite.passes.atomics import WarpNames
 from warp_rewrite.passes.fence import BY_NAME, FORMS, Fence, Kind
@@ -193,6 +195,65 @@ def _matmul(writer: _KernelWriter, scope: _Scope) -> None:
     _use_matrix(writer, scope, local)
 
 
+# --- memory reached through locals and elements ---------------------------------------------------
+
+
+def _read_only(writer: _KernelWriter) -> str:
+    """A fresh float array the launch only reads, differentiated with respect to its values."""
+    from tests.fuzz.generator import ArraySpec
+
+    values = [round(writer.rng.uniform(0.5, 1.5), 4) for _ in range(writer.dim)]
+    return writer.add_array(ArraySpec(writer.fresh("r"), "float64", (writer.dim,), values, True, False, True)).name
+
+
+def _local_bound_to_memory(writer: _KernelWriter, scope: _Scope) -> None:
+    """Stores and atomics through a local bound to an array the launch writes, or to a row of a 2-D one."""
+    local = writer.fresh("m")
+    if writer.rng.random() < 0.5:
+        scope.line(f"{local} = {_out(writer)}")
+    else:
+        scope.line(f"{local} = {_out(writer, shape=(2, writer.dim))}[1]")
+    if writer.rng.random() < 0.5:
+        scope.line(f"{local}[tid] = {writer.float_value(scope)}")
+    else:
+        scope.line(f"wp.atomic_add({local}, tid, {writer.float_value(scope)})")
+
+
+def _local_assigned_more_than_one_array(writer: _KernelWriter, scope: _Scope) -> None:
+    """A local picking one of two arrays under a branch: read where the launch writes neither, stored through
+    where it writes both."""
+    local = writer.fresh("m")
+    stored = writer.rng.random() < 0.4
+    first, second = (_out(writer), _out(writer)) if stored else ("x", _read_only(writer))
+    scope.line(f"{local} = {first}")
+    scope.line(f"if {writer.condition()}:")
+    scope.nested().line(f"{local} = {second}")
+    if stored:
+        scope.line(f"{local}[tid] = {writer.float_value(scope)}")
+    else:
+        scope.line(f"y[tid] += {local}[(tid + 1) % {writer.dim}] * xv * {writer.constant()}")
+
+
+def _helper_returning_memory(writer: _KernelWriter, scope: _Scope) -> None:
+    from tests.fuzz.generator import ArraySpec
+
+    out, name, local = _out(writer), writer.fresh(f"{writer.name}_pick"), writer.fresh("m")
+    annotation = ArraySpec(out, "float64", (writer.dim,)).annotation()
+    writer.helpers.append(f"@wp.func\ndef {name}(a: {annotation}):\n    return a\n")
+    scope.line(f"{local} = {name}({out})")
+    scope.line(f"{local}[tid] = {writer.float_value(scope)}")
+
+
+def _memory_in_struct_element(writer: _KernelWriter, scope: _Scope) -> None:
+    """An array held in an element of an array of structs (always refused: its arguments are never made)."""
+    from tests.fuzz.generator import ArraySpec
+
+    struct = writer.fresh(f"{writer.name}_Holder")
+    writer.helpers.append(f"@wp.struct\nclass {struct}:\n    data: wp.array(dtype=wp.float64)\n")
+    holders = writer.add_array(ArraySpec(writer.fresh("hs"), struct, (1,), layout="structs")).name
+    scope.line(f"{holders}[0].data[tid] = {writer.float_value(scope)}")
+
+
 # --- atomics, calls, control flow -----------------------------------------------------------------
 
 
@@ -369,6 +430,10 @@ GENERATORS: dict[str, Generator] = {
     "atomic by keyword, return used": _atomic_by_keyword,
     "atomic, return unused": _atomic_unused,
     "tile atomic, return used": _tile_atomic_used,
+    "local bound to memory": _local_bound_to_memory,
+    "local assigned more than one array": _local_assigned_more_than_one_array,
+    "memory in an element of an array of structs": _memory_in_struct_element,
+    "helper returning memory": _helper_returning_memory,
     "helper call": _helper_call,
     "helper through wp.static": _helper_through_static,
     "builtin call": _builtin_call,
@@ -418,7 +483,13 @@ class _SourceFrontend:
     max_unroll = 16
 
     def __init__(self, case: KernelCase):
-        functions = [node for node in ast.parse(case.source).body if isinstance(node, ast.FunctionDef)]
+        tree = ast.parse(case.source)
+        functions = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+        # the annotations' types: Warp's, and the structs the source defines (made, not compiled)
+        self.namespace: dict[str, Any] = {"wp": wp}
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                exec(compile(ast.Module([node], []), "<fuzz>", "exec", dont_inherit=True), self.namespace)
         native = {f.name for f in functions if "func_native" in ast.unparse(f.decorator_list[0])}
         units = {f.name: _Unit(f.name, case.source, f) for f in functions if f.name not in native}
         self.kernel = units.pop(case.name)
@@ -426,6 +497,19 @@ class _SourceFrontend:
 
     def warp_names(self, unit: _Unit) -> WarpNames:
         return WarpNames()
+
+    def parameter_types(self, unit: _Unit) -> dict[str, Any]:
+        return {a.arg: self._type(a.annotation) for a in unit.tree.args.args}
+
+    def return_type(self, unit: _Unit) -> Any:
+        return self._type(unit.tree.returns)
+
+    def element_struct(self, unit: _Unit, name: str) -> Any:
+        annotation = self.parameter_types(unit).get(name)
+        return annotation.dtype if wp._src.types.is_array(annotation) and hasattr(annotation.dtype, "vars") else None
+
+    def _type(self, annotation: ast.expr | None) -> Any:
+        return None if annotation is None else eval(ast.unparse(annotation), self.namespace)
 
     def resolve_helper(self, unit: _Unit, call: ast.Call) -> _Unit | None:
         func = call.func
