@@ -5,9 +5,11 @@ Warp 1.19 compiles a store into a local's component in place, and its adjoint le
 overwritten component flow on to what the local was made from (``p = pos[i]; p[0] = x`` sends ``p[0]``'s
 gradient to ``pos[i][0]`` as well as to ``x``): the gradient is wrong, in plain Warp too. ``wp.assign_copy``
 makes a new value whose adjoint routes each component's gradient to where it came from, and computes the same
-forward. Locals bound to memory (``row = grid[i]; row[j] = e`` writes ``grid``) and parameters are left alone, and
-so are attributes (``v.x``: the passes cannot tell a vector's component from a struct's field without types) and
-nested subscripts (``m[i][j]``). The tree given is never changed: what changes is new.
+forward. Stores in loops are left alone: the copy rebinds the local, which makes it a loop-carried value that
+the planner refuses around consumed atomics (Warp's in-place adjoint stays wrong there). Locals bound to memory
+(``row = grid[i]; row[j] = e`` writes ``grid``) and parameters are left alone, and so are attributes (``v.x``: the
+passes cannot tell a vector's component from a struct's field without types) and nested subscripts (``m[i][j]``).
+The tree given is never changed: what changes is new.
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ def _body(statements: list[ast.stmt], is_local_value: Callable[[str], bool], war
 
 
 def _statement(node: ast.stmt, is_local_value: Callable[[str], bool], warp: str) -> ast.stmt:
+    if isinstance(node, ast.For | ast.While):
+        return node  # a copy would make the local loop-carried, which the planner refuses around consumed atomics
     blocks = {
         name: _body(getattr(node, name), is_local_value, warp) for name in ("body", "orelse") if hasattr(node, name)
     }

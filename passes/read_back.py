@@ -158,7 +158,10 @@ class MemoryAccesses:
         ndim = self._ndim(unit, expr, path)
         if ndim is not None:
             return memory.depth(expr, self.analysis(unit).aliases) < ndim
-        root_type = self.frontend.parameter_types(self.kernel).get(path.partition(".")[0])
+        root, _, field = path.partition(".")
+        root_type = self.frontend.parameter_types(self.kernel).get(root)
+        if field and dtypes.is_array(root_type):
+            return False  # a field of an element of an array of structs (the fence refuses arrays held there)
         return not dtypes.is_value_type(root_type)
 
     def _is_element_read(self, unit: Unit, node: ast.Subscript, path: str | None) -> bool:
