@@ -18,6 +18,7 @@ from typing import Any
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import find_atomic_calls
 from warp_rewrite.passes.dataflow import rebound_locals
+from warp_rewrite.passes.memory import index_count
 from warp_rewrite.passes.plan_types import Frontend, Unit
 from warp_rewrite.passes.refusals import Refusal
 from warp_rewrite.passes.syntax import Located, called_name, parent_map, walk
@@ -267,7 +268,7 @@ class Fence:
             return BY_NAME["memory in an element of an array of structs"]
         memory = self._memory(unit)
         if isinstance(node, ast.Assign) and isinstance(target, ast.Name) and memory.names_memory(node.value):
-            several = target.id in rebound_locals(unit.tree)
+            several = target.id in memory.rebound
             return BY_NAME["local assigned more than one array" if several else "local bound to memory"]
         return None
 
@@ -317,6 +318,7 @@ class _Memory:
     arrays: dict[str, int]
     struct_arrays: dict[str, tuple[Any, int]]  # parameter -> its element's struct type and its dimensions
     elements: dict[str, Any]
+    rebound: frozenset[str]  # locals assigned more than once (``dataflow.rebound_locals``)
 
     @classmethod
     def of(cls, function: ast.FunctionDef, types: dict[str, Any], structs: dict[str, Any]) -> _Memory:
@@ -328,7 +330,7 @@ class _Memory:
                 arrays[name] = array.ndim or 1
                 if structs.get(name) is not None:
                     struct_arrays[name] = (structs[name], array.ndim or 1)
-        memory = cls(arrays, struct_arrays, {})
+        memory = cls(arrays, struct_arrays, {}, frozenset(rebound_locals(function)))
         bindings = [
             (node.targets[0].id, node.value)
             for node in walk(function)
@@ -347,7 +349,7 @@ class _Memory:
         names no array."""
         indices = 0
         while isinstance(expr, ast.Subscript):
-            indices += len(expr.slice.elts) if isinstance(expr.slice, ast.Tuple) else 1
+            indices += index_count(expr)
             expr = expr.value
         return self.arrays[expr.id] - indices if isinstance(expr, ast.Name) and expr.id in self.arrays else None
 
@@ -362,8 +364,7 @@ class _Memory:
             return self.elements.get(expr.id)
         if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name) and expr.value.id in self.struct_arrays:
             struct, ndim = self.struct_arrays[expr.value.id]
-            indices = len(expr.slice.elts) if isinstance(expr.slice, ast.Tuple) else 1
-            return struct if indices == ndim else None
+            return struct if index_count(expr) == ndim else None
         return None
 
 

@@ -320,9 +320,12 @@ class MemoryAccesses:
         with the kernel paths of what each may name."""
         choices = {}
         for name, values in self.analysis(unit).rebound.items():
-            named = {path for value in values if self._names_memory(unit, value, path := path_of(value))}
+            paths = [(value, path_of(value)) for value in values]
+            named = frozenset(
+                path for value, path in paths if path is not None and self._names_memory(unit, value, path)
+            )
             if named:
-                choices[name] = frozenset(path for path in named if path is not None)
+                choices[name] = named
         return choices
 
     def _untyped(self, path: str | None) -> bool:
