@@ -202,16 +202,25 @@ class LiveFrontend:
         return {name: var.type for name, var in getattr(adj, "symbols", {}).items() if not dtypes.is_generic(var.type)}
 
     @functools.cached_property
-    def _kernel_locals(self) -> dict[str, Any]:
-        """Warp's types of the kernel's locals: a copy of its adjoint built as Warp builds it (not the kernel's own,
-        which stays as it was), which also builds the helpers it calls. Empty where that fails (a generic kernel)."""
+    def built_adjoint(self) -> Adjoint | None:
+        """A copy of the kernel's adjoint built as Warp builds it (not the kernel's own, which stays as it was),
+        which also builds the helpers it calls: its locals' types, and which array arguments Warp saw written
+        (``is_write``). None where that fails (a generic kernel)."""
         kernel = self.warp_kernel
         adjoint = Adjoint(kernel.func, transformers=kernel.adj.transformers)
+        # verify_autograd_array_access: Warp then marks the arguments it sees read and written
+        options = kernel.module.options | kernel.options | {"output_arch": None, "verify_autograd_array_access": True}
         try:
-            adjoint.build(_TypeProbe(kernel.module, kernel.module.options | kernel.options | {"output_arch": None}))
+            adjoint.build(_TypeProbe(kernel.module, options))
         except Exception:
-            return {}
-        return {name: var.type for name, var in adjoint.symbols.items()}
+            return None
+        return adjoint
+
+    @functools.cached_property
+    def _kernel_locals(self) -> dict[str, Any]:
+        """Warp's types of the kernel's locals (``built_adjoint``); empty where it could not be built."""
+        adjoint = self.built_adjoint
+        return {} if adjoint is None else {name: var.type for name, var in adjoint.symbols.items()}
 
     def return_type(self, unit: FunctionSource) -> Any:
         # Warp's reading of the annotation: evaluated where it was written (a string under ``from __future__ import
