@@ -9,8 +9,8 @@ import pytest
 import warp as wp
 
 from tests.support import compared_reads
-from tests.support.emitted import rewritten_copy, through
-from tests.support.harness import Case, check, f64, i32
+from tests.support.emitted import Pattern, emitted_fixture, end_to_end_tests
+from tests.support.harness import f64, i32
 from warp_rewrite import RewriteError, launch, wp_rewrite
 
 N = 4
@@ -20,33 +20,18 @@ def zeros(n=N):
     return wp.zeros(n, dtype=wp.float64, requires_grad=True, device="cpu")
 
 
-# kernel name -> its arguments, then the indices of the float arrays the loss weighs; inputs keep away from ties
+# Inputs keep away from ties. The budget is differentiated, not the best: Warp's atomic_max passes the loss's weight
+# back to the initial best.
 KERNELS = {
-    "keep_the_best": (lambda: [f64([0.3, 1.2, -0.7, 0.9], True), i32([0]), f64([0.5], True), zeros()], [2, 3]),
-    "spend_if_affordable": (lambda: [f64([0.3, 1.2, 0.7, 0.9], True), f64([2.05], True), i32([0]), zeros()], [1, 3]),
+    "keep_the_best": Pattern(
+        lambda: [f64([0.3, 1.2, -0.7, 0.9], True), i32([0]), f64([0.5], True), zeros()], [2, 3], [0]
+    ),
+    "spend_if_affordable": Pattern(
+        lambda: [f64([0.3, 1.2, 0.7, 0.9], True), f64([2.05], True), i32([0]), zeros()], [1, 3], [0, 1]
+    ),
 }
-
-
-def wrt(name: str) -> list[int]:
-    """The budget's gradient, not the best's: Warp's atomic_max passes the loss's weight back to the initial best."""
-    return [0, 1] if name == "spend_if_affordable" else [0]
-
-
-@pytest.mark.parametrize("name", sorted(KERNELS))
-def test_through_the_api(name):
-    make, loss = KERNELS[name]
-    check(Case(getattr(compared_reads, name), N, make, loss, wrt(name)))
-
-
-@pytest.fixture(scope="module")
-def emitted(tmp_path_factory):
-    return rewritten_copy(compared_reads, tmp_path_factory.mktemp("compared_reads"))
-
-
-@pytest.mark.parametrize("name", sorted(KERNELS))
-def test_through_the_command_line(emitted, name):
-    make, loss = KERNELS[name]
-    check(Case(None, N, make, loss, wrt(name), program=through(emitted, name, N)))
+emitted = emitted_fixture(compared_reads)
+test_through_the_api, test_through_the_command_line = end_to_end_tests(compared_reads, N, KERNELS)
 
 
 @wp.kernel

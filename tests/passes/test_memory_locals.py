@@ -15,8 +15,8 @@ import pytest
 import warp as wp
 
 from tests.support import memory_locals, memory_refused
-from tests.support.emitted import rewritten_copy, run_cli, through
-from tests.support.harness import Case, check, f64, i32
+from tests.support.emitted import Pattern, emitted_fixture, end_to_end_tests, run_cli
+from tests.support.harness import f64, i32
 from warp_rewrite import RewriteError, wp_rewrite
 from warp_rewrite.passes.dataflow import rebound_locals, single_assignments
 
@@ -32,34 +32,18 @@ def vectors():
     return wp.array(np.stack([X, X + 1.5, X * X], 1), dtype=wp.vec3d, requires_grad=True, device="cpu")
 
 
-# kernel name -> its arguments, the indices of the arrays the loss weighs, and those differentiated
 KERNELS = {
-    "store_through_alias": (lambda: [i32([0]), zeros(), f64(X, True), zeros()], [1, 3], [2]),
-    "store_through_row": (lambda: [i32([0]), zeros((2, N)), f64(X, True), zeros()], [1, 3], [2]),
-    "read_one_of_two": (
+    "store_through_alias": Pattern(lambda: [i32([0]), zeros(), f64(X, True), zeros()], [1, 3], [2]),
+    "store_through_row": Pattern(lambda: [i32([0]), zeros((2, N)), f64(X, True), zeros()], [1, 3], [2]),
+    "read_one_of_two": Pattern(
         lambda: [i32([0]), f64(X + 2, True), f64(X * 3, True), f64(X, True), zeros(), 1],
         [4],
         [1, 2, 3],
     ),
-    "component_of_a_local_value": (lambda: [i32([0]), vectors(), f64(X, True), zeros()], [3], [1, 2]),
+    "component_of_a_local_value": Pattern(lambda: [i32([0]), vectors(), f64(X, True), zeros()], [3], [1, 2]),
 }
-
-
-@pytest.mark.parametrize("name", sorted(KERNELS))
-def test_through_the_api(name):
-    make, loss, wrt = KERNELS[name]
-    check(Case(getattr(memory_locals, name), N, make, loss, wrt))
-
-
-@pytest.fixture(scope="module")
-def emitted(tmp_path_factory):
-    return rewritten_copy(memory_locals, tmp_path_factory.mktemp("memory_locals"))
-
-
-@pytest.mark.parametrize("name", sorted(KERNELS))
-def test_through_the_command_line(emitted, name):
-    make, loss, wrt = KERNELS[name]
-    check(Case(None, N, make, loss, wrt, program=through(emitted, name, N)))
+emitted = emitted_fixture(memory_locals)
+test_through_the_api, test_through_the_command_line = end_to_end_tests(memory_locals, N, KERNELS)
 
 
 def test_a_read_of_another_threads_write_through_an_alias_is_refused_at_launch(emitted):

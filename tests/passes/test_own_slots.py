@@ -13,8 +13,8 @@ import pytest
 import warp as wp
 
 from tests.support import own_slots
-from tests.support.emitted import rewritten_copy, through
-from tests.support.harness import Case, check, f64, i32
+from tests.support.emitted import Pattern, emitted_fixture, end_to_end_tests
+from tests.support.harness import f64, i32
 from warp_rewrite import RewriteError, launch, wp_rewrite
 from warp_rewrite.passes.atomics import WarpNames
 from warp_rewrite.passes.own_writes import counter_slots
@@ -27,32 +27,16 @@ def zeros(n: int) -> wp.array:
     return f64(np.zeros(n), True)
 
 
-# kernel name -> its arguments, the indices the loss weighs, those differentiated
 KERNELS = {
-    "refine_at_slot": (
+    "refine_at_slot": Pattern(
         lambda: [f64(X, True), f64(X * 0.5 + 1.0, True), i32([0]), f64([0.25], True), zeros(N)],
         [4, 3],
         [0, 1, 3],
     ),
-    "two_slots": (lambda: [f64(X, True), i32([0]), zeros(3 * N), zeros(3 * N)], [2, 3], [0]),
+    "two_slots": Pattern(lambda: [f64(X, True), i32([0]), zeros(3 * N), zeros(3 * N)], [2, 3], [0]),
 }
-
-
-@pytest.mark.parametrize("name", sorted(KERNELS))
-def test_through_the_api(name):
-    make, loss, wrt = KERNELS[name]
-    check(Case(getattr(own_slots, name), N, make, loss, wrt))
-
-
-@pytest.fixture(scope="module")
-def emitted(tmp_path_factory):
-    return rewritten_copy(own_slots, tmp_path_factory.mktemp("own_slots"))
-
-
-@pytest.mark.parametrize("name", sorted(KERNELS))
-def test_through_the_command_line(emitted, name):
-    make, loss, wrt = KERNELS[name]
-    check(Case(None, N, make, loss, wrt, program=through(emitted, name, N)))
+emitted = emitted_fixture(own_slots)
+test_through_the_api, test_through_the_command_line = end_to_end_tests(own_slots, N, KERNELS)
 
 
 def test_the_read_becomes_the_stored_value():

@@ -12,8 +12,8 @@ import pytest
 import warp as wp
 
 from tests.support import own_stores
-from tests.support.emitted import rewritten_copy, through
-from tests.support.harness import Case, check, f64, i32
+from tests.support.emitted import Pattern, emitted_fixture, end_to_end_tests
+from tests.support.harness import f64, i32
 from warp_rewrite import RewriteError, launch, wp_rewrite
 from warp_rewrite.passes.own_writes import forward_own_writes
 
@@ -25,29 +25,14 @@ def zeros(n=N):
     return wp.zeros(n, dtype=wp.float64, requires_grad=True, device="cpu")
 
 
-# kernel name -> its arguments, then the indices of the float arrays the loss weighs
+# x is differentiated
 KERNELS = {
-    "refine_own_value": (lambda: [f64(X, True), i32([0, 3, 1, 2, 0]), i32([0]), zeros(), zeros()], [3, 4]),
-    "square_own_value": (lambda: [f64(X, True), i32([0]), zeros(), zeros()], [2, 3]),
-    "stored_in_both_branches": (lambda: [f64(X, True), i32([0]), zeros(), zeros()], [2, 3]),
+    "refine_own_value": Pattern(lambda: [f64(X, True), i32([0, 3, 1, 2, 0]), i32([0]), zeros(), zeros()], [3, 4], [0]),
+    "square_own_value": Pattern(lambda: [f64(X, True), i32([0]), zeros(), zeros()], [2, 3], [0]),
+    "stored_in_both_branches": Pattern(lambda: [f64(X, True), i32([0]), zeros(), zeros()], [2, 3], [0]),
 }
-
-
-@pytest.mark.parametrize("name", sorted(KERNELS))
-def test_through_the_api(name):
-    make, loss = KERNELS[name]
-    check(Case(getattr(own_stores, name), N, make, loss, [0]))
-
-
-@pytest.fixture(scope="module")
-def emitted(tmp_path_factory):
-    return rewritten_copy(own_stores, tmp_path_factory.mktemp("own_stores"))
-
-
-@pytest.mark.parametrize("name", sorted(KERNELS))
-def test_through_the_command_line(emitted, name):
-    make, loss = KERNELS[name]
-    check(Case(None, N, make, loss, [0], program=through(emitted, name, N)))
+emitted = emitted_fixture(own_stores)
+test_through_the_api, test_through_the_command_line = end_to_end_tests(own_stores, N, KERNELS)
 
 
 def test_a_store_in_a_loop_forwards_nothing_and_the_read_stays_refused():

@@ -10,7 +10,7 @@ import pytest
 import warp as wp
 
 from tests.support import component_updates
-from tests.support.emitted import rewritten_copy
+from tests.support.emitted import emitted_fixture
 from tests.support.harness import Case, check, f64, i32
 
 N = 6
@@ -70,9 +70,7 @@ def test_through_the_api(name):
     check(case(component_updates, name, lambda inputs: launch(rewritten, N, inputs=inputs, device="cpu")))
 
 
-@pytest.fixture(scope="module")
-def emitted(tmp_path_factory):
-    return rewritten_copy(component_updates, tmp_path_factory.mktemp("component_updates"))
+emitted = emitted_fixture(component_updates)
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))

@@ -12,7 +12,7 @@ import pytest
 import warp as wp
 
 from tests.support import append_pool, harness
-from tests.support.emitted import rewritten_copy
+from tests.support.emitted import emitted_fixture
 from tests.support.harness import Case, check, f64, i32
 from warp_rewrite import RewriteError, launch, wp_rewrite
 
@@ -58,9 +58,7 @@ def test_through_the_api(name):
     check(Case(None, None, make, [2], [0, 2], program=levels(None, name, fanout, depth)))
 
 
-@pytest.fixture(scope="module")
-def emitted(tmp_path_factory):
-    return rewritten_copy(append_pool, tmp_path_factory.mktemp("append_pool"))
+emitted = emitted_fixture(append_pool)
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))

@@ -10,8 +10,8 @@ import pytest
 import warp as wp
 
 from tests.support import zbuffer
-from tests.support.emitted import rewritten_copy, through
-from tests.support.harness import Case, check, f64, i32
+from tests.support.emitted import Pattern, emitted_fixture, end_to_end_tests
+from tests.support.harness import f64, i32
 from warp_rewrite import RewriteError, wp_rewrite
 
 N = 8
@@ -24,34 +24,21 @@ def shades() -> wp.array:
     return f64(np.zeros(N), True)
 
 
-# kernel -> its arguments, the indices the loss weighs, those differentiated; depths keep 0.2 from every test
+def nearer() -> list:
+    return [f64(NEARER, True), i32(PIXELS), f64([50.0, 50.0], True), shades()]
+
+
+# depths keep 0.2 from every test
 KERNELS = {
-    "nearest_shade": (lambda: [f64(NEARER, True), i32(PIXELS), f64([50.0, 50.0], True), shades()], [3, 2], [0, 2]),
-    "farthest_shade": (lambda: [f64(FARTHER, True), i32(PIXELS), f64([0.1, 0.1], True), shades()], [3, 2], [0, 2]),
-    "winners": (lambda: [f64(NEARER, True), i32(PIXELS), f64([50.0, 50.0], True), shades()], [3, 2], [0, 2]),
-    "winners_without_a_test": (
-        lambda: [f64(NEARER, True), i32(PIXELS), f64([50.0, 50.0], True), shades()],
-        [3, 2],
-        [0, 2],
+    "nearest_shade": Pattern(nearer, [3, 2], [0, 2]),
+    "farthest_shade": Pattern(
+        lambda: [f64(FARTHER, True), i32(PIXELS), f64([0.1, 0.1], True), shades()], [3, 2], [0, 2]
     ),
+    "winners": Pattern(nearer, [3, 2], [0, 2]),
+    "winners_without_a_test": Pattern(nearer, [3, 2], [0, 2]),
 }
-
-
-@pytest.mark.parametrize("name", sorted(KERNELS))
-def test_through_the_api(name):
-    make, loss, wrt = KERNELS[name]
-    check(Case(getattr(zbuffer, name), N, make, loss, wrt))
-
-
-@pytest.fixture(scope="module")
-def emitted(tmp_path_factory):
-    return rewritten_copy(zbuffer, tmp_path_factory.mktemp("zbuffer"))
-
-
-@pytest.mark.parametrize("name", sorted(KERNELS))
-def test_through_the_command_line(emitted, name):
-    make, loss, wrt = KERNELS[name]
-    check(Case(None, N, make, loss, wrt, program=through(emitted, name, N)))
+emitted = emitted_fixture(zbuffer)
+test_through_the_api, test_through_the_command_line = end_to_end_tests(zbuffer, N, KERNELS)
 
 
 def test_the_record_kernel_reads_the_shadow():

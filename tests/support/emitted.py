@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
+import pytest
 import warp as wp
 
 from tests.support import harness
+from tests.support.harness import Case, check
 from warp_rewrite.cli import main
 
 
@@ -52,3 +58,43 @@ def through(module, name: str, dim, pack=None):
             getattr(module, f"launch_{name}")(dim, inputs=inputs, device="cpu")
 
     return program
+
+
+def emitted_fixture(module: ModuleType):
+    """A module-scoped fixture ``emitted``: ``module``'s file rewritten by the command line, compiled once for all
+    the tests of a file. Assign it to a module-level name of the test file."""
+
+    @pytest.fixture(scope="module", name="emitted")
+    def emitted(tmp_path_factory):
+        return rewritten_copy(module, tmp_path_factory.mktemp(module.__name__.rpartition(".")[2]))
+
+    return emitted
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """How to check one kernel of a support module end to end: fresh arguments, the indices of the arrays the
+    loss weighs and of those differentiated."""
+
+    make: Callable[[], list[Any]]
+    loss: list[int]
+    wrt: list[int]
+
+
+def end_to_end_tests(module: ModuleType, dim: int, patterns: dict[str, Pattern]):
+    """The two tests every pattern gets, against finite differences of the original forward: through
+    ``wp_rewrite``, and through the ``launch_<name>`` of the command line's copy of ``module`` (the ``emitted``
+    fixture, which the test file binds with ``emitted_fixture``). Assign both to module-level names of the test
+    file: ``test_through_the_api, test_through_the_command_line = end_to_end_tests(...)``."""
+
+    @pytest.mark.parametrize("name", sorted(patterns))
+    def test_through_the_api(name):
+        pattern = patterns[name]
+        check(Case(getattr(module, name), dim, pattern.make, pattern.loss, pattern.wrt))
+
+    @pytest.mark.parametrize("name", sorted(patterns))
+    def test_through_the_command_line(emitted, name):
+        pattern = patterns[name]
+        check(Case(None, dim, pattern.make, pattern.loss, pattern.wrt, program=through(emitted, name, dim)))
+
+    return test_through_the_api, test_through_the_command_line
