@@ -16,6 +16,13 @@ ATOMIC_OPS = ("add", "sub", "min", "max", "cas", "exch", "and", "or", "xor")
 # The keywords Warp's atomics take, in the order of their parameters: atomic_op(arr, i[, j[, k[, l]]], value) and
 # atomic_cas(arr, i..., compare, value).
 _PARAMETERS = ("arr", "i", "j", "k", "l", "compare", "value")
+# Tile atomics: wp.tile_atomic_add, wp.tile_atomic_add_indexed. The fence refuses a use of their return, and
+# --check reports one (WR007), for this reason and with this fix:
+TILE_ATOMIC_PREFIX = "tile_atomic_"
+TILE_ATOMIC_RETURN = (
+    "a tile atomic returns a tile of the values before it, which Warp's backward does not replay: use the tile "
+    "atomic as a statement, or load the tile before the atomic"
+)
 
 
 def positional_arguments(call: ast.Call) -> list[ast.expr]:
@@ -43,6 +50,13 @@ class WarpNames:
             return None
         op = name.removeprefix("atomic_")
         return op if name.startswith("atomic_") and op in ATOMIC_OPS else None
+
+    def tile_atomic(self, call: ast.Call) -> str | None:
+        """The builtin's name (``tile_atomic_add``) if ``call`` calls a Warp tile atomic through Warp's module."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in self.modules:
+            return func.attr if func.attr.startswith(TILE_ATOMIC_PREFIX) else None
+        return None
 
 
 @dataclass(frozen=True)
@@ -80,17 +94,32 @@ def find_atomic_calls(tree: ast.AST, names: WarpNames, nodes: list[ast.AST] | No
     a conditional expression that is one (``wp.atomic_add(a, 0, 1) if c else wp.atomic_sub(a, 0, 1)``).
     """
     nodes = walk(tree) if nodes is None else nodes
+    discarded = _discarded(nodes)
+    found = []
+    for node in nodes:
+        if isinstance(node, ast.Call) and (op := names.atomic_op(node)) is not None:
+            found.append(AtomicCall(node, op, id(node) not in discarded))
+    return sorted(found, key=lambda c: (c.node.lineno, c.node.col_offset))
+
+
+def find_consumed_tile_atomics(tree: ast.AST, names: WarpNames) -> list[ast.Call]:
+    """Every Warp tile atomic under ``tree`` whose returned tile is used, in source order."""
+    nodes = walk(tree)
+    discarded = _discarded(nodes)
+    found = [n for n in nodes if isinstance(n, ast.Call) and names.tile_atomic(n) and id(n) not in discarded]
+    return sorted(found, key=lambda call: (call.lineno, call.col_offset))
+
+
+def _discarded(nodes: list[ast.AST]) -> set[int]:
+    """The ids of the values used as statements of their own, also as a branch of a conditional expression that
+    is one: what they return is not used."""
     discarded, pending = set(), [node.value for node in nodes if isinstance(node, ast.Expr)]
     while pending:
         value = pending.pop()
         discarded.add(id(value))
         if isinstance(value, ast.IfExp):
             pending += [value.body, value.orelse]
-    found = []
-    for node in nodes:
-        if isinstance(node, ast.Call) and (op := names.atomic_op(node)) is not None:
-            found.append(AtomicCall(node, op, id(node) not in discarded))
-    return sorted(found, key=lambda c: (c.node.lineno, c.node.col_offset))
+    return discarded
 
 
 def find_augmented_writes(tree: ast.AST, nodes: list[ast.AST] | None = None) -> list[ast.AugAssign]:

@@ -16,7 +16,7 @@ from enum import Enum
 from typing import Any
 
 from warp_rewrite.passes import dtypes
-from warp_rewrite.passes.atomics import find_atomic_calls
+from warp_rewrite.passes.atomics import TILE_ATOMIC_PREFIX, TILE_ATOMIC_RETURN, find_atomic_calls
 from warp_rewrite.passes.dataflow import rebound_locals
 from warp_rewrite.passes.memory import index_count
 from warp_rewrite.passes.plan_types import Frontend, Unit
@@ -85,9 +85,7 @@ FORMS: tuple[Form, ...] = (
          "arguments are read in parameter order (passes.atomics.positional_arguments)"),
     Form("atomic, return unused", Kind.ACCEPTED, "wp.atomic_add(c, 0, 1)",
          "no hazard: Warp's backward skips it and nothing reads its return"),
-    Form("tile atomic, return used", Kind.REFUSED, "t = wp.tile_atomic_add(a, tile)",
-         "a tile atomic returns a tile of the values before it, which Warp's backward does not replay: use the tile "
-         "atomic as a statement, or load the tile before the atomic"),
+    Form("tile atomic, return used", Kind.REFUSED, "t = wp.tile_atomic_add(a, tile)", TILE_ATOMIC_RETURN),
     # calls
     Form("helper call", Kind.ACCEPTED, "r = slot_of(c, tid)",
          "the helper is read, planned and cloned with the kernel through the arguments the call binds"),
@@ -304,7 +302,7 @@ class Fence:
         if name == "static" and isinstance(call.func, ast.Attribute):
             return BY_NAME["wp.static value"]
         if self.frontend.is_builtin(unit, call):
-            tile_atomic = name is not None and name.startswith("tile_atomic_")
+            tile_atomic = name is not None and name.startswith(TILE_ATOMIC_PREFIX)
             return BY_NAME["tile atomic, return used" if tile_atomic and used else "builtin call"]
         return BY_NAME["opaque call"]
 

@@ -104,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument(
         "--check",
         action="store_true",
-        help="report uses of atomic returns and stale generated blocks (WR001-WR006); write nothing",
+        help="report uses of atomic returns and stale generated blocks (WR001-WR007); write nothing",
     )
     mode.add_argument(
         "--diff",
@@ -138,7 +138,7 @@ def _parser() -> argparse.ArgumentParser:
         "--select",
         type=_selectors,
         metavar="CODES",
-        help="codes or prefixes to report, comma separated (default: WR0, i.e. WR001-WR006; ALL: every code)",
+        help="codes or prefixes to report, comma separated (default: WR0, i.e. WR001-WR007; ALL: every code)",
     )
     check.add_argument("--extend-select", type=_selectors, metavar="CODES", help="codes to report besides those")
     check.add_argument("--ignore", type=_selectors, metavar="CODES", help="codes or prefixes not to report")

@@ -12,7 +12,9 @@ The codes, as ruff's conventions go (``--select``/``--ignore`` take codes and pr
            only at run time, a module whose file is not found): a possible hazard;
     WR006  a block ``wp-rewrite`` generated is stale: its kernel, a helper it calls or its options changed since
            (the begin marker's fingerprint differs);
-    WR101  (informational, off by default) a consumed return in a kernel without a backward pass
+    WR007  a kernel or helper uses the tile a tile atomic returns (``wp.tile_atomic_add``), which the rewrite does
+           not support;
+    WR101  (informational, off by default) a consumed return (WR001-WR003, WR007) in a kernel without a backward pass
            (``enable_backward=False``, its own or its Warp module's), or in a helper of a module without one: not a
            hazard;
     WR102  (informational, off by default) a helper that consumes an atomic's return and has a hand-written
@@ -31,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from warp_rewrite.hazards import HazardFinder, Unknown, launched_kernel
+from warp_rewrite.passes.atomics import TILE_ATOMIC_RETURN
+from warp_rewrite.passes.syntax import called_name
 from warp_rewrite.project import SEARCHED, Project, Unfollowed
 from warp_rewrite.source_file import ParseError
 from warp_rewrite.staleness import stale
@@ -55,7 +59,11 @@ CODES = {
     "WR006": "the block wp-rewrite generated for kernel '{name}' (line {line}) is stale: the kernel, a helper it calls "
     "or the options changed since, so its rewritten launch would run the old code and importing the module raises "
     "RewriteError; re-run wp-rewrite on this file to regenerate the block",
-    "WR101": "{kind} '{name}' uses the value returned by wp.atomic_{op}(){through}, but {why}: " + _INFORMATIONAL,
+    "WR007": "{kind} '{name}' uses the tile returned by wp.{builtin}(); "
+    + _WRONG
+    + ", and wp-rewrite does not support "
+    "it yet: " + TILE_ATOMIC_RETURN + "; if it needs no gradient, set enable_backward=False or add # noqa: WR007",
+    "WR101": "{kind} '{name}' uses the value returned by wp.{builtin}(){through}, but {why}: " + _INFORMATIONAL,
     "WR102": "helper '{name}' uses the value returned by wp.atomic_{op}() and has a hand-written @wp.func_replay: "
     + _INFORMATIONAL,
     "E999": "SyntaxError: {message}",
@@ -166,13 +174,14 @@ class Checker:
                             call.node,
                             kind="kernel",
                             name=kernel.name,
-                            op=call.op,
+                            builtin=f"atomic_{call.op}",
                             through="",
                             why=disabled,
                         )
                     )
                 else:
                     findings.append(_finding(module, "WR001", call.node, name=kernel.name, op=call.op))
+            findings += _tile_findings(module, kernel, "kernel", disabled)
             for hazard in calls.hazards:
                 where = f"at {hazard.where}"
                 if hazard.consumer != hazard.helper:
@@ -185,7 +194,7 @@ class Checker:
                             hazard.call,
                             kind="kernel",
                             name=kernel.name,
-                            op=hazard.op,
+                            builtin=f"atomic_{hazard.op}",
                             through=f" through helper '{hazard.helper}'",
                             why=disabled,
                         )
@@ -224,14 +233,37 @@ class Checker:
                 if module.has_replay(helper):
                     findings.append(_finding(module, "WR102", call.node, name=helper.name, op=call.op))
                 elif why:
+                    builtin = f"atomic_{call.op}"
                     findings.append(
                         _finding(
-                            module, "WR101", call.node, kind="helper", name=helper.name, op=call.op, through="", why=why
+                            module,
+                            "WR101",
+                            call.node,
+                            kind="helper",
+                            name=helper.name,
+                            builtin=builtin,
+                            through="",
+                            why=why,
                         )
                     )
                 else:
                     findings.append(_finding(module, "WR002", call.node, name=helper.name, op=call.op))
+            if not module.has_replay(helper):
+                findings += _tile_findings(module, helper, "helper", why)
         return findings
+
+
+def _tile_findings(module: StaticModule, function: ast.FunctionDef, kind: str, why: str | None) -> list[Finding]:
+    """WR007 for each tile atomic whose returned tile ``function`` uses; WR101 instead where ``why`` says Warp
+    builds no backward that runs it."""
+    findings = []
+    for call in module.consumed_tiles(function):
+        fields = {"kind": kind, "name": function.name, "builtin": called_name(call) or ""}
+        if why:
+            findings.append(_finding(module, "WR101", call, **fields, through="", why=why))
+        else:
+            findings.append(_finding(module, "WR007", call, **fields))
+    return findings
 
 
 def sort_key(finding: Finding) -> tuple[int, int, str]:

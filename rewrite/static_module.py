@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TypeGuard
 
-from warp_rewrite.passes.atomics import AtomicCall, find_atomic_calls
+from warp_rewrite.passes.atomics import AtomicCall, find_atomic_calls, find_consumed_tile_atomics
 from warp_rewrite.passes.syntax import end_line, walk
 from warp_rewrite.scopes import Scope, ScopedModule, own_returns, own_statements
 from warp_rewrite.source_file import Region, module_level, position
@@ -394,6 +394,10 @@ class StaticModule(ScopedModule):
 
     def consumed(self, function: ast.FunctionDef) -> list[AtomicCall]:
         return [c for c in find_atomic_calls(function, self.warp.names()) if c.consumed]
+
+    def consumed_tiles(self, function: ast.FunctionDef) -> list[ast.Call]:
+        """The tile atomics whose returned tile ``function`` uses."""
+        return find_consumed_tile_atomics(function, self.warp.names())
 
     # --- generated blocks ------------------------------------------------------------------------------------
 

@@ -357,6 +357,48 @@ def test_helper_with_a_hand_written_replay_is_not_a_hazard(capsys, tmp_path):
     assert check(capsys, tmp_path, HAND_WRITTEN_REPLAY, "--select", "WR1") == ["6:12: WR102"]
 
 
+TILE_ATOMICS = """import warp as wp
+
+
+@wp.func
+def added_before(b: wp.array2d[float], t: wp.tile[float, 2, 2]) -> wp.tile[float, 2, 2]:
+    return wp.tile_atomic_add(b, t)
+
+
+@wp.kernel
+def used(a: wp.array2d[float], b: wp.array2d[float]):
+    before = wp.tile_atomic_add(b, wp.tile_load(a, shape=(2, 2)))
+    wp.tile_store(a, before)
+
+
+@wp.kernel
+def as_a_statement(a: wp.array2d[float], b: wp.array2d[float]):
+    wp.tile_atomic_add(b, wp.tile_load(a, shape=(2, 2)))
+
+
+@wp.kernel
+def through_a_helper(a: wp.array2d[float], b: wp.array2d[float]):
+    wp.tile_store(a, added_before(b, wp.tile_load(a, shape=(2, 2))))
+
+
+@wp.kernel(enable_backward=False)
+def without_backward(a: wp.array2d[float], b: wp.array2d[float]):
+    wp.tile_store(a, wp.tile_atomic_add(b, wp.tile_load(a, shape=(2, 2))))
+"""
+
+
+def test_a_used_tile_atomic_return_is_wr007_and_informational_without_backward(capsys, tmp_path):
+    """The fence refuses a use of a tile atomic's returned tile; --check reports every such use, with its fix."""
+    assert check(capsys, tmp_path, TILE_ATOMICS, "--select", "ALL") == ["6:12: WR007", "11:14: WR007", "27:22: WR101"]
+    _, out, _ = run_cli(capsys, "--check", tmp_path / "kernels.py")
+    assert "kernel 'used' uses the tile returned by wp.tile_atomic_add(); " in out
+    assert "helper 'added_before' uses the tile returned by wp.tile_atomic_add(); " in out
+    assert out.splitlines()[0].endswith(
+        "use the tile atomic as a statement, or load the tile before the atomic; "
+        "if it needs no gradient, set enable_backward=False or add # noqa: WR007"
+    )
+
+
 DISCARDED_CONDITIONAL = """import warp as wp
 
 
