@@ -14,35 +14,11 @@ collect_ignore = ["realcode"]
 
 @pytest.fixture(autouse=True, scope="session")
 def every_generated_kernel_is_checked():
-    """Check every kernel the suite rewrites, through the API or the command line: its replay reads only memory
-    the launch does not write or records (``replay_reads``), its record kernel is the original plus record stores
-    and its count kernel the record kernel less writes nothing reads back (``record_kernels``), every array Warp
-    sees it write is in its plan's written set (``written_arrays``), and it calls only the ABI's runtime names
-    (``generated_names``)."""
-    from tests.support.generated_names import unlisted_runtime_names
-    from tests.support.record_kernels import count_kernel_differences, record_kernel_differences
-    from tests.support.replay_reads import unrecorded_reads
-    from tests.support.written_arrays import unseen_writes
-    from warp_rewrite import pipeline
+    """Check every kernel the suite rewrites, through the API or the command line (tests/support/invariants.py)."""
+    from tests.support.invariants import checking_every_generated_kernel
 
-    rewrite_kernel = pipeline.rewrite_kernel
-
-    def checked(frontend, *options):
-        generated = rewrite_kernel(frontend, *options)
-        if generated is not None:
-            problems = unrecorded_reads(frontend, generated)
-            assert not problems, f"kernel '{generated.kernel}': unrecorded reads in its replay:\n" + "\n".join(problems)
-            differences = record_kernel_differences(frontend, generated) + count_kernel_differences(frontend, generated)
-            assert not differences, f"kernel '{generated.kernel}': record kernel:\n" + "\n".join(differences)
-            unseen = unseen_writes(frontend, generated)
-            assert not unseen, f"kernel '{generated.kernel}': writes the plan missed:\n" + "\n".join(unseen)
-            unlisted = unlisted_runtime_names(frontend, generated)
-            assert not unlisted, f"kernel '{generated.kernel}': runtime names not in the ABI:\n" + "\n".join(unlisted)
-        return generated
-
-    pipeline.rewrite_kernel = checked
-    yield
-    pipeline.rewrite_kernel = rewrite_kernel
+    with checking_every_generated_kernel():
+        yield
 
 
 def pytest_collection_modifyitems(items):

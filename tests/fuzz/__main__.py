@@ -1,6 +1,7 @@
 """Long mode: ``python -m tests.fuzz --seed S --count N`` checks N generated kernels of stream S.
 
-Prints every failure (with the kernel's source, to minimize into tests/regressions/test_fuzz_regressions.py),
+Every generated kernel is checked against the invariants of tests/support/invariants.py too (a breach is a
+failure). Prints every failure (with the kernel's source, to minimize into tests/regressions/test_fuzz_regressions.py),
 how many of the kernels exercised each feature the fuzzer generates (tests/fuzz/features.py), and the line
 ``fuzz: N passed, N failed (N refused)``; exits non-zero on any failure. ``--show INDEX`` prints one kernel.
 """
@@ -20,6 +21,7 @@ from tests.fuzz.features import exercised
 from tests.fuzz.generator import generate_kernel
 from tests.fuzz.grammar import exercised_forms
 from tests.fuzz.runner import FAILED, PASSED, REFUSED, Outcome, Summary, run
+from tests.support.invariants import checking_every_generated_kernel
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -55,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
         elapsed = time.perf_counter() - began
         print(f"  ... {len(summary.outcomes)} kernels, {elapsed:.0f} s: {summary.line()}", file=sys.stderr, flush=True)
 
-    summary = run(args.seed, args.count, args.batch, args.start, progress, max_records=args.max_records)
+    with checking_every_generated_kernel():
+        summary = run(args.seed, args.count, args.batch, args.start, progress, max_records=args.max_records)
     print("kernels exercising each feature (checked / refused):")
     checked = exercised([o.case for o in summary.outcomes if o.status == PASSED])
     refused = exercised([o.case for o in summary.outcomes if o.status == REFUSED])

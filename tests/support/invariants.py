@@ -1,0 +1,51 @@
+"""The invariants every generated kernel must meet, checked where the pipeline hands it out: by the suite
+(``tests/conftest.py``) and by the long fuzz run (``python -m tests.fuzz``) alike.
+
+- its replay reads only memory the launch does not write, or records (``replay_reads``);
+- its record kernel is the original plus record stores, and its count kernel the record kernel less the writes
+  nothing reads back (``record_kernels``);
+- every array Warp's code generator sees it write is in its plan's written set (``written_arrays``);
+- it calls only the runtime names of the ABI (``generated_names``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from tests.support.generated_names import unlisted_runtime_names
+from tests.support.record_kernels import count_kernel_differences, record_kernel_differences
+from tests.support.replay_reads import unrecorded_reads
+from tests.support.written_arrays import unseen_writes
+from warp_rewrite import pipeline
+
+
+def check_invariants(frontend: pipeline.Frontend, generated: pipeline.GeneratedKernel) -> None:
+    """Raise AssertionError, naming the kernel and each problem, if ``generated`` breaks an invariant."""
+    checks = {
+        "unrecorded reads in its replay": unrecorded_reads,
+        "record kernel": lambda f, g: record_kernel_differences(f, g) + count_kernel_differences(f, g),
+        "writes the plan missed": unseen_writes,
+        "runtime names not in the ABI": unlisted_runtime_names,
+    }
+    for what, check in checks.items():
+        problems = check(frontend, generated)
+        assert not problems, f"kernel '{generated.kernel}': {what}:\n" + "\n".join(problems)
+
+
+@contextmanager
+def checking_every_generated_kernel() -> Iterator[None]:
+    """While inside, every kernel the pipeline generates is checked before it is handed out."""
+    rewrite_kernel = pipeline.rewrite_kernel
+
+    def checked(frontend, *options):
+        generated = rewrite_kernel(frontend, *options)
+        if generated is not None:
+            check_invariants(frontend, generated)
+        return generated
+
+    pipeline.rewrite_kernel = checked
+    try:
+        yield
+    finally:
+        pipeline.rewrite_kernel = rewrite_kernel
