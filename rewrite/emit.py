@@ -27,7 +27,7 @@ from warp_rewrite import pipeline, runtime
 from warp_rewrite.call_edits import Edit, Offsets, apply_edits, construction_edits, launch_edits
 from warp_rewrite.hazards import HazardFinder, Unknown
 from warp_rewrite.import_placement import LintConfig, NewImport, Sections, after_imports, helper_import_lines, placement
-from warp_rewrite.layout import laid_out
+from warp_rewrite.layout import laid_out, quoted
 from warp_rewrite.live_frontend import RUNTIME_NAME
 from warp_rewrite.markers import begin_marker, end_marker
 from warp_rewrite.passes import dtypes
@@ -321,9 +321,12 @@ def runtime_level(module: StaticModule) -> int | None:
     return 0 if imported else None
 
 
-def _literal(value: Any, names: ModuleNames, indent: str, relocate: Callable[[str], str], width: int) -> str:
+def _literal(
+    value: Any, names: ModuleNames, indent: str, relocate: Callable[[str], str], width: int, around: int = 1
+) -> str:
     """Source text that makes ``value`` (a launch spec: the runtime's dataclasses, tuples, Warp types, constants),
-    one item a line where one line would be too long for lines of ``width``, and always for a spec with a
+    one item a line where one line would be too long for lines of ``width`` (its line is ``indent``, ``around``
+    other characters, a field's name and the comma after it, and the value), and always for a spec with a
     ``location``: so that the number of lines does not depend on the locations, which ``relocate`` maps."""
     inner = indent + "    "
     located = False
@@ -335,7 +338,7 @@ def _literal(value: Any, names: ModuleNames, indent: str, relocate: Callable[[st
             + (
                 json.dumps(relocate(getattr(value, f.name)))
                 if f.name == "location"
-                else _literal(getattr(value, f.name), names, inner, relocate, width)
+                else _literal(getattr(value, f.name), names, inner, relocate, width, len(f.name) + 2)
             )
             for f in fields
         ]
@@ -352,7 +355,7 @@ def _literal(value: Any, names: ModuleNames, indent: str, relocate: Callable[[st
     else:
         return json.dumps(value) if isinstance(value, str) else repr(value)  # strings in double quotes
     flat = opening + ", ".join(items) + closing
-    if len(indent) + len(flat) <= width - 10 and "\n" not in flat and not located:  # (room for its name and comma)
+    if len(indent) + around + len(flat) <= width and "\n" not in flat and not located:
         return flat
     return opening + "\n" + "".join(f"{inner}{item},\n" for item in items) + indent + closing.lstrip(",")
 
@@ -468,8 +471,8 @@ class Block:
         width = self.lint.line_length - len(self.indent)
         spec = _literal(generated.spec, self.names, " " * 8, relocate, width)
         abi = self._abi_check(relocate)
-        source = laid_out(generated.source, self.indent, self.lint.line_length, self.lint.quote_style)
-        body = source + gap + _rewritten_kernel(generated, spec, self.names, self.launch, max_records, self.nested)
+        launch = _rewritten_kernel(generated, spec, self.names, self.launch, max_records, self.nested)
+        body = generated.source + gap + launch
         name, made = self.kernel.name, self.made
         arguments = [
             json.dumps(name),
@@ -487,7 +490,8 @@ class Block:
             ]
         )
         block = begin_marker(name, made.fingerprint, made.options) + abi + check + gap + body + gap + end_marker(name)
-        return indent_block(block, self.indent, self.nested)
+        laid = laid_out(quoted(block, self.lint.quote_style), self.indent, self.lint.line_length)
+        return indent_block(laid, self.indent, self.nested)
 
     def _abi_check(self, relocate: Callable[[str], str]) -> str:
         """The first line, before any of the ABI's names is evaluated: the runtime imported is the one this was
@@ -651,7 +655,7 @@ def emit_module(
     if (blocks or emitted.already) and imports.warp:
         inserted.append(placement(module.tree, module.lines, imports.warp, Sections.for_folder(folder, config)))
     if (blocks or emitted.already) and imports.runtime:
-        inserted.append(after_imports(module.tree, module.lines, imports.runtime))
+        inserted.append(after_imports(module.tree, module.lines, quoted(imports.runtime, config.quote_style)))
     renamed = _relocation(module.display, name or path.name, [])  # the lines as they are: only the file's name
     unplaced = [block.insertion(module.lines, block.text(max_records, renamed)) for block in blocks]
     # A merged import that takes more lines than before moves the lines after it as an insertion there would.

@@ -143,17 +143,20 @@ def _fits(item: tuple[int, _Mode, Doc], rest: list[tuple[int, _Mode, Doc]], room
     return False
 
 
-def bracketed(opening: str, items: list[Doc], closing: str, trailing_comma: bool = True) -> Doc:
-    """``(a, b)``; broken: the items on a line of their own, else one a line, each with its comma (but a single
-    one, as ruff writes it)."""
+def bracketed(
+    opening: str, items: list[Doc], closing: str, trailing_comma: bool = True, collection: bool = False
+) -> Doc:
+    """``f(a, b)``; broken: the items on a line of their own, else (always for a ``collection``: a list, a tuple, a
+    dict) one a line, each with its comma (but a single one, as ruff writes it)."""
     if not items:
         return opening + closing
     joined: list[Doc] = []
     for number, item in enumerate(items):
         joined += [",", Break()] if number else []
         joined.append(item)
-    inner = Group([*joined, IfBroken(",")] if trailing_comma and len(items) > 1 else joined)
-    return Group([opening, Indented([Break(soft=True), inner]), Break(soft=True), closing])
+    inner = [*joined, IfBroken(",")] if trailing_comma and len(items) > 1 else joined
+    grouped = inner if collection else Group(inner)  # (a call's items stay on one line where they fit)
+    return Group([opening, Indented([Break(soft=True), grouped]), Break(soft=True), closing])
 
 
 def parenthesized_if_broken(doc: Doc) -> Doc:
@@ -224,6 +227,17 @@ class _Source:
             return self._chain(list(self._operations(node)), in_parentheses)
         if isinstance(node, ast.UnaryOp):
             return [_SYMBOLS[type(node.op)], self.doc(node.operand, in_parentheses)]
+        if isinstance(node, ast.Dict):
+            entries = [
+                [self.doc(key, True), ": ", self.doc(value, True)] if key is not None else ["**", self.doc(value, True)]
+                for key, value in zip(node.keys, node.values, strict=True)
+            ]
+            return bracketed("{", entries, "}", collection=True)
+        if isinstance(node, ast.List) or (isinstance(node, ast.Tuple) and len(node.elts) > 1):
+            if isinstance(node, ast.Tuple) and not self.segment(node).startswith("("):
+                raise _Unsupported
+            opening, closing = ("[", "]") if isinstance(node, ast.List) else ("(", ")")
+            return bracketed(opening, [self.doc(item, True) for item in node.elts], closing, collection=True)
         return self.segment(node)
 
     def _keyword(self, keyword: ast.keyword) -> Doc:
@@ -395,13 +409,15 @@ def _value_doc(source: _Source, value: ast.expr, fit: _Fit) -> _Candidates:
         raise _Unsupported  # (ruff puts parentheses around a tuple in some places, not in others)
     shape = _Shape(source)
     shape.visit(value)
+    flat = _Printer(len(source.text) * 2).print(source.doc(value, False), 0)
+    on_one_line = Group(["(", Indented([Break(soft=True), flat]), Break(soft=True), ")"], broken=True)
     if not shape.any_brackets and not isinstance(value, ast.BoolOp | ast.Compare | ast.BinOp):
-        raise _Unsupported  # nothing to break (ruff leaves it long too, or adds parentheses only if they help)
+        if fit is _Fit.FIRST:
+            raise _Unsupported  # nothing to break
+        return _Candidates([on_one_line, flat], fit)  # in parentheses only where that makes it fit
     in_brackets = source.doc(value, False) if shape.breaks_in_its_brackets() else None
     parenthesized = parenthesized_if_broken(source.doc(value, True))
     if fit is _Fit.ALL:
-        flat = _Printer(len(source.text) * 2).print(source.doc(value, False), 0)
-        on_one_line = Group(["(", Indented([Break(soft=True), flat]), Break(soft=True), ")"], broken=True)
         tried = [in_brackets] if in_brackets is not None else []
         last = in_brackets if in_brackets is not None and not shape.loosest else parenthesized
         return _Candidates([*tried, on_one_line, parenthesized, last], fit)
@@ -421,29 +437,47 @@ def statement_lines(line: str, width: int) -> str | None:
     body = line.strip()
     header = _HEADERS.match(body)
     try:
-        if header is not None:  # its expression, compared as one
+        if header is not None:  # its expression, compared alone (an ``elif`` does not parse on its own)
             keyword, test = header.groups()
             source = _Source(test)
             parts: list[Doc | _Candidates] = [f"{keyword} ", _value_doc(source, _expression(test), _Fit.FIRST), ":"]
-            compared, expected, mode = slice(len(keyword) + 1, -1), test, "eval"
+            compared = _Compared(len(keyword) + 1, -1, test, "eval")
+        elif body.startswith("def ") and body.endswith(":"):
+            source = _Source(body)
+            parts = _signature(source)
+            compared = _Compared(0, None, body, "exec", "\n    pass")
         elif body.startswith("@"):
             source = _Source(body[1:])
             parts = ["@", source.doc(_expression(body[1:]), False)]
-            compared, expected, mode = slice(1, None), body[1:], "eval"
+            compared = _Compared(1, None, body[1:], "eval")
         else:
             source = _Source(body)
             parts = _simple_statement(source)
-            compared, expected, mode = slice(None), body, "exec"
+            compared = _Compared(0, None, body, "exec")
     except (_Unsupported, SyntaxError, ValueError):
         return None
     laid = _print(parts, width, len(indent))
     if source.unbroken and any(len(line) > width for line in laid.splitlines()):
         return None  # ruff might break what is written as it is here
-    try:
-        same = ast.dump(ast.parse(laid.strip()[compared], mode=mode)) == ast.dump(ast.parse(expected, mode=mode))
-    except SyntaxError:
-        return None
-    return indent + laid.lstrip() if same else None
+    return indent + laid.lstrip() if compared.same(laid.strip()) else None
+
+
+@dataclass(frozen=True)
+class _Compared:
+    """What of a statement's lines is parsed and compared with what text, to tell that they mean the same."""
+
+    start: int
+    end: int | None
+    expected: str
+    mode: str  # ast.parse's: "eval" or "exec"
+    body: str = ""  # a compound statement's, to parse its header
+
+    def same(self, laid: str) -> bool:
+        try:
+            tree = ast.parse(laid[self.start : self.end] + self.body, mode=self.mode)
+            return ast.dump(tree) == ast.dump(ast.parse(self.expected + self.body, mode=self.mode))
+        except SyntaxError:
+            return False
 
 
 def _print(parts: list[Doc | _Candidates], width: int, indent: int) -> str:
@@ -467,7 +501,23 @@ def _expression(text: str) -> ast.expr:
     return ast.parse(text, mode="eval").body
 
 
-_TARGETS = ast.Name | ast.Attribute | ast.Subscript  # assigned to, written as they are
+def _signature(source: _Source) -> list[Doc | _Candidates]:
+    """``def f(a: int, b: float) -> int:`` with its parameters broken as a call's arguments are; only plain
+    parameters, as the generated functions have."""
+    (function,) = ast.parse(source.text + "\n    pass").body
+    if not isinstance(function, ast.FunctionDef) or function.decorator_list:
+        raise _Unsupported
+    arguments = function.args
+    if arguments.posonlyargs or arguments.vararg or arguments.kwonlyargs or arguments.kwarg or arguments.defaults:
+        raise _Unsupported
+    parameters: list[Doc] = [
+        [f"{arg.arg}: ", source.doc(arg.annotation, True)] if arg.annotation else arg.arg for arg in arguments.args
+    ]
+    returns = f" -> {source.segment(function.returns)}" if function.returns else ""
+    return [f"def {function.name}", bracketed("(", parameters, ")"), f"{returns}:"]
+
+
+_TARGETS = ast.Name | ast.Attribute | ast.Subscript | ast.Tuple  # assigned to, written as they are
 
 
 def _simple_statement(source: _Source) -> list[Doc | _Candidates]:
@@ -507,8 +557,8 @@ def quoted(text: str, style: QuoteStyle) -> str:
         prefix = len(token.string) - len(token.string.lstrip("rRbBuUfF"))
         quote = token.string[prefix:][:3] if token.string[prefix:].startswith(other * 3) else token.string[prefix]
         inner = token.string[prefix + len(quote) : len(token.string) - len(quote)]
-        if quote[0] != other or "'" in inner or '"' in inner:
-            continue
+        if quote[0] != other or "'" in inner or '"' in inner or (len(quote) == 3 and style is QuoteStyle.SINGLE):
+            continue  # (ruff writes docstrings in double quotes whatever the style: triple-quoted strings are kept)
         mine = style.value * len(quote)
         edits.append((token.start[0] - 1, token.start[1], token.string[:prefix] + mine + inner + mine))
     for line, column, new in edits:  # (each as long as the token it replaces)
@@ -543,11 +593,10 @@ def _docstring_lines(text: str, indent: str) -> dict[int, str]:
     return changed
 
 
-def laid_out(text: str, indent: str, width: int, quotes: QuoteStyle) -> str:
+def laid_out(text: str, indent: str, width: int) -> str:
     """Generated functions (``text``, at column 0) as ruff would format them once indented by ``indent`` in lines
-    of ``width``: long statements split, strings quoted, docstrings re-indented (their text is the block's, so
-    they get its indentation here)."""
-    text = quoted(text, quotes)
+    of ``width``: long statements split, docstrings re-indented (their text is the block's, so they get its
+    indentation here). Their strings are left to ``quoted``."""
     inside = string_lines(text)
     docstrings = _docstring_lines(text, indent)
     lines = text.splitlines(keepends=True)
