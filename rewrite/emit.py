@@ -285,8 +285,8 @@ def runtime_import(name: str, up: int = 0, width: int = WIDTH) -> str:
     alias = f" as {name}" if name != RUNTIME_NAME else ""
     if not up:
         return (
-            f"if __package__:  # {RUNTIME_FOLDER}/ is beside this file\n"
-            f"    from . import {RUNTIME_NAME}{alias}\n"
+            _commented("if __package__:", f"{RUNTIME_FOLDER}/ is beside this file", width)
+            + f"    from . import {RUNTIME_NAME}{alias}\n"
             "else:\n"
             f"    import {RUNTIME_NAME}{alias}\n"
         )
@@ -296,12 +296,19 @@ def runtime_import(name: str, up: int = 0, width: int = WIDTH) -> str:
     if len(append) > width:  # as ruff format splits it
         append = f'    __import__("sys").path.append(\n        {folder}\n    )'
     return (
-        f"if __package__:  # {RUNTIME_FOLDER}/ is in the package's root folder, {above}/\n"
-        f"    from .{'.' * up} import {RUNTIME_NAME}{alias}\n"
+        _commented("if __package__:", f"{RUNTIME_FOLDER}/ is in the package's root folder, {above}/", width)
+        + f"    from .{'.' * up} import {RUNTIME_NAME}{alias}\n"
         "else:  # run as a script\n"
         f"{append}\n"
         f"    import {RUNTIME_NAME}{alias}\n"
     )
+
+
+def _commented(code: str, comment: str, width: int) -> str:
+    """``code  # comment``, or the comment on a line of its own before it where that line would be too long (ruff
+    format would break the code to make room)."""
+    line = f"{code}  # {comment}"
+    return line + "\n" if len(line) <= width else f"# {comment}\n{code}\n"
 
 
 def runtime_level(module: StaticModule) -> int | None:

@@ -400,6 +400,10 @@ class _Candidates:
     docs: list[Doc]
     fit: _Fit
 
+    def around(self, before: Doc, after: Doc = "") -> _Candidates:
+        """The candidates as parts of a statement: ``before`` and ``after`` them on its lines."""
+        return _Candidates([[before, doc, after] for doc in self.docs], self.fit)
+
 
 def _value_doc(source: _Source, value: ast.expr, fit: _Fit) -> _Candidates:
     """A statement's expression, as ruff writes it: broken in its own brackets (a call's, a subscript's) where the
@@ -440,7 +444,8 @@ def statement_lines(line: str, width: int) -> str | None:
         if header is not None:  # its expression, compared alone (an ``elif`` does not parse on its own)
             keyword, test = header.groups()
             source = _Source(test)
-            parts: list[Doc | _Candidates] = [f"{keyword} ", _value_doc(source, _expression(test), _Fit.FIRST), ":"]
+            candidates = _value_doc(source, _expression(test), _Fit.FIRST)
+            parts: list[Doc | _Candidates] = [candidates.around(f"{keyword} ", ":")]
             compared = _Compared(len(keyword) + 1, -1, test, "eval")
         elif body.startswith("def ") and body.endswith(":"):
             source = _Source(body)
@@ -524,18 +529,30 @@ def _simple_statement(source: _Source) -> list[Doc | _Candidates]:
     """``return x``, ``x = y``, ``x += y``, or an expression, with the expression laid out."""
     (statement,) = ast.parse(source.text).body
     if isinstance(statement, ast.Return) and statement.value is not None:
-        return ["return ", _value_doc(source, statement.value, _Fit.ALL)]
+        return [_value_doc(source, statement.value, _Fit.ALL).around("return ")]
     if isinstance(statement, ast.Assign) and all(isinstance(t, _TARGETS) for t in statement.targets):
         targets = "".join(f"{source.segment(target)} = " for target in statement.targets)
-        return [targets, _value_doc(source, statement.value, _Fit.ALL)]
+        candidates = _value_doc(source, statement.value, _Fit.ALL).around(targets)
+        (target, *others) = statement.targets
+        if others or not isinstance(target, ast.Subscript) or not _has_call(target.slice):
+            return [candidates]
+        # Where no layout of the value fits, ruff breaks the brackets of the target, the value on one line.
+        flat = _Printer(len(source.text) * 2).print(source.doc(statement.value, False), 0)
+        target_broken = [source.doc(target, False), " = ", flat]
+        return [_Candidates([*candidates.docs[:-1], target_broken, candidates.docs[-1]], candidates.fit)]
     if isinstance(statement, ast.AugAssign) and isinstance(statement.target, _TARGETS):
         operator = _SYMBOLS.get(type(statement.op))
         if operator is None:
             raise _Unsupported
-        return [f"{source.segment(statement.target)} {operator}= ", _value_doc(source, statement.value, _Fit.ALL)]
+        assigned = f"{source.segment(statement.target)} {operator}= "
+        return [_value_doc(source, statement.value, _Fit.ALL).around(assigned)]
     if isinstance(statement, ast.Expr) and not isinstance(statement.value, ast.Tuple | ast.BinOp):
         return [source.doc(statement.value, False)]  # (ruff adds no parentheses to break it)
     raise _Unsupported
+
+
+def _has_call(node: ast.expr) -> bool:
+    return any(isinstance(inner, ast.Call) for inner in ast.walk(node))
 
 
 def quoted(text: str, style: QuoteStyle) -> str:
