@@ -1,15 +1,17 @@
 """Generated code laid out as ruff format (and black) lays it out, so that an emitted file the user formats with
 ruff stays formatted: without ruff, which wp-rewrite does not depend on.
 
-The generated functions are printed by ``ast.unparse`` (``printing.unparse_keeping_text``) on lines of any length,
-at column 0, then indented into their block. ``laid_out`` fixes what ruff would change in that text: each line
-longer than the configured line length that is one statement (or a compound statement's header) is split as ruff
-splits it (``statement_lines``), strings get the configured quotes where that adds no escape, and the docstrings of
-helpers copied to another indentation are indented as ruff indents them. The splitting follows ruff's layout of
-the expressions the rewrite writes: calls and subscripts break inside their brackets, the arguments on one line of
-their own where they fit, else one a line with a trailing comma; a statement whose expression does not end (or
-begin) in brackets, or has more than one operator of its loosest kind, is put in parentheses, breaking before each
-of those operators. Anything else, and a split whose tree differs from the line's, leaves the line as it was.
+A generated block is written at column 0 (its functions printed by ``ast.unparse``, ``printing.unparse_keeping_text``,
+on lines of any length), then indented as its kernel. ``laid_out`` fixes what ruff would change in it once indented:
+each line longer than the configured line length that is one statement, a compound statement's header, a signature
+or a decorator is split as ruff splits it (``statement_lines``), and the docstrings of helpers copied to another
+indentation are indented as ruff indents them; ``quoted`` gives strings the configured quotes. The splitting
+follows ruff's layout of the expressions the rewrite writes: calls and subscripts break inside their brackets, the
+arguments on a line of their own where they fit, else one a line with a trailing comma (lists, tuples and dicts:
+always one a line); a statement's expression that does not end (or begin) in brackets, or has more than one
+operator of its loosest kind, is put in parentheses and broken before each of those operators; an assignment or a
+``return`` takes the first of ruff's candidate layouts whose lines fit. Anything else (comprehensions, chains of
+calls, ``**``), and a split whose tree differs from the line's, leaves the line as it was.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from warp_rewrite.passes.syntax import end_line
 from warp_rewrite.printing import string_lines
 
 INDENT = 4  # ruff's indent-width, which the generated code is printed with
@@ -163,7 +166,7 @@ def parenthesized_if_broken(doc: Doc) -> Doc:
     return Group([IfBroken("("), Indented([Break(soft=True), doc]), Break(soft=True), IfBroken(")")])
 
 
-# Operator precedence, loosest first, as ruff's formatter splits chains of operators at their loosest.
+# How loosely each operator binds (higher: looser): ruff splits a chain of operators at its loosest.
 _LOOSENESS = {ast.Or: 9, ast.And: 9, "compare": 8, ast.BitOr: 7, ast.BitXor: 6, ast.BitAnd: 5, ast.LShift: 4}
 _LOOSENESS |= {ast.RShift: 4, ast.Add: 3, ast.Sub: 3, ast.Mult: 2, ast.Div: 2, ast.FloorDiv: 2, ast.Mod: 2}
 _LOOSENESS |= {ast.MatMult: 2, ast.Pow: 1}
@@ -228,7 +231,7 @@ class _Source:
         if isinstance(node, ast.UnaryOp):
             return [_SYMBOLS[type(node.op)], self.doc(node.operand, in_parentheses)]
         if isinstance(node, ast.Dict):
-            entries = [
+            entries: list[Doc] = [
                 [self.doc(key, True), ": ", self.doc(value, True)] if key is not None else ["**", self.doc(value, True)]
                 for key, value in zip(node.keys, node.values, strict=True)
             ]
@@ -437,6 +440,8 @@ def statement_lines(line: str, width: int) -> str | None:
     """The statement on ``line`` (its own indentation first, no line end) laid out in lines of ``width`` as ruff
     lays it out; None where this module cannot tell how, or the lines would not parse to the line's tree (the line
     is then left as it was)."""
+    if not line.isascii():
+        return None  # (the parser's columns are in bytes)
     indent = line[: len(line) - len(line.lstrip())]
     body = line.strip()
     header = _HEADERS.match(body)
@@ -594,9 +599,10 @@ def _docstring_lines(text: str, indent: str) -> dict[int, str]:
         first = node.body[0]
         if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)):
             continue
-        if not isinstance(first.value.value, str) or first.end_lineno == first.lineno:
+        last = end_line(first)
+        if not isinstance(first.value.value, str) or last == first.lineno:
             continue
-        later = range(first.lineno, first.end_lineno)  # 0-based indices of the lines after the first
+        later = range(first.lineno, last)  # 0-based indices of the lines after the first
         body_indent = indent + " " * first.col_offset
         if any("\t" in lines[number] for number in later):
             continue
@@ -604,9 +610,9 @@ def _docstring_lines(text: str, indent: str) -> dict[int, str]:
         common = min((len(line) - len(line.lstrip()) for line in written if line.strip()), default=0)
         for number, line in zip(later, written, strict=True):
             changed[number] = body_indent + line[common:].rstrip() if line.strip() else ""
-        closing = lines[first.end_lineno - 1]
+        closing = lines[last - 1]
         if closing.strip() in ('"""', "'''"):
-            changed[first.end_lineno - 1] = body_indent + closing.strip()
+            changed[last - 1] = body_indent + closing.strip()
     return changed
 
 
@@ -622,7 +628,7 @@ def laid_out(text: str, indent: str, width: int) -> str:
             lines[number] = docstrings[number] + "\n"
             continue
         bare = line.rstrip("\r\n")
-        if len(indent) + len(bare) > width and number + 1 not in inside and "#" not in bare and bare.isascii():
+        if len(indent) + len(bare) > width and number + 1 not in inside and "#" not in bare:
             split = statement_lines(bare, width - len(indent))
             if split is not None:
                 lines[number] = split + "\n"

@@ -153,7 +153,7 @@ def test_lines_it_cannot_lay_out_are_left_to_the_caller(line):
 
 def test_strings_get_the_configured_quotes_where_nothing_is_escaped():
     text = "f('a', 'it\"s', \"b\")\n"
-    assert quoted(text, QuoteStyle.DOUBLE) == "f(\"a\", 'it\"s', \"b\")\n"
+    assert quoted(text, QuoteStyle.DOUBLE) == 'f("a", \'it"s\', "b")\n'
     assert quoted(text, QuoteStyle.SINGLE) == "f('a', 'it\"s', 'b')\n"
     assert quoted(text, QuoteStyle.PRESERVE) == text
     docstring = 'def f():\n    """Why."""\n'
