@@ -593,7 +593,11 @@ def _docstring_lines(text: str, indent: str) -> dict[int, str]:
     ``indent`` as ruff indents docstrings: their common indentation replaced by the body's, blank lines empty."""
     changed: dict[int, str] = {}
     lines = text.splitlines()
-    for node in ast.walk(ast.parse(text)):
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return changed
+    for node in ast.walk(tree):
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) or not node.body:
             continue
         first = node.body[0]
