@@ -458,7 +458,7 @@ class PhaseWriter(ast.NodeTransformer):
             start, stop, step = loop.bounds
             values = [_expr("0"), *args, _expr("1")] if len(args) == 1 else [*args, _expr("1")][:3]
             before += [
-                ast.copy_location(ast.Assign([_expr(name)], value), node)
+                ast.copy_location(ast.Assign([ast.Name(name, ast.Store())], value), node)  # (pruned when unread)
                 for name, value in zip(loop.bounds, values, strict=True)
             ]
             node.iter = _expr(f"range({start}, {stop}, {step})")

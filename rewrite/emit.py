@@ -27,6 +27,7 @@ from warp_rewrite import pipeline, runtime
 from warp_rewrite.call_edits import Edit, Offsets, apply_edits, construction_edits, launch_edits
 from warp_rewrite.hazards import HazardFinder, Unknown
 from warp_rewrite.import_placement import LintConfig, NewImport, Sections, after_imports, helper_import_lines, placement
+from warp_rewrite.layout import laid_out, quoted
 from warp_rewrite.live_frontend import RUNTIME_NAME
 from warp_rewrite.markers import begin_marker, end_marker
 from warp_rewrite.passes import dtypes
@@ -34,7 +35,7 @@ from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.syntax import Located, end_line, walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.pipeline import GeneratedKernel, RewriteOptions
-from warp_rewrite.printing import WIDTH, string_lines, wrap_long_calls
+from warp_rewrite.printing import WIDTH, string_lines
 from warp_rewrite.project import SEARCHED, Project, Unfollowed
 from warp_rewrite.runtime import RewriteError
 from warp_rewrite.runtime.abi import RuntimeNames
@@ -252,7 +253,9 @@ class ModuleImports:
     runtime: str = ""  # the text of runtime_import(), if the module has none
 
 
-def _module_names(module: StaticModule, taken: set[str], up: int = 0) -> tuple[ModuleNames, ModuleImports]:
+def _module_names(
+    module: StaticModule, taken: set[str], up: int = 0, width: int = WIDTH
+) -> tuple[ModuleNames, ModuleImports]:
     """How the generated blocks name Warp and the runtime, and the imports the module lacks for them."""
     imports = ModuleImports()
     warp = min(module.warp.modules) if module.warp.modules else None
@@ -262,7 +265,7 @@ def _module_names(module: StaticModule, taken: set[str], up: int = 0) -> tuple[M
     name = next((local for local, source in module.imported.items() if _is_runtime(source)), None)
     if name is None:
         name = Namer(taken).fresh(RUNTIME_NAME)
-        imports.runtime = runtime_import(name, up)
+        imports.runtime = runtime_import(name, up, width)
     taken |= {warp, name}
     return ModuleNames(warp, RuntimeNames.spelled(name)), imports
 
@@ -273,28 +276,39 @@ def _is_runtime(source: Imported) -> bool:
     return source == Imported(0, RUNTIME_NAME, None) or relative
 
 
-def runtime_import(name: str, up: int = 0) -> str:
+def runtime_import(name: str, up: int = 0, width: int = WIDTH) -> str:
     """The import of the runtime copy, under ``name``, for a module ``up`` folders below the folder that holds the
     copy (0: beside it). Relative where the module is one of a package (also in a folder without ``__init__.py``
     inside one, as ``python -m pkg.sub.module`` runs it); run as a script (or imported as a top-level module) it
     imports the copy beside it, whose folder is then on ``sys.path``, or, from below, puts the copy's folder at the
-    end of ``sys.path`` first."""
+    end of ``sys.path`` first (in lines of ``width``)."""
     alias = f" as {name}" if name != RUNTIME_NAME else ""
     if not up:
         return (
-            f"if __package__:  # {RUNTIME_FOLDER}/ is beside this file\n"
-            f"    from . import {RUNTIME_NAME}{alias}\n"
+            _commented("if __package__:", f"{RUNTIME_FOLDER}/ is beside this file", width)
+            + f"    from . import {RUNTIME_NAME}{alias}\n"
             "else:\n"
             f"    import {RUNTIME_NAME}{alias}\n"
         )
     above = "/".join([".."] * up)
+    folder = f'str(__import__("pathlib").Path(__file__).resolve().parents[{up}])'
+    append = f'    __import__("sys").path.append({folder})'
+    if len(append) > width:  # as ruff format splits it
+        append = f'    __import__("sys").path.append(\n        {folder}\n    )'
     return (
-        f"if __package__:  # {RUNTIME_FOLDER}/ is in the package's root folder, {above}/\n"
-        f"    from .{'.' * up} import {RUNTIME_NAME}{alias}\n"
+        _commented("if __package__:", f"{RUNTIME_FOLDER}/ is in the package's root folder, {above}/", width)
+        + f"    from .{'.' * up} import {RUNTIME_NAME}{alias}\n"
         "else:  # run as a script\n"
-        f'    __import__("sys").path.append(str(__import__("pathlib").Path(__file__).resolve().parents[{up}]))\n'
+        f"{append}\n"
         f"    import {RUNTIME_NAME}{alias}\n"
     )
+
+
+def _commented(code: str, comment: str, width: int) -> str:
+    """``code  # comment``, or the comment on a line of its own before it where that line would be too long (ruff
+    format would break the code to make room)."""
+    line = f"{code}  # {comment}"
+    return line + "\n" if len(line) <= width else f"# {comment}\n{code}\n"
 
 
 def runtime_level(module: StaticModule) -> int | None:
@@ -314,10 +328,13 @@ def runtime_level(module: StaticModule) -> int | None:
     return 0 if imported else None
 
 
-def _literal(value: Any, names: ModuleNames, indent: str, relocate: Callable[[str], str]) -> str:
+def _literal(
+    value: Any, names: ModuleNames, indent: str, relocate: Callable[[str], str], width: int, around: int = 1
+) -> str:
     """Source text that makes ``value`` (a launch spec: the runtime's dataclasses, tuples, Warp types, constants),
-    one item a line where one line would be too long, and always for a spec with a ``location``: so that the
-    number of lines does not depend on the locations, which ``relocate`` maps."""
+    one item a line where one line would be too long for lines of ``width`` (its line is ``indent``, ``around``
+    other characters, a field's name and the comma after it, and the value), and always for a spec with a
+    ``location``: so that the number of lines does not depend on the locations, which ``relocate`` maps."""
     inner = indent + "    "
     located = False
     if dataclasses.is_dataclass(value):
@@ -328,7 +345,7 @@ def _literal(value: Any, names: ModuleNames, indent: str, relocate: Callable[[st
             + (
                 json.dumps(relocate(getattr(value, f.name)))
                 if f.name == "location"
-                else _literal(getattr(value, f.name), names, inner, relocate)
+                else _literal(getattr(value, f.name), names, inner, relocate, width, len(f.name) + 2)
             )
             for f in fields
         ]
@@ -336,7 +353,7 @@ def _literal(value: Any, names: ModuleNames, indent: str, relocate: Callable[[st
     elif isinstance(value, enum.Enum):  # the ABI's Op and RecordKind
         return f"{names.runtime.named(type(value).__name__)}.{value.name}"
     elif isinstance(value, tuple):
-        items = [_literal(item, names, inner, relocate) for item in value]
+        items = [_literal(item, names, inner, relocate, width) for item in value]
         opening, closing = "(", ",)" if len(value) == 1 else ")"
     elif isinstance(value, type):
         spelled = dtypes.source(value, names.warp)
@@ -345,7 +362,7 @@ def _literal(value: Any, names: ModuleNames, indent: str, relocate: Callable[[st
     else:
         return json.dumps(value) if isinstance(value, str) else repr(value)  # strings in double quotes
     flat = opening + ", ".join(items) + closing
-    if len(indent) + len(flat) <= WIDTH - 10 and "\n" not in flat and not located:
+    if len(indent) + around + len(flat) <= width and "\n" not in flat and not located:
         return flat
     return opening + "\n" + "".join(f"{inner}{item},\n" for item in items) + indent + closing.lstrip(",")
 
@@ -446,7 +463,7 @@ class Block:
     nested: bool  # in a function: the function's name of the kernel is rebound
     made: MadeFrom  # what its fingerprint is of
     location: str  # the kernel's, in the input
-    width: int  # the line length of the user's lint configuration
+    lint: LintConfig  # the user's: the line length and quotes of the generated lines
 
     @property
     def gap(self) -> int:
@@ -458,12 +475,11 @@ class Block:
         locations in the launch spec to the emitted file's lines."""
         gap = "\n" * self.gap
         generated = self.generated
-        spec = _literal(generated.spec, self.names, " " * 8, relocate)
-        # First, before any of the ABI's names is evaluated: the runtime imported is the one this was generated for.
-        location = json.dumps(relocate(generated.spec.location))
-        abi = f"{self.names.runtime.require_abi}({runtime.ABI}, {json.dumps(generated.kernel)}, {location})\n"
-        source = wrap_long_calls(generated.source, self.width - len(self.indent))
-        body = source + gap + _rewritten_kernel(generated, spec, self.names, self.launch, max_records, self.nested)
+        width = self.lint.line_length - len(self.indent)
+        spec = _literal(generated.spec, self.names, " " * 8, relocate, width)
+        abi = self._abi_check(relocate)
+        launch = _rewritten_kernel(generated, spec, self.names, self.launch, max_records, self.nested)
+        body = generated.source + gap + launch
         name, made = self.kernel.name, self.made
         arguments = [
             json.dumps(name),
@@ -475,13 +491,27 @@ class Block:
             [
                 f"{self.names.runtime.check_fingerprint}(\n",
                 *(f"    {argument},\n" for argument in arguments),
-                _functions_argument((name, *made.named), self.width - len(self.indent)) + "\n",
+                _functions_argument((name, *made.named), width) + "\n",
                 f"    elsewhere={json.dumps(made.elsewhere)},\n",
                 ")  # before anything launches: the kernel is what this block was generated from\n",
             ]
         )
         block = begin_marker(name, made.fingerprint, made.options) + abi + check + gap + body + gap + end_marker(name)
-        return indent_block(block, self.indent, self.nested)
+        laid = laid_out(quoted(block, self.lint.quote_style), self.indent, self.lint.line_length)
+        return indent_block(laid, self.indent, self.nested)
+
+    def _abi_check(self, relocate: Callable[[str], str]) -> str:
+        """The first line, before any of the ABI's names is evaluated: the runtime imported is the one this was
+        generated for. On one line where it fits with a line number of ``LINE_DIGITS`` digits in its location, else
+        one argument a line (kept so by the trailing comma): so that its lines do not depend on the line number,
+        which ``relocate`` changes."""
+        location = relocate(self.generated.spec.location)
+        arguments = [str(runtime.ABI), json.dumps(self.generated.kernel), json.dumps(location)]
+        flat = f"{self.names.runtime.require_abi}({', '.join(arguments)})"
+        longest = len(flat) - len(location.rsplit(":", 2)[1]) + LINE_DIGITS
+        if len(self.indent) + longest <= self.lint.line_length:
+            return flat + "\n"
+        return f"{self.names.runtime.require_abi}(\n" + "".join(f"    {item},\n" for item in arguments) + ")\n"
 
     def insertion(self, lines: list[str], text: str) -> tuple[int, str]:
         """(input line after which, text) that puts the block after the kernel with ``gap`` blank lines before
@@ -494,6 +524,9 @@ class Block:
         followed = after + blank < len(lines)
         trailing = max(0, self.gap - (blank - before)) if followed else 0
         return after + before, "\n" * (self.gap - before) + text + "\n" * trailing
+
+
+LINE_DIGITS = 7  # the most digits a line number has, for layouts that must not depend on it
 
 
 def _functions_argument(names: tuple[str, ...], width: int) -> str:
@@ -572,7 +605,7 @@ def emit_module(
     taken = set().union(*(_bound_names(m.tree) for m in project.modules.values() if m is not None and m is not module))
     taken |= _taken_names(module)
     free = _only_read(module.tree)
-    names, imports = _module_names(module, taken, runtime_up)
+    names, imports = _module_names(module, taken, runtime_up, config.line_length)
     imported = runtime_level(module)
     emitted.runtime_up = runtime_up if imported is None else imported
     offsets = Offsets(module)
@@ -596,7 +629,7 @@ def emit_module(
         line = module.lines[kernel.lineno - 1]
         indent, origin = line[: len(line) - len(line.lstrip())], made_from(module, kernel, finder, options)
         location = module.location(kernel)
-        blocks.append(Block(kernel, generated, launch, names, indent, nested, origin, location, config.line_length))
+        blocks.append(Block(kernel, generated, launch, names, indent, nested, origin, location, config))
         if constructed:
             wrappers[id(kernel)] = launch.rewritten
             emitted.warnings += [
@@ -629,8 +662,9 @@ def emit_module(
     if (blocks or emitted.already) and imports.warp:
         inserted.append(placement(module.tree, module.lines, imports.warp, Sections.for_folder(folder, config)))
     if (blocks or emitted.already) and imports.runtime:
-        inserted.append(after_imports(module.tree, module.lines, imports.runtime))
-    unplaced = [block.insertion(module.lines, block.text(max_records, str)) for block in blocks]
+        inserted.append(after_imports(module.tree, module.lines, quoted(imports.runtime, config.quote_style)))
+    renamed = _relocation(module.display, name or path.name, [])  # the lines as they are: only the file's name
+    unplaced = [block.insertion(module.lines, block.text(max_records, renamed)) for block in blocks]
     # A merged import that takes more lines than before moves the lines after it as an insertion there would.
     grown = [(end_line(node), "\n" * (text.count("\n") - (end_line(node) - node.lineno + 1))) for node, text in merged]
     relocate = _relocation(module.display, name or path.name, inserted + grown + unplaced)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from warp_rewrite.layout import QuoteStyle
 from warp_rewrite.passes.syntax import end_column, end_line
 from warp_rewrite.printing import WIDTH
 from warp_rewrite.source_file import module_level
@@ -50,8 +51,9 @@ DEFAULT_LINE_LENGTH = 88  # ruff's, where a configuration does not say
 @dataclass(frozen=True)
 class LintConfig:
     """What the user's ruff configuration (the nearest above the file, as ruff finds it) says about the lines
-    wp-rewrite writes: their length, and how isort (``I001``) sorts and wraps imports. Read with ``tomllib``; on
-    Python 3.10, which has none, only the folder of the configuration is used and ruff's defaults are assumed."""
+    wp-rewrite writes: their length and quotes, and how isort (``I001``) sorts and wraps imports. Read with
+    ``tomllib``; on Python 3.10, which has none, only the folder of the configuration is used and ruff's defaults
+    are assumed."""
 
     root: Path | None = None  # the folder of the configuration (its first-party modules), None without one
     line_length: int = WIDTH  # without a configuration, the width the generated code is printed to
@@ -60,6 +62,7 @@ class LintConfig:
     force_single_line: bool = False  # isort's: one name per ``from`` import, so nothing is merged
     order_by_type: bool = True
     case_sensitive: bool = False
+    quote_style: QuoteStyle = QuoteStyle.DOUBLE  # ruff format's, for the strings of generated code
 
     @classmethod
     def for_folder(cls, folder: Path) -> LintConfig:
@@ -74,6 +77,7 @@ class LintConfig:
     def _of(cls, root: Path, settings: dict) -> LintConfig:
         isort = settings.get("lint", {}).get("isort", {}) or settings.get("isort", {})
         length = settings.get("line-length")
+        quotes = {style.name.lower(): style for style in QuoteStyle}.get(settings.get("format", {}).get("quote-style"))
         return cls(
             root,
             length if isinstance(length, int) and length > 0 else DEFAULT_LINE_LENGTH,
@@ -82,6 +86,7 @@ class LintConfig:
             bool(isort.get("force-single-line", False)),
             bool(isort.get("order-by-type", True)),
             bool(isort.get("case-sensitive", False)),
+            quotes or QuoteStyle.DOUBLE,
         )
 
 

@@ -15,8 +15,6 @@ import io
 import re
 import tokenize
 
-from warp_rewrite.passes.syntax import end_column
-
 _PLACEHOLDER = "__wp_rewrite_kept_"
 _PLACEHOLDER_LINE = re.compile(rf"^( *){_PLACEHOLDER}(\d+)$", re.MULTILINE)
 
@@ -127,44 +125,3 @@ def string_lines(text: str) -> set[int]:
         elif token.type == tokenize.STRING:
             inside.update(range(token.start[0] + 1, token.end[0] + 1))
     return inside
-
-
-def wrap_long_calls(text: str, width: int) -> str:
-    """``text`` with each line longer than ``width`` that is one statement ending in a call (``x = f(a, b)``,
-    ``return f(a, b)``, ``f(a, b)``), which the rewrite made longer by adding arguments, split as ruff format (and
-    black) split it: the arguments on a line of their own, or one a line with a trailing comma where that is too
-    long."""
-    inside = string_lines(text)
-    lines = text.splitlines(keepends=True)
-    for number, line in enumerate(lines, start=1):
-        if len(line.rstrip("\r\n")) > width and number not in inside and "#" not in line:
-            lines[number - 1] = _split_call(line, width) or line
-    return "".join(lines)
-
-
-def _split_call(line: str, width: int) -> str | None:
-    body = line.strip()
-    indent = line[: len(line) - len(line.lstrip())]
-    try:
-        (statement,) = ast.parse(body).body
-    except (SyntaxError, ValueError):
-        return None
-    call = getattr(statement, "value", None)
-    if not isinstance(statement, ast.Assign | ast.Return | ast.Expr) or not isinstance(call, ast.Call):
-        return None
-    opening = end_column(call.func)
-    if not body.isascii() or end_column(call) != len(body) or body[opening : opening + 1] != "(":
-        return None
-    head, arguments = body[: opening + 1], body[opening + 1 : -1].strip()
-    if len(indent) + 4 + len(arguments) <= width and not arguments.endswith(","):
-        split = f"{indent}{head}\n{indent}    {arguments}\n{indent})\n"
-    else:
-        items = [ast.get_source_segment(body, item) for item in [*call.args, *call.keywords]]
-        if any(item is None for item in items):
-            return None
-        split = f"{indent}{head}\n" + "".join(f"{indent}    {item},\n" for item in items) + f"{indent})\n"
-    return split if ast.dump(ast.parse(_dedented(split, indent))) == ast.dump(ast.parse(body)) else None
-
-
-def _dedented(text: str, indent: str) -> str:
-    return "".join(line.removeprefix(indent) for line in text.splitlines(keepends=True))

@@ -289,7 +289,7 @@ def test_refused_kernels_are_listed_and_the_others_rewritten(capsys, tmp_path):
     assert lines[-1] == f"{source} -> {out}: rewrote 2 kernels (fine, hidden_options); 2 kernels refused (see above)"
     text = out.read_text()
     assert "\nlaunch_fine = fine_rewritten.launch" in text and "pick_record" not in text
-    assert "@wp.kernel(**{**{'enable_backward': True}, 'enable_backward': False})\ndef hidden_options_record(" in text
+    assert '@wp.kernel(**{**{"enable_backward": True}, "enable_backward": False})\ndef hidden_options_record(' in text
     assert (tmp_path / "wp_rewrite_runtime" / "__init__.py").exists()
 
 

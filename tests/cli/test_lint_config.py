@@ -116,3 +116,21 @@ def test_without_tomllib_the_configs_folder_is_found_with_rufs_defaults(tmp_path
     assert LintConfig.for_folder(tmp_path).line_length == 100
     monkeypatch.setitem(sys.modules, "tomllib", None)  # Python 3.10: no tomllib, no dependency added for it
     assert LintConfig.for_folder(tmp_path) == LintConfig(tmp_path, DEFAULT_LINE_LENGTH)
+
+
+@pytest.mark.parametrize(
+    "config",
+    ["line-length = 60\n", 'line-length = 50\n\n[format]\nquote-style = "single"\n', "line-length = 88\n"],
+    ids=["60", "50-single-quotes", "88"],
+)
+def test_a_formatted_file_stays_formatted(tmp_path, capsys, config):
+    """The user's files formatted by ruff under their configuration: the rewritten one is still formatted (its
+    generated lines laid out to the line length, in the configured quotes) and adds no finding."""
+    project(tmp_path, "ruff.toml", config)
+    assert ruff("format", "--no-cache", ".", cwd=tmp_path).returncode == 0
+    status, _, err = run_cli(capsys, tmp_path / "lint_kernels.py", "--in-place")
+    assert status == 0, err
+    formatted = ruff("format", "--check", "--diff", "--no-cache", "lint_kernels.py", cwd=tmp_path)
+    assert formatted.returncode == 0, formatted.stdout
+    checked = ruff("check", "--no-cache", "lint_kernels.py", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout

@@ -1,0 +1,213 @@
+"""rewrite.layout: generated lines laid out as ruff format lays them out, without ruff. Each case is a line and the
+lines it becomes at a line length; ruff itself checks that it would write them so (the dev extra installs it)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from warp_rewrite.layout import QuoteStyle, laid_out, quoted, statement_lines
+
+# (line length, the line, what it becomes)
+SPLIT = [
+    (
+        32,
+        "x = compute(alpha, beta, gamma, delta)",
+        """
+        x = compute(
+            alpha, beta, gamma, delta
+        )
+        """,
+    ),
+    (
+        30,
+        "x = compute(alpha_value, beta_value, gamma_value)",
+        """
+        x = compute(
+            alpha_value,
+            beta_value,
+            gamma_value,
+        )
+        """,
+    ),
+    (  # a single argument gets no comma
+        40,
+        "slot = runtime.recorded(a_long_name_of_records_here)",
+        """
+        slot = runtime.recorded(
+            a_long_name_of_records_here
+        )
+        """,
+    ),
+    (  # the statement's own brackets break where the first line then fits
+        40,
+        "if ready and runtime.record(value, records, thread):",
+        """
+        if ready and runtime.record(
+            value, records, thread
+        ):
+        """,
+    ),
+    (  # else in parentheses, broken before each of the loosest operators
+        44,
+        "if runtime.record(value, records, thread) < limit:",
+        """
+        if (
+            runtime.record(value, records, thread)
+            < limit
+        ):
+        """,
+    ),
+    (
+        60,
+        "    return runtime.record_returned(wp.atomic_cas(values, i, a, b), records, c) == a",
+        "    return (\n"
+        "        runtime.record_returned(\n"
+        "            wp.atomic_cas(values, i, a, b), records, c\n"
+        "        )\n"
+        "        == a\n"
+        "    )",
+    ),
+    (  # an assignment tries its value on one line in parentheses before breaking it
+        40,
+        "create_soft_contacts = make_contact_kernel(False)",
+        """
+        create_soft_contacts = (
+            make_contact_kernel(False)
+        )
+        """,
+    ),
+    (
+        40,
+        "launch_scale_by_previous = scale_by_previous_rewritten.launch",
+        """
+        launch_scale_by_previous = (
+            scale_by_previous_rewritten.launch
+        )
+        """,
+    ),
+    (
+        40,
+        "out[tid] = runtime.shadowed(x[tid], records, thread)",
+        """
+        out[tid] = runtime.shadowed(
+            x[tid], records, thread
+        )
+        """,
+    ),
+    (
+        40,
+        "def twin(x: wp.array(dtype=float), records: wp.array(dtype=int)) -> int:",
+        """
+        def twin(
+            x: wp.array(dtype=float),
+            records: wp.array(dtype=int),
+        ) -> int:
+        """,
+    ),
+    (
+        50,
+        '@wp.kernel(module="unique", module_options={"fast_math": True}, enable_backward=False)',
+        """
+        @wp.kernel(
+            module="unique",
+            module_options={"fast_math": True},
+            enable_backward=False,
+        )
+        """,
+    ),
+    (
+        44,
+        "elif runtime.record(value, records, thread) == 0:",
+        """
+        elif (
+            runtime.record(value, records, thread)
+            == 0
+        ):
+        """,
+    ),
+]
+
+
+@pytest.mark.parametrize(("width", "line", "expected"), SPLIT, ids=[case[1][:40] for case in SPLIT])
+def test_long_lines_are_split_as_ruff_splits_them(width, line, expected):
+    expected = expected if expected.startswith(" ") else textwrap.dedent(expected).strip("\n")
+    assert statement_lines(line, width) == expected
+    assert ruff_formatted(expected, width) == expected
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "counts = {key: value for key, value in pairs_of_names if value}",  # a comprehension: not broken here
+        "return first, second, third_of_them_all",  # a tuple without its parentheses
+        "x = a.b(c).d(e).f(g)",  # a chain of calls: ruff's fluent layout
+    ],
+)
+def test_lines_it_cannot_lay_out_are_left_to_the_caller(line):
+    assert statement_lines(line, 20) is None
+
+
+def test_strings_get_the_configured_quotes_where_nothing_is_escaped():
+    text = "f('a', 'it\"s', \"b\")\n"
+    assert quoted(text, QuoteStyle.DOUBLE) == 'f("a", \'it"s\', "b")\n'
+    assert quoted(text, QuoteStyle.SINGLE) == "f('a', 'it\"s', 'b')\n"
+    assert quoted(text, QuoteStyle.PRESERVE) == text
+    docstring = 'def f():\n    """Why."""\n'
+    assert quoted(docstring, QuoteStyle.SINGLE) == docstring  # ruff writes docstrings in double quotes
+
+
+def test_a_helpers_docstring_gets_the_indentation_of_its_new_place():
+    copied = textwrap.dedent('''\
+        def helper_record(x: int) -> int:
+            """Find a slot.
+
+        Args:
+            x: the key
+        """
+            return x
+        ''')  # the docstring's later lines as written at module level, the helper now in a factory
+    assert laid_out(copied, "    ", 120) == textwrap.dedent('''\
+        def helper_record(x: int) -> int:
+            """Find a slot.
+
+                Args:
+                    x: the key
+                """
+            return x
+        ''')
+
+
+def test_a_block_is_laid_out_to_the_width_it_is_indented_to():
+    text = "def k(a: int):\n    y = compute(alpha_value, beta_value)\n"
+    assert laid_out(text, "", 40) == text
+    assert laid_out(text, "        ", 40) == (
+        "def k(a: int):\n    y = compute(\n        alpha_value, beta_value\n    )\n"
+    )
+
+
+def ruff_formatted(text: str, width: int) -> str:
+    """``text`` as ruff format writes it (a compound statement's header given a body, a decorator a function)."""
+    body = "\n    pass" if text.rstrip().endswith(":") else "\ndef f():\n    pass" if text.startswith("@") else ""
+    source = textwrap.dedent(text) + body + "\n"
+    indent = text[: len(text) - len(text.lstrip())]
+    if indent:
+        source = "def wrapper():\n" + textwrap.indent(source, indent)
+    if source.startswith("elif"):
+        source = "if ready:\n    pass\n" + source
+    formatted = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--line-length", str(width), "-"],
+        input=source,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    if source.startswith("if ready:\n    pass\n"):
+        formatted = formatted.removeprefix("if ready:\n    pass\n")
+    if indent:
+        formatted = formatted.removeprefix("def wrapper():\n")
+        formatted = textwrap.indent(textwrap.dedent(formatted), indent)
+    return formatted.removesuffix("\n").removesuffix(body)
