@@ -46,9 +46,8 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from warp_rewrite import runtime
-from warp_rewrite.emit import RUNTIME_FOLDER, Emitted, emit_module
 from warp_rewrite.lint import (
     DEFAULT_SELECT,
     Checker,
@@ -62,9 +61,13 @@ from warp_rewrite.lint import (
     suppressed,
     syntax_error,
 )
+from warp_rewrite.passes.naming import RUNTIME_FOLDER
 from warp_rewrite.project import Project
 from warp_rewrite.source_file import ParseError, SourceFile
 from warp_rewrite.static_module import StaticModule
+
+if TYPE_CHECKING:  # the rewrite mode's modules import Warp (about a second): --check never loads them
+    from warp_rewrite.emit import Emitted
 
 OK, FINDINGS, USAGE, BROKEN_PIPE = 0, 1, 2, 141
 FORMATS = ("concise", "json", "github")
@@ -91,6 +94,15 @@ def _selectors(text: str) -> list[str]:
     return [part.strip().upper() for part in text.split(",") if part.strip()]
 
 
+class _Version(argparse.Action):
+    """``--version``, which reads the runtime's version only when asked: the runtime imports Warp."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from warp_rewrite import runtime
+
+        parser.exit(message=f"wp-rewrite {runtime.__version__}\n")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="wp-rewrite",
@@ -98,7 +110,7 @@ def _parser() -> argparse.ArgumentParser:
         "with --check, find them in a codebase.",
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (stdout takes one file)")
-    parser.add_argument("--version", action="version", version=f"wp-rewrite {runtime.__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     parser.add_argument("-q", "--quiet", action="store_true", help="print no summary line")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
@@ -226,6 +238,8 @@ def write_atomically(path: Path, data: bytes) -> None:
 
 def runtime_files() -> dict[str, bytes]:
     """The runtime package's files, name -> contents: what is copied beside emitted modules."""
+    from warp_rewrite import runtime
+
     return {path.name: path.read_bytes() for path in sorted(Path(runtime.__file__).parent.glob("*.py"))}
 
 
@@ -587,6 +601,8 @@ def _rewrite_file(args: argparse.Namespace, target: Target, runtimes: set[Path],
     source = _read(source_path, display)
     # Through a symbolic link, the file it points to is written, and Python finds the runtime beside that one.
     folder = (output.resolve() if output is not None and output.is_symlink() else output or source_path).parent
+    from warp_rewrite.emit import emit_module
+
     try:
         emitted = emit_module(
             source_path,

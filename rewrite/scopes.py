@@ -4,15 +4,17 @@ scope (innermost first, then the module) makes of a name, as Python resolves it 
 from __future__ import annotations
 
 import ast
+import bisect
 import builtins
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
-from warp_rewrite.passes.syntax import parent_map, walk
+from warp_rewrite.passes.syntax import parent_map, walk, walk_with_owners
 from warp_rewrite.source_file import Imported, SourceModule, imported_names
 
 Scope = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 PYTHON_BUILTINS = frozenset(dir(builtins))  # what a name no scope binds refers to
 
 
@@ -26,13 +28,47 @@ class ScopedModule(SourceModule):
 
     def scopes(self, node: ast.AST) -> list[Scope]:
         """The functions and classes around ``node``, innermost first (``node`` itself not included)."""
+        owners = self._owners_around(node)
         found: list[Scope] = []
-        current = self._parents.get(node)
+        current = owners.get(node)
         while current is not None:
-            if isinstance(current, Scope):
-                found.append(current)
-            current = self._parents.get(current)
+            found.append(current)  # type: ignore[arg-type]  # walk_with_owners gives only _SCOPES
+            current = owners.get(current)
         return found
+
+    def _owners_around(self, node: ast.AST) -> dict[ast.AST, ast.AST | None]:
+        """The scope of each node of the top-level statement ``node`` is in, found from its position (and checked:
+        only that statement is walked, as most of a file is never asked about); the whole file's where the
+        position does not tell."""
+        position = (getattr(node, "lineno", None), getattr(node, "col_offset", None))
+        if None not in position:
+            index = bisect.bisect_right(self._statement_starts, position) - 1
+            if index >= 0:
+                statement = self.tree.body[index]
+                owners = self._statement_owners.get(id(statement))
+                if owners is None:
+                    owners = self._statement_owners[id(statement)] = walk_with_owners(statement, _SCOPES)
+                if node in owners:
+                    return owners
+        return self._file_owners
+
+    @cached_property
+    def _statement_starts(self) -> list[tuple[int, int]]:
+        """Where each top-level statement begins (a definition at its first decorator's line), in order."""
+        return [
+            (node.decorator_list[0].lineno, 0)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.decorator_list
+            else (node.lineno, node.col_offset)
+            for node in self.tree.body
+        ]
+
+    @cached_property
+    def _statement_owners(self) -> dict[int, dict[ast.AST, ast.AST | None]]:
+        return {}
+
+    @cached_property
+    def _file_owners(self) -> dict[ast.AST, ast.AST | None]:
+        return walk_with_owners(self.tree, _SCOPES)
 
     @cached_property
     def postponed_annotations(self) -> bool:
