@@ -34,17 +34,19 @@ class _Child:
     gaps: bool
 
 
-_CHILDREN: dict[type, tuple[_Child, ...]] = {}  # each node class's _Child fields, listed on first sight
+class _Children(dict[type, tuple[_Child, ...]]):
+    """Each node class's ``_Child`` fields, listed on first sight."""
+
+    def __missing__(self, kind: type) -> tuple[_Child, ...]:
+        found = self[kind] = tuple(
+            _Child(name, (kind, name) in _WITH_GAPS)
+            for name in kind._fields
+            if name not in _ATTRIBUTES_ONLY and name not in _NEVER_NODES and name not in _NEVER_NODES_OF.get(kind, ())
+        )
+        return found
 
 
-def _children(kind: type) -> tuple[_Child, ...]:
-    found = tuple(
-        _Child(name, (kind, name) in _WITH_GAPS)
-        for name in kind._fields
-        if name not in _ATTRIBUTES_ONLY and name not in _NEVER_NODES and name not in _NEVER_NODES_OF.get(kind, ())
-    )
-    _CHILDREN[kind] = found
-    return found
+_CHILDREN = _Children()
 
 
 def walk(node: ast.AST) -> list[ast.AST]:
@@ -55,13 +57,25 @@ def walk(node: ast.AST) -> list[ast.AST]:
     """
     nodes = [node]
     for current in nodes:  # the list grows while it is read: a queue without pops
-        for child in _CHILDREN.get(type(current)) or _children(type(current)):
+        for child in _CHILDREN[type(current)]:
             value = getattr(current, child.name, None)
             if type(value) is list:
                 nodes += [item for item in value if item is not None] if child.gaps else value
             elif isinstance(value, ast.AST):
                 nodes.append(value)
     return nodes
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """The nodes directly under ``node`` (``ast.iter_child_nodes`` but operators and contexts), in field order."""
+    found: list[ast.AST] = []
+    for child in _CHILDREN[type(node)]:
+        value = getattr(node, child.name, None)
+        if type(value) is list:
+            found += [item for item in value if item is not None] if child.gaps else value
+        elif isinstance(value, ast.AST):
+            found.append(value)
+    return found
 
 
 def walk_with_owners(
@@ -73,7 +87,7 @@ def walk_with_owners(
     nodes = [node]
     for current in nodes:
         owner = current if isinstance(current, owner_kinds) else owners[current]
-        for child in _CHILDREN.get(type(current)) or _children(type(current)):
+        for child in _CHILDREN[type(current)]:
             value = getattr(current, child.name, None)
             if type(value) is list:
                 found = [item for item in value if item is not None] if child.gaps else value
@@ -89,7 +103,7 @@ def parent_map(nodes: list[ast.AST]) -> dict[ast.AST, ast.AST]:
     """The parent of each node under the first of ``nodes`` (``walk``'s result)."""
     parents = {}
     for parent in nodes:
-        for child in _CHILDREN.get(type(parent)) or _children(type(parent)):
+        for child in _CHILDREN[type(parent)]:
             value = getattr(parent, child.name, None)
             if type(value) is list:
                 for item in value:

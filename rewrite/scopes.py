@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
-from warp_rewrite.passes.syntax import parent_map, walk, walk_with_owners
+from warp_rewrite.passes.syntax import child_nodes, parent_map, walk, walk_with_owners
 from warp_rewrite.source_file import Imported, SourceModule, imported_names
 
 Scope = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
@@ -27,44 +27,35 @@ class ScopedModule(SourceModule):
         return parent_map(self.nodes)
 
     def scopes(self, node: ast.AST) -> list[Scope]:
-        """The functions and classes around ``node``, innermost first (``node`` itself not included)."""
-        owners = self._owners_around(node)
-        found: list[Scope] = []
-        current = owners.get(node)
-        while current is not None:
-            found.append(current)  # type: ignore[arg-type]  # walk_with_owners gives only _SCOPES
-            current = owners.get(current)
-        return found
+        """The functions and classes around ``node``, innermost first (``node`` itself not included).
 
-    def _owners_around(self, node: ast.AST) -> dict[ast.AST, ast.AST | None]:
-        """The scope of each node of the top-level statement ``node`` is in, found from its position (and checked:
-        only that statement is walked, as most of a file is never asked about); the whole file's where the
-        position does not tell."""
+        Found by following positions down from the top-level statement ``node`` starts in (and checked: the path
+        must reach ``node`` itself), as most of a file is never asked about; from a walk of the whole file where
+        positions do not lead to it.
+        """
         position = (getattr(node, "lineno", None), getattr(node, "col_offset", None))
         if None not in position:
             index = bisect.bisect_right(self._statement_starts, position) - 1
-            if index >= 0:
-                statement = self.tree.body[index]
-                owners = self._statement_owners.get(id(statement))
-                if owners is None:
-                    owners = self._statement_owners[id(statement)] = walk_with_owners(statement, _SCOPES)
-                if node in owners:
-                    return owners
-        return self._file_owners
+            statement = self.tree.body[index] if index >= 0 else None
+            if statement is node:
+                return []
+            try:
+                path = _path(statement, node, position) if statement is not None else None
+            except RecursionError:
+                path = None
+            if path is not None:
+                return [scope for scope in reversed(path) if isinstance(scope, _SCOPES)]
+        found: list[Scope] = []
+        current = self._file_owners.get(node)
+        while current is not None:
+            found.append(current)  # type: ignore[arg-type]  # walk_with_owners gives only _SCOPES
+            current = self._file_owners.get(current)
+        return found
 
     @cached_property
     def _statement_starts(self) -> list[tuple[int, int]]:
-        """Where each top-level statement begins (a definition at its first decorator's line), in order."""
-        return [
-            (node.decorator_list[0].lineno, 0)
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.decorator_list
-            else (node.lineno, node.col_offset)
-            for node in self.tree.body
-        ]
-
-    @cached_property
-    def _statement_owners(self) -> dict[int, dict[ast.AST, ast.AST | None]]:
-        return {}
+        """Where each top-level statement begins, in order."""
+        return [_start(node) for node in self.tree.body]
 
     @cached_property
     def _file_owners(self) -> dict[ast.AST, ast.AST | None]:
@@ -115,6 +106,28 @@ class ScopedModule(SourceModule):
             if found is not None:
                 return scope, found
         return None
+
+
+def _start(node: ast.AST) -> tuple[int, int]:
+    """Where ``node``'s text begins: a definition's at its first decorator."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.decorator_list:
+        node = node.decorator_list[0]
+    return node.lineno, node.col_offset
+
+
+def _path(current: ast.AST, node: ast.AST, position: tuple[int, int]) -> list[ast.AST] | None:
+    """The nodes from ``current`` down to the parent of ``node`` (which starts at ``position``), following the
+    children whose text holds that position (and those without a position: parameters, comprehensions); None if
+    ``node`` is not found so."""
+    for child in child_nodes(current):
+        if child is node:
+            return [current]
+        lineno = getattr(child, "lineno", None)
+        if lineno is None or _start(child) <= position <= (child.end_lineno, child.end_col_offset):  # type: ignore[attr-defined]
+            found = _path(child, node, position)
+            if found is not None:
+                return [current, *found]
+    return None
 
 
 def scope_bindings(
