@@ -55,7 +55,7 @@ from warp_rewrite.lint import (
     Selection,
     SelectorError,
     is_error,
-    noqa_lines,
+    noqa_of,
     rule_url,
     sort_key,
     suppressed,
@@ -100,7 +100,8 @@ class _Version(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
         from warp_rewrite import runtime
 
-        parser.exit(message=f"wp-rewrite {runtime.__version__}\n")
+        print(f"wp-rewrite {runtime.__version__}")  # on stdout, as argparse's own version action prints it
+        parser.exit()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -415,7 +416,7 @@ def _check(args: argparse.Namespace) -> int:
     for read, found in files:
         if read is not None:
             found = sorted((f for f in found + checker.helpers(read) if f.code in args.selection), key=sort_key)
-            noqa = noqa_lines(read.text) if found else {}
+            noqa = noqa_of(read, found)
             found = [f for f in found if not suppressed(f, noqa)]
         for finding in found:
             if output_format == "concise":

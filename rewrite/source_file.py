@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TypeVar
 
-from warp_rewrite.markers import read_begin, read_end
+from warp_rewrite.markers import has_markers, read_begin, read_end
 from warp_rewrite.passes.atomics import ATOMIC_OPS, WarpNames
 from warp_rewrite.passes.syntax import Located, walk
 
@@ -157,6 +157,8 @@ def split_lines(text: str) -> list[str]:
 
 def generated_regions(text: str) -> list[Region]:
     """The blocks earlier runs generated, found by their begin and end marker comments."""
+    if not has_markers(text):
+        return []
     regions, open_at = [], None
     for number, line in enumerate(split_lines(text), start=1):
         if open_at is None and (begin := read_begin(line)) is not None:

@@ -31,6 +31,18 @@ def _disables_backward(options: ast.expr | None) -> bool:
     )
 
 
+def _may_disable(node: ast.AST, members: dict[str, str]) -> bool:
+    """False for the nodes ``StaticModule._disabling`` never counts (most of a file), told apart cheaply: only
+    calls of an attribute ``set_module_options`` or ``update`` (or of a name imported from Warp) and assignments
+    of ``False`` can set a module up without a backward pass."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            return func.attr in ("set_module_options", "update")
+        return isinstance(func, ast.Name) and func.id in members
+    return isinstance(node, ast.Assign) and _literal_false(node.value)
+
+
 ModuleKey = tuple[str, ...] | tuple[str, int]  # which Warp module: see StaticModule._module_key
 FILE_MODULE: ModuleKey = ("file",)  # the file's own (the default of kernels defined in it)
 
@@ -96,7 +108,11 @@ class StaticModule(ScopedModule):
             return Construction(call, call.args[0], call) if call.args else None
         if isinstance(call.func, ast.Call) and self.warp.is_warp(call.func.func, "kernel") and call.args:
             return Construction(call, call.args[0], call.func)
-        if isinstance(call.func, ast.Name) and call.func.id in {maker.function.name for maker in makers.values()}:
+        if (
+            makers
+            and isinstance(call.func, ast.Name)
+            and call.func.id in {maker.function.name for maker in makers.values()}
+        ):
             function = self.binding(call.func.id, self.scopes(call))
             maker = makers.get(id(function))
             if maker is None:
@@ -334,7 +350,7 @@ class StaticModule(ScopedModule):
         """The Warp modules the file sets up without a backward pass, and why."""
         found: dict[ModuleKey, str] = {}
         for node in self.nodes:
-            if isinstance(node, ast.Call | ast.Assign) and not self.generated(node):
+            if _may_disable(node, self.warp.members) and not self.generated(node):
                 key = self._disabling(node)
                 if key is not None:
                     found.setdefault(key, "its module is set up with enable_backward=False")
@@ -393,11 +409,24 @@ class StaticModule(ScopedModule):
         return keywords
 
     def consumed(self, function: ast.FunctionDef) -> list[AtomicCall]:
-        return [c for c in find_atomic_calls(function, self.warp.names()) if c.consumed]
+        return [
+            c for c in find_atomic_calls(function, self.warp.names(), self.function_nodes(function)) if c.consumed
+        ]
 
     def consumed_tiles(self, function: ast.FunctionDef) -> list[ast.Call]:
         """The tile atomics whose returned tile ``function`` uses."""
-        return find_consumed_tile_atomics(function, self.warp.names())
+        return find_consumed_tile_atomics(function, self.warp.names(), self.function_nodes(function))
+
+    def function_nodes(self, function: ast.FunctionDef) -> list[ast.AST]:
+        """``walk(function)``, listed once a run: a kernel's or helper's nodes are read by several checks."""
+        found = self._function_nodes.get(id(function))
+        if found is None:
+            found = self._function_nodes[id(function)] = walk(function)
+        return found
+
+    @cached_property
+    def _function_nodes(self) -> dict[int, list[ast.AST]]:
+        return {}
 
     # --- generated blocks ------------------------------------------------------------------------------------
 
