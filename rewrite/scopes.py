@@ -15,6 +15,7 @@ from warp_rewrite.source_file import Imported, SourceModule, imported_names
 
 Scope = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)  # what decorators start
 PYTHON_BUILTINS = frozenset(dir(builtins))  # what a name no scope binds refers to
 
 
@@ -110,7 +111,7 @@ class ScopedModule(SourceModule):
 
 def _start(node: ast.AST) -> tuple[int, int]:
     """Where ``node``'s text begins: a definition's at its first decorator."""
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.decorator_list:
+    if isinstance(node, _DEFINITIONS) and node.decorator_list:
         node = node.decorator_list[0]
     return node.lineno, node.col_offset
 
@@ -123,10 +124,15 @@ def _path(current: ast.AST, node: ast.AST, position: tuple[int, int]) -> list[as
         if child is node:
             return [current]
         lineno = getattr(child, "lineno", None)
-        if lineno is None or _start(child) <= position <= (child.end_lineno, child.end_col_offset):  # type: ignore[attr-defined]
-            found = _path(child, node, position)
-            if found is not None:
-                return [current, *found]
+        if lineno is not None:
+            if (child.end_lineno, child.end_col_offset) < position:  # type: ignore[attr-defined]
+                continue
+            decorated = isinstance(child, _DEFINITIONS) and child.decorator_list
+            if (lineno, child.col_offset) > position and (not decorated or _start(child) > position):  # type: ignore[attr-defined]
+                continue
+        found = _path(child, node, position)
+        if found is not None:
+            return [current, *found]
     return None
 
 

@@ -31,18 +31,6 @@ def _disables_backward(options: ast.expr | None) -> bool:
     )
 
 
-def _may_disable(node: ast.AST, members: dict[str, str]) -> bool:
-    """False for the nodes ``StaticModule._disabling`` never counts (most of a file), told apart cheaply: only
-    calls of an attribute ``set_module_options`` or ``update`` (or of a name imported from Warp) and assignments
-    of ``False`` can set a module up without a backward pass."""
-    if isinstance(node, ast.Call):
-        func = node.func
-        if isinstance(func, ast.Attribute):
-            return func.attr in ("set_module_options", "update")
-        return isinstance(func, ast.Name) and func.id in members
-    return isinstance(node, ast.Assign) and _literal_false(node.value)
-
-
 ModuleKey = tuple[str, ...] | tuple[str, int]  # which Warp module: see StaticModule._module_key
 FILE_MODULE: ModuleKey = ("file",)  # the file's own (the default of kernels defined in it)
 
@@ -121,16 +109,29 @@ class StaticModule(ScopedModule):
             return Construction(call, argument, maker.options, maker) if argument is not None else None
         return None
 
+    def _may_make_kernels(self, makers: dict[int, Maker]) -> list[ast.Call]:
+        """The file's calls but those ``_made_kernel`` tells at once make no kernel (most of them): only a call of an
+        attribute ``Kernel`` or ``kernel``, of a call, or of a name (imported from Warp, or a maker) can."""
+        names = set(self.warp.members) | {maker.function.name for maker in makers.values()}
+        return [
+            call
+            for call in self.calls
+            if isinstance(call.func, ast.Attribute)
+            and call.func.attr in ("Kernel", "kernel")
+            or isinstance(call.func, ast.Call)
+            or isinstance(call.func, ast.Name)
+            and call.func.id in names
+        ]
+
     @cached_property
     def _makers(self) -> dict[int, Maker]:
         """The file's functions that make a kernel of a function they are given (Warp's tests:
         ``def getkernel(func): return wp.Kernel(func=func)``), also through one another, by id of their
         definition."""
         makers: dict[int, Maker] = {}
-        calls = self.calls
         while True:
             found: dict[int, Maker] = {}
-            for call in calls:
+            for call in self._may_make_kernels(makers):
                 made = self._made_kernel(call, makers)
                 if made is None or not isinstance(made.function, ast.Name):
                     continue
@@ -149,7 +150,7 @@ class StaticModule(ScopedModule):
         """Plain functions made kernels by a call (``wp.Kernel(func)``, as Warp's tests do, or a maker of the
         file), by id of their definition: the calls that do, in source order (none in generated blocks)."""
         found: dict[int, list[Construction]] = {}
-        for call in self.calls:
+        for call in self._may_make_kernels(self._makers):
             made = self._made_kernel(call, self._makers)
             if made is not None and isinstance(made.function, ast.Name) and not self.generated(call):
                 definition = self.binding(made.function.id, self.scopes(call))
@@ -349,8 +350,18 @@ class StaticModule(ScopedModule):
     def _backward_off(self) -> dict[ModuleKey, str]:
         """The Warp modules the file sets up without a backward pass, and why."""
         found: dict[ModuleKey, str] = {}
-        for node in self.nodes:
-            if _may_disable(node, self.warp.members) and not self.generated(node):
+        members = self.warp.members
+        calls = [
+            call
+            for call in self.calls
+            if isinstance(call.func, ast.Attribute)
+            and call.func.attr in ("set_module_options", "update")
+            or isinstance(call.func, ast.Name)
+            and call.func.id in members
+        ]
+        assignments = [node for node in self.nodes if isinstance(node, ast.Assign) and _literal_false(node.value)]
+        for node in calls + assignments:  # what _disabling can count: the order is that of their finding only
+            if not self.generated(node):
                 key = self._disabling(node)
                 if key is not None:
                     found.setdefault(key, "its module is set up with enable_backward=False")
