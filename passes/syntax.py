@@ -34,10 +34,10 @@ class _Child:
     gaps: bool
 
 
-class _Children(dict[type, tuple[_Child, ...]]):
+class _Children(dict[type[ast.AST], tuple[_Child, ...]]):
     """Each node class's ``_Child`` fields, listed on first sight."""
 
-    def __missing__(self, kind: type) -> tuple[_Child, ...]:
+    def __missing__(self, kind: type[ast.AST]) -> tuple[_Child, ...]:
         found = self[kind] = tuple(
             _Child(name, (kind, name) in _WITH_GAPS)
             for name in kind._fields
@@ -78,9 +78,7 @@ def child_nodes(node: ast.AST) -> list[ast.AST]:
     return found
 
 
-def walk_with_owners(
-    node: ast.AST, owner_kinds: tuple[type[ast.AST], ...]
-) -> dict[ast.AST, ast.AST | None]:
+def walk_with_owners(node: ast.AST, owner_kinds: tuple[type[ast.AST], ...]) -> dict[ast.AST, ast.AST | None]:
     """Each node ``walk(node)`` lists, with its nearest proper ancestor of one of ``owner_kinds`` below ``node``
     (the functions around it, say), or None: in one pass, where a parent map would cost another."""
     owners: dict[ast.AST, ast.AST | None] = {node: None}

@@ -49,7 +49,6 @@ from warp_rewrite.static_frontend import (
 from warp_rewrite.static_module import StaticModule
 
 
-
 @dataclass
 class Emitted:
     """The rewritten module's text, and what the user should be told about it."""

@@ -30,7 +30,6 @@ from warp_rewrite.runtime import RewriteError
 from warp_rewrite.runtime.abi import RuntimeNames
 
 
-
 @dataclass
 class FunctionSource:
     """A kernel's or ``@wp.func``'s parsed definition, with what is needed to point back into its file."""

@@ -10,12 +10,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
-from warp_rewrite.passes.syntax import child_nodes, parent_map, walk, walk_with_owners
+from warp_rewrite.passes.syntax import Located, child_nodes, parent_map, walk, walk_with_owners
 from warp_rewrite.source_file import Imported, SourceModule, imported_names
 
 Scope = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)  # what decorators start
+_POSITIONED = (ast.stmt, ast.expr, ast.excepthandler, ast.arg, ast.keyword, ast.alias, ast.pattern)  # lineno & end
 PYTHON_BUILTINS = frozenset(dir(builtins))  # what a name no scope binds refers to
 
 
@@ -34,8 +35,9 @@ class ScopedModule(SourceModule):
         must reach ``node`` itself), as most of a file is never asked about; from a walk of the whole file where
         positions do not lead to it.
         """
-        position = (getattr(node, "lineno", None), getattr(node, "col_offset", None))
-        if None not in position:
+        lineno, column = getattr(node, "lineno", None), getattr(node, "col_offset", None)
+        if lineno is not None and column is not None:
+            position = (lineno, column)
             index = bisect.bisect_right(self._statement_starts, position) - 1
             statement = self.tree.body[index] if index >= 0 else None
             if statement is node:
@@ -109,7 +111,7 @@ class ScopedModule(SourceModule):
         return None
 
 
-def _start(node: ast.AST) -> tuple[int, int]:
+def _start(node: Located) -> tuple[int, int]:
     """Where ``node``'s text begins: a definition's at its first decorator."""
     if isinstance(node, _DEFINITIONS) and node.decorator_list:
         node = node.decorator_list[0]
@@ -123,12 +125,11 @@ def _path(current: ast.AST, node: ast.AST, position: tuple[int, int]) -> list[as
     for child in child_nodes(current):
         if child is node:
             return [current]
-        lineno = getattr(child, "lineno", None)
-        if lineno is not None:
-            if (child.end_lineno, child.end_col_offset) < position:  # type: ignore[attr-defined]
+        if isinstance(child, _POSITIONED):
+            if (child.end_lineno, child.end_col_offset) < position:
                 continue
             decorated = isinstance(child, _DEFINITIONS) and child.decorator_list
-            if (lineno, child.col_offset) > position and (not decorated or _start(child) > position):  # type: ignore[attr-defined]
+            if (child.lineno, child.col_offset) > position and (not decorated or _start(child) > position):
                 continue
         found = _path(child, node, position)
         if found is not None:

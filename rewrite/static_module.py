@@ -116,11 +116,9 @@ class StaticModule(ScopedModule):
         return [
             call
             for call in self.calls
-            if isinstance(call.func, ast.Attribute)
-            and call.func.attr in ("Kernel", "kernel")
+            if (isinstance(call.func, ast.Attribute) and call.func.attr in ("Kernel", "kernel"))
             or isinstance(call.func, ast.Call)
-            or isinstance(call.func, ast.Name)
-            and call.func.id in names
+            or (isinstance(call.func, ast.Name) and call.func.id in names)
         ]
 
     @cached_property
@@ -354,10 +352,8 @@ class StaticModule(ScopedModule):
         calls = [
             call
             for call in self.calls
-            if isinstance(call.func, ast.Attribute)
-            and call.func.attr in ("set_module_options", "update")
-            or isinstance(call.func, ast.Name)
-            and call.func.id in members
+            if (isinstance(call.func, ast.Attribute) and call.func.attr in ("set_module_options", "update"))
+            or (isinstance(call.func, ast.Name) and call.func.id in members)
         ]
         assignments = [node for node in self.nodes if isinstance(node, ast.Assign) and _literal_false(node.value)]
         for node in calls + assignments:  # what _disabling can count: the order is that of their finding only
@@ -420,9 +416,7 @@ class StaticModule(ScopedModule):
         return keywords
 
     def consumed(self, function: ast.FunctionDef) -> list[AtomicCall]:
-        return [
-            c for c in find_atomic_calls(function, self.warp.names(), self.function_nodes(function)) if c.consumed
-        ]
+        return [c for c in find_atomic_calls(function, self.warp.names(), self.function_nodes(function)) if c.consumed]
 
     def consumed_tiles(self, function: ast.FunctionDef) -> list[ast.Call]:
         """The tile atomics whose returned tile ``function`` uses."""
