@@ -46,7 +46,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from warp_rewrite.lint import (
     DEFAULT_SELECT,
@@ -366,25 +366,28 @@ def _github_line(finding: Finding) -> str:
 _RELEVANT = ("kernel", "Kernel", "launch", "atomic_")
 
 
-def run_check(args: argparse.Namespace) -> int:
+def run_check(args: argparse.Namespace, held: list[object] | None = None) -> int:
     """Print every selected finding not silenced by ``noqa``; 1 if any, 2 if a file could not be read.
 
     Every file is read first and its kernels checked, then its helpers: whether a helper is a hazard depends on
     the kernels that call it, wherever they are. Each file is parsed once (``Project.load``), also where it is
     another's helper; the garbage collector is paused meanwhile, as syntax trees make millions of objects and no
-    cycles (it would otherwise take most of the run).
+    cycles (it would otherwise take most of the run). ``held``: where the run's project (its syntax trees) is put
+    for the caller to free, or not (``command``).
     """
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _check(args)
+        return _check(args, held)
     finally:
         if collecting:
             gc.enable()
 
 
-def _check(args: argparse.Namespace) -> int:
+def _check(args: argparse.Namespace, held: list[object] | None) -> int:
     project, status, unreadable = Project(), OK, 0
+    if held is not None:
+        held.append(project)
     checker, output_format = Checker(project), args.output_format or "concise"
     files: list[tuple[StaticModule | None, list[Finding]]] = []
     paths = list(_python_files(args.paths))
@@ -680,14 +683,28 @@ def _write(path: Path, data: bytes) -> None:
         raise UserError(f"{path}: cannot write: {_reason(error)}") from None
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``wp-rewrite``; returns the exit status."""
+def command() -> NoReturn:
+    """The ``wp-rewrite`` command (and ``python -m warp_rewrite``): ``main``'s status as the exit status. After
+    ``--check`` the process ends at once, without freeing the syntax trees of every file one by one first (a
+    tenth of a run on a large tree); the rewrite mode exits as usual (Warp's exit handlers run)."""
+    held: list[object] = []
+    status = main(held=held)
+    if not held:
+        sys.exit(status)
+    with contextlib.suppress(BrokenPipeError):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(status)
+
+
+def main(argv: list[str] | None = None, held: list[object] | None = None) -> int:
+    """Entry point of ``wp-rewrite``; returns the exit status. ``held``: see ``run_check``."""
     try:
         try:
             args = parse_arguments(argv)
         except SystemExit as exit_:  # argparse has printed the usage error (or --help, --version)
             return exit_.code if isinstance(exit_.code, int) else USAGE
-        status = run_check(args) if args.check else run_rewrite(args)
+        status = run_check(args, held) if args.check else run_rewrite(args)
         sys.stdout.flush()  # a closed pipe shows here rather than at exit
         return status
     except UserError as error:
