@@ -424,14 +424,14 @@ class StaticModule(ScopedModule):
 
     def function_nodes(self, function: ast.FunctionDef) -> list[ast.AST]:
         """``walk(function)``, listed once a run: a kernel's or helper's nodes are read by several checks."""
-        found = self._function_nodes.get(id(function))
+        found = self._function_nodes.get(function)
         if found is None:
-            found = self._function_nodes[id(function)] = walk(function)
+            found = self._function_nodes[function] = walk(function)
         return found
 
     @cached_property
-    def _function_nodes(self) -> dict[int, list[ast.AST]]:
-        return {}
+    def _function_nodes(self) -> dict[ast.FunctionDef, list[ast.AST]]:
+        return {}  # by the definition itself, which the dictionary keeps alive: an id could be reused
 
     # --- generated blocks ------------------------------------------------------------------------------------
 
