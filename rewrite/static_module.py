@@ -112,14 +112,21 @@ class StaticModule(ScopedModule):
     def _may_make_kernels(self, makers: dict[int, Maker]) -> list[ast.Call]:
         """The file's calls but those ``_made_kernel`` tells at once make no kernel (most of them): only a call of an
         attribute ``Kernel`` or ``kernel``, of a call, or of a name (imported from Warp, or a maker) can."""
-        names = set(self.warp.members) | {maker.function.name for maker in makers.values()}
-        return [
-            call
-            for call in self.calls
-            if (isinstance(call.func, ast.Attribute) and call.func.attr in ("Kernel", "kernel"))
-            or isinstance(call.func, ast.Call)
-            or (isinstance(call.func, ast.Name) and call.func.id in names)
-        ]
+        names = frozenset(self.warp.members) | {maker.function.name for maker in makers.values()}
+        found = self._kernel_call_candidates.get(names)
+        if found is None:
+            found = self._kernel_call_candidates[names] = [
+                call
+                for call in self.calls
+                if (isinstance(call.func, ast.Attribute) and call.func.attr in ("Kernel", "kernel"))
+                or isinstance(call.func, ast.Call)
+                or (isinstance(call.func, ast.Name) and call.func.id in names)
+            ]
+        return found
+
+    @cached_property
+    def _kernel_call_candidates(self) -> dict[frozenset[str], list[ast.Call]]:
+        return {}  # by the names a kernel-making call may call: the same for both passes where the file has no maker
 
     @cached_property
     def _makers(self) -> dict[int, Maker]:
