@@ -393,7 +393,7 @@ def _check(args: argparse.Namespace, held: list[object] | None) -> int:
     paths = list(_python_files(args.paths))
     if not paths:
         raise UserError(f"no Python files in {', '.join(args.paths)}: nothing to check")
-    sources: list[tuple[Path, str, SourceFile]] = []
+    sources: list[tuple[Path, Path, str, SourceFile]] = []  # (path, resolved, display, source)
     named = {Path(name).resolve() for name in args.paths}
     for path, display in paths:
         try:
@@ -402,18 +402,19 @@ def _check(args: argparse.Namespace, held: list[object] | None) -> int:
             print(f"wp-rewrite: error: {error}", file=sys.stderr)
             status, unreadable = USAGE, unreadable + 1
             continue
-        project.displays.setdefault(path.resolve(), display)
-        if path.resolve() in named or any(word in source.text for word in _RELEVANT):
-            sources.append((path, display, source))
-    for path, display, source in sources:
-        module = project.modules.get(path.resolve())
+        resolved = path.resolve()
+        project.displays.setdefault(resolved, display)
+        if resolved in named or any(word in source.text for word in _RELEVANT):
+            sources.append((path, resolved, display, source))
+    for path, resolved, display, source in sources:
+        module = project.modules.get(resolved)
         if module is None:
             try:
                 module = StaticModule.parse(path, display, source.text, source.encoding)
             except ParseError as error:
                 files.append((None, [syntax_error(error, path)]))
                 continue
-            project.modules[path.resolve()] = module
+            project.modules[resolved] = module
         files.append((module, checker.kernels(module)))
     shown = []
     for read, found in files:
