@@ -102,9 +102,10 @@ def find_atomic_calls(tree: ast.AST, names: WarpNames, nodes: list[ast.AST] | No
     return sorted(found, key=lambda c: (c.node.lineno, c.node.col_offset))
 
 
-def find_consumed_tile_atomics(tree: ast.AST, names: WarpNames) -> list[ast.Call]:
-    """Every Warp tile atomic under ``tree`` whose returned tile is used, in source order."""
-    nodes = walk(tree)
+def find_consumed_tile_atomics(tree: ast.AST, names: WarpNames, nodes: list[ast.AST] | None = None) -> list[ast.Call]:
+    """Every Warp tile atomic under ``tree`` whose returned tile is used, in source order (``nodes``:
+    ``walk(tree)``, if known)."""
+    nodes = walk(tree) if nodes is None else nodes
     discarded = _discarded(nodes)
     found = [n for n in nodes if isinstance(n, ast.Call) and names.tile_atomic(n) and id(n) not in discarded]
     return sorted(found, key=lambda call: (call.lineno, call.col_offset))

@@ -7,6 +7,9 @@ from collections.abc import Set
 
 from warp_rewrite.passes.syntax import walk
 
+RUNTIME_NAME = "wp_rewrite_runtime"  # the name generated code gives the runtime, unless the user's module uses it
+RUNTIME_FOLDER = RUNTIME_NAME  # the folder the runtime package is copied into, beside the emitted modules
+
 
 class Namer:
     """Hands out readable names, adding a numeric suffix only when a name is already taken."""

@@ -5,43 +5,107 @@ from __future__ import annotations
 
 import ast
 import copy
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 # Operators and load/store contexts: the passes read them as attributes (``node.op``, ``node.ctx``), never
 # as nodes of their own, and the parser shares one object per kind between all nodes, so they have no parent.
 _ATTRIBUTES_ONLY = frozenset({"ctx", "op", "ops"})
+# Fields that never hold a node (names, flags, constants' values): ``walk`` does not read them.
+_NEVER_NODES = frozenset(
+    {"id", "name", "arg", "attr", "asname", "module", "level", "is_async", "kind", "type_comment", "simple"}
+    | {"conversion", "tag", "lineno", "rest", "kwd_attrs"}
+)
+_NEVER_NODES_OF: dict[type[ast.AST], frozenset[str]] = {
+    ast.Constant: frozenset({"value"}),
+    ast.MatchSingleton: frozenset({"value"}),
+    ast.Global: frozenset({"names"}),
+    ast.Nonlocal: frozenset({"names"}),
+}
+# Lists that hold None for a missing node: ``{**d}``'s key, a keyword-only parameter without a default.
+_WITH_GAPS = frozenset({(ast.Dict, "keys"), (ast.arguments, "kw_defaults")})
+
+
+@dataclass(frozen=True)
+class _Child:
+    """A field of a node class that holds a node, a list of nodes, or None; ``gaps``: a list that may hold None."""
+
+    name: str
+    gaps: bool
+
+
+class _Children(dict[type[ast.AST], tuple[_Child, ...]]):
+    """Each node class's ``_Child`` fields, listed on first sight."""
+
+    def __missing__(self, kind: type[ast.AST]) -> tuple[_Child, ...]:
+        found = self[kind] = tuple(
+            _Child(name, (kind, name) in _WITH_GAPS)
+            for name in kind._fields
+            if name not in _ATTRIBUTES_ONLY and name not in _NEVER_NODES and name not in _NEVER_NODES_OF.get(kind, ())
+        )
+        return found
+
+
+_CHILDREN = _Children()
 
 
 def walk(node: ast.AST) -> list[ast.AST]:
     """``node`` and every node under it but operators and contexts, in ``ast.walk``'s (breadth-first) order.
 
-    About three times as fast as ``ast.walk``: one list instead of a deque fed by two generators per node, and a
-    third fewer nodes.
+    About five times as fast as ``ast.walk``: one list instead of a deque fed by two generators per node, a third
+    fewer nodes, and only the fields that can hold nodes read (listed once per node class).
     """
     nodes = [node]
     for current in nodes:  # the list grows while it is read: a queue without pops
-        for name in current._fields:
-            if name in _ATTRIBUTES_ONLY:
-                continue
-            value = getattr(current, name, None)
-            if isinstance(value, list):
-                nodes.extend(item for item in value if isinstance(item, ast.AST))
+        for child in _CHILDREN[type(current)]:
+            value = getattr(current, child.name, None)
+            if type(value) is list:
+                nodes += [item for item in value if item is not None] if child.gaps else value
             elif isinstance(value, ast.AST):
                 nodes.append(value)
     return nodes
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """The nodes directly under ``node`` (``ast.iter_child_nodes`` but operators and contexts), in field order."""
+    found: list[ast.AST] = []
+    for child in _CHILDREN[type(node)]:
+        value = getattr(node, child.name, None)
+        if type(value) is list:
+            found += [item for item in value if item is not None] if child.gaps else value
+        elif isinstance(value, ast.AST):
+            found.append(value)
+    return found
+
+
+def walk_with_owners(node: ast.AST, owner_kinds: tuple[type[ast.AST], ...]) -> dict[ast.AST, ast.AST | None]:
+    """Each node ``walk(node)`` lists, with its nearest proper ancestor of one of ``owner_kinds`` below ``node``
+    (the functions around it, say), or None: in one pass, where a parent map would cost another."""
+    owners: dict[ast.AST, ast.AST | None] = {node: None}
+    nodes = [node]
+    for current in nodes:
+        owner = current if isinstance(current, owner_kinds) else owners[current]
+        for child in _CHILDREN[type(current)]:
+            value = getattr(current, child.name, None)
+            if type(value) is list:
+                found = [item for item in value if item is not None] if child.gaps else value
+                nodes += found
+                owners.update(dict.fromkeys(found, owner))
+            elif isinstance(value, ast.AST):
+                nodes.append(value)
+                owners[value] = owner
+    return owners
 
 
 def parent_map(nodes: list[ast.AST]) -> dict[ast.AST, ast.AST]:
     """The parent of each node under the first of ``nodes`` (``walk``'s result)."""
     parents = {}
     for parent in nodes:
-        for name in parent._fields:
-            if name in _ATTRIBUTES_ONLY:
-                continue
-            value = getattr(parent, name, None)
-            if isinstance(value, list):
+        for child in _CHILDREN[type(parent)]:
+            value = getattr(parent, child.name, None)
+            if type(value) is list:
                 for item in value:
-                    if isinstance(item, ast.AST):
+                    if item is not None:
                         parents[item] = parent
             elif isinstance(value, ast.AST):
                 parents[value] = parent

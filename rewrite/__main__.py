@@ -1,5 +1,3 @@
-import sys
+from warp_rewrite.cli import command
 
-from warp_rewrite.cli import main
-
-sys.exit(main())
+command()

@@ -46,9 +46,8 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
-from warp_rewrite import runtime
-from warp_rewrite.emit import RUNTIME_FOLDER, Emitted, emit_module
 from warp_rewrite.lint import (
     DEFAULT_SELECT,
     Checker,
@@ -56,15 +55,19 @@ from warp_rewrite.lint import (
     Selection,
     SelectorError,
     is_error,
-    noqa_lines,
+    noqa_of,
     rule_url,
     sort_key,
     suppressed,
     syntax_error,
 )
+from warp_rewrite.passes.naming import RUNTIME_FOLDER
 from warp_rewrite.project import Project
 from warp_rewrite.source_file import ParseError, SourceFile
 from warp_rewrite.static_module import StaticModule
+
+if TYPE_CHECKING:  # the rewrite mode's modules import Warp (about a second): --check never loads them
+    from warp_rewrite.emit import Emitted
 
 OK, FINDINGS, USAGE, BROKEN_PIPE = 0, 1, 2, 141
 FORMATS = ("concise", "json", "github")
@@ -91,6 +94,16 @@ def _selectors(text: str) -> list[str]:
     return [part.strip().upper() for part in text.split(",") if part.strip()]
 
 
+class _Version(argparse.Action):
+    """``--version``, which reads the runtime's version only when asked: the runtime imports Warp."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from warp_rewrite import runtime
+
+        print(f"wp-rewrite {runtime.__version__}")  # on stdout, as argparse's own version action prints it
+        parser.exit()
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="wp-rewrite",
@@ -98,7 +111,7 @@ def _parser() -> argparse.ArgumentParser:
         "with --check, find them in a codebase.",
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (stdout takes one file)")
-    parser.add_argument("--version", action="version", version=f"wp-rewrite {runtime.__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     parser.add_argument("-q", "--quiet", action="store_true", help="print no summary line")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
@@ -226,6 +239,8 @@ def write_atomically(path: Path, data: bytes) -> None:
 
 def runtime_files() -> dict[str, bytes]:
     """The runtime package's files, name -> contents: what is copied beside emitted modules."""
+    from warp_rewrite import runtime
+
     return {path.name: path.read_bytes() for path in sorted(Path(runtime.__file__).parent.glob("*.py"))}
 
 
@@ -351,31 +366,34 @@ def _github_line(finding: Finding) -> str:
 _RELEVANT = ("kernel", "Kernel", "launch", "atomic_")
 
 
-def run_check(args: argparse.Namespace) -> int:
+def run_check(args: argparse.Namespace, held: list[object] | None = None) -> int:
     """Print every selected finding not silenced by ``noqa``; 1 if any, 2 if a file could not be read.
 
     Every file is read first and its kernels checked, then its helpers: whether a helper is a hazard depends on
     the kernels that call it, wherever they are. Each file is parsed once (``Project.load``), also where it is
     another's helper; the garbage collector is paused meanwhile, as syntax trees make millions of objects and no
-    cycles (it would otherwise take most of the run).
+    cycles (it would otherwise take most of the run). ``held``: where the run's project (its syntax trees) is put
+    for the caller to free, or not (``command``).
     """
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _check(args)
+        return _check(args, held)
     finally:
         if collecting:
             gc.enable()
 
 
-def _check(args: argparse.Namespace) -> int:
+def _check(args: argparse.Namespace, held: list[object] | None) -> int:
     project, status, unreadable = Project(), OK, 0
+    if held is not None:
+        held.append(project)
     checker, output_format = Checker(project), args.output_format or "concise"
     files: list[tuple[StaticModule | None, list[Finding]]] = []
     paths = list(_python_files(args.paths))
     if not paths:
         raise UserError(f"no Python files in {', '.join(args.paths)}: nothing to check")
-    sources: list[tuple[Path, str, SourceFile]] = []
+    sources: list[tuple[Path, Path, str, SourceFile]] = []  # (path, resolved, display, source)
     named = {Path(name).resolve() for name in args.paths}
     for path, display in paths:
         try:
@@ -384,24 +402,25 @@ def _check(args: argparse.Namespace) -> int:
             print(f"wp-rewrite: error: {error}", file=sys.stderr)
             status, unreadable = USAGE, unreadable + 1
             continue
-        project.displays.setdefault(path.resolve(), display)
-        if path.resolve() in named or any(word in source.text for word in _RELEVANT):
-            sources.append((path, display, source))
-    for path, display, source in sources:
-        module = project.modules.get(path.resolve())
+        resolved = path.resolve()
+        project.displays.setdefault(resolved, display)
+        if resolved in named or any(word in source.text for word in _RELEVANT):
+            sources.append((path, resolved, display, source))
+    for path, resolved, display, source in sources:
+        module = project.modules.get(resolved)
         if module is None:
             try:
                 module = StaticModule.parse(path, display, source.text, source.encoding)
             except ParseError as error:
                 files.append((None, [syntax_error(error, path)]))
                 continue
-            project.modules[path.resolve()] = module
+            project.modules[resolved] = module
         files.append((module, checker.kernels(module)))
     shown = []
     for read, found in files:
         if read is not None:
             found = sorted((f for f in found + checker.helpers(read) if f.code in args.selection), key=sort_key)
-            noqa = noqa_lines(read.text) if found else {}
+            noqa = noqa_of(read, found)
             found = [f for f in found if not suppressed(f, noqa)]
         for finding in found:
             if output_format == "concise":
@@ -587,6 +606,8 @@ def _rewrite_file(args: argparse.Namespace, target: Target, runtimes: set[Path],
     source = _read(source_path, display)
     # Through a symbolic link, the file it points to is written, and Python finds the runtime beside that one.
     folder = (output.resolve() if output is not None and output.is_symlink() else output or source_path).parent
+    from warp_rewrite.emit import emit_module
+
     try:
         emitted = emit_module(
             source_path,
@@ -663,14 +684,28 @@ def _write(path: Path, data: bytes) -> None:
         raise UserError(f"{path}: cannot write: {_reason(error)}") from None
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``wp-rewrite``; returns the exit status."""
+def command() -> NoReturn:
+    """The ``wp-rewrite`` command (and ``python -m warp_rewrite``): ``main``'s status as the exit status. After
+    ``--check`` the process ends at once, without freeing the syntax trees of every file one by one first (a
+    tenth of a run on a large tree); the rewrite mode exits as usual (Warp's exit handlers run)."""
+    held: list[object] = []
+    status = main(held=held)
+    if not held:
+        sys.exit(status)
+    with contextlib.suppress(BrokenPipeError):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(status)
+
+
+def main(argv: list[str] | None = None, held: list[object] | None = None) -> int:
+    """Entry point of ``wp-rewrite``; returns the exit status. ``held``: see ``run_check``."""
     try:
         try:
             args = parse_arguments(argv)
         except SystemExit as exit_:  # argparse has printed the usage error (or --help, --version)
             return exit_.code if isinstance(exit_.code, int) else USAGE
-        status = run_check(args) if args.check else run_rewrite(args)
+        status = run_check(args, held) if args.check else run_rewrite(args)
         sys.stdout.flush()  # a closed pipe shows here rather than at exit
         return status
     except UserError as error:

@@ -28,10 +28,9 @@ from warp_rewrite.call_edits import Edit, Offsets, apply_edits, construction_edi
 from warp_rewrite.hazards import HazardFinder, Unknown
 from warp_rewrite.import_placement import LintConfig, NewImport, Sections, after_imports, helper_import_lines, placement
 from warp_rewrite.layout import laid_out, quoted
-from warp_rewrite.live_frontend import RUNTIME_NAME
 from warp_rewrite.markers import begin_marker, end_marker
 from warp_rewrite.passes import dtypes
-from warp_rewrite.passes.naming import Namer
+from warp_rewrite.passes.naming import RUNTIME_FOLDER, RUNTIME_NAME, Namer
 from warp_rewrite.passes.syntax import Located, end_line, walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.pipeline import GeneratedKernel, RewriteOptions
@@ -49,8 +48,6 @@ from warp_rewrite.static_frontend import (
     construction_problem,
 )
 from warp_rewrite.static_module import StaticModule
-
-RUNTIME_FOLDER = RUNTIME_NAME  # the folder the runtime package is copied into, beside the emitted modules
 
 
 @dataclass

@@ -7,7 +7,6 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from warp_rewrite.passes.syntax import walk
 from warp_rewrite.project import Project, Unfollowed, Unresolved
 from warp_rewrite.source_file import position
 from warp_rewrite.static_module import StaticModule
@@ -71,7 +70,7 @@ class HazardFinder:
         """Each call in ``function`` of a helper that consumes an atomic's return (at any depth), in source
         order, and the calls that could not be followed."""
         result = KernelCalls()
-        for call in sorted((n for n in walk(function) if isinstance(n, ast.Call)), key=position):
+        for call in sorted((n for n in module.function_nodes(function) if isinstance(n, ast.Call)), key=position):
             found = self.project.resolve(module, call)
             if isinstance(found, Unfollowed | Unresolved):
                 result.unknown.append(Unknown(call, found, None))
@@ -105,7 +104,7 @@ class HazardFinder:
         consumed = owner.consumed(helper)
         if consumed:
             scan.consumer = (helper.name, owner.location(consumed[0].node), consumed[0].op)
-        for call in sorted((n for n in walk(helper) if isinstance(n, ast.Call)), key=position):
+        for call in sorted((n for n in owner.function_nodes(helper) if isinstance(n, ast.Call)), key=position):
             found = self.project.resolve(owner, call)
             if isinstance(found, Unfollowed | Unresolved):
                 self._merge(scan.misses, [found])

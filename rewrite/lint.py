@@ -341,6 +341,15 @@ def noqa_lines(text: str) -> dict[int, frozenset[str] | None]:
     return lines
 
 
+def noqa_of(module: StaticModule, findings: list[Finding]) -> dict[int, frozenset[str] | None]:
+    """``noqa_lines`` of the file where the line of one of ``findings`` mentions ``noqa``, else none: tokenizing a
+    file is slow, and a comment on any other line silences nothing of these."""
+    lines = module.lines
+    if any(0 < f.row <= len(lines) and "noqa" in lines[f.row - 1].lower() for f in findings):
+        return noqa_lines(module.text)
+    return {}
+
+
 def suppressed(finding: Finding, noqa: dict[int, frozenset[str] | None]) -> bool:
     if finding.code == "E999" or finding.row not in noqa:
         return False

@@ -22,14 +22,12 @@ from warp._src.context import Function, Module, ModuleBuilder
 from warp_rewrite import runtime
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import ATOMIC_OPS, WarpNames
-from warp_rewrite.passes.naming import Namer
+from warp_rewrite.passes.naming import RUNTIME_NAME, Namer
 from warp_rewrite.passes.refusals import Refusal
 from warp_rewrite.passes.syntax import Located, walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.runtime import RewriteError
 from warp_rewrite.runtime.abi import RuntimeNames
-
-RUNTIME_NAME = "wp_rewrite_runtime"  # the name generated code gives the runtime, unless the user's module uses it
 
 
 @dataclass

@@ -38,6 +38,11 @@ class Begin:
     options: str
 
 
+def has_markers(text: str) -> bool:
+    """False for a text without any marker line (most files): no need to read it line by line."""
+    return _PREFIX in text
+
+
 def read_begin(line: str) -> Begin | None:
     match = _BEGIN_RE.match(line)
     if match is None:

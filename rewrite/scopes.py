@@ -4,15 +4,19 @@ scope (innermost first, then the module) makes of a name, as Python resolves it 
 from __future__ import annotations
 
 import ast
+import bisect
 import builtins
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
-from warp_rewrite.passes.syntax import parent_map, walk
+from warp_rewrite.passes.syntax import Located, child_nodes, parent_map, walk, walk_with_owners
 from warp_rewrite.source_file import Imported, SourceModule, imported_names
 
 Scope = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)  # what decorators start
+_POSITIONED = (ast.stmt, ast.expr, ast.excepthandler, ast.arg, ast.keyword, ast.alias, ast.pattern)  # lineno & end
 PYTHON_BUILTINS = frozenset(dir(builtins))  # what a name no scope binds refers to
 
 
@@ -25,14 +29,40 @@ class ScopedModule(SourceModule):
         return parent_map(self.nodes)
 
     def scopes(self, node: ast.AST) -> list[Scope]:
-        """The functions and classes around ``node``, innermost first (``node`` itself not included)."""
+        """The functions and classes around ``node``, innermost first (``node`` itself not included).
+
+        Found by following positions down from the top-level statement ``node`` starts in (and checked: the path
+        must reach ``node`` itself), as most of a file is never asked about; from a walk of the whole file where
+        positions do not lead to it.
+        """
+        lineno, column = getattr(node, "lineno", None), getattr(node, "col_offset", None)
+        if lineno is not None and column is not None:
+            position = (lineno, column)
+            index = bisect.bisect_right(self._statement_starts, position) - 1
+            statement = self.tree.body[index] if index >= 0 else None
+            if statement is node:
+                return []
+            try:
+                path = _path(statement, node, position) if statement is not None else None
+            except RecursionError:
+                path = None
+            if path is not None:
+                return [scope for scope in reversed(path) if isinstance(scope, _SCOPES)]
         found: list[Scope] = []
-        current = self._parents.get(node)
+        current = self._file_owners.get(node)
         while current is not None:
-            if isinstance(current, Scope):
-                found.append(current)
-            current = self._parents.get(current)
+            found.append(current)  # type: ignore[arg-type]  # walk_with_owners gives only _SCOPES
+            current = self._file_owners.get(current)
         return found
+
+    @cached_property
+    def _statement_starts(self) -> list[tuple[int, int]]:
+        """Where each top-level statement begins, in order."""
+        return [_start(node) for node in self.tree.body]
+
+    @cached_property
+    def _file_owners(self) -> dict[ast.AST, ast.AST | None]:
+        return walk_with_owners(self.tree, _SCOPES)
 
     @cached_property
     def postponed_annotations(self) -> bool:
@@ -79,6 +109,32 @@ class ScopedModule(SourceModule):
             if found is not None:
                 return scope, found
         return None
+
+
+def _start(node: Located) -> tuple[int, int]:
+    """Where ``node``'s text begins: a definition's at its first decorator."""
+    if isinstance(node, _DEFINITIONS) and node.decorator_list:
+        node = node.decorator_list[0]
+    return node.lineno, node.col_offset
+
+
+def _path(current: ast.AST, node: ast.AST, position: tuple[int, int]) -> list[ast.AST] | None:
+    """The nodes from ``current`` down to the parent of ``node`` (which starts at ``position``), following the
+    children whose text holds that position (and those without a position: parameters, comprehensions); None if
+    ``node`` is not found so."""
+    for child in child_nodes(current):
+        if child is node:
+            return [current]
+        if isinstance(child, _POSITIONED):
+            if (child.end_lineno, child.end_col_offset) < position:
+                continue
+            decorated = isinstance(child, _DEFINITIONS) and child.decorator_list
+            if (child.lineno, child.col_offset) > position and (not decorated or _start(child) > position):
+                continue
+        found = _path(child, node, position)
+        if found is not None:
+            return [current, *found]
+    return None
 
 
 def scope_bindings(

@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TypeVar
 
-from warp_rewrite.markers import read_begin, read_end
+from warp_rewrite.markers import has_markers, read_begin, read_end
 from warp_rewrite.passes.atomics import ATOMIC_OPS, WarpNames
 from warp_rewrite.passes.syntax import Located, walk
 
@@ -157,6 +157,8 @@ def split_lines(text: str) -> list[str]:
 
 def generated_regions(text: str) -> list[Region]:
     """The blocks earlier runs generated, found by their begin and end marker comments."""
+    if not has_markers(text):
+        return []
     regions, open_at = [], None
     for number, line in enumerate(split_lines(text), start=1):
         if open_at is None and (begin := read_begin(line)) is not None:
@@ -168,6 +170,7 @@ def generated_regions(text: str) -> list[Region]:
     return regions
 
 
+_DEFINITIONS_AND_CALLS = (ast.FunctionDef, ast.ClassDef, ast.Call)
 _Parsed = TypeVar("_Parsed", bound="SourceModule")  # what ``parse`` makes: the class it is called on
 
 
@@ -221,15 +224,20 @@ class SourceModule:
         return walk(self.tree)
 
     @cached_property
+    def _definitions_and_calls(self) -> list[ast.AST]:
+        """Both of ``definitions`` and ``calls``, picked out of every node in one pass (a file has millions)."""
+        return [node for node in self.nodes if isinstance(node, _DEFINITIONS_AND_CALLS)]
+
+    @cached_property
     def definitions(self) -> list[ast.FunctionDef | ast.ClassDef]:
         """The file's functions and classes, at any depth (``walk``'s order): what decorators can make kernels and
         helpers of, asked about far more often than there are definitions."""
-        return [node for node in self.nodes if isinstance(node, ast.FunctionDef | ast.ClassDef)]
+        return [node for node in self._definitions_and_calls if isinstance(node, ast.FunctionDef | ast.ClassDef)]
 
     @cached_property
     def calls(self) -> list[ast.Call]:
         """The file's calls (``walk``'s order)."""
-        return [node for node in self.nodes if isinstance(node, ast.Call)]
+        return [node for node in self._definitions_and_calls if isinstance(node, ast.Call)]
 
 
 def position(node: Located) -> tuple[int, int]:

@@ -7,12 +7,20 @@ from __future__ import annotations
 import ast
 import inspect
 from dataclasses import dataclass
+from types import ModuleType
 
 from warp_rewrite.hazards import HazardFinder, ReachedHelper
 from warp_rewrite.project import Unfollowed
-from warp_rewrite.runtime import fingerprints
 from warp_rewrite.source_file import Region
 from warp_rewrite.static_module import StaticModule
+
+
+def _fingerprints() -> ModuleType:
+    """The runtime's ``fingerprints``, imported where a generated block is checked: the runtime package imports
+    Warp (about a second), which ``--check`` does not need for files without generated blocks."""
+    from warp_rewrite.runtime import fingerprints
+
+    return fingerprints
 
 
 def definition_source(module: StaticModule, definition: ast.FunctionDef) -> str:
@@ -35,7 +43,7 @@ class MadeFrom:
 
     @property
     def fingerprint(self) -> str:
-        return fingerprints.fingerprint(self.options, self.sources, self.elsewhere)
+        return _fingerprints().fingerprint(self.options, self.sources, self.elsewhere)
 
 
 def made_from(module: StaticModule, kernel: ast.FunctionDef, finder: HazardFinder, options: str) -> MadeFrom:
@@ -49,7 +57,7 @@ def made_from(module: StaticModule, kernel: ast.FunctionDef, finder: HazardFinde
         options,
         (definition_source(module, kernel), *(definition_source(module, h.definition) for h in named)),
         tuple(h.definition.name for h in named),
-        fingerprints.digest(others),
+        _fingerprints().digest(others),
     )
 
 
@@ -77,7 +85,7 @@ def stale(module: StaticModule, kernel: ast.FunctionDef, region: Region, finder:
     if not any(isinstance(unknown.miss, Unfollowed) for unknown in finder.kernel_calls(module, kernel).unknown):
         return True
     stored = _stored_elsewhere(module, region)
-    return stored is None or fingerprints.fingerprint(options, made.sources, stored) != region.fingerprint
+    return stored is None or _fingerprints().fingerprint(options, made.sources, stored) != region.fingerprint
 
 
 def _stored_elsewhere(module: StaticModule, region: Region) -> str | None:
@@ -86,7 +94,7 @@ def _stored_elsewhere(module: StaticModule, region: Region) -> str | None:
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
-            and node.func.attr == fingerprints.check_fingerprint.__name__
+            and node.func.attr == _fingerprints().check_fingerprint.__name__
             and region.first <= node.lineno <= region.last
         ):
             value = next((k.value for k in node.keywords if k.arg == "elsewhere"), None)

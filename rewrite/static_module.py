@@ -96,7 +96,11 @@ class StaticModule(ScopedModule):
             return Construction(call, call.args[0], call) if call.args else None
         if isinstance(call.func, ast.Call) and self.warp.is_warp(call.func.func, "kernel") and call.args:
             return Construction(call, call.args[0], call.func)
-        if isinstance(call.func, ast.Name) and call.func.id in {maker.function.name for maker in makers.values()}:
+        if (
+            makers
+            and isinstance(call.func, ast.Name)
+            and call.func.id in {maker.function.name for maker in makers.values()}
+        ):
             function = self.binding(call.func.id, self.scopes(call))
             maker = makers.get(id(function))
             if maker is None:
@@ -105,16 +109,34 @@ class StaticModule(ScopedModule):
             return Construction(call, argument, maker.options, maker) if argument is not None else None
         return None
 
+    def _may_make_kernels(self, makers: dict[int, Maker]) -> list[ast.Call]:
+        """The file's calls but those ``_made_kernel`` tells at once make no kernel (most of them): only a call of an
+        attribute ``Kernel`` or ``kernel``, of a call, or of a name (imported from Warp, or a maker) can."""
+        names = frozenset(self.warp.members) | {maker.function.name for maker in makers.values()}
+        found = self._kernel_call_candidates.get(names)
+        if found is None:
+            found = self._kernel_call_candidates[names] = [
+                call
+                for call in self.calls
+                if (isinstance(call.func, ast.Attribute) and call.func.attr in ("Kernel", "kernel"))
+                or isinstance(call.func, ast.Call)
+                or (isinstance(call.func, ast.Name) and call.func.id in names)
+            ]
+        return found
+
+    @cached_property
+    def _kernel_call_candidates(self) -> dict[frozenset[str], list[ast.Call]]:
+        return {}  # by the names a kernel-making call may call: the same for both passes where the file has no maker
+
     @cached_property
     def _makers(self) -> dict[int, Maker]:
         """The file's functions that make a kernel of a function they are given (Warp's tests:
         ``def getkernel(func): return wp.Kernel(func=func)``), also through one another, by id of their
         definition."""
         makers: dict[int, Maker] = {}
-        calls = self.calls
         while True:
             found: dict[int, Maker] = {}
-            for call in calls:
+            for call in self._may_make_kernels(makers):
                 made = self._made_kernel(call, makers)
                 if made is None or not isinstance(made.function, ast.Name):
                     continue
@@ -133,7 +155,7 @@ class StaticModule(ScopedModule):
         """Plain functions made kernels by a call (``wp.Kernel(func)``, as Warp's tests do, or a maker of the
         file), by id of their definition: the calls that do, in source order (none in generated blocks)."""
         found: dict[int, list[Construction]] = {}
-        for call in self.calls:
+        for call in self._may_make_kernels(self._makers):
             made = self._made_kernel(call, self._makers)
             if made is not None and isinstance(made.function, ast.Name) and not self.generated(call):
                 definition = self.binding(made.function.id, self.scopes(call))
@@ -333,8 +355,16 @@ class StaticModule(ScopedModule):
     def _backward_off(self) -> dict[ModuleKey, str]:
         """The Warp modules the file sets up without a backward pass, and why."""
         found: dict[ModuleKey, str] = {}
-        for node in self.nodes:
-            if isinstance(node, ast.Call | ast.Assign) and not self.generated(node):
+        members = self.warp.members
+        calls = [
+            call
+            for call in self.calls
+            if (isinstance(call.func, ast.Attribute) and call.func.attr in ("set_module_options", "update"))
+            or (isinstance(call.func, ast.Name) and call.func.id in members)
+        ]
+        assignments = [node for node in self.nodes if isinstance(node, ast.Assign) and _literal_false(node.value)]
+        for node in calls + assignments:  # what _disabling can count: the order is that of their finding only
+            if not self.generated(node):
                 key = self._disabling(node)
                 if key is not None:
                     found.setdefault(key, "its module is set up with enable_backward=False")
@@ -393,11 +423,22 @@ class StaticModule(ScopedModule):
         return keywords
 
     def consumed(self, function: ast.FunctionDef) -> list[AtomicCall]:
-        return [c for c in find_atomic_calls(function, self.warp.names()) if c.consumed]
+        return [c for c in find_atomic_calls(function, self.warp.names(), self.function_nodes(function)) if c.consumed]
 
     def consumed_tiles(self, function: ast.FunctionDef) -> list[ast.Call]:
         """The tile atomics whose returned tile ``function`` uses."""
-        return find_consumed_tile_atomics(function, self.warp.names())
+        return find_consumed_tile_atomics(function, self.warp.names(), self.function_nodes(function))
+
+    def function_nodes(self, function: ast.FunctionDef) -> list[ast.AST]:
+        """``walk(function)``, listed once a run: a kernel's or helper's nodes are read by several checks."""
+        found = self._function_nodes.get(function)
+        if found is None:
+            found = self._function_nodes[function] = walk(function)
+        return found
+
+    @cached_property
+    def _function_nodes(self) -> dict[ast.FunctionDef, list[ast.AST]]:
+        return {}  # by the definition itself, which the dictionary keeps alive: an id could be reused
 
     # --- generated blocks ------------------------------------------------------------------------------------
 

@@ -16,7 +16,8 @@ import yaml
 
 from warp_rewrite import __version__
 from warp_rewrite.cli import main
-from warp_rewrite.lint import rule_url
+from warp_rewrite.lint import Finding, noqa_lines, noqa_of, rule_url, suppressed
+from warp_rewrite.static_module import StaticModule
 
 REPO = Path(__file__).parents[2]
 WP_REWRITE = Path(sys.executable).with_name("wp-rewrite")
@@ -739,3 +740,24 @@ def test_launch_of_a_rewritten_kernel_through_the_original_is_wr004(capsys, tmp_
     assert lines[0].endswith("call launch_compact(...) instead")
     assert run_cli(capsys, source, "--in-place")[0] == 0  # rewriting again fixes the call added to its file
     assert run_cli(capsys, "--check", source) == (0, "", "All checks passed!\n")
+
+
+def test_noqa_comments_are_read_only_where_a_finding_line_mentions_one(tmp_path):
+    source = "x = 1  # noqa: WR001\ny = '# noqa'\nz = 3\n"
+    module = StaticModule.parse(tmp_path / "m.py", "m.py", source)
+    at = [Finding("WR001", "m", "m.py", tmp_path / "m.py", row, 1, row, 2) for row in (1, 2, 3)]
+    assert noqa_of(module, at[2:]) == {}
+    assert noqa_of(module, at[1:2]) == {1: frozenset({"WR001"})} == noqa_lines(source)  # the string is no comment
+    assert [suppressed(f, noqa_of(module, at)) for f in at] == [True, False, False]
+
+
+def test_check_imports_neither_warp_nor_numpy(tmp_path):
+    path = tmp_path / "kernels.py"
+    path.write_text(FOUR_CODES)
+    code = (
+        "import sys\nfrom warp_rewrite.cli import main\n"
+        f"main(['--check', {str(path)!r}, '-q', '--exit-zero'])\n"
+        "print(sorted({'warp', 'numpy'} & set(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines()[-1] == "[]"
