@@ -53,7 +53,7 @@ def _float_atomic_targets(frontend: Frontend, plan, function: ast.FunctionDef) -
     params = [a.arg for a in function.args.args]
     aliases = single_assignments(function)
     names = frontend.warp_names(plan.unit)
-    constant = _gradient_free(function, frontend.parameter_types(plan.unit))
+    constant = _gradient_free(function, frontend.parameter_types(plan.unit), names.modules)
     calls = find_atomic_calls(function, names)
     atomics = [(call.arguments[0], call.arguments[-1]) for call in calls if call.op in DIFFERENTIATED]
     augmented = find_augmented_writes(function)
@@ -72,7 +72,7 @@ def _float_atomic_targets(frontend: Frontend, plan, function: ast.FunctionDef) -
     return found
 
 
-def _gradient_free(function: ast.FunctionDef, declared: dict):
+def _gradient_free(function: ast.FunctionDef, declared: dict, warp: frozenset[str]):
     """A test of whether a value reads, through the locals it is computed from, no memory and no parameter but
     ints."""
     int_params = {name for name, annotation in declared.items() if dtypes.is_int(dtypes.normalized(annotation))}
@@ -92,7 +92,8 @@ def _gradient_free(function: ast.FunctionDef, declared: dict):
 
     def free(value: ast.AST, seen: frozenset[str] = frozenset()) -> bool:
         for node in ast.walk(value):
-            if isinstance(node, ast.Subscript | ast.Attribute) and not _warp_name(node):
+            module = isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in warp
+            if isinstance(node, ast.Subscript | ast.Attribute) and not module:  # wp.float64 is not memory
                 return False
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in seen:
                 if node.id in params:
@@ -102,11 +103,6 @@ def _gradient_free(function: ast.FunctionDef, declared: dict):
         return True
 
     return free
-
-
-def _warp_name(node: ast.AST) -> bool:
-    """``wp.float64``, ``wp.tid``: an attribute of a module, not memory."""
-    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in {"wp", "warp"}
 
 
 def _calls_runtime(node: ast.AST, runtime: str, name: str) -> bool:
