@@ -385,7 +385,7 @@ def run_check(args: argparse.Namespace, held: list[object] | None = None) -> int
 
 
 def _check(args: argparse.Namespace, held: list[object] | None) -> int:
-    project, status, unreadable = Project(), OK, 0
+    project, status, unreadable = Project(for_check=True), OK, 0
     if held is not None:
         held.append(project)
     checker, output_format = Checker(project), args.output_format or "concise"
@@ -410,7 +410,7 @@ def _check(args: argparse.Namespace, held: list[object] | None) -> int:
         module = project.modules.get(resolved)
         if module is None:
             try:
-                module = StaticModule.parse(path, display, source.text, source.encoding)
+                module = StaticModule.parse_for_check(path, display, source.text, source.encoding)
             except ParseError as error:
                 files.append((None, [syntax_error(error, path)]))
                 continue

@@ -70,8 +70,10 @@ class HazardFinder:
         """Each call in ``function`` of a helper that consumes an atomic's return (at any depth), in source
         order, and the calls that could not be followed."""
         result = KernelCalls()
-        for call in sorted((n for n in module.function_nodes(function) if isinstance(n, ast.Call)), key=position):
-            found = self.project.resolve(module, call)
+        nodes = module.function_nodes(function)
+        scopes = module.scopes_in(function, nodes)
+        for call in sorted((n for n in nodes if isinstance(n, ast.Call)), key=position):
+            found = self.project.resolve(module, call, scopes)
             if isinstance(found, Unfollowed | Unresolved):
                 result.unknown.append(Unknown(call, found, None))
             elif found is not None:
@@ -104,8 +106,10 @@ class HazardFinder:
         consumed = owner.consumed(helper)
         if consumed:
             scan.consumer = (helper.name, owner.location(consumed[0].node), consumed[0].op)
-        for call in sorted((n for n in owner.function_nodes(helper) if isinstance(n, ast.Call)), key=position):
-            found = self.project.resolve(owner, call)
+        nodes = owner.function_nodes(helper)
+        scopes = owner.scopes_in(helper, nodes)
+        for call in sorted((n for n in nodes if isinstance(n, ast.Call)), key=position):
+            found = self.project.resolve(owner, call, scopes)
             if isinstance(found, Unfollowed | Unresolved):
                 self._merge(scan.misses, [found])
             elif found is not None:

@@ -153,15 +153,21 @@ class Project:
     # first loaded as another's helper is named as the command line names it.
     displays: dict[Path, str] = field(default_factory=dict)
     _files: dict[tuple[Path, int, str], Path | None] = field(default_factory=dict)
+    for_check: bool = False  # parse files without the bodies no check reads (``StaticModule.parse_for_check``)
+    _resolved: dict[Path, Path] = field(default_factory=dict)  # ``Path.resolve`` asks the file system each time
 
     def load(self, path: Path) -> StaticModule | None:
         """The file parsed (once a run), or None where it cannot be read or parsed."""
-        path = path.resolve()
+        resolved = self._resolved.get(path)
+        if resolved is None:
+            resolved = self._resolved[path] = path.resolve()
+        path = resolved
         if path not in self.modules:
             try:
                 source = SourceFile.read(path)
                 display = self.displays.get(path) or display_path(path)
-                self.modules[path] = StaticModule.parse(path, display, source.text, source.encoding)
+                parse = StaticModule.parse_for_check if self.for_check else StaticModule.parse
+                self.modules[path] = parse(path, display, source.text, source.encoding)
             except (OSError, UnicodeDecodeError, SyntaxError, ParseError):
                 self.modules[path] = None
         return self.modules[path]
@@ -195,14 +201,15 @@ class Project:
                     return candidate
         return installed_file(parts) if level == 0 else None
 
-    def resolve(self, module: StaticModule, call: ast.Call, depth: int = 0) -> Resolved:
+    def resolve(self, module: StaticModule, call: ast.Call, scopes: list[Scope] | None = None) -> Resolved:
         """The ``@wp.func`` a call (in ``module``'s tree) refers to; ``Unfollowed`` if it is imported from a file
         not found, ``Unresolved`` if only running the code would tell; None for anything else (Warp's builtins,
-        structs, constructors)."""
+        structs, constructors). ``scopes``: ``module.scopes(call)``, where the caller knows them."""
         func = call.func
+        scopes = module.scopes(call) if scopes is None else scopes
         if isinstance(func, ast.Call) and module.warp.is_warp(func.func, "static") and len(func.args) == 1:
-            return self._callable(module, func.args[0], call, module.scopes(call), depth, static=True)
-        return self._callable(module, func, call, module.scopes(call), depth, static=False)
+            return self._callable(module, func.args[0], call, scopes, 0, static=True)
+        return self._callable(module, func, call, scopes, 0, static=False)
 
     def _callable(
         self, module: StaticModule, expr: ast.expr, call: ast.Call, scopes: list[Scope], depth: int, static: bool
@@ -320,8 +327,8 @@ class Project:
                 path = self.module_file(module, bound.level, bound.module)
                 target = self.load(path) if path is not None else None
                 found = target.binding(bound.name, []) if target is not None else None
-                return (target, found) if isinstance(found, ast.FunctionDef) else None
-            return (module, bound) if isinstance(bound, ast.FunctionDef) else None
+                return (target, target.full_body(found)) if target and isinstance(found, ast.FunctionDef) else None
+            return (module, module.full_body(bound)) if isinstance(bound, ast.FunctionDef) else None
         return None
 
     def kernel_named(

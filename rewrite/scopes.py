@@ -55,6 +55,13 @@ class ScopedModule(SourceModule):
             current = self._file_owners.get(current)
         return found
 
+    def scopes_in(self, function: ast.FunctionDef, nodes: list[ast.AST]) -> list[Scope] | None:
+        """``scopes(node)`` of every node of ``function`` (``nodes``: ``walk(function)``) where it defines no function,
+        class or lambda inside (a kernel or helper): the function and the scopes around it. None otherwise."""
+        if any(isinstance(node, _SCOPES) for node in nodes[1:]):
+            return None
+        return [function, *self.scopes(function)]
+
     @cached_property
     def _statement_starts(self) -> list[tuple[int, int]]:
         """Where each top-level statement begins, in order."""

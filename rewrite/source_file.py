@@ -8,11 +8,12 @@ import io
 import re
 import tokenize
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TypeVar
 
+from warp_rewrite.elision import ElidedBody
 from warp_rewrite.markers import has_markers, read_begin, read_end
 from warp_rewrite.passes.atomics import ATOMIC_OPS, WarpNames
 from warp_rewrite.passes.syntax import Located, walk
@@ -186,6 +187,8 @@ class SourceModule:
     imported: dict[str, Imported]
     regions: list[Region]
     encoding: str = "utf-8"
+    # The bodies ``--check`` left out of the tree (``warp_rewrite.elision``), by the line of their ``def``.
+    elided: dict[int, ElidedBody] = field(default_factory=dict)
 
     @classmethod
     def parse(cls: type[_Parsed], path: Path, display: str, text: str, encoding: str = "utf-8") -> _Parsed:

@@ -7,12 +7,15 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 from typing import TypeGuard
 
+from warp_rewrite.elision import ElidedBody, Elision, elide
+from warp_rewrite.markers import has_markers
 from warp_rewrite.passes.atomics import AtomicCall, find_atomic_calls, find_consumed_tile_atomics
 from warp_rewrite.passes.syntax import end_line, walk
 from warp_rewrite.scopes import Scope, ScopedModule, own_returns, own_statements
-from warp_rewrite.source_file import Region, module_level, position
+from warp_rewrite.source_file import Region, module_level, position, read_imports
 
 _REWRITE = "KernelRewrite"  # the runtime's class that a constructed kernel's block binds (warp_rewrite.runtime)
 
@@ -76,6 +79,18 @@ def _argument_at(call: ast.Call, index: int | None, keyword: str) -> ast.expr | 
     return next((k.value for k in call.keywords if k.arg == keyword), None)
 
 
+def _is_placeholder(definition: ast.FunctionDef, body: ElidedBody) -> bool:
+    """True if ``definition``'s body is the ``...`` the scanner put in place of ``body``."""
+    if len(definition.body) != 1 or not isinstance(definition.body[0], ast.Expr):
+        return False
+    value = definition.body[0].value
+    return (
+        isinstance(value, ast.Constant)
+        and value.value is Ellipsis
+        and (value.lineno, value.col_offset) == (body.first, body.placeholder_column)
+    )
+
+
 def _is_options(expr: ast.expr) -> TypeGuard[ast.Attribute]:
     """``m.options`` for a name or call ``m``."""
     return isinstance(expr, ast.Attribute) and expr.attr == "options" and isinstance(expr.value, ast.Name | ast.Call)
@@ -84,6 +99,69 @@ def _is_options(expr: ast.expr) -> TypeGuard[ast.Attribute]:
 @dataclass
 class StaticModule(ScopedModule):
     """One Python file, parsed but never imported, with its kernels and helpers."""
+
+    @classmethod
+    def parse_for_check(cls, path: Path, display: str, text: str, encoding: str = "utf-8") -> StaticModule:
+        """The file parsed without the bodies no check reads (``warp_rewrite.elision``) where the tree confirms it,
+        else in full. A file with generated blocks is parsed in full (their staleness reads every line)."""
+        elision = None if has_markers(text) else elide(text)
+        if elision is not None:
+            try:
+                tree = ast.parse(elision.text, filename=display)
+            except (SyntaxError, ValueError, RecursionError):
+                tree = None  # the full parse tells what is wrong
+            if tree is not None:
+                warp, imported = read_imports(tree)
+                elided = {body.definition: body for body in elision.bodies}
+                module = cls(path, display, text, tree, warp, imported, [], encoding, elided)
+                if module._elision_holds(elision):
+                    return module
+        return cls.parse(path, display, text, encoding)
+
+    def _elision_holds(self, elision: Elision) -> bool:
+        """True if the left-out bodies are what the scanner meant and nothing a check reads: each is the whole body
+        of a ``def`` with no Warp decorator, made a kernel by no call, and names none of the file's names for a
+        Warp member, a kernel maker or a plain function made a kernel."""
+        by_line = {node.lineno: node for node in self.definitions if isinstance(node, ast.FunctionDef)}
+        left_out = []
+        for body in elision.bodies:
+            node = by_line.get(body.definition)
+            if node is None or not _is_placeholder(node, body):
+                return False
+            if any(self.warp.is_warp_expr(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list):
+                return False
+            left_out.append(id(node))
+        if not self._constructed.keys().isdisjoint(left_out):
+            return False
+        constructed = {node.name for node in self.definitions if id(node) in self._constructed}
+        makers = {maker.function.name for maker in self._makers.values()}
+        return not elision.names_any(set(self.warp.members) | makers | constructed)
+
+    def full_body(self, definition: ast.FunctionDef) -> ast.FunctionDef:
+        """``definition`` with its body parsed where ``--check`` left it out: a helper factory's ``return``
+        statements are read. Its lines and columns are those of the file."""
+        body = self.elided.get(definition.lineno)
+        if body is None or definition.col_offset != body.indent:
+            return definition
+        del self.elided[definition.lineno]
+        source = "".join(self.lines[body.definition - 1 : body.last])
+        if body.indent:  # parsed where its indentation is valid: in an ``if`` block
+            source, offset = "if 1:\n" + source, body.definition - 2
+        else:
+            offset = body.definition - 1
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError):
+            return definition  # a syntax error there is ruff's E999, as in the files --check does not parse
+        ast.increment_lineno(tree, offset)
+        parsed = tree.body[0]
+        if isinstance(parsed, ast.If):
+            parsed = parsed.body[0]
+        if not isinstance(parsed, ast.FunctionDef):
+            return definition
+        definition.body = parsed.body
+        self._bindings.pop(id(definition), None)  # listed from the placeholder, if asked before
+        return definition
 
     def _made_kernel(self, call: ast.Call, makers: dict[int, Maker]) -> Construction | None:
         """What ``call`` is if it makes a kernel of a function: ``wp.Kernel(f)``, ``wp.Kernel(func=f)``,

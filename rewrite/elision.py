@@ -1,0 +1,216 @@
+"""Leaving out, before ``--check`` parses a file, the bodies of the functions it never reads.
+
+Why: parsing is most of a ``--check`` run, and most of a codebase is host code (a simulator's builders, its
+tests' bodies) that no check reads. What the checks read of a file is its module level, its kernels and helpers
+(and every function that defines or makes one), its ``wp.launch`` calls, its changes of module options and the
+``return`` statements of helper factories. So the body of a plain function is left out when its code (strings and
+comments aside) has none of the words those need: ``.kernel``/``.Kernel``, ``.func`` (also ``func_replay``...),
+``.launch``, ``.options`` or ``set_module_options``. What the words cannot tell is checked on the tree
+(``StaticModule.parse_for_check``): no left-out function has a Warp decorator or is made a kernel, and no left-out
+body names one of the file's names for a Warp member, a function that makes kernels or a plain function made one.
+A factory's body is parsed when resolution asks for it (``StaticModule.full_body``).
+
+The scanner reads lines, not tokens, and gives up (``None``: parse it all) on anything it cannot be sure of: tabs or
+form feeds in indentation, ``\\r`` line endings, a null byte, an f-string whose braces do not balance (Python 3.12
+lets one nest quotes of its own kind), a body that does not close its brackets. Each left-out body becomes one
+``...`` line and blank lines, so every line and column of what is kept stays where it was. A syntax error inside a
+left-out body is not seen: as in the files ``--check`` does not parse at all, it is left to ruff's E999.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+# Strings and comments, which the scanner masks so that their brackets, quotes, ``def``s and words do not count.
+_STRING_OR_COMMENT = re.compile(  # runs of plain characters taken at once (``++``): a fifth of the time
+    r"#[^\n]*+"
+    r"|'''(?:[^'\\]++|\\.|'(?!''))*+'''"
+    r'|"""(?:[^"\\]++|\\.|"(?!""))*+"""'
+    r"|'(?:[^'\\\n]++|\\.)*+'"
+    r'|"(?:[^"\\\n]++|\\.)*+"',
+    re.DOTALL,
+)
+_INSIDE_STRING = "\x00"  # starts each masked line that begins inside a multi-line string
+_DEF = re.compile(r"^( *)def +(\w+)", re.MULTILINE)
+_MAKES_KERNEL = re.compile(r"\.[Kk]ernel\b")
+_NAME = re.compile(r"[A-Za-z_]\w*")
+_MADE_REACH = 400  # how far after ``.kernel``/``.Kernel`` the names it may make a kernel of are looked for
+_TAB_OR_FEED_INDENT = re.compile(r"^ *[\t\f]", re.MULTILINE)
+# The words that keep a body: what the checks look for outside kernels and helpers (module docstring).
+_READ_WORDS = re.compile(r"\.(?:[Kk]ernel\b|func|launch\b|options\b)|set_module_options")
+_PLACEHOLDER = "..."
+
+
+@dataclass(frozen=True)
+class ElidedBody:
+    """The lines of one left-out body (1-based, inclusive) and the column of the ``def`` they belong to."""
+
+    definition: int  # the line of ``def``
+    first: int
+    last: int
+    indent: int  # the column of ``def``; the placeholder ``...`` sits one further in
+
+    @property
+    def placeholder_column(self) -> int:
+        return self.indent + 1
+
+
+@dataclass(frozen=True)
+class Elision:
+    """A file's text with the bodies left out (``text``), what was left out, and its code (strings and comments
+    masked) for the checks on names made after the parse."""
+
+    text: str
+    bodies: tuple[ElidedBody, ...]
+    code: str  # the file's text with strings and comments masked
+    spans: tuple[tuple[int, int], ...]  # where in ``code`` each left-out body is
+
+    @cached_property
+    def left_out_code(self) -> str:
+        return "\n".join(self.code[start:stop] for start, stop in self.spans)
+
+    def names_any(self, names: set[str]) -> bool:
+        """True if some left-out body names one of ``names`` (as a whole word)."""
+        found = [name for name in names if name in self.left_out_code]
+        if not found:
+            return False
+        return re.search(r"\b(?:" + "|".join(map(re.escape, found)) + r")\b", self.left_out_code) is not None
+
+
+class _Unsure(Exception):
+    """Raised while masking where the scanner cannot be sure it reads the text as Python does."""
+
+
+def _mask(match: re.Match[str]) -> str:
+    found = match.group()
+    if found[0] == "#":
+        return ""
+    start = match.start()
+    prefix = match.string[max(0, start - 2) : start]
+    letters = "" if not prefix[-1:].isalpha() else prefix if prefix[:1].isalpha() else prefix[-1]
+    if "f" in letters.lower():  # an f-string (or a name ending in f before a string: only more careful)
+        fields = found.replace("{{", "").replace("}}", "")
+        if fields.count("{") != fields.count("}"):
+            raise _Unsure
+    return "_" + ("\n" + _INSIDE_STRING) * found.count("\n")
+
+
+def _balance(code: str, start: int = 0, stop: int | None = None) -> int:
+    """How many more brackets ``code[start:stop]`` opens than it closes."""
+    opened = code.count("(", start, stop) + code.count("[", start, stop) + code.count("{", start, stop)
+    return opened - code.count(")", start, stop) - code.count("]", start, stop) - code.count("}", start, stop)
+
+
+_ENDS: dict[int, re.Pattern[str]] = {}
+
+
+def _end_of_body(indent: int) -> re.Pattern[str]:
+    """A line of code at most ``indent`` columns in (with the newline before it): where a body that started deeper
+    ends."""
+    found = _ENDS.get(indent)
+    if found is None:
+        found = _ENDS[indent] = re.compile(rf"\n {{0,{indent}}}[^ \n{_INSIDE_STRING}]")
+    return found
+
+
+def elide(text: str) -> Elision | None:
+    """``text`` with the bodies no check reads left out; None where the scanner cannot be sure (parse it all)."""
+    if "\r" in text or "\x00" in text or (("\t" in text or "\f" in text) and _TAB_OR_FEED_INDENT.search(text)):
+        return None
+    try:
+        code = _STRING_OR_COMMENT.sub(_mask, text)
+    except _Unsure:
+        return None
+    lines = code.split("\n")
+    starts = [0, *itertools.accumulate(map((1).__add__, map(len, lines[:-1])))]  # where each line begins
+    made = _made_names(code)
+    bodies: list[ElidedBody] = []
+    spans: list[tuple[int, int]] = []
+    skip_to = 0  # lines before this one are inside a body already left out
+    line = position = 0
+    for match in _DEF.finditer(code):
+        line += code.count("\n", position, match.start())
+        position = match.start()
+        indent = len(match.group(1))
+        if line < skip_to or match.group(2) in made:  # ``wp.kernel(...)(solve)`` makes a kernel of ``solve``
+            continue
+        if (
+            line
+            and lines[line - 1].lstrip(" ")[:1] in _DECORATOR_STARTS
+            and _READ_WORDS.search(_decorators(lines, line, indent))
+        ):
+            continue  # ``@wp.kernel``, ``@wp.func``: a name of the file for them is checked on the tree
+        body = _body(code, lines, starts, line, indent)
+        if body is None:
+            continue
+        first, end = body  # 0-based: the body's first line, the line after it
+        span = (starts[first], starts[end] if end < len(lines) else len(code))
+        if _READ_WORDS.search(code, *span):
+            continue
+        bodies.append(ElidedBody(line + 1, first + 1, end, indent))
+        spans.append(span)
+        skip_to = end
+    if not bodies:
+        return None
+    kept = text.split("\n")
+    for left in bodies:
+        kept[left.first - 1] = " " * left.placeholder_column + _PLACEHOLDER
+        kept[left.first : left.last] = [""] * (left.last - left.first)
+    return Elision("\n".join(kept), tuple(bodies), code, tuple(spans))
+
+
+def _made_names(code: str) -> set[str]:
+    """The names in the code just after each ``.kernel``/``.Kernel``: the functions ``wp.Kernel(func=f)`` or
+    ``wp.kernel(...)(f)`` may make kernels of, whose bodies are kept. (A call spread further, or a maker of the
+    file's, is found by the tree check.)"""
+    found: set[str] = set()
+    for match in _MAKES_KERNEL.finditer(code):
+        found.update(_NAME.findall(code, match.end(), match.end() + _MADE_REACH))
+    return found
+
+
+_DECORATOR_STARTS = ("@", ")", "]", "}", _INSIDE_STRING)  # a line above a ``def`` that may be its decorators
+
+
+def _decorators(lines: list[str], definition: int, indent: int) -> str:
+    """The code above the ``def`` on line ``definition`` (0-based) that can be its decorators: going up, lines that
+    start with ``@``, lines inside the brackets of one, and blank lines. (Read too much, a body is only kept; too
+    little, the tree check finds the decorator.)"""
+    first, depth = definition, 0
+    while first > 0:
+        above = lines[first - 1]
+        text = above.lstrip(" ")
+        balance = _balance(above)
+        if text and not (depth < 0 or depth + balance < 0 or text[0] in "@" + _INSIDE_STRING):
+            break
+        depth += balance
+        first -= 1
+    return "\n".join(lines[first:definition])
+
+
+def _body(code: str, lines: list[str], starts: list[int], definition: int, indent: int) -> tuple[int, int] | None:
+    """The first line of the body of the ``def`` on line ``definition`` (0-based) and the line after its last;
+    None for a body on the ``def``'s own line or anything the scanner is unsure of."""
+    depth, header_end = 0, None
+    for number in range(definition, min(definition + 100, len(lines))):
+        text = lines[number].rstrip()
+        depth += _balance(text)
+        if depth < 0:
+            return None
+        if depth == 0 and text.endswith(":"):
+            header_end = number
+            break
+        if depth == 0 and not text.endswith("\\"):
+            return None  # ``def f(): return x``
+    if header_end is None or header_end + 1 >= len(lines):
+        return None
+    first = header_end + 1
+    found = _end_of_body(indent).search(code, starts[first] - 1)
+    end = first + code.count("\n", starts[first], found.start() + 1) if found is not None else len(lines)
+    stop = starts[end] if end < len(lines) else len(code)
+    if end == first or _balance(code, starts[first], stop) != 0 or code[starts[first] : stop].rstrip().endswith("\\"):
+        return None
+    return first, end
