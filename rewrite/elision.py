@@ -5,10 +5,11 @@ tests' bodies) that no check reads. What the checks read of a file is its module
 (and every function that defines or makes one), its ``wp.launch`` calls, its changes of module options and the
 ``return`` statements of helper factories. So the body of a plain function is left out when its code (strings and
 comments aside) has none of the words those need: ``.kernel``/``.Kernel``, ``.func`` (also ``func_replay``...),
-``.launch``, ``.options`` or ``set_module_options``. What the words cannot tell is checked on the tree
-(``StaticModule.parse_for_check``): no left-out function has a Warp decorator or is made a kernel, and no left-out
-body names one of the file's names for a Warp member, a function that makes kernels or a plain function made one.
-A factory's body is parsed when resolution asks for it (``StaticModule.full_body``).
+``.options`` or ``set_module_options``. Its ``wp.launch(...)`` calls are kept as text (``ElidedBody.launches``):
+WR004 parses the body only where one may launch a kernel wp-rewrite rewrote. What the words cannot tell is checked
+on the tree (``StaticModule.parse_for_check``): no left-out function has a Warp decorator or is made a kernel, and
+no left-out body names one of the file's names for a Warp member, a function that makes kernels or a plain
+function made one. A factory's body is parsed when resolution asks for it (``StaticModule.full_body``).
 
 The scanner reads lines, not tokens, and gives up (``None``: parse it all) on anything it cannot be sure of: tabs or
 form feeds in indentation, ``\\r`` line endings, a null byte, an f-string whose braces do not balance (Python 3.12
@@ -35,12 +36,19 @@ _STRING_OR_COMMENT = re.compile(  # runs of plain characters taken at once (``++
 )
 _INSIDE_STRING = "\x00"  # starts each masked line that begins inside a multi-line string
 _DEF = re.compile(r"^( *)def +(\w+)", re.MULTILINE)
-_MAKES_KERNEL = re.compile(r"\.[Kk]ernel\b")
+_GAP = r"[\s\\]*"  # what may stand between ``wp``, ``.`` and a name: spaces, newlines, line continuations
+_MAKES_KERNEL = re.compile(r"\." + _GAP + r"[Kk]ernel\b")
 _NAME = re.compile(r"[A-Za-z_]\w*")
 _MADE_REACH = 400  # how far after ``.kernel``/``.Kernel`` the names it may make a kernel of are looked for
 _TAB_OR_FEED_INDENT = re.compile(r"^ *[\t\f]", re.MULTILINE)
 # The words that keep a body: what the checks look for outside kernels and helpers (module docstring).
-_READ_WORDS = re.compile(r"\.(?:[Kk]ernel\b|func|launch\b|options\b)|set_module_options")
+_READ_WORDS = re.compile(r"\." + _GAP + r"(?:[Kk]ernel\b|func|options\b|set_module_options\b)")
+_READ_HINTS = ("ernel", "func", "options")  # what every match of ``_READ_WORDS`` holds: found faster
+# ``wp.launch(`` in a left-out body: only a launch of a kernel wp-rewrite rewrote (WR004) needs it, which
+# ``lint.launches_of_rewritten_kernels`` asks of the call's text before it parses the body.
+_LAUNCH = re.compile(r"\." + _GAP + r"launch\b(" + _GAP + r"\()?")
+_IMPORT = re.compile(r"\bimport\b")
+_BRACKET = re.compile(r"[()\[\]{}]")
 _PLACEHOLDER = "..."
 
 
@@ -52,6 +60,9 @@ class ElidedBody:
     first: int
     last: int
     indent: int  # the column of ``def``; the placeholder ``...`` sits one further in
+    # The argument lists of the body's ``.launch(...)`` calls, strings and comments masked (``"(k, dim, [_])"``);
+    # None where the scanner cannot list them all so (an ``import`` in the body, a ``.launch`` not called).
+    launches: tuple[str, ...] | None = ()
 
     @property
     def placeholder_column(self) -> int:
@@ -137,20 +148,16 @@ def elide(text: str) -> Elision | None:
         indent = len(match.group(1))
         if line < skip_to or match.group(2) in made:  # ``wp.kernel(...)(solve)`` makes a kernel of ``solve``
             continue
-        if (
-            line
-            and lines[line - 1].lstrip(" ")[:1] in _DECORATOR_STARTS
-            and _READ_WORDS.search(_decorators(lines, line, indent))
-        ):
+        if line and lines[line - 1].lstrip(" ")[:1] in _DECORATOR_STARTS and _reads(_decorators(lines, line, indent)):
             continue  # ``@wp.kernel``, ``@wp.func``: a name of the file for them is checked on the tree
         body = _body(code, lines, starts, line, indent)
         if body is None:
             continue
         first, end = body  # 0-based: the body's first line, the line after it
         span = (starts[first], starts[end] if end < len(lines) else len(code))
-        if _READ_WORDS.search(code, *span):
+        if _reads(code, *span):
             continue
-        bodies.append(ElidedBody(line + 1, first + 1, end, indent))
+        bodies.append(ElidedBody(line + 1, first + 1, end, indent, _launches(code, *span)))
         spans.append(span)
         skip_to = end
     if not bodies:
@@ -160,6 +167,35 @@ def elide(text: str) -> Elision | None:
         kept[left.first - 1] = " " * left.placeholder_column + _PLACEHOLDER
         kept[left.first : left.last] = [""] * (left.last - left.first)
     return Elision("\n".join(kept), tuple(bodies), code, tuple(spans))
+
+
+def _reads(code: str, start: int = 0, stop: int | None = None) -> bool:
+    """True if ``code[start:stop]`` has one of the words that keep a body."""
+    stop = len(code) if stop is None else stop
+    if all(code.find(hint, start, stop) < 0 for hint in _READ_HINTS):
+        return False
+    return _READ_WORDS.search(code, start, stop) is not None
+
+
+def _launches(code: str, start: int, stop: int) -> tuple[str, ...] | None:
+    """The argument lists of the ``.launch(...)`` calls in ``code[start:stop]``: ``ElidedBody.launches``."""
+    if code.find("launch", start, stop) < 0:
+        return ()
+    if code.find("import", start, stop) >= 0 and _IMPORT.search(code, start, stop):
+        return None
+    found = []
+    for match in _LAUNCH.finditer(code, start, stop):
+        if match.group(1) is None:
+            return None
+        depth, opening = 0, match.end() - 1
+        for bracket in _BRACKET.finditer(code, opening, stop):
+            depth += 1 if bracket.group() in "([{" else -1
+            if depth == 0:
+                found.append(code[opening : bracket.end()])
+                break
+        else:
+            return None
+    return tuple(found)
 
 
 def _made_names(code: str) -> set[str]:

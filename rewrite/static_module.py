@@ -161,7 +161,20 @@ class StaticModule(ScopedModule):
             return definition
         definition.body = parsed.body
         self._bindings.pop(id(definition), None)  # listed from the placeholder, if asked before
+        self.restored.append(definition)
         return definition
+
+    @cached_property
+    def restored(self) -> list[ast.FunctionDef]:
+        """The definitions ``full_body`` parsed the body of: their nodes are not in ``nodes`` and ``calls``."""
+        return []
+
+    def elided_definitions(self) -> list[tuple[ElidedBody, ast.FunctionDef]]:
+        """The bodies left out and not parsed since, each with its ``def``."""
+        if not self.elided:
+            return []
+        by_line = {n.lineno: n for n in self.definitions if isinstance(n, ast.FunctionDef) and n.lineno in self.elided}
+        return [(body, by_line[line]) for line, body in self.elided.items()]
 
     def _made_kernel(self, call: ast.Call, makers: dict[int, Maker]) -> Construction | None:
         """What ``call`` is if it makes a kernel of a function: ``wp.Kernel(f)``, ``wp.Kernel(func=f)``,

@@ -1,0 +1,199 @@
+"""``rewrite/elision.py``: which bodies ``--check`` leaves out before the parse, and that its findings are those of a
+full parse (before/after pairs, then the same tree checked both ways)."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+import warp_rewrite.static_module
+from warp_rewrite.cli import main
+from warp_rewrite.elision import elide
+
+REPO = Path(__file__).parents[2]
+
+HOST_AND_KERNEL = '''import warp as wp
+
+
+def build(n):
+    """A builder: def inside a string
+def not_a_function():
+    is not code."""
+    total = (n +
+        1)
+    return total
+
+
+def launcher():
+    wp.launch(k, 1, inputs=[None])
+
+
+def options():
+    wp.get_module(__name__).options["enable_backward"] = False
+
+
+@wp.kernel(
+    enable_backward=False,
+)
+def k(x: wp.array[float]):
+    x[0] = 1.0
+'''
+
+# ``build``'s and ``launcher``'s bodies left out (the launch kept as text); the options change and the kernel kept.
+HOST_AND_KERNEL_ELIDED = """import warp as wp
+
+
+def build(n):
+ ...
+
+
+
+
+
+
+
+def launcher():
+ ...
+
+
+def options():
+    wp.get_module(__name__).options["enable_backward"] = False
+
+
+@wp.kernel(
+    enable_backward=False,
+)
+def k(x: wp.array[float]):
+    x[0] = 1.0
+"""
+
+
+def test_plain_bodies_become_a_placeholder_and_every_line_stays_where_it_was():
+    elision = elide(HOST_AND_KERNEL)
+    assert elision is not None
+    assert elision.text == HOST_AND_KERNEL_ELIDED
+    assert [(b.definition, b.first, b.last) for b in elision.bodies] == [(4, 5, 12), (13, 14, 16)]
+    assert elision.bodies[1].launches == ("(k, 1, inputs=[None])",)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f():\n\tx = 1\n\treturn x\n",  # tabs in indentation
+        "def f():\r\n    x = 1\r\n    return x\r\n",  # \r line endings
+        'def f():\n    return f"{x:{"a"}}"\n',  # quotes nested in an f-string (Python 3.12)
+        "def f(): return 1\n",  # a body on the def's own line
+        "def f():\n    return (1 +\n2)\n",  # brackets continued at the def's column
+        "import warp as wp\n\n@wp.func\ndef h():\n    return 1\n",  # a helper: nothing to leave out
+    ],
+)
+def test_the_scanner_gives_up_where_it_cannot_be_sure(source):
+    assert elide(source) is None
+
+
+def test_a_function_made_a_kernel_by_a_call_keeps_its_body():
+    source = "import warp as wp\n\n\ndef body(x):\n    x[0] = 1.0\n\n\nk = wp.kernel(enable_backward=False)(body)\n"
+    assert elide(source) is None
+
+
+def _check(tree: Path, monkeypatch, elided: bool) -> str:
+    """What ``--check --select ALL`` prints as JSON on ``tree``, with bodies left out or parsed in full."""
+    with monkeypatch.context() as patch:
+        if not elided:
+            patch.setattr(warp_rewrite.static_module, "elide", lambda text: None)
+        held: list[object] = []
+        out = io.StringIO()
+        patch.setattr(sys, "stdout", out)
+        main(["--check", str(tree), "--select", "ALL", "--output-format", "json", "-q", "--exit-zero"], held)
+    return out.getvalue()
+
+
+MAKER_AND_FACTORY = """import warp as wp
+from warp import Kernel as Make
+
+
+@wp.func
+def bump(c: wp.array[int]) -> int:
+    return wp.atomic_add(c, 0, 1)
+
+
+def get_bump():
+    helper = bump
+    return helper
+
+
+def getkernel(func):
+    return wp.Kernel(func=func)
+
+
+def plain(c: wp.array[int], out: wp.array[int]):
+    out[0] = wp.atomic_add(c, 0, 1)
+
+
+def later(c: wp.array[int], out: wp.array[int]):
+    out[0] = wp.atomic_add(c, 0, 1)
+
+
+def made_later():
+    return Make(later)
+
+
+k = getkernel(plain)
+
+
+@wp.kernel
+def uses_factory(c: wp.array[int], out: wp.array[int]):
+    out[0] = wp.static(get_bump())(c)
+"""
+
+REWRITTEN_OLD = """import warp as wp
+
+
+@wp.kernel
+def compact(c: wp.array[int], out: wp.array[int]):
+    out[wp.atomic_add(c, 0, 1)] = 1
+
+
+# ---- wp-rewrite: generated from kernel 'compact' above ----
+compact_rewritten = compact
+launch_compact = compact_rewritten.launch
+# ---- wp-rewrite: end of the code generated from kernel 'compact' ----
+"""
+
+LAUNCHES_IT = """import warp as wp
+from sim import compact
+
+
+def run(c, out):
+    wp.launch(compact, 1, inputs=[c, out])
+
+
+def run_keyword(c, out):
+    wp.launch(
+        kernel=compact,
+        dim=1,
+        inputs=[c, out],
+    )
+"""
+
+
+def test_findings_are_those_of_a_full_parse(tmp_path, monkeypatch):
+    """Makers, a member alias, a helper factory read through ``wp.static``, a block of an old version launched from
+    left-out bodies (WR004): the same findings, byte for byte."""
+    (tmp_path / "makers.py").write_text(MAKER_AND_FACTORY)
+    (tmp_path / "sim.py").write_text(REWRITTEN_OLD)
+    (tmp_path / "tests_of_sim.py").write_text(LAUNCHES_IT)
+    elided, full = _check(tmp_path, monkeypatch, True), _check(tmp_path, monkeypatch, False)
+    assert elided == full
+    codes = sorted((f["code"], Path(f["filename"]).name) for f in json.loads(full))
+    assert ("WR001", "makers.py") in codes and ("WR003", "makers.py") in codes
+    assert codes.count(("WR004", "tests_of_sim.py")) == 2
+
+
+@pytest.mark.parametrize("tree", [REPO / "tests", REPO / "examples"], ids=["tests", "examples"])
+def test_findings_on_this_repository_are_those_of_a_full_parse(tree, monkeypatch):
+    assert _check(tree, monkeypatch, True) == _check(tree, monkeypatch, False)
