@@ -279,19 +279,12 @@ def launches_of_rewritten_kernels(module: StaticModule, project: Project) -> lis
     scopes around the body: a name they launch resolves there to what it resolves to in the body, or the body
     binds it (not to a kernel: an import there makes the text unusable). Only where one may launch a rewritten
     kernel is the body parsed and its launches checked as those of the tree."""
-    calls = module.calls + [
-        node for definition in module.restored for statement in definition.body for node in walk(statement)
-    ]
-    findings = [found for call in calls if isinstance(call, ast.Call) and (found := _wr004(module, project, call))]
     for body, definition in module.elided_definitions():
-        if body.launches == () or not _may_launch_rewritten(module, project, body, definition):
-            continue
-        module.full_body(definition)
-        for statement in definition.body:
-            findings += [
-                found for c in walk(statement) if isinstance(c, ast.Call) and (found := _wr004(module, project, c))
-            ]
-    return findings
+        if body.launches != () and _may_launch_rewritten(module, project, body, definition):
+            module.full_body(definition)
+    restored = [node for definition in module.restored for statement in definition.body for node in walk(statement)]
+    calls = module.calls + [node for node in restored if isinstance(node, ast.Call)]
+    return [found for call in calls if (found := _wr004(module, project, call))]
 
 
 def _wr004(module: StaticModule, project: Project, call: ast.Call) -> Finding | None:
