@@ -385,6 +385,8 @@ def noqa_lines(text: str) -> dict[int, frozenset[str] | None]:
 def noqa_of(module: StaticModule, findings: list[Finding]) -> dict[int, frozenset[str] | None]:
     """``noqa_lines`` of the file where the line of one of ``findings`` mentions ``noqa``, else none: tokenizing a
     file is slow, and a comment on any other line silences nothing of these."""
+    if not findings:
+        return {}  # ``lines`` is not split for a file with nothing to silence
     lines = module.lines
     if any(0 < f.row <= len(lines) and "noqa" in lines[f.row - 1].lower() for f in findings):
         return noqa_lines(module.text)
