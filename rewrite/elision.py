@@ -35,7 +35,7 @@ _STRING_OR_COMMENT = re.compile(  # runs of plain characters taken at once (``++
     re.DOTALL,
 )
 _INSIDE_STRING = "\x00"  # starts each masked line that begins inside a multi-line string
-_DEF = re.compile(r"^( *)def +(\w+)", re.MULTILINE)
+_DEF = re.compile(r"def +(\w+)")  # a ``def`` where only spaces stand before it on its line (checked by ``elide``)
 _GAP = r"[\s\\]*"  # what may stand between ``wp``, ``.`` and a name: spaces, newlines, line continuations
 _MAKES_KERNEL = re.compile(r"\." + _GAP + r"[Kk]ernel\b")
 _NAME = re.compile(r"[A-Za-z_]\w*")
@@ -129,25 +129,33 @@ def _end_of_body(indent: int) -> re.Pattern[str]:
 
 def elide(text: str) -> Elision | None:
     """``text`` with the bodies no check reads left out; None where the scanner cannot be sure (parse it all)."""
-    if "\r" in text or "\x00" in text or (("\t" in text or "\f" in text) and _TAB_OR_FEED_INDENT.search(text)):
+    if "\r" in text or "\x00" in text:
         return None
     try:
         code = _STRING_OR_COMMENT.sub(_mask, text)
     except _Unsure:
         return None
+    if ("\t" in code or "\f" in code) and _TAB_OR_FEED_INDENT.search(code):
+        return None  # (tabs inside strings, XML or text a test compares, are masked: they do not count)
     lines = code.split("\n")
     starts = [0, *itertools.accumulate(map((1).__add__, map(len, lines[:-1])))]  # where each line begins
     made = _made_names(code)
     bodies: list[ElidedBody] = []
     spans: list[tuple[int, int]] = []
-    skip_to = 0  # lines before this one are inside a body already left out
-    line = position = 0
+    skip_to = 0  # where in ``code`` the last body left out ends: the ``def``s before are inside it
+    line = counted = 0  # the line (0-based) of the offset ``counted``
     for match in _DEF.finditer(code):
-        line += code.count("\n", position, match.start())
-        position = match.start()
-        indent = len(match.group(1))
-        if line < skip_to or match.group(2) in made:  # ``wp.kernel(...)(solve)`` makes a kernel of ``solve``
+        start = match.start()
+        if start < skip_to:
             continue
+        line_start = code.rfind("\n", 0, start) + 1
+        indent = start - line_start
+        if indent and code.count(" ", line_start, start) != indent:
+            continue  # ``undef x``, ``x; def f``
+        if match.group(1) in made:  # ``wp.kernel(...)(solve)`` makes a kernel of ``solve``
+            continue
+        line += code.count("\n", counted, line_start)
+        counted = line_start
         if line and lines[line - 1].lstrip(" ")[:1] in _DECORATOR_STARTS and _reads(_decorators(lines, line, indent)):
             continue  # ``@wp.kernel``, ``@wp.func``: a name of the file for them is checked on the tree
         body = _body(code, lines, starts, line, indent)
@@ -159,7 +167,7 @@ def elide(text: str) -> Elision | None:
             continue
         bodies.append(ElidedBody(line + 1, first + 1, end, indent, _launches(code, *span)))
         spans.append(span)
-        skip_to = end
+        skip_to = span[1]
     if not bodies:
         return None
     kept = text.split("\n")

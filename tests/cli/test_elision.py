@@ -95,6 +95,13 @@ def test_the_scanner_gives_up_where_it_cannot_be_sure(source):
     assert elide(source) is None
 
 
+def test_tabs_inside_a_string_do_not_make_the_scanner_give_up():
+    source = 'def f():\n    return """\n\t<mujoco>\n\t</mujoco>"""\n\n\ndef g():\n    pass\n'
+    elision = elide(source)
+    assert elision is not None
+    assert elision.text == "def f():\n ...\n\n\n\n\ndef g():\n ...\n"
+
+
 def test_a_function_made_a_kernel_by_a_call_keeps_its_body():
     source = "import warp as wp\n\n\ndef body(x):\n    x[0] = 1.0\n\n\nk = wp.kernel(enable_backward=False)(body)\n"
     assert elide(source) is None

@@ -5,6 +5,7 @@ Every kernel here is written for these tests; none runs (the check never imports
 
 from __future__ import annotations
 
+import ast
 import json
 import shlex
 import subprocess
@@ -16,7 +17,8 @@ import yaml
 
 from warp_rewrite import __version__
 from warp_rewrite.cli import main
-from warp_rewrite.lint import Finding, noqa_lines, noqa_of, rule_url, suppressed
+from warp_rewrite.hazards import launched_kernel
+from warp_rewrite.lint import Finding, _launch_call, noqa_lines, noqa_of, rule_url, suppressed
 from warp_rewrite.static_module import StaticModule
 
 REPO = Path(__file__).parents[2]
@@ -761,3 +763,26 @@ def test_check_imports_neither_warp_nor_numpy(tmp_path):
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        "(k, 1, inputs=[x])",
+        "(sim . k,\n 1)",
+        "(k)",
+        "((k), 1)",  # parenthesized: parsed
+        "(kernel=k, dim=1)",
+        "(*launch_args)",
+        "(None, 1)",
+        "(make()(x), 1)",
+        "(a.b.c, 1)",
+    ],
+)
+def test_a_left_out_launch_names_the_kernel_its_full_parse_names(arguments):
+    parsed = ast.parse("_" + arguments, mode="eval").body
+    assert isinstance(parsed, ast.Call)
+    read = _launch_call(arguments)
+    assert read is not None
+    expected, found = launched_kernel(parsed), launched_kernel(read)
+    assert (found and ast.dump(found)) == (expected and ast.dump(expected))
