@@ -154,14 +154,11 @@ class Project:
     displays: dict[Path, str] = field(default_factory=dict)
     _files: dict[tuple[Path, int, str], Path | None] = field(default_factory=dict)
     for_check: bool = False  # parse files without the bodies no check reads (``StaticModule.parse_for_check``)
-    _resolved: dict[Path, Path] = field(default_factory=dict)  # ``Path.resolve`` asks the file system each time
+    _resolved: dict[Path, Path] = field(default_factory=dict)  # ``_real``
 
     def load(self, path: Path) -> StaticModule | None:
         """The file parsed (once a run), or None where it cannot be read or parsed."""
-        resolved = self._resolved.get(path)
-        if resolved is None:
-            resolved = self._resolved[path] = path.resolve()
-        path = resolved
+        path = self._real(path)
         if path not in self.modules:
             try:
                 source = SourceFile.read(path)
@@ -180,10 +177,18 @@ class Project:
         Python would have on its path when the project runs, wherever ``wp-rewrite`` runs from; then where the
         running interpreter finds installed packages (``installed_file``).
         """
-        key = (origin.path, level, dotted)
+        real = self._real(origin.path)
+        key = (real.parent, level, dotted)  # the search reads only the folders above the file
         if key not in self._files:
-            self._files[key] = self._find_module_file(origin.path.resolve(), level, dotted)
+            self._files[key] = self._find_module_file(real, level, dotted)
         return self._files[key]
+
+    def _real(self, path: Path) -> Path:
+        """``path.resolve()``, asked of the file system once a run."""
+        real = self._resolved.get(path)
+        if real is None:
+            real = self._resolved[path] = path.resolve()
+        return real
 
     @staticmethod
     def _find_module_file(origin: Path, level: int, dotted: str) -> Path | None:

@@ -148,11 +148,14 @@ class Region:
 
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+_OTHER_LINE_BREAK = re.compile("[\v\f\x1c\x1d\x1e\x85\u2028\u2029]")  # where ``str.splitlines`` splits too
 
 
 def split_lines(text: str) -> list[str]:
     """Lines with their endings, split where Python's tokenizer splits them (not at form feeds, unlike
     ``str.splitlines``), so that index ``n - 1`` is the AST's line ``n``."""
+    if _OTHER_LINE_BREAK.search(text) is None:
+        return text.splitlines(keepends=True)  # the same lines, ten times as fast
     return _LINE.findall(text)
 
 

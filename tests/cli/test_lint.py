@@ -6,6 +6,7 @@ Every kernel here is written for these tests; none runs (the check never imports
 from __future__ import annotations
 
 import ast
+import io
 import json
 import shlex
 import subprocess
@@ -19,6 +20,7 @@ from warp_rewrite import __version__
 from warp_rewrite.cli import main
 from warp_rewrite.hazards import launched_kernel
 from warp_rewrite.lint import Finding, _launch_call, noqa_lines, noqa_of, rule_url, suppressed
+from warp_rewrite.source_file import split_lines
 from warp_rewrite.static_module import StaticModule
 
 REPO = Path(__file__).parents[2]
@@ -786,3 +788,10 @@ def test_a_left_out_launch_names_the_kernel_its_full_parse_names(arguments):
     assert read is not None
     expected, found = launched_kernel(parsed), launched_kernel(read)
     assert (found and ast.dump(found)) == (expected and ast.dump(expected))
+
+
+@pytest.mark.parametrize(
+    "text", ["", "x = 1", "x = 1\n", "a\r\nb\rc\n\nd", "x = 1\f\ny = 2\n", "s = 'a\v\x1cb\x85c\u2028'\r\n"]
+)
+def test_a_files_lines_are_split_where_pythons_tokenizer_splits_them(text):
+    assert split_lines(text) == io.StringIO(text, newline="").readlines()
