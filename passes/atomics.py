@@ -45,7 +45,7 @@ class WarpNames:
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in self.modules:
             name = func.attr
         elif isinstance(func, ast.Name):
-            return dict(self.bare_atomics).get(func.id)
+            return next((op for local, op in self.bare_atomics if local == func.id), None)
         else:
             return None
         op = name.removeprefix("atomic_")
@@ -94,21 +94,19 @@ def find_atomic_calls(tree: ast.AST, names: WarpNames, nodes: list[ast.AST] | No
     a conditional expression that is one (``wp.atomic_add(a, 0, 1) if c else wp.atomic_sub(a, 0, 1)``).
     """
     nodes = walk(tree) if nodes is None else nodes
-    discarded = _discarded(nodes)
-    found = []
-    for node in nodes:
-        if isinstance(node, ast.Call) and (op := names.atomic_op(node)) is not None:
-            found.append(AtomicCall(node, op, id(node) not in discarded))
-    return sorted(found, key=lambda c: (c.node.lineno, c.node.col_offset))
+    found = [(node, op) for node in nodes if isinstance(node, ast.Call) and (op := names.atomic_op(node)) is not None]
+    discarded = _discarded(nodes) if found else set()  # (most functions have no atomic)
+    calls = [AtomicCall(node, op, id(node) not in discarded) for node, op in found]
+    return sorted(calls, key=lambda c: (c.node.lineno, c.node.col_offset))
 
 
 def find_consumed_tile_atomics(tree: ast.AST, names: WarpNames, nodes: list[ast.AST] | None = None) -> list[ast.Call]:
     """Every Warp tile atomic under ``tree`` whose returned tile is used, in source order (``nodes``:
     ``walk(tree)``, if known)."""
     nodes = walk(tree) if nodes is None else nodes
-    discarded = _discarded(nodes)
-    found = [n for n in nodes if isinstance(n, ast.Call) and names.tile_atomic(n) and id(n) not in discarded]
-    return sorted(found, key=lambda call: (call.lineno, call.col_offset))
+    found = [n for n in nodes if isinstance(n, ast.Call) and names.tile_atomic(n)]
+    discarded = _discarded(nodes) if found else set()
+    return sorted((n for n in found if id(n) not in discarded), key=lambda call: (call.lineno, call.col_offset))
 
 
 def _discarded(nodes: list[ast.AST]) -> set[int]:

@@ -255,6 +255,13 @@ def _body(code: str, lines: list[str], starts: list[int], definition: int, inden
     found = _end_of_body(indent).search(code, starts[first] - 1)
     end = first + code.count("\n", starts[first], found.start() + 1) if found is not None else len(lines)
     stop = starts[end] if end < len(lines) else len(code)
-    if end == first or _balance(code, starts[first], stop) != 0 or code[starts[first] : stop].rstrip().endswith("\\"):
+    if end == first or _balance(code, starts[first], stop) != 0 or _continued(code, starts[first], stop):
         return None
     return first, end
+
+
+def _continued(code: str, start: int, stop: int) -> bool:
+    """True if ``code[start:stop]`` ends with a line continuation (``\\`` before trailing blanks)."""
+    while stop > start and code[stop - 1].isspace():
+        stop -= 1
+    return stop > start and code[stop - 1] == "\\"
