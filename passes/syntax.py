@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -49,14 +50,17 @@ class _Children(dict[type[ast.AST], tuple[_Child, ...]]):
 _CHILDREN = _Children()
 
 
-def walk(node: ast.AST) -> list[ast.AST]:
-    """``node`` and every node under it but operators and contexts, in ``ast.walk``'s (breadth-first) order.
+def walk(node: ast.AST, apart: Callable[[ast.FunctionDef], bool] | None = None) -> list[ast.AST]:
+    """``node`` and every node under it but operators and contexts, in ``ast.walk``'s (breadth-first) order; the
+    functions under ``node`` that ``apart`` picks are listed but not what is under them.
 
     About five times as fast as ``ast.walk``: one list instead of a deque fed by two generators per node, a third
     fewer nodes, and only the fields that can hold nodes read (listed once per node class).
     """
     nodes = [node]
     for current in nodes:  # the list grows while it is read: a queue without pops
+        if apart is not None and type(current) is ast.FunctionDef and current is not node and apart(current):
+            continue
         for child in _CHILDREN[type(current)]:
             value = getattr(current, child.name, None)
             if type(value) is list:

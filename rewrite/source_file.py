@@ -226,8 +226,27 @@ class SourceModule:
 
     @cached_property
     def nodes(self) -> list[ast.AST]:
-        """Every node of the file (``walk``'s order), listed once for all the questions asked of it."""
-        return walk(self.tree)
+        """Every node of the file, listed once for all the questions asked of it: ``walk``'s order, but the nodes
+        inside each Warp-decorated function come last, as ``function_nodes`` lists them (each node walked once)."""
+        nodes = walk(self.tree, self._warp_decorated)
+        apart = [node for node in nodes if type(node) is ast.FunctionDef and self._warp_decorated(node)]
+        for function in apart:
+            nodes += self.function_nodes(function)[1:]
+        return nodes
+
+    def _warp_decorated(self, function: ast.FunctionDef) -> bool:
+        return any(self.warp.is_warp_expr(d.func if isinstance(d, ast.Call) else d) for d in function.decorator_list)
+
+    def function_nodes(self, function: ast.FunctionDef) -> list[ast.AST]:
+        """``walk(function)``, listed once a run: a kernel's or helper's nodes are read by several checks."""
+        found = self._function_nodes.get(function)
+        if found is None:
+            found = self._function_nodes[function] = walk(function)
+        return found
+
+    @cached_property
+    def _function_nodes(self) -> dict[ast.FunctionDef, list[ast.AST]]:
+        return {}  # by the definition itself, which the dictionary keeps alive: an id could be reused
 
     @cached_property
     def _definitions_and_calls(self) -> list[ast.AST]:

@@ -520,17 +520,6 @@ class StaticModule(ScopedModule):
         """The tile atomics whose returned tile ``function`` uses."""
         return find_consumed_tile_atomics(function, self.warp.names(), self.function_nodes(function))
 
-    def function_nodes(self, function: ast.FunctionDef) -> list[ast.AST]:
-        """``walk(function)``, listed once a run: a kernel's or helper's nodes are read by several checks."""
-        found = self._function_nodes.get(function)
-        if found is None:
-            found = self._function_nodes[function] = walk(function)
-        return found
-
-    @cached_property
-    def _function_nodes(self) -> dict[ast.FunctionDef, list[ast.AST]]:
-        return {}  # by the definition itself, which the dictionary keeps alive: an id could be reused
-
     # --- generated blocks ------------------------------------------------------------------------------------
 
     def region_of(self, kernel: ast.FunctionDef) -> Region | None:
