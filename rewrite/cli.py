@@ -360,9 +360,10 @@ def _github_line(finding: Finding) -> str:
     return f"::error {listed}::{_github_escape(str(finding))}"
 
 
-# A file can hold a finding only if its text names a kernel (``@wp.kernel``, ``wp.Kernel(...)``, a generated block's
-# markers), a launch or an atomic: --check does not parse the other files it finds in folders (parsing is most of a
-# run's time), so their syntax errors are left to ruff's E999. A file named on the command line is always parsed.
+# A file can hold a finding only if its code names a kernel (``@wp.kernel``, ``wp.Kernel(...)``), a launch or an
+# atomic, or it has a generated block's markers: --check does not parse the other files it finds in folders (parsing
+# is most of a run's time; a word only in a docstring or comment does not count), so their syntax errors are left to
+# ruff's E999. A file named on the command line is always parsed.
 _RELEVANT = ("kernel", "Kernel", "launch", "atomic_")
 
 
@@ -395,7 +396,7 @@ def _check(args: argparse.Namespace, held: list[object] | None) -> int:
     paths = list(_python_files(args.paths))
     if not paths:
         raise UserError(f"no Python files in {', '.join(args.paths)}: nothing to check")
-    sources: list[tuple[Path, Path, str, SourceFile]] = []  # (path, resolved, display, source)
+    sources: list[tuple[Path, Path, str, SourceFile, tuple[str, ...]]] = []  # (path, resolved, display, source, needs)
     named = {Path(name).resolve() for name in args.paths}
     for path, display in paths:
         try:
@@ -406,16 +407,20 @@ def _check(args: argparse.Namespace, held: list[object] | None) -> int:
             continue
         resolved = path.resolve()
         project.displays.setdefault(resolved, display)
-        if resolved in named or any(word in source.text for word in _RELEVANT):
-            sources.append((path, resolved, display, source))
-    for path, resolved, display, source in sources:
+        if resolved in named:
+            sources.append((path, resolved, display, source, ()))
+        elif any(word in source.text for word in _RELEVANT):
+            sources.append((path, resolved, display, source, _RELEVANT))
+    for path, resolved, display, source, needs in sources:
         module = project.modules.get(resolved)
         if module is None:
             try:
-                module = StaticModule.parse_for_check(path, display, source.text, source.encoding)
+                module = StaticModule.parse_for_check(path, display, source.text, source.encoding, needs)
             except ParseError as error:
                 files.append((None, [syntax_error(error, path)]))
                 continue
+            if module is None:
+                continue  # the words are only in its strings and comments
             project.modules[resolved] = module
         files.append((module, checker.kernels(module)))
     shown = []

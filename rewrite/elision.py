@@ -79,6 +79,11 @@ class Elision:
     code: str  # the file's text with strings and comments masked
     spans: tuple[tuple[int, int], ...]  # where in ``code`` each left-out body is
 
+    def mentions(self, words: tuple[str, ...]) -> bool:
+        """True if the file's code, strings and comments aside, has one of ``words`` (a word in a docstring does
+        not count)."""
+        return any(word in self.code for word in words)
+
     @cached_property
     def left_out_code(self) -> str:
         return "\n".join(self.code[start:stop] for start, stop in self.spans)
@@ -128,7 +133,8 @@ def _end_of_body(indent: int) -> re.Pattern[str]:
 
 
 def elide(text: str) -> Elision | None:
-    """``text`` with the bodies no check reads left out; None where the scanner cannot be sure (parse it all)."""
+    """``text`` with the bodies no check reads left out (maybe none); None where the scanner cannot be sure (parse
+    it all)."""
     if "\r" in text or "\x00" in text:
         return None
     try:
@@ -169,7 +175,7 @@ def elide(text: str) -> Elision | None:
         spans.append(span)
         skip_to = span[1]
     if not bodies:
-        return None
+        return Elision(text, (), code, ())
     kept = text.split("\n")
     for left in bodies:
         kept[left.first - 1] = " " * left.placeholder_column + _PLACEHOLDER

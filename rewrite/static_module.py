@@ -101,10 +101,15 @@ class StaticModule(ScopedModule):
     """One Python file, parsed but never imported, with its kernels and helpers."""
 
     @classmethod
-    def parse_for_check(cls, path: Path, display: str, text: str, encoding: str = "utf-8") -> StaticModule:
+    def parse_for_check(
+        cls, path: Path, display: str, text: str, encoding: str = "utf-8", needs: tuple[str, ...] = ()
+    ) -> StaticModule | None:
         """The file parsed without the bodies no check reads (``warp_rewrite.elision``) where the tree confirms it,
-        else in full. A file with generated blocks is parsed in full (their staleness reads every line)."""
+        else in full. A file with generated blocks is parsed in full (their staleness reads every line). None,
+        not parsed, where ``needs`` is given and the code (strings and comments masked) has none of its words."""
         elision = None if has_markers(text) else elide(text)
+        if elision is not None and needs and not elision.mentions(needs):
+            return None
         if elision is not None:
             try:
                 tree = ast.parse(elision.text, filename=display)

@@ -164,8 +164,9 @@ def test_contradicting_or_invalid_options_are_refused_when_parsing(capsys, tmp_p
 
 
 def test_syntax_error_is_e999_with_its_column_and_other_files_are_still_checked(capsys, tmp_path):
-    # "launch": in a folder, --check parses the files that name a kernel, a launch or an atomic (test_check_files)
-    (tmp_path / "broken.py").write_text("import warp as wp\nx = (1,  # launch\n")
+    # wp.launch: in a folder, --check parses the files whose code names a kernel, a launch or an atomic
+    # (test_check_files)
+    (tmp_path / "broken.py").write_text("import warp as wp\nx = (wp.launch,\n")
     (tmp_path / "kernels.py").write_text(FOUR_CODES)
     status, out, _ = run_cli(capsys, "--check", tmp_path, "--select", "WR001")
     assert status == 1
