@@ -405,7 +405,7 @@ def _check(args: argparse.Namespace, held: list[object] | None) -> int:
             print(f"wp-rewrite: error: {error}", file=sys.stderr)
             status, unreadable = USAGE, unreadable + 1
             continue
-        resolved = path.resolve()
+        resolved = project.real(path)
         project.displays.setdefault(resolved, display)
         if resolved in named:
             sources.append((path, resolved, display, source, ()))

@@ -154,11 +154,11 @@ class Project:
     displays: dict[Path, str] = field(default_factory=dict)
     _files: dict[tuple[Path, int, str], Path | None] = field(default_factory=dict)
     for_check: bool = False  # parse files without the bodies no check reads (``StaticModule.parse_for_check``)
-    _resolved: dict[Path, Path] = field(default_factory=dict)  # ``_real``
+    _resolved: dict[Path, Path] = field(default_factory=dict)  # ``real``
 
     def load(self, path: Path) -> StaticModule | None:
         """The file parsed (once a run), or None where it cannot be read or parsed."""
-        path = self._real(path)
+        path = self.real(path)
         if path not in self.modules:
             try:
                 source = SourceFile.read(path)
@@ -177,17 +177,25 @@ class Project:
         Python would have on its path when the project runs, wherever ``wp-rewrite`` runs from; then where the
         running interpreter finds installed packages (``installed_file``).
         """
-        real = self._real(origin.path)
+        real = self.real(origin.path)
         key = (real.parent, level, dotted)  # the search reads only the folders above the file
         if key not in self._files:
             self._files[key] = self._find_module_file(real, level, dotted)
         return self._files[key]
 
-    def _real(self, path: Path) -> Path:
-        """``path.resolve()``, asked of the file system once a run."""
+    def real(self, path: Path) -> Path:
+        """``path.resolve()``, asked of the file system once a run: a folder's resolved path is kept, so that a file
+        in it costs one ``lstat`` (is it a link?) instead of one per folder above it."""
         real = self._resolved.get(path)
         if real is None:
-            real = self._resolved[path] = path.resolve()
+            parent = path.parent
+            if parent == path or ".." in path.parts:
+                real = path.resolve()
+            else:
+                real = self.real(parent) / path.name
+                if real.is_symlink():
+                    real = real.resolve()
+            self._resolved[path] = real
         return real
 
     @staticmethod

@@ -14,6 +14,7 @@ import warp as wp
 from tests.support.emitted import import_file
 from tests.support.harness import Case, check, f64, i32, original_or
 from warp_rewrite.cli import main
+from warp_rewrite.project import Project
 
 N = 6
 X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1])
@@ -135,3 +136,20 @@ def test_a_helper_of_an_installed_package_is_followed_without_importing_it(tmp_p
         emitted.emit_squares.kernel, N, lambda args: wp.launch(emitted.emit_squares, N, inputs=args, device="cpu")
     )
     check(Case(None, N, compaction_args, [2], [0], program=program))
+
+
+def test_a_path_is_resolved_as_path_resolve_resolves_it_through_links_and_dots(tmp_path, monkeypatch):
+    (tmp_path / "real" / "pkg").mkdir(parents=True)
+    (tmp_path / "real" / "pkg" / "mod.py").write_text("x = 1\n")
+    (tmp_path / "linked").symlink_to(tmp_path / "real")
+    (tmp_path / "real" / "pkg" / "alias.py").symlink_to("../pkg/mod.py")
+    monkeypatch.chdir(tmp_path)
+    project = Project()
+    for path in [
+        Path("linked/pkg/mod.py"),
+        tmp_path / "linked" / "pkg" / "alias.py",
+        Path("real/pkg/../pkg/mod.py"),
+        Path("mod.py"),
+        Path("missing/mod.py"),
+    ]:
+        assert project.real(path) == path.resolve()
