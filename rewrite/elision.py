@@ -20,7 +20,6 @@ left-out body is not seen: as in the files ``--check`` does not parse at all, it
 
 from __future__ import annotations
 
-import itertools
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -143,8 +142,6 @@ def elide(text: str) -> Elision | None:
         return None
     if ("\t" in code or "\f" in code) and _TAB_OR_FEED_INDENT.search(code):
         return None  # (tabs inside strings, XML or text a test compares, are masked: they do not count)
-    lines = code.split("\n")
-    starts = [0, *itertools.accumulate(map((1).__add__, map(len, lines[:-1])))]  # where each line begins
     made = _made_names(code)
     bodies: list[ElidedBody] = []
     spans: list[tuple[int, int]] = []
@@ -162,16 +159,17 @@ def elide(text: str) -> Elision | None:
             continue
         line += code.count("\n", counted, line_start)
         counted = line_start
-        if line and lines[line - 1].lstrip(" ")[:1] in _DECORATOR_STARTS and _reads(_decorators(lines, line, indent)):
+        above = code[code.rfind("\n", 0, line_start - 1) + 1 : line_start - 1] if line_start else ""
+        if above.lstrip(" ")[:1] in _DECORATOR_STARTS and _reads(_decorators(code, line_start)):
             continue  # ``@wp.kernel``, ``@wp.func``: a name of the file for them is checked on the tree
-        body = _body(code, lines, starts, line, indent)
+        body = _body(code, line_start, indent)
         if body is None:
             continue
-        first, end = body  # 0-based: the body's first line, the line after it
-        span = (starts[first], starts[end] if end < len(lines) else len(code))
+        span, count = body
         if _reads(code, *span):
             continue
-        bodies.append(ElidedBody(line + 1, first + 1, end, indent, _launches(code, *span)))
+        first = line + code.count("\n", line_start, span[0])  # 0-based: the body's first line
+        bodies.append(ElidedBody(line + 1, first + 1, first + count, indent, _launches(code, *span)))
         spans.append(span)
         skip_to = span[1]
     if not bodies:
@@ -225,45 +223,53 @@ def _made_names(code: str) -> set[str]:
 _DECORATOR_STARTS = ("@", ")", "]", "}", _INSIDE_STRING)  # a line above a ``def`` that may be its decorators
 
 
-def _decorators(lines: list[str], definition: int, indent: int) -> str:
-    """The code above the ``def`` on line ``definition`` (0-based) that can be its decorators: going up, lines that
+def _decorators(code: str, start: int) -> str:
+    """The code above the ``def`` whose line begins at ``start`` that can be its decorators: going up, lines that
     start with ``@``, lines inside the brackets of one, and blank lines. (Read too much, a body is only kept; too
     little, the tree check finds the decorator.)"""
-    first, depth = definition, 0
+    first, depth = start, 0  # where the topmost line read begins
     while first > 0:
-        above = lines[first - 1]
+        above_start = code.rfind("\n", 0, first - 1) + 1
+        above = code[above_start : first - 1]
         text = above.lstrip(" ")
         balance = _balance(above)
         if text and not (depth < 0 or depth + balance < 0 or text[0] in "@" + _INSIDE_STRING):
             break
         depth += balance
-        first -= 1
-    return "\n".join(lines[first:definition])
+        first = above_start
+    return code[first:start]
 
 
-def _body(code: str, lines: list[str], starts: list[int], definition: int, indent: int) -> tuple[int, int] | None:
-    """The first line of the body of the ``def`` on line ``definition`` (0-based) and the line after its last;
-    None for a body on the ``def``'s own line or anything the scanner is unsure of."""
-    depth, header_end = 0, None
-    for number in range(definition, min(definition + 100, len(lines))):
-        text = lines[number].rstrip()
+def _body(code: str, start: int, indent: int) -> tuple[tuple[int, int], int] | None:
+    """Where the body of the ``def`` whose line begins at ``start`` is in ``code`` (from the start of its first line
+    to that of the line after its last, or the end) and how many lines it counts; None for a body on the ``def``'s
+    own line or anything the scanner is unsure of."""
+    depth, line_start = 0, start
+    for _ in range(100):
+        line_end = code.find("\n", line_start)
+        if line_end < 0:
+            return None  # no line after the header
+        text = code[line_start:line_end].rstrip()
         depth += _balance(text)
         if depth < 0:
             return None
         if depth == 0 and text.endswith(":"):
-            header_end = number
             break
         if depth == 0 and not text.endswith("\\"):
             return None  # ``def f(): return x``
-    if header_end is None or header_end + 1 >= len(lines):
+        line_start = line_end + 1
+    else:
         return None
-    first = header_end + 1
-    found = _end_of_body(indent).search(code, starts[first] - 1)
-    end = first + code.count("\n", starts[first], found.start() + 1) if found is not None else len(lines)
-    stop = starts[end] if end < len(lines) else len(code)
-    if end == first or _balance(code, starts[first], stop) != 0 or _continued(code, starts[first], stop):
+    first = line_end + 1
+    found = _end_of_body(indent).search(code, first - 1)
+    if found is None:  # to the end: its lines are those ``code.split("\\n")`` makes
+        stop, count = len(code), code.count("\n", first) + 1
+    else:
+        stop = found.start() + 1
+        count = code.count("\n", first, stop)
+    if count == 0 or _balance(code, first, stop) != 0 or _continued(code, first, stop):
         return None
-    return first, end
+    return (first, stop), count
 
 
 def _continued(code: str, start: int, stop: int) -> bool:

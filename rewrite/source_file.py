@@ -174,7 +174,7 @@ def generated_regions(text: str) -> list[Region]:
     return regions
 
 
-_DEFINITIONS_AND_CALLS = (ast.FunctionDef, ast.ClassDef, ast.Call)
+_PICKED = (ast.FunctionDef, ast.ClassDef, ast.Call, ast.Assign)  # what ``definitions``, ``calls``, ``assignments`` list
 _Parsed = TypeVar("_Parsed", bound="SourceModule")  # what ``parse`` makes: the class it is called on
 
 
@@ -249,20 +249,26 @@ class SourceModule:
         return {}  # by the definition itself, which the dictionary keeps alive: an id could be reused
 
     @cached_property
-    def _definitions_and_calls(self) -> list[ast.AST]:
-        """Both of ``definitions`` and ``calls``, picked out of every node in one pass (a file has millions)."""
-        return [node for node in self.nodes if isinstance(node, _DEFINITIONS_AND_CALLS)]
+    def _picked(self) -> list[ast.AST]:
+        """All of ``definitions``, ``calls`` and ``assignments``, picked out of every node in one pass (a file has
+        millions)."""
+        return [node for node in self.nodes if isinstance(node, _PICKED)]
 
     @cached_property
     def definitions(self) -> list[ast.FunctionDef | ast.ClassDef]:
-        """The file's functions and classes, at any depth (``walk``'s order): what decorators can make kernels and
+        """The file's functions and classes, at any depth (``nodes``' order): what decorators can make kernels and
         helpers of, asked about far more often than there are definitions."""
-        return [node for node in self._definitions_and_calls if isinstance(node, ast.FunctionDef | ast.ClassDef)]
+        return [node for node in self._picked if isinstance(node, ast.FunctionDef | ast.ClassDef)]
 
     @cached_property
     def calls(self) -> list[ast.Call]:
-        """The file's calls (``walk``'s order)."""
-        return [node for node in self._definitions_and_calls if isinstance(node, ast.Call)]
+        """The file's calls (``nodes``' order)."""
+        return [node for node in self._picked if isinstance(node, ast.Call)]
+
+    @cached_property
+    def assignments(self) -> list[ast.Assign]:
+        """The file's ``=`` statements (``nodes``' order)."""
+        return [node for node in self._picked if isinstance(node, ast.Assign)]
 
 
 def position(node: Located) -> tuple[int, int]:

@@ -458,7 +458,7 @@ class StaticModule(ScopedModule):
             if (isinstance(call.func, ast.Attribute) and call.func.attr in ("set_module_options", "update"))
             or (isinstance(call.func, ast.Name) and call.func.id in members)
         ]
-        assignments = [node for node in self.nodes if isinstance(node, ast.Assign) and _literal_false(node.value)]
+        assignments = [node for node in self.assignments if _literal_false(node.value)]
         for node in calls + assignments:  # what _disabling can count: the order is that of their finding only
             if not self.generated(node):
                 key = self._disabling(node)
