@@ -262,7 +262,7 @@ def _body(code: str, start: int, indent: int) -> tuple[tuple[int, int], int] | N
         return None
     first = line_end + 1
     found = _end_of_body(indent).search(code, first - 1)
-    if found is None:  # to the end: its lines are those ``code.split("\\n")`` makes
+    if found is None:  # to the end, counted as ``code.split("\\n")`` counts (the empty line after a last newline too)
         stop, count = len(code), code.count("\n", first) + 1
     else:
         stop = found.start() + 1

@@ -335,8 +335,8 @@ _NAMED_KERNEL = re.compile(r"\(\s*([A-Za-z_][A-Za-z0-9_]*)(?:\s*\.\s*([A-Za-z_][
 
 def _launch_call(arguments: str) -> ast.Call | None:
     """A call of the argument list ``arguments`` (``ElidedBody.launches``); None where it does not parse. Where the
-    kernel argument is a plain name or attribute, only it is read: the rest (inputs lists) is a tenth of the text
-    parsed otherwise, and ``launched_kernel`` reads no more of a call whose first argument is positional."""
+    kernel argument is a plain name or attribute, only it is read: ``launched_kernel`` reads no more of a call
+    whose first argument is positional, and the rest of the list (the inputs) is most of what a parse would read."""
     named = _NAMED_KERNEL.match(arguments)
     if named is not None and not any(keyword.iskeyword(name) for name in named.groups() if name):
         kernel: ast.expr = ast.Name(named[1], ast.Load())
