@@ -43,6 +43,7 @@ import shutil
 import stat
 import sys
 import tempfile
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -367,6 +368,14 @@ def _github_line(finding: Finding) -> str:
 _RELEVANT = ("kernel", "Kernel", "launch", "atomic_")
 
 
+def _names_relevant(text: str) -> bool:
+    """True if ``text`` may name a word of ``_RELEVANT``, also as Python reads identifiers (``wp.ｋernel`` is
+    ``wp.kernel``: NFKC)."""
+    if any(word in text for word in _RELEVANT):
+        return True
+    return not text.isascii() and any(word in unicodedata.normalize("NFKC", text) for word in _RELEVANT)
+
+
 def run_check(args: argparse.Namespace, held: list[object] | None = None) -> int:
     """Print every selected finding not silenced by ``noqa``; 1 if any, 2 if a file could not be read.
 
@@ -409,7 +418,7 @@ def _check(args: argparse.Namespace, held: list[object] | None) -> int:
         project.displays.setdefault(resolved, display)
         if resolved in named:
             sources.append((path, resolved, display, source, ()))
-        elif any(word in source.text for word in _RELEVANT):
+        elif _names_relevant(source.text):
             sources.append((path, resolved, display, source, _RELEVANT))
     for path, resolved, display, source, needs in sources:
         module = project.modules.get(resolved)

@@ -13,7 +13,9 @@ function made one. A factory's body is parsed when resolution asks for it (``Sta
 
 The scanner reads lines, not tokens, and gives up (``None``: parse it all) on anything it cannot be sure of: tabs or
 form feeds in indentation, ``\\r`` line endings, a null byte, an f-string whose braces do not balance (Python 3.12
-lets one nest quotes of its own kind), a body that does not close its brackets. Each left-out body becomes one
+lets one nest quotes of its own kind), code that Python's NFKC reading of identifiers changes (``wp.ｋernel``); it
+keeps a body that does not close its brackets or has no code. The code in an f-string's fields stays in the masked
+code (``f"{wp.launch(k, 1)}"`` is a launch). Each left-out body becomes one
 ``...`` line and blank lines, so every line and column of what is kept stays where it was. A syntax error inside a
 left-out body is not seen: as in the files ``--check`` does not parse at all, it is left to ruff's E999.
 """
@@ -21,6 +23,7 @@ left-out body is not seen: as in the files ``--check`` does not parse at all, it
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -48,6 +51,7 @@ _READ_HINTS = ("ernel", "func", "options")  # what every match of ``_READ_WORDS`
 _LAUNCH = re.compile(r"\." + _GAP + r"launch\b(" + _GAP + r"\()?")
 _IMPORT = re.compile(r"\bimport\b")
 _BRACKET = re.compile(r"[()\[\]{}]")
+_CODE = re.compile(r"\S")  # in masked code: a comment is gone, a string is ``_``
 _PLACEHOLDER = "..."
 
 
@@ -110,7 +114,33 @@ def _mask(match: re.Match[str]) -> str:
         fields = found.replace("{{", "").replace("}}", "")
         if fields.count("{") != fields.count("}"):
             raise _Unsure
+        if "{" in fields:
+            return _with_fields(fields)
     return "_" + ("\n" + _INSIDE_STRING) * found.count("\n")
+
+
+_FIELD_MARK = re.compile(r"[{}\n]")
+
+
+def _with_fields(text: str) -> str:
+    """The mask of an f-string (``text``, without its ``{{`` and ``}}``) that keeps the code of its replacement
+    fields: ``_``, then each field's code in brackets (its strings masked) at the end of the line where the field
+    ends, so that the words and calls in ``f"{wp.launch(k, 1)}"`` count as the code they are."""
+    pieces, depth, opened = ["_"], 0, 0
+    for mark in _FIELD_MARK.finditer(text):
+        if mark.group() == "\n":
+            pieces.append("\n" + _INSIDE_STRING)
+        elif mark.group() == "{":
+            opened = mark.end() if depth == 0 else opened
+            depth += 1
+        else:
+            depth -= 1
+            if depth == 0:
+                field = _STRING_OR_COMMENT.sub(_mask, text[opened : mark.start()].replace("\n", " "))
+                if "'" in field or '"' in field:
+                    raise _Unsure  # a brace inside a string inside a field: its end is not where it seemed
+                pieces.append(f"({field})")
+    return "".join(pieces)
 
 
 def _balance(code: str, start: int = 0, stop: int | None = None) -> int:
@@ -142,6 +172,8 @@ def elide(text: str) -> Elision | None:
         return None
     if ("\t" in code or "\f" in code) and _TAB_OR_FEED_INDENT.search(code):
         return None  # (tabs inside strings, XML or text a test compares, are masked: they do not count)
+    if not code.isascii() and unicodedata.normalize("NFKC", code) != code:
+        return None  # Python reads ``wp.ｋernel`` as ``wp.kernel``: the words would be missed
     made = _made_names(code)
     bodies: list[ElidedBody] = []
     spans: list[tuple[int, int]] = []
@@ -267,7 +299,9 @@ def _body(code: str, start: int, indent: int) -> tuple[tuple[int, int], int] | N
     else:
         stop = found.start() + 1
         count = code.count("\n", first, stop)
-    if count == 0 or _balance(code, first, stop) != 0 or _continued(code, first, stop):
+    if count == 0 or _CODE.search(code, first, stop) is None:
+        return None  # no code in the body (a comment, a blank line): the placeholder would hide the syntax error
+    if _balance(code, first, stop) != 0 or _continued(code, first, stop):
         return None
     return (first, stop), count
 

@@ -217,3 +217,72 @@ def test_findings_are_those_of_a_full_parse(tmp_path, monkeypatch):
 @pytest.mark.parametrize("tree", [REPO / "tests", REPO / "examples"], ids=["tests", "examples"])
 def test_findings_on_this_repository_are_those_of_a_full_parse(tree, monkeypatch):
     assert _check(tree, monkeypatch, True) == _check(tree, monkeypatch, False)
+
+
+# What review found (inputs where a left-out body or an unparsed file hid a finding), each checked both ways.
+ATOMIC_IN_AN_F_STRING = """import warp as wp
+
+
+@wp.func
+def label(c: wp.array(dtype=int)) -> str:
+    return f"slot {wp.atomic_add(c, 0, 1)}"
+"""
+LAUNCH_IN_AN_F_STRING = """import warp as wp
+from sim import compact
+
+print(f"{wp.launch(compact, 1, inputs=[None, None])}")
+
+
+def run(c, out):
+    print(f"{wp.launch(compact, 1, inputs=[c, out])}")
+"""
+FULLWIDTH_LETTERS = '''"""Kernel code."""
+import warp as wp
+
+
+def configure():
+    wp.get_module("sims").\uff4fptions["enable_backward"] = False
+
+
+@wp.\uff4bernel(module="sims")
+def compact(count: wp.array(dtype=int), out: wp.array(dtype=float)):
+    slot = wp.\uff41tomic_add(count, 0, 1)
+    out[slot] = 1.0
+'''
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        ({"helper.py": ATOMIC_IN_AN_F_STRING}, [("WR002", "helper.py")]),
+        ({"top.py": LAUNCH_IN_AN_F_STRING, "sim.py": REWRITTEN_OLD}, [("WR004", "top.py")] * 2 + [("WR006", "sim.py")]),
+        ({"fullwidth.py": FULLWIDTH_LETTERS}, [("WR101", "fullwidth.py")]),
+        ({"fullwidth.py": FULLWIDTH_LETTERS.replace('"""Kernel code."""\n', "")}, [("WR101", "fullwidth.py")]),
+        (
+            {"empty_body.py": "import warp as wp\n\n\ndef helper():\n    # todo\n\nx = wp.launch\n"},
+            [("E999", "empty_body.py")],
+        ),
+    ],
+    ids=[
+        "atomic in an f-string",
+        "launch in an f-string",
+        "fullwidth letters",
+        "fullwidth letters only",
+        "a body of comments only",
+    ],
+)
+def test_code_python_reads_where_the_scanner_sees_a_string_or_nothing_counts(tmp_path, monkeypatch, files, expected):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    (tmp_path / "other.py").write_text("import warp as wp\n")
+    elided, full = _check(tmp_path, monkeypatch, True), _check(tmp_path, monkeypatch, False)
+    assert elided == full
+    assert sorted((f["code"], Path(f["filename"]).name) for f in json.loads(full)) == sorted(expected)
+
+
+def test_the_code_in_an_f_strings_fields_is_kept_on_the_line_where_each_field_ends():
+    source = 'def f(c):\n    return f"""{c}\n{wp.launch(k,\n 1)}"""\n'
+    elision = elide(source)
+    assert elision is not None
+    assert elision.code == "def f(c):\n    return f_(c)\n\x00\n\x00(wp.launch(k,  1))\n"
+    assert elision.bodies[0].launches == ("(k,  1)",)
