@@ -12,8 +12,8 @@ no left-out body names one of the file's names for a Warp member, a function tha
 function made one. A factory's body is parsed when resolution asks for it (``StaticModule.full_body``).
 
 The scanner reads lines, not tokens, and gives up (``None``: parse it all) on anything it cannot be sure of: tabs or
-form feeds in indentation, ``\\r`` line endings, a null byte, an f-string whose braces do not balance (Python 3.12
-lets one nest quotes of its own kind), code that Python's NFKC reading of identifiers changes (``wp.ｋernel``); it
+form feeds in indentation, ``\\r`` line endings, a null byte, an f-string it cannot read as Python 3.11 does (3.12
+lets a field hold the string's own quote), code that Python's NFKC reading of identifiers changes (``wp.ｋernel``); it
 keeps a body that does not close its brackets or has no code. The code in an f-string's fields stays in the masked
 code (``f"{wp.launch(k, 1)}"`` is a launch). Each left-out body becomes one
 ``...`` line and blank lines, so every line and column of what is kept stays where it was. A syntax error inside a
@@ -110,37 +110,81 @@ def _mask(match: re.Match[str]) -> str:
     start = match.start()
     prefix = match.string[max(0, start - 2) : start]
     letters = "" if not prefix[-1:].isalpha() else prefix if prefix[:1].isalpha() else prefix[-1]
-    if "f" in letters.lower():  # an f-string (or a name ending in f before a string: only more careful)
-        fields = found.replace("{{", "").replace("}}", "")
-        if fields.count("{") != fields.count("}"):
-            raise _Unsure
-        if "{" in fields:
-            return _with_fields(fields)
+    if "f" in letters.lower() and ("{" in found or "}" in found):  # an f-string (or a name ending in f: careful)
+        return _with_fields(found, raw="r" in letters.lower())
     return "_" + ("\n" + _INSIDE_STRING) * found.count("\n")
 
 
-_FIELD_MARK = re.compile(r"[{}\n]")
-
-
-def _with_fields(text: str) -> str:
-    """The mask of an f-string (``text``, without its ``{{`` and ``}}``) that keeps the code of its replacement
-    fields: ``_``, then each field's code in brackets (its strings masked) at the end of the line where the field
-    ends, so that the words and calls in ``f"{wp.launch(k, 1)}"`` count as the code they are."""
-    pieces, depth, opened = ["_"], 0, 0
-    for mark in _FIELD_MARK.finditer(text):
-        if mark.group() == "\n":
-            pieces.append("\n" + _INSIDE_STRING)
-        elif mark.group() == "{":
-            opened = mark.end() if depth == 0 else opened
-            depth += 1
-        else:
-            depth -= 1
-            if depth == 0:
-                field = _STRING_OR_COMMENT.sub(_mask, text[opened : mark.start()].replace("\n", " "))
-                if "'" in field or '"' in field:
-                    raise _Unsure  # a brace inside a string inside a field: its end is not where it seemed
-                pieces.append(f"({field})")
+def _with_fields(found: str, raw: bool) -> str:
+    """The mask of the f-string ``found`` (its quotes included) that keeps the code of its replacement fields:
+    ``_``, then each field's code in brackets (its strings masked) at the end of the line where the field ends, so
+    that the words and calls in ``f"{wp.launch(k, 1)}"`` count as the code they are. Read as Python 3.11 reads it
+    (``{{`` and ``}}`` outside fields, ``\\N{...}``, a format spec's nested fields); ``_Unsure`` where it cannot be
+    (Python 3.12 lets a field hold the string's own quote)."""
+    quote = found[:3] if found[:3] in ('"""', "'''") else found[0]
+    content = found[len(quote) : len(found) - len(quote)]
+    pieces, done, index = ["_"], 0, 0
+    while index < len(content):
+        pair = content[index : index + 2]
+        if pair in ("{{", "}}"):
+            index += 2
+        elif pair[:1] == "{":
+            end, codes = _field(content, index + 1)
+            field = _STRING_OR_COMMENT.sub(_mask, " ".join(codes).replace("\n", " "))
+            if "'" in field or '"' in field:
+                raise _Unsure
+            pieces += ["\n" + _INSIDE_STRING] * content.count("\n", done, end) + [f"({field})"]
+            done = index = end
+        elif pair[:1] == "}":
+            raise _Unsure  # a single ``}`` outside a field is a syntax error
+        elif pair == "\\N" and not raw and content[index + 2 : index + 3] == "{":
+            index = content.find("}", index) + 1  # ``\\N{EM DASH}``: a character, not a field
+            if index == 0:
+                raise _Unsure
+        else:  # a backslash escapes the next character, but not a brace
+            index += 2 if pair[:1] == "\\" and not raw and pair[1:] not in "{}" else 1
+    pieces += ["\n" + _INSIDE_STRING] * content.count("\n", done)
     return "".join(pieces)
+
+
+def _field(content: str, start: int) -> tuple[int, list[str]]:
+    """The replacement field whose code starts at ``start`` (after its ``{``): where it ends (after its ``}``) and
+    the code of its expression and of the fields in its format spec."""
+    codes: list[str] = []
+    depth, index, spec = 0, start, False
+    while index < len(content):
+        char = content[index]
+        if spec:  # ``:>{width}``: text, and fields of its own
+            if char == "{":
+                index, nested = _field(content, index + 1)
+                codes += nested
+                continue
+            if char == "}":
+                return index + 1, codes
+        elif char in "'\"":  # a string in the expression: to its closing quote
+            quote = content[index : index + 3] if content[index : index + 3] in ('"""', "'''") else char
+            close = content.find(quote, index + len(quote))
+            if close < 0:
+                raise _Unsure
+            index = close + len(quote)
+            continue
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}" and depth:
+            depth -= 1
+        elif char == "}" or (depth == 0 and (char == ":" or (char == "!" and content[index + 1 : index + 2] != "="))):
+            codes.append(content[start:index])
+            if char == "}":
+                return index + 1, codes
+            if char == "!":  # ``!r``: the conversion, then the spec or the end
+                index += 2
+                if content[index : index + 1] == "}":
+                    return index + 1, codes
+                if content[index : index + 1] != ":":
+                    raise _Unsure
+            spec = True
+        index += 1
+    raise _Unsure
 
 
 def _balance(code: str, start: int = 0, stop: int | None = None) -> int:

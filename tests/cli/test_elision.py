@@ -236,6 +236,13 @@ print(f"{wp.launch(compact, 1, inputs=[None, None])}")
 def run(c, out):
     print(f"{wp.launch(compact, 1, inputs=[c, out])}")
 """
+LAUNCH_AFTER_A_SET_OF_A_DICT = """import warp as wp
+from sim import compact
+
+
+def host(x, w):
+    return f"{ {{}.get(1)} } {wp.launch(compact, 1)} {x:{w}}"
+"""
 FULLWIDTH_LETTERS = '''"""Kernel code."""
 import warp as wp
 
@@ -256,6 +263,7 @@ def compact(count: wp.array(dtype=int), out: wp.array(dtype=float)):
     [
         ({"helper.py": ATOMIC_IN_AN_F_STRING}, [("WR002", "helper.py")]),
         ({"top.py": LAUNCH_IN_AN_F_STRING, "sim.py": REWRITTEN_OLD}, [("WR004", "top.py")] * 2 + [("WR006", "sim.py")]),
+        ({"top.py": LAUNCH_AFTER_A_SET_OF_A_DICT, "sim.py": REWRITTEN_OLD}, [("WR004", "top.py"), ("WR006", "sim.py")]),
         ({"fullwidth.py": FULLWIDTH_LETTERS}, [("WR101", "fullwidth.py")]),
         ({"fullwidth.py": FULLWIDTH_LETTERS.replace('"""Kernel code."""\n', "")}, [("WR101", "fullwidth.py")]),
         (
@@ -266,6 +274,7 @@ def compact(count: wp.array(dtype=int), out: wp.array(dtype=float)):
     ids=[
         "atomic in an f-string",
         "launch in an f-string",
+        "launch in an f-string after a set display",
         "fullwidth letters",
         "fullwidth letters only",
         "a body of comments only",
@@ -286,3 +295,19 @@ def test_the_code_in_an_f_strings_fields_is_kept_on_the_line_where_each_field_en
     assert elision is not None
     assert elision.code == "def f(c):\n    return f_(c)\n\x00\n\x00(wp.launch(k,  1))\n"
     assert elision.bodies[0].launches == ("(k,  1)",)
+
+
+@pytest.mark.parametrize(
+    ("string", "masked"),
+    [
+        ('f"{ {{}.get(1)} } {wp.launch(k, 1)} {x:{w}}"', "f_( {{}.get(1)} )(wp.launch(k, 1))(x w)"),
+        ('f"{{{x}}} {x!r:>{w}.{p}f} {x=} {x:=10}"', "f_(x)(x w p)(x=)(x)"),
+        ("f\"{f'{y}'} {d['}']} {a[1:2]} {(lambda: 1)()}\"", "f_(f_(y))(d[_])(a[1:2])((lambda: 1)())"),
+        ('f"\\N{EM DASH} \\{x}"', "f_(x)"),
+        ('rf"\\N{x}"', "rf_(x)"),
+        ('f"{x:{{}"', None),  # not Python 3.11: the scanner gives up
+    ],
+)
+def test_an_f_strings_fields_are_read_as_python_reads_them(string, masked):
+    elision = elide(f"s = {string}\n")
+    assert (elision.code if elision is not None else None) == (None if masked is None else f"s = {masked}\n")
