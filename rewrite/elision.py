@@ -115,6 +115,12 @@ def _mask(match: re.Match[str]) -> str:
     return "_" + ("\n" + _INSIDE_STRING) * found.count("\n")
 
 
+# What the f-string reader stops at, by where it is: the literal text, a field's expression, its format spec.
+_LITERAL_MARK = re.compile(r"[{}\\]")
+_EXPRESSION_MARK = re.compile(r"[{}()\[\]\'\"!:]")
+_SPEC_MARK = re.compile(r"[{}]")
+
+
 def _with_fields(found: str, raw: bool) -> str:
     """The mask of the f-string ``found`` (its quotes included) that keeps the code of its replacement fields:
     ``_``, then each field's code in brackets (its strings masked) at the end of the line where the field ends, so
@@ -124,25 +130,26 @@ def _with_fields(found: str, raw: bool) -> str:
     quote = found[:3] if found[:3] in ('"""', "'''") else found[0]
     content = found[len(quote) : len(found) - len(quote)]
     pieces, done, index = ["_"], 0, 0
-    while index < len(content):
+    while (mark := _LITERAL_MARK.search(content, index)) is not None:
+        index = mark.start()
         pair = content[index : index + 2]
         if pair in ("{{", "}}"):
             index += 2
-        elif pair[:1] == "{":
+        elif pair[0] == "{":
             end, codes = _field(content, index + 1)
             field = _STRING_OR_COMMENT.sub(_mask, " ".join(codes).replace("\n", " "))
             if "'" in field or '"' in field:
                 raise _Unsure
             pieces += ["\n" + _INSIDE_STRING] * content.count("\n", done, end) + [f"({field})"]
             done = index = end
-        elif pair[:1] == "}":
+        elif pair[0] == "}":
             raise _Unsure  # a single ``}`` outside a field is a syntax error
         elif pair == "\\N" and not raw and content[index + 2 : index + 3] == "{":
             index = content.find("}", index) + 1  # ``\\N{EM DASH}``: a character, not a field
             if index == 0:
                 raise _Unsure
         else:  # a backslash escapes the next character, but not a brace
-            index += 2 if pair[:1] == "\\" and not raw and pair[1:] not in "{}" else 1
+            index += 2 if not raw and pair[1:] not in "{}" else 1
     pieces += ["\n" + _INSIDE_STRING] * content.count("\n", done)
     return "".join(pieces)
 
@@ -150,40 +157,43 @@ def _with_fields(found: str, raw: bool) -> str:
 def _field(content: str, start: int) -> tuple[int, list[str]]:
     """The replacement field whose code starts at ``start`` (after its ``{``): where it ends (after its ``}``) and
     the code of its expression and of the fields in its format spec."""
-    codes: list[str] = []
-    depth, index, spec = 0, start, False
-    while index < len(content):
-        char = content[index]
-        if spec:  # ``:>{width}``: text, and fields of its own
-            if char == "{":
-                index, nested = _field(content, index + 1)
-                codes += nested
-                continue
-            if char == "}":
-                return index + 1, codes
-        elif char in "'\"":  # a string in the expression: to its closing quote
+    depth, index = 0, start
+    while (mark := _EXPRESSION_MARK.search(content, index)) is not None:
+        index, char = mark.start(), mark.group()
+        if char in "'\"":  # a string in the expression: to its closing quote
             quote = content[index : index + 3] if content[index : index + 3] in ('"""', "'''") else char
             close = content.find(quote, index + len(quote))
             if close < 0:
                 raise _Unsure
             index = close + len(quote)
             continue
-        elif char in "([{":
+        if char in "([{":
             depth += 1
         elif char in ")]}" and depth:
             depth -= 1
-        elif char == "}" or (depth == 0 and (char == ":" or (char == "!" and content[index + 1 : index + 2] != "="))):
-            codes.append(content[start:index])
-            if char == "}":
-                return index + 1, codes
+        elif char == "}":
+            return index + 1, [content[start:index]]
+        elif depth == 0 and (char == ":" or (char == "!" and content[index + 1 : index + 2] != "=")):
+            codes = [content[start:index]]
             if char == "!":  # ``!r``: the conversion, then the spec or the end
                 index += 2
                 if content[index : index + 1] == "}":
                     return index + 1, codes
                 if content[index : index + 1] != ":":
                     raise _Unsure
-            spec = True
+            return _spec(content, index + 1, codes)
         index += 1
+    raise _Unsure
+
+
+def _spec(content: str, index: int, codes: list[str]) -> tuple[int, list[str]]:
+    """A field's format spec from ``index`` (``>{width}``): where the field ends, and ``codes`` with the code of the
+    fields in the spec."""
+    while (mark := _SPEC_MARK.search(content, index)) is not None:
+        if mark.group() == "}":
+            return mark.end(), codes
+        index, nested = _field(content, mark.end())
+        codes += nested
     raise _Unsure
 
 
