@@ -137,7 +137,8 @@ def _with_fields(found: str, raw: bool) -> str:
             index += 2
         elif pair[0] == "{":
             end, codes = _field(content, index + 1)
-            field = _STRING_OR_COMMENT.sub(_mask, " ".join(codes).replace("\n", " "))
+            field = _STRING_OR_COMMENT.sub(_mask, "\n".join(codes))  # (3.12 lets a field hold a comment)
+            field = field.replace("\n" + _INSIDE_STRING, " ").replace("\n", " ")
             if "'" in field or '"' in field:
                 raise _Unsure
             pieces += ["\n" + _INSIDE_STRING] * content.count("\n", done, end) + [f"({field})"]
