@@ -306,6 +306,7 @@ def test_the_code_in_an_f_strings_fields_is_kept_on_the_line_where_each_field_en
         ('f"\\N{EM DASH} \\{x}"', "f_(x)"),
         ('rf"\\N{x}"', "rf_(x)"),
         ('f"{x:{{}"', None),  # not Python 3.11: the scanner gives up
+        ('f"""{a  # 3.12 lets a field hold a comment\n + wp.launch(k)}"""', "f_\n\x00(a    + wp.launch(k))"),
     ],
 )
 def test_an_f_strings_fields_are_read_as_python_reads_them(string, masked):
