@@ -3,14 +3,17 @@ full parse (before/after pairs, then the same tree checked both ways)."""
 
 from __future__ import annotations
 
+import ast
 import io
 import json
+import random
 import sys
 from pathlib import Path
 
 import pytest
 
 import warp_rewrite.static_module
+from tests.support.masked_names import unmasked_names
 from warp_rewrite.cli import main
 from warp_rewrite.elision import elide
 
@@ -312,3 +315,53 @@ def test_the_code_in_an_f_strings_fields_is_kept_on_the_line_where_each_field_en
 def test_an_f_strings_fields_are_read_as_python_reads_them(string, masked):
     elision = elide(f"s = {string}\n")
     assert (elision.code if elision is not None else None) == (None if masked is None else f"s = {masked}\n")
+
+
+@pytest.mark.parametrize("tree", [REPO / "tests", REPO / "examples", REPO / "rewrite"], ids=str)
+def test_the_masked_code_names_every_name_of_the_tree(tree):
+    missing = {str(path): names for path in sorted(tree.rglob("*.py")) if (names := unmasked_names(path.read_text()))}
+    assert missing == {}
+
+
+def _random_f_string(chooser: random.Random) -> str:
+    """An f-string of literal text, escaped braces and fields (conversions, specs with fields, nested strings and
+    f-strings, displays, slices, lambdas in their code): the forms ``_with_fields`` reads."""
+
+    def expression(depth: int) -> str:
+        forms = [
+            "x",
+            "wp.launch(k, 1)",
+            "d['}{']",
+            "{1: x}[1]",
+            "a[1:2]",
+            "(lambda: y)()",
+            "{x}",
+            "f'{y}'",
+            "{{}.get(x)}",
+        ]
+        if depth < 2:
+            forms += [f"g({expression(depth + 1)})", f"[{expression(depth + 1)}]", f"{{ {expression(depth + 1)} }}"]
+        return chooser.choice(forms)
+
+    pieces = []
+    for _ in range(chooser.randint(1, 4)):
+        pieces.append(chooser.choice(["a ", "{{", "}}", "\\N{BULLET}", "\n"]))
+        conversion = chooser.choice(["", "=", "!r", "!s"])
+        spec = chooser.choice(["", ":>10", ":{w}", ":>{w}.{p}f", ":=^8"])
+        pieces.append("{ " + expression(0) + conversion + spec + "}")  # (``{ {`` is a display, ``{{`` an escape)
+    quote = chooser.choice(['"""', "'''"])
+    return "f" + quote + "".join(pieces).replace("'", '"' if quote == "'''" else "'") + quote
+
+
+def test_random_f_strings_keep_the_names_of_their_fields():
+    chooser = random.Random(22)
+    checked = 0
+    for _ in range(3000):
+        text = f"s = {_random_f_string(chooser)}\n"
+        try:
+            ast.parse(text)
+        except SyntaxError:
+            continue
+        checked += 1
+        assert unmasked_names(text) == set(), text
+    assert checked > 1000

@@ -1,4 +1,5 @@
-"""``wp-rewrite --check`` over whole trees of real code: it reads every file, and it agrees with what ``wp_rewrite``
+"""``wp-rewrite --check`` over whole trees of real code: it reads every file, its scanner's masked code names every
+name of each file (``tests/support/masked_names.py``), and it agrees with what ``wp_rewrite``
 finds at run time. Every kernel that uses an atomic's return (by ``wp_rewrite``'s account: rewritten or refused)
 is reported as a hazard (WR001/WR003, or WR005 where a call cannot be followed) where Warp builds it with a
 backward pass; where it has none, nothing but the informational WR101 is."""
@@ -7,6 +8,8 @@ import pytest
 import survey
 from through_api import RealKernel
 from trees import TREES, check, require
+
+from tests.support.masked_names import unmasked_names
 
 HAZARDS = {"WR001", "WR003", "WR005"}
 NOT_HAZARDS = {"WR101"}  # or nothing: a kernel without backward is no hazard, whatever it calls
@@ -32,6 +35,13 @@ def test_check_reads_every_file(tree):
     run = check(tree)
     assert run.status == 1 and run.stderr == ""
     assert not [finding for finding in run.findings if finding.code == "E999"]
+
+
+@pytest.mark.parametrize("tree", TREES, ids=str)
+def test_the_scanners_masked_code_names_every_name_of_each_file(tree):
+    require(tree)
+    files = sorted(tree.folder.rglob("*.py"))
+    assert {str(path): names for path in files if (names := unmasked_names(path.read_text(errors="replace")))} == {}
 
 
 @pytest.mark.parametrize("tree", TREES, ids=str)
