@@ -406,7 +406,7 @@ def _check(args: argparse.Namespace, held: list[object] | None) -> int:
     if not paths:
         raise UserError(f"no Python files in {', '.join(args.paths)}: nothing to check")
     sources: list[tuple[Path, Path, str, SourceFile, tuple[str, ...]]] = []  # (path, resolved, display, source, needs)
-    named = {Path(name).resolve() for name in args.paths}
+    named = {project.real(Path(name)) for name in args.paths}
     for path, display in paths:
         try:
             source = _read(path, display)

@@ -13,11 +13,11 @@ function made one. A factory's body is parsed when resolution asks for it (``Sta
 
 The scanner reads lines, not tokens, and gives up (``None``: parse it all) on anything it cannot be sure of: tabs or
 form feeds in indentation, ``\\r`` line endings, a null byte, an f-string it cannot read as Python 3.11 does (3.12
-lets a field hold the string's own quote), code that Python's NFKC reading of identifiers changes (``wp.ｋernel``); it
-keeps a body that does not close its brackets or has no code. The code in an f-string's fields stays in the masked
-code (``f"{wp.launch(k, 1)}"`` is a launch). Each left-out body becomes one
-``...`` line and blank lines, so every line and column of what is kept stays where it was. A syntax error inside a
-left-out body is not seen: as in the files ``--check`` does not parse at all, it is left to ruff's E999.
+lets a field hold the string's own quote), code that Python's NFKC reading of identifiers changes (``wp.ｋernel``);
+it keeps a body that does not close its brackets or has no code. The code in an f-string's fields stays in the
+masked code (``f"{wp.launch(k, 1)}"`` is a launch). Each left-out body becomes one ``...`` line and blank lines, so
+every line and column of what is kept stays where it was. A syntax error inside a left-out body is not seen: as in
+the files ``--check`` does not parse at all, it is left to ruff's E999.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def _with_fields(found: str, raw: bool) -> str:
     that the words and calls in ``f"{wp.launch(k, 1)}"`` count as the code they are. Read as Python 3.11 reads it
     (``{{`` and ``}}`` outside fields, ``\\N{...}``, a format spec's nested fields); ``_Unsure`` where it cannot be
     (Python 3.12 lets a field hold the string's own quote)."""
-    quote = found[:3] if found[:3] in ('"""', "'''") else found[0]
+    quote = _quote_at(found, 0)
     content = found[len(quote) : len(found) - len(quote)]
     pieces, done, index = ["_"], 0, 0
     while (mark := _LITERAL_MARK.search(content, index)) is not None:
@@ -155,6 +155,11 @@ def _with_fields(found: str, raw: bool) -> str:
     return "".join(pieces)
 
 
+def _quote_at(text: str, index: int) -> str:
+    """The quotes that open the string at ``text[index]``: three or one."""
+    return text[index : index + 3] if text[index : index + 3] in ('"""', "'''") else text[index]
+
+
 def _field(content: str, start: int) -> tuple[int, list[str]]:
     """The replacement field whose code starts at ``start`` (after its ``{``): where it ends (after its ``}``) and
     the code of its expression and of the fields in its format spec."""
@@ -162,7 +167,7 @@ def _field(content: str, start: int) -> tuple[int, list[str]]:
     while (mark := _EXPRESSION_MARK.search(content, index)) is not None:
         index, char = mark.start(), mark.group()
         if char in "'\"":  # a string in the expression: to its closing quote
-            quote = content[index : index + 3] if content[index : index + 3] in ('"""', "'''") else char
+            quote = _quote_at(content, index)
             close = content.find(quote, index + len(quote))
             if close < 0:
                 raise _Unsure
