@@ -25,7 +25,7 @@ lint: $(INSTALLED)
 TYPECHECK := $(VENV)/typecheck
 typecheck: $(INSTALLED)
 	@rm -rf $(TYPECHECK) && mkdir -p $(TYPECHECK)/warp_rewrite
-	@ln -s $(CURDIR)/rewrite/*.py $(CURDIR)/rewrite/runtime $(TYPECHECK)/warp_rewrite/
+	@ln -s $(CURDIR)/rewrite/*.py $(CURDIR)/rewrite/cli $(CURDIR)/rewrite/runtime $(TYPECHECK)/warp_rewrite/
 	@ln -s $(CURDIR)/passes $(TYPECHECK)/warp_rewrite/passes
 	@$(PY) -m mypy -p warp_rewrite -p bench > $(TYPECHECK)/report; status=$$?; \
 	sed -e 's|^$(TYPECHECK)/warp_rewrite/passes/|passes/|' -e 's|^$(TYPECHECK)/warp_rewrite/|rewrite/|' \

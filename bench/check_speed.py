@@ -121,7 +121,7 @@ def section(path: Path, repeats: int, medians: dict[str, Timing]) -> str:
         "~585 files that can hold a finding (27.3 MB) was 5.5-6.2 s on its own, and it is the C parser (compiling "
         "the same text to bytecode is only a fifth cheaper), so only parsing less text helps; about 1-3 s was the "
         "operating system zeroing the 1.2 GB of syntax trees held to the end. Built: `--check` leaves out, before "
-        "the parse, the bodies of plain functions no check reads (`rewrite/elision.py`: a line scanner over the "
+        "the parse, the bodies of plain functions no check reads (`rewrite/cli/elision.py`: a line scanner over the "
         "text with strings and comments masked; the tree confirms each left-out body, else the file is parsed in "
         "full; helper factories' bodies are parsed when resolution reads their `return`; a left-out `wp.launch` "
         "is read from its text, and its body parsed only where it may launch a kernel with an old block). 9.2 of "

@@ -28,7 +28,7 @@ UnitT = TypeVar("UnitT", bound=Unit)  # the units of one front end, which its me
 
 class Frontend(Protocol[UnitT]):
     """What the passes need to know about a kernel beyond its tree, from live Warp objects (the API,
-    ``warp_rewrite.live_frontend``) or from source files (the command line, ``warp_rewrite.static_frontend``)."""
+    ``warp_rewrite.live_frontend``) or from source files (the command line, ``warp_rewrite.cli.static_frontend``)."""
 
     kernel: UnitT
     max_unroll: int  # the longest constant range() Warp unrolls in the kernel's module (its option 'max_unroll')

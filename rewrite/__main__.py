@@ -1,3 +1,3 @@
-from warp_rewrite.cli import command
+from warp_rewrite.cli.main import command
 
 command()

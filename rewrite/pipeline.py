@@ -3,7 +3,7 @@
 ``rewrite_kernel(frontend, options)`` runs the stages of ``STAGES`` in order. Each makes its output, a frozen
 record, from the one of the stage before, adding its own part; the passes they call are pure functions of the
 kernel's tree. The API (``warp_rewrite.api``, with ``warp_rewrite.live_frontend.LiveFrontend``) compiles the result,
-the command line (``warp_rewrite.emit``, with ``warp_rewrite.static_frontend.StaticFrontend``) writes it into a
+the command line (``warp_rewrite.cli.emit``, with ``warp_rewrite.cli.static_frontend.StaticFrontend``) writes it into a
 file: the same kernels either way.
 
 Set ``WP_REWRITE_DEBUG=1`` in the environment (or ``warp_rewrite.pipeline.DEBUG = True``) to print what each

@@ -70,7 +70,7 @@ class RuntimeNames:
     the generated code of one module spells it, after that module's name of the runtime (``alias``).
 
     Besides these, generated code names only the readers ``recorded_<dtype>`` (``reader``). The code generators
-    (``warp_rewrite.passes.two_phase``, ``warp_rewrite.emit``) get an instance through their settings and never
+    (``warp_rewrite.passes.two_phase``, ``warp_rewrite.cli.emit``) get an instance through their settings and never
     spell a runtime name themselves; ``tests/conftest.py`` checks every kernel the suite generates against it.
     """
 

@@ -1,7 +1,7 @@
 """The API and the command line run one pipeline: for the same kernel they generate the same source.
 
 The API reads a kernel from Warp's objects (``warp_rewrite.live_frontend``), the command line from its file without
-importing it (``warp_rewrite.static_frontend``); everything after that is ``warp_rewrite.pipeline``. Given the same
+importing it (``warp_rewrite.cli.static_frontend``); everything after that is ``warp_rewrite.pipeline``. Given the same
 names to avoid, both must print the same record and replay kernels and the same launch spec, for every pattern
 kernel of the suite and for fuzzed kernels: the same but for where the kernels go (a file's generated kernels
 repeat its kernel's ``@wp.kernel(module=..., module_options=...)``; the API puts them into a Warp module of its
@@ -18,12 +18,12 @@ from tests.fuzz.generator import generate_kernel, module_source
 from tests.fuzz.runner import load_batch
 from tests.support import patterns
 from warp_rewrite import RewriteError
-from warp_rewrite.emit import _bound_names, _module_names
+from warp_rewrite.cli.emit import _bound_names, _module_names
+from warp_rewrite.cli.project import Project
+from warp_rewrite.cli.static_frontend import StaticFrontend
+from warp_rewrite.cli.static_module import StaticModule
 from warp_rewrite.live_frontend import LiveFrontend
 from warp_rewrite.pipeline import RewriteOptions, rewrite_kernel
-from warp_rewrite.project import Project
-from warp_rewrite.static_frontend import StaticFrontend
-from warp_rewrite.static_module import StaticModule
 
 FUZZED = 60
 

@@ -22,9 +22,9 @@ from tests.support import harness
 from tests.support.emitted import import_file, run_cli, through, zeros
 from tests.support.harness import Case, check, f64, i32, vec3d
 from warp_rewrite import launch, wp_rewrite
-from warp_rewrite.cli import main
-from warp_rewrite.emit import runtime_import
-from warp_rewrite.project import SEARCHED
+from warp_rewrite.cli.emit import runtime_import
+from warp_rewrite.cli.main import main
+from warp_rewrite.cli.project import SEARCHED
 
 SUPPORT = Path(__file__).parents[1] / "support"
 SAMPLES = SUPPORT / "cli_samples"

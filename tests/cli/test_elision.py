@@ -1,5 +1,5 @@
-"""``rewrite/elision.py``: which bodies ``--check`` leaves out before the parse, and that its findings are those of a
-full parse (before/after pairs, then the same tree checked both ways)."""
+"""``rewrite/cli/elision.py``: which bodies ``--check`` leaves out before the parse, and that its findings are those of
+a full parse (before/after pairs, then the same tree checked both ways)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-import warp_rewrite.static_module
+import warp_rewrite.cli.static_module
 from tests.support.masked_names import unmasked_names
-from warp_rewrite.cli import main
-from warp_rewrite.elision import elide
+from warp_rewrite.cli.elision import elide
+from warp_rewrite.cli.main import main
 
 REPO = Path(__file__).parents[2]
 
@@ -127,7 +127,7 @@ def _check(tree: Path, monkeypatch, elided: bool) -> str:
     """What ``--check --select ALL`` prints as JSON on ``tree``, with bodies left out or parsed in full."""
     with monkeypatch.context() as patch:
         if not elided:
-            patch.setattr(warp_rewrite.static_module, "elide", lambda text: None)
+            patch.setattr(warp_rewrite.cli.static_module, "elide", lambda text: None)
         held: list[object] = []
         out = io.StringIO()
         patch.setattr(sys, "stdout", out)

@@ -21,9 +21,9 @@ import warp as wp
 
 import warp_rewrite.runtime
 from tests.support.harness import Case, check, f64, i32
-from warp_rewrite import cli
-from warp_rewrite.cli import main
-from warp_rewrite.emit import emit_module, runtime_import
+from warp_rewrite.cli import main as cli
+from warp_rewrite.cli.emit import emit_module, runtime_import
+from warp_rewrite.cli.main import main
 
 TESTS = Path(__file__).parents[1]
 REPO = TESTS.parent

@@ -13,8 +13,8 @@ import warp as wp
 
 from tests.support.emitted import import_file
 from tests.support.harness import Case, check, f64, i32, original_or
-from warp_rewrite.cli import main
-from warp_rewrite.project import Project
+from warp_rewrite.cli.main import main
+from warp_rewrite.cli.project import Project
 
 N = 6
 X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1])

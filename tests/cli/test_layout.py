@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from warp_rewrite.layout import QuoteStyle, laid_out, quoted, statement_lines
+from warp_rewrite.cli.layout import QuoteStyle, laid_out, quoted, statement_lines
 
 # (line length, the line, what it becomes)
 SPLIT = [

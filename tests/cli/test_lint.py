@@ -17,11 +17,11 @@ import pytest
 import yaml
 
 from warp_rewrite import __version__
-from warp_rewrite.cli import main
-from warp_rewrite.hazards import launched_kernel
-from warp_rewrite.lint import Finding, _launch_call, noqa_lines, noqa_of, rule_url, suppressed
-from warp_rewrite.source_file import split_lines
-from warp_rewrite.static_module import StaticModule
+from warp_rewrite.cli.hazards import launched_kernel
+from warp_rewrite.cli.lint import Finding, _launch_call, noqa_lines, noqa_of, rule_url, suppressed
+from warp_rewrite.cli.main import main
+from warp_rewrite.cli.source_file import split_lines
+from warp_rewrite.cli.static_module import StaticModule
 
 REPO = Path(__file__).parents[2]
 WP_REWRITE = Path(sys.executable).with_name("wp-rewrite")
@@ -760,7 +760,7 @@ def test_check_imports_neither_warp_nor_numpy(tmp_path):
     path = tmp_path / "kernels.py"
     path.write_text(FOUR_CODES)
     code = (
-        "import sys\nfrom warp_rewrite.cli import main\n"
+        "import sys\nfrom warp_rewrite.cli.main import main\n"
         f"main(['--check', {str(path)!r}, '-q', '--exit-zero'])\n"
         "print(sorted({'warp', 'numpy'} & set(sys.modules)))\n"
     )

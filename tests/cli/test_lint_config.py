@@ -15,7 +15,7 @@ import warp as wp
 
 from tests.support.emitted import import_file, run_cli, through
 from tests.support.harness import Case, check, f64, i32
-from warp_rewrite.import_placement import DEFAULT_LINE_LENGTH, LintConfig
+from warp_rewrite.cli.import_placement import DEFAULT_LINE_LENGTH, LintConfig
 
 HELPERS = """import warp as wp
 

@@ -10,8 +10,8 @@ import tempfile
 
 import pytest
 
-from warp_rewrite.cli import main
-from warp_rewrite.lint import CODES
+from warp_rewrite.cli.lint import CODES
+from warp_rewrite.cli.main import main
 
 
 def run_cli(capsys, *argv) -> tuple[int, str, str]:

@@ -1,4 +1,4 @@
-"""rewrite/scopes.py: the functions and classes around a node, found by following positions down from its
+"""rewrite/cli/scopes.py: the functions and classes around a node, found by following positions down from its
 top-level statement, are those its chain of parents gives; a node positions do not lead to is still found.
 
 Nothing here imports Warp.
@@ -7,9 +7,9 @@ Nothing here imports Warp.
 import ast
 from pathlib import Path
 
+from warp_rewrite.cli.scopes import Scope
+from warp_rewrite.cli.static_module import StaticModule
 from warp_rewrite.passes.syntax import parent_map, walk
-from warp_rewrite.scopes import Scope
-from warp_rewrite.static_module import StaticModule
 
 SOURCE = """import warp as wp
 x = 1; make = lambda f=lambda: 0: f

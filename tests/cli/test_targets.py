@@ -12,9 +12,9 @@ import warp as wp
 
 from tests.support.emitted import import_file
 from tests.support.harness import Case, check, f64, i32, original_or
-from warp_rewrite import cli
-from warp_rewrite.cli import main
-from warp_rewrite.emit import RUNTIME_FOLDER
+from warp_rewrite.cli import main as cli
+from warp_rewrite.cli.emit import RUNTIME_FOLDER
+from warp_rewrite.cli.main import main
 
 N = 6
 X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1])

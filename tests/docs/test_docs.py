@@ -20,8 +20,8 @@ import pytest
 import warp as wp
 
 import warp_rewrite
-from warp_rewrite.cli import _parser, main, parse_arguments
-from warp_rewrite.lint import CODES, rule_url
+from warp_rewrite.cli.lint import CODES, rule_url
+from warp_rewrite.cli.main import _parser, main, parse_arguments
 
 REPO = Path(__file__).parents[2]
 README = REPO / "README.md"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from warp_rewrite import RewriteError, wp_rewrite
-from warp_rewrite.cli import main
+from warp_rewrite.cli.main import main
 from warp_rewrite.passes.fence import BY_NAME, FORMS, UNSUPPORTED, Kind, form_list, target_kind
 
 KERNELS = """import warp as wp

@@ -32,3 +32,17 @@ def test_importing_the_passes_loads_no_runtime_and_leaves_warp_alone():
     seen = json.loads(run.stdout.strip().splitlines()[-1])
     assert seen["runtime"] == [] and seen["launch_untouched"] and seen["new_warp_names"] == []
     assert len(seen["passes"]) == len(list((REPO / "passes").glob("[!_]*.py")))
+
+
+API_IMPORTS = """
+import json, sys
+import warp_rewrite
+from warp_rewrite import rewrite_launches, wp_rewrite
+print(json.dumps(sorted(name for name in sys.modules if name.startswith("warp_rewrite.cli"))))
+"""
+
+
+def test_the_api_loads_nothing_of_the_command_line():
+    """The folders are the layers: ``rewrite/`` (API and shared pipeline) never reaches into ``rewrite/cli/``."""
+    run = subprocess.run([sys.executable, "-c", API_IMPORTS], capture_output=True, text=True, cwd=REPO, check=True)
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == []

@@ -14,7 +14,7 @@ import sys
 import pytest
 from trees import NEWTON, check, require
 
-from warp_rewrite.cli import FINDINGS, OK, main
+from warp_rewrite.cli.main import FINDINGS, OK, main
 
 # Newton's [tool.ruff] settings (pyproject.toml of github.com/newton-physics/newton) that the emitted lines meet.
 NEWTON_RUFF = """[tool.ruff]

@@ -22,7 +22,7 @@ from outcomes import CRASH, ORIGINAL_FAILS, REFUSED, REWRITTEN, Outcome
 from through_api import import_quietly
 from trees import Tree, module_name
 
-from warp_rewrite.cli import main
+from warp_rewrite.cli.main import main
 
 WAY = "wp-rewrite"
 HERE = Path(__file__).parent

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from warp_rewrite.cli import main
+from warp_rewrite.cli.main import main
 
 
 @dataclass(frozen=True)

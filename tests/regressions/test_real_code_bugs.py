@@ -14,7 +14,7 @@ import warp as wp
 
 from tests.support import harness
 from tests.support.harness import Case, check, f64, i32
-from warp_rewrite.cli import main
+from warp_rewrite.cli.main import main
 
 X = np.array([0.7, 1.3, 1.9, 0.4, 0.6, 1.1])
 N = len(X)

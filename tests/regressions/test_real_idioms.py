@@ -13,7 +13,7 @@ import warp as wp
 from tests.support import harness, idioms, idioms_buffers_in, idioms_buffers_out, idioms_future, idioms_structs
 from tests.support.harness import Case, check, f64, i32
 from warp_rewrite import RewriteError, launch, wp_rewrite
-from warp_rewrite.cli import main
+from warp_rewrite.cli.main import main
 
 N = 6
 X = np.array([0.7, 1.3, 1.9, 0.4, 0.6, 1.1])

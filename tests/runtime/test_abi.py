@@ -16,7 +16,7 @@ import warp as wp
 
 import warp_rewrite
 import warp_rewrite.runtime
-from warp_rewrite.cli import main
+from warp_rewrite.cli.main import main
 from warp_rewrite.runtime import abi
 
 SMALL = """import warp as wp

@@ -16,7 +16,7 @@ import warp as wp
 
 from tests.support import harness
 from tests.support.harness import Case, check
-from warp_rewrite.cli import main
+from warp_rewrite.cli.main import main
 
 
 def zeros(shape, dtype=wp.float64):

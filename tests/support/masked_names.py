@@ -1,4 +1,4 @@
-"""The invariant of ``--check``'s scanner (``rewrite/elision.py``): its masked code, strings and comments taken out,
+"""The invariant of ``--check``'s scanner (``rewrite/cli/elision.py``): its masked code, strings and comments taken out,
 still names every name the file's syntax tree has, since every check that reads a left-out or unparsed file reads
 the masked code. (An f-string's fields are code: a review found a launch hidden in one.)"""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import re
 
-from warp_rewrite.elision import elide
+from warp_rewrite.cli.elision import elide
 
 _WORD = re.compile(r"\w+")
 

@@ -21,7 +21,7 @@ are generated again, as a deleted block is. Every write goes to a temporary file
 failed write leaves the target as it was.
 
 Check mode reports, without importing or running anything, every use of an atomic's returned value, with the
-codes of ``warp_rewrite.lint`` (``WR001``-``WR006`` by default, ``WR101``/``WR102`` informational), ruff's way:
+codes of ``warp_rewrite.cli.lint`` (``WR001``-``WR006`` by default, ``WR101``/``WR102`` informational), ruff's way:
 ``# noqa`` and ``# noqa: WR001`` on the reported line, ``--select``/``--ignore``/``--extend-select`` with codes or
 prefixes (``WR00``, ``ALL``), three output formats, a summary line on stderr.
 
@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from warp_rewrite.lint import (
+from warp_rewrite.cli.lint import (
     DEFAULT_SELECT,
     Checker,
     Finding,
@@ -62,13 +62,13 @@ from warp_rewrite.lint import (
     suppressed,
     syntax_error,
 )
+from warp_rewrite.cli.project import Project
+from warp_rewrite.cli.source_file import ParseError, SourceFile
+from warp_rewrite.cli.static_module import StaticModule
 from warp_rewrite.passes.naming import RUNTIME_FOLDER
-from warp_rewrite.project import Project
-from warp_rewrite.source_file import ParseError, SourceFile
-from warp_rewrite.static_module import StaticModule
 
 if TYPE_CHECKING:  # the rewrite mode's modules import Warp (about a second): --check never loads them
-    from warp_rewrite.emit import Emitted
+    from warp_rewrite.cli.emit import Emitted
 
 OK, FINDINGS, USAGE, BROKEN_PIPE = 0, 1, 2, 141
 FORMATS = ("concise", "json", "github")
@@ -622,7 +622,7 @@ def _rewrite_file(args: argparse.Namespace, target: Target, runtimes: set[Path],
     source = _read(source_path, display)
     # Through a symbolic link, the file it points to is written, and Python finds the runtime beside that one.
     folder = (output.resolve() if output is not None and output.is_symlink() else output or source_path).parent
-    from warp_rewrite.emit import emit_module
+    from warp_rewrite.cli.emit import emit_module
 
     try:
         emitted = emit_module(

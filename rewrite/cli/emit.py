@@ -24,30 +24,37 @@ from pathlib import Path
 from typing import Any
 
 from warp_rewrite import pipeline, runtime
-from warp_rewrite.call_edits import Edit, Offsets, apply_edits, construction_edits, launch_edits
-from warp_rewrite.hazards import HazardFinder, Unknown
-from warp_rewrite.import_placement import LintConfig, NewImport, Sections, after_imports, helper_import_lines, placement
-from warp_rewrite.layout import laid_out, quoted
-from warp_rewrite.markers import begin_marker, end_marker
-from warp_rewrite.passes import dtypes
-from warp_rewrite.passes.naming import RUNTIME_FOLDER, RUNTIME_NAME, Namer
-from warp_rewrite.passes.syntax import Located, end_line, walk
-from warp_rewrite.passes.two_phase import ModuleNames
-from warp_rewrite.pipeline import GeneratedKernel, RewriteOptions
-from warp_rewrite.printing import WIDTH, string_lines
-from warp_rewrite.project import SEARCHED, Project, Unfollowed
-from warp_rewrite.runtime import RewriteError
-from warp_rewrite.runtime.abi import RuntimeNames
-from warp_rewrite.source_file import Imported, Region, module_level
-from warp_rewrite.staleness import MadeFrom, made_from, option_flags, stale
-from warp_rewrite.static_frontend import (
+from warp_rewrite.cli.call_edits import Edit, Offsets, apply_edits, construction_edits, launch_edits
+from warp_rewrite.cli.hazards import HazardFinder, Unknown
+from warp_rewrite.cli.import_placement import (
+    LintConfig,
+    NewImport,
+    Sections,
+    after_imports,
+    helper_import_lines,
+    placement,
+)
+from warp_rewrite.cli.layout import laid_out, quoted
+from warp_rewrite.cli.markers import begin_marker, end_marker
+from warp_rewrite.cli.project import SEARCHED, Project, Unfollowed
+from warp_rewrite.cli.source_file import Imported, Region, module_level
+from warp_rewrite.cli.staleness import MadeFrom, made_from, option_flags, stale
+from warp_rewrite.cli.static_frontend import (
     HelperImport,
     StaticFrontend,
     StaticUnit,
     construction_options,
     construction_problem,
 )
-from warp_rewrite.static_module import StaticModule
+from warp_rewrite.cli.static_module import StaticModule
+from warp_rewrite.passes import dtypes
+from warp_rewrite.passes.naming import RUNTIME_FOLDER, RUNTIME_NAME, Namer
+from warp_rewrite.passes.syntax import Located, end_line, walk
+from warp_rewrite.passes.two_phase import ModuleNames
+from warp_rewrite.pipeline import GeneratedKernel, RewriteOptions
+from warp_rewrite.printing import WIDTH, string_lines
+from warp_rewrite.runtime import RewriteError
+from warp_rewrite.runtime.abi import RuntimeNames
 
 
 @dataclass

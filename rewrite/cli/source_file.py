@@ -13,8 +13,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TypeVar
 
-from warp_rewrite.elision import ElidedBody
-from warp_rewrite.markers import has_markers, read_begin, read_end
+from warp_rewrite.cli.elision import ElidedBody
+from warp_rewrite.cli.markers import has_markers, read_begin, read_end
 from warp_rewrite.passes.atomics import ATOMIC_OPS, WarpNames
 from warp_rewrite.passes.syntax import Located, walk
 
@@ -190,7 +190,7 @@ class SourceModule:
     imported: dict[str, Imported]
     regions: list[Region]
     encoding: str = "utf-8"
-    # The bodies ``--check`` left out of the tree (``warp_rewrite.elision``), by the line of their ``def``.
+    # The bodies ``--check`` left out of the tree (``warp_rewrite.cli.elision``), by the line of their ``def``.
     elided: dict[int, ElidedBody] = field(default_factory=dict)
 
     @classmethod

@@ -1,15 +1,15 @@
 """Which helpers a kernel's calls reach that consume an atomic's return, and which calls cannot be followed: what
-``--check`` reports (``warp_rewrite.lint``) and what the rewrite mode decides which kernels to rewrite by
-(``warp_rewrite.emit``). Found across the project's files without importing them."""
+``--check`` reports (``warp_rewrite.cli.lint``) and what the rewrite mode decides which kernels to rewrite by
+(``warp_rewrite.cli.emit``). Found across the project's files without importing them."""
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
 
-from warp_rewrite.project import Project, Unfollowed, Unresolved
-from warp_rewrite.source_file import position
-from warp_rewrite.static_module import StaticModule
+from warp_rewrite.cli.project import Project, Unfollowed, Unresolved
+from warp_rewrite.cli.source_file import position
+from warp_rewrite.cli.static_module import StaticModule
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import warp as wp
 
 from warp_rewrite import runtime
-from warp_rewrite.hazards import launched_kernel
+from warp_rewrite.cli.hazards import launched_kernel
+from warp_rewrite.cli.static_module import StaticModule
 from warp_rewrite.passes.syntax import end_column, end_line
-from warp_rewrite.static_module import StaticModule
 
 
 def _launch_signature() -> tuple[int, frozenset[str] | None]:

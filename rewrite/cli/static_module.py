@@ -10,12 +10,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import TypeGuard
 
-from warp_rewrite.elision import ElidedBody, Elision, elide
-from warp_rewrite.markers import has_markers
+from warp_rewrite.cli.elision import ElidedBody, Elision, elide
+from warp_rewrite.cli.markers import has_markers
+from warp_rewrite.cli.scopes import Scope, ScopedModule, own_returns, own_statements
+from warp_rewrite.cli.source_file import Region, module_level, position, read_imports
 from warp_rewrite.passes.atomics import AtomicCall, find_atomic_calls, find_consumed_tile_atomics
 from warp_rewrite.passes.syntax import end_line, walk
-from warp_rewrite.scopes import Scope, ScopedModule, own_returns, own_statements
-from warp_rewrite.source_file import Region, module_level, position, read_imports
 
 _REWRITE = "KernelRewrite"  # the runtime's class that a constructed kernel's block binds (warp_rewrite.runtime)
 
@@ -104,7 +104,7 @@ class StaticModule(ScopedModule):
     def parse_for_check(
         cls, path: Path, display: str, text: str, encoding: str = "utf-8", needs: tuple[str, ...] = ()
     ) -> StaticModule | None:
-        """The file parsed without the bodies no check reads (``warp_rewrite.elision``) where the tree confirms it,
+        """The file parsed without the bodies no check reads (``warp_rewrite.cli.elision``) where the tree confirms it,
         else in full. A file with generated blocks is parsed in full (their staleness reads every line). None,
         not parsed, where ``needs`` is given and the code (strings and comments masked) has none of its words."""
         elision = None if has_markers(text) else elide(text)

@@ -9,10 +9,10 @@ import inspect
 from dataclasses import dataclass
 from types import ModuleType
 
-from warp_rewrite.hazards import HazardFinder, ReachedHelper
-from warp_rewrite.project import Unfollowed
-from warp_rewrite.source_file import Region
-from warp_rewrite.static_module import StaticModule
+from warp_rewrite.cli.hazards import HazardFinder, ReachedHelper
+from warp_rewrite.cli.project import Unfollowed
+from warp_rewrite.cli.source_file import Region
+from warp_rewrite.cli.static_module import StaticModule
 
 
 def _fingerprints() -> ModuleType:

@@ -11,10 +11,10 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from warp_rewrite.cli.scopes import PYTHON_BUILTINS, Scope, own_returns, own_statements
+from warp_rewrite.cli.source_file import Imported, ParseError, SourceFile, display_path
+from warp_rewrite.cli.static_module import StaticModule
 from warp_rewrite.passes.syntax import walk
-from warp_rewrite.scopes import PYTHON_BUILTINS, Scope, own_returns, own_statements
-from warp_rewrite.source_file import Imported, ParseError, SourceFile, display_path
-from warp_rewrite.static_module import StaticModule
 
 _NOT_FOLLOWED = frozenset({"warp", "numpy", "typing", "math"})
 # Where ``Project.module_file`` looks, as the messages about a file not found say it.

@@ -33,15 +33,15 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
-from warp_rewrite.elision import ElidedBody
-from warp_rewrite.hazards import HazardFinder, Unknown, launched_kernel
+from warp_rewrite.cli.elision import ElidedBody
+from warp_rewrite.cli.hazards import HazardFinder, Unknown, launched_kernel
+from warp_rewrite.cli.project import SEARCHED, Project, Unfollowed
+from warp_rewrite.cli.scopes import Scope
+from warp_rewrite.cli.source_file import ParseError, Region
+from warp_rewrite.cli.staleness import stale
+from warp_rewrite.cli.static_module import StaticModule
 from warp_rewrite.passes.atomics import TILE_ATOMIC_RETURN
 from warp_rewrite.passes.syntax import called_name, walk
-from warp_rewrite.project import SEARCHED, Project, Unfollowed
-from warp_rewrite.scopes import Scope
-from warp_rewrite.source_file import ParseError, Region
-from warp_rewrite.staleness import stale
-from warp_rewrite.static_module import StaticModule
 
 _WRONG = "gradients through it are wrong in plain Warp"
 _REWRITE = "run wp-rewrite on this file, or launch wp_rewrite({name}) (enable_backward=False if it needs no gradient)"

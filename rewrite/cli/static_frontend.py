@@ -18,15 +18,15 @@ from typing import Any
 
 import warp as wp
 
+from warp_rewrite.cli.project import Project
+from warp_rewrite.cli.scopes import PYTHON_BUILTINS
+from warp_rewrite.cli.source_file import Imported, module_level
+from warp_rewrite.cli.static_module import Construction, StaticModule
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import WarpNames
 from warp_rewrite.passes.syntax import Located, walk
 from warp_rewrite.passes.two_phase import ModuleNames
-from warp_rewrite.project import Project
 from warp_rewrite.runtime import RewriteError
-from warp_rewrite.scopes import PYTHON_BUILTINS
-from warp_rewrite.source_file import Imported, module_level
-from warp_rewrite.static_module import Construction, StaticModule
 
 _ARRAYS = ("array", "array1d", "array2d", "array3d", "array4d", "indexedarray", "fabricarray", "indexedfabricarray")
 

@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from warp_rewrite.layout import QuoteStyle
+from warp_rewrite.cli.layout import QuoteStyle
+from warp_rewrite.cli.source_file import module_level
 from warp_rewrite.passes.syntax import end_column, end_line
 from warp_rewrite.printing import WIDTH
-from warp_rewrite.source_file import module_level
 
 if TYPE_CHECKING:
-    from warp_rewrite.static_frontend import HelperImport
-    from warp_rewrite.static_module import StaticModule
+    from warp_rewrite.cli.static_frontend import HelperImport
+    from warp_rewrite.cli.static_module import StaticModule
 
 FUTURE, STANDARD, THIRD_PARTY, FIRST_PARTY, RELATIVE = range(5)
 
