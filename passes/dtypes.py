@@ -102,6 +102,30 @@ def source(dtype: Any, warp_alias: str) -> str | None:
     return f"{warp_alias}.types.{constructor}(dtype={scalar})"
 
 
+def is_exported(dtype: Any) -> bool:
+    """Is ``dtype`` a value type Warp exports by name (``wp.float32``, ``wp.vec3d``, ``wp.transformf``)?"""
+    name = getattr(dtype, "__name__", None)
+    return bool(name) and getattr(wp, name, None) is dtype and warp_types.type_is_value(dtype)
+
+
+def exported(dtype: Any) -> Any:
+    """The type Warp exports by name that equals ``dtype`` (``wp.vec3f`` for ``wp.types.vector(3, wp.float32)``), else
+    ``dtype`` itself: Warp matches value types by shape and scalar type, not class."""
+    if is_exported(dtype) or not warp_types.type_is_value(dtype):
+        return dtype
+    return _EXPORTED_VALUE_TYPES.get(
+        (getattr(dtype, "_wp_generic_type_hint_", None), _shape(dtype), _scalar(dtype)), dtype
+    )
+
+
+def _shape(dtype: Any) -> tuple[int, ...]:
+    return tuple(getattr(dtype, "_shape_", ()))
+
+
+def _scalar(dtype: Any) -> Any:
+    return getattr(dtype, "_wp_scalar_type_", dtype)
+
+
 def has_source(dtype: Any) -> bool:
     """Can generated code name ``dtype`` (see ``source``)? Not a generic one (None), nor a struct."""
     return source(dtype, "wp") is not None
@@ -112,4 +136,11 @@ _CONSTRUCTORS: dict[Any, str] = {
     warp_types.Matrix: "matrix",
     warp_types.Quaternion: "quaternion",
     warp_types.Transformation: "transformation",
+}
+
+# Warp's exported value types by what Warp matches them on (see ``exported``).
+_EXPORTED_VALUE_TYPES: dict[tuple[Any, tuple[int, ...], Any], Any] = {
+    (getattr(kind, "_wp_generic_type_hint_", None), _shape(kind), _scalar(kind)): kind
+    for name in dir(wp)
+    if isinstance(kind := getattr(wp, name), type) and is_exported(kind) and not warp_types.type_is_generic(kind)
 }

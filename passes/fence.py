@@ -1,7 +1,8 @@
 """The language fence: the forms of Warp code the rewrite accepts, in one table (``FORMS``), and the visitor that
 refuses every other form before any stage transforms the kernel.
 
-A kernel that consumes no atomic's return needs no rewrite and runs as plain Warp: the fence leaves it alone. In
+A kernel that consumes no atomic's return and holds no loop Warp's backward replays wrong (``passes.loop_hazards``)
+needs no rewrite and runs as plain Warp: the fence leaves it alone. In
 one that does, the fence walks the kernel and every helper it reaches and names the table's form of each statement,
 assignment target, call and control-flow construct. A refused form, or one the table does not know, is a
 ``Refusal`` naming the form and saying what to do. The fuzzer (tests/fuzz) draws its kernels from the same table,
@@ -20,6 +21,7 @@ from warp_rewrite.passes.atomics import TILE_ATOMIC_PREFIX, TILE_ATOMIC_RETURN, 
 from warp_rewrite.passes.dataflow import rebound_locals
 from warp_rewrite.passes.memory import index_count
 from warp_rewrite.passes.plan_types import Frontend, Unit
+from warp_rewrite.passes.read_back import Analysis
 from warp_rewrite.passes.refusals import Refusal
 from warp_rewrite.passes.syntax import Located, called_name, parent_map, walk
 
@@ -185,9 +187,9 @@ class Fence:
 
     def check(self) -> None:
         """Refuse the first node, in source order, of a refused or unknown form, in a kernel that consumes an
-        atomic's return (any other kernel runs as plain Warp)."""
+        atomic's return or holds a loop Warp's backward replays wrong (any other kernel runs as plain Warp)."""
         units = self.reached()
-        if not any(self._consumes(unit) for unit in units):
+        if not any(self._consumes(unit) or self._replayed_wrong(unit) for unit in units):
             return
         for unit in units:
             for node, form in self.forms(unit):
@@ -210,6 +212,10 @@ class Fence:
         if any(call.consumed for call in find_atomic_calls(unit.tree, self.frontend.warp_names(unit))):
             return True
         return any(form is BY_NAME["tile atomic, return used"] for _, form in self.forms(unit))
+
+    def _replayed_wrong(self, unit: Unit) -> bool:
+        """Does the function hold a loop Warp's backward replays wrong (``passes.loop_hazards``)?"""
+        return bool(Analysis(unit, self.frontend).loop_hazards)
 
     def forms(self, unit: Unit) -> list[tuple[ast.AST, Form | None]]:
         """Each node of the function's body with its form (None: none in the table), in source order; nodes that

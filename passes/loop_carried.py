@@ -26,6 +26,7 @@ class CarriedLocals:
     into_iterations: frozenset[str]  # read by a later iteration before it assigns them (and set before the loop)
     out_of_loop: frozenset[str]  # read, where the loop's value reaches them, after the loop
     updated_only: frozenset[str]  # of those, the ones the loop changes only one component at a time
+    assigned_in_loop_only: frozenset[str]  # of those carried out, the ones no assignment before the loop reaches
 
 
 @dataclass
@@ -91,7 +92,8 @@ class LoopFlow:
             if self._reaching[p] & inside & self._bits[name]
         }
         whole = {name for p in own for name in self.defines[p] - self.updates[p]}  # assigned whole somewhere
-        return CarriedLocals(frozenset(into), frozenset(out), frozenset((into | out) - whole))
+        inside_only = {name for name in out if not at_head & ~inside & self._bits[name]}
+        return CarriedLocals(frozenset(into), frozenset(out), frozenset((into | out) - whole), frozenset(inside_only))
 
     # --- the graph ------------------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ import ast
 import dataclasses
 import itertools
 from collections.abc import Callable
+from typing import Any
 
 from warp_rewrite.passes import dtypes, memory
 from warp_rewrite.passes.atomics import AtomicCall, WarpNames, positional_arguments
@@ -60,13 +61,14 @@ class Planner(MemoryAccesses):
         self.marks: dict[str, str] = {}
         self.pools: frozenset[str] = frozenset()
         self._consuming: dict[int, bool] = {}
+        self._replayed_wrong: dict[int, bool] = {}
         self.loop_ids = itertools.count()
         self.loops: list[Loop] = []
         self.sites: list[Site] = []
 
     def plan(self) -> KernelPlan:
         namer = self.namer
-        if not self._consumes(self.kernel, set()):
+        if not self._consumes(self.kernel, set()) and not self._has_loop_hazards(self.kernel, set()):
             return KernelPlan(FunctionPlan(self.kernel, self.kernel.name), [], [])  # nothing to record
         identity = {p: p for p in self.params}
         self.narrowed = self._narrowed_types()
@@ -129,6 +131,8 @@ class Planner(MemoryAccesses):
         relevant: list[ast.expr | ast.stmt] = [_statement_or_call(c) for c in recorded]
         relevant += [helper_call.call for helper_call in helper_calls if helper_call.records]
         relevant += [node for node, _ in reads] + list(opaque)
+        # Loops Warp's backward replays wrong on their own: each gets a Loop, as do the loops around it.
+        relevant += [hazard.loop.body[0] for hazard in facts.loop_hazards if not hidden(hazard.loop)]
         for node in sorted(relevant, key=lambda n: (n.lineno, n.col_offset)):
             for loop in _enclosing(node, parents, unit.tree):
                 if loop not in loops:
@@ -413,9 +417,27 @@ class Planner(MemoryAccesses):
                     continue
                 paths = self._bind(unit, node, helper, path_of)
                 records = self._consumes(helper, set()) or self._reads_written(helper, paths, set())
+                records = records or self._has_loop_hazards(helper, set())
                 if records or self._updates_written(helper, paths, set()):
                     found.append(HelperCall(node, helper, records))
         return sorted(found, key=lambda found: (found.call.lineno, found.call.col_offset))
+
+    def _has_loop_hazards(self, unit: Unit, seen: set[int]) -> bool:
+        """Does the function hold a loop Warp's backward replays wrong (``passes.loop_hazards``), itself or in a
+        helper it calls?"""
+        key = id(unit.tree)
+        if key in self._replayed_wrong:
+            return self._replayed_wrong[key]
+        if key in seen:
+            return False
+        seen.add(key)
+        facts = self.analysis(unit)
+        found = bool(facts.loop_hazards) or any(
+            helper is not None and self._has_loop_hazards(helper, seen)
+            for helper in (self.resolve_helper(unit, call) for call in facts.calls)
+        )
+        self._replayed_wrong[key] = found
+        return found
 
     def _consumes(self, unit: Unit, seen: set[int]) -> bool:
         """Does the function consume an atomic's return, itself or in a helper it calls?"""
@@ -473,25 +495,49 @@ def _static_trips(loop: ast.For) -> int | None:
 
 def _carried(
     unit: Unit, loop: ast.For | ast.While, facts: Analysis
-) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """Locals the loop changes that later iterations read, and those code after the loop reads: (name, dtype)."""
-    kinds = facts.kinds
+) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+    """Locals the loop changes that later iterations read, and those code after the loop reads: (name, Warp type)."""
     carried = facts.flow.carried(loop)
     into, out = carried.into_iterations, carried.out_of_loop
     if unrolled_by_warp(loop, facts.frontend.max_unroll):
         # Unrolled, the loop is straight code to Warp's backward: a value changed one component at a time is then
-        # no concern (the refusal of other floats predates this reasoning, and stays).
+        # no concern.
         into, out = into - carried.updated_only, out - carried.updated_only
-    for name in sorted((into | out) - kinds.keys()):
-        raise Refusal(
-            unit,
-            loop,
-            f"'{name}' is changed in a loop around a consumed atomic and read by later iterations or after the loop, "
-            "and is not an int",
-            "Warp's backward replays such loops with loop-carried values it does not keep: keep such state in an int, "
-            "or move the float computation out of the loop",
-        )
-    return [(n, kinds[n]) for n in sorted(into)], [(n, kinds[n]) for n in sorted(out)]
+    types = {**facts.value_types, **facts.kinds}
+    for name in sorted(into | out):
+        kind = types.get(name)
+        if kind is None:
+            raise Refusal(
+                unit,
+                loop,
+                f"the Warp type of '{name}', which this loop carries to later iterations or past its end, cannot be "
+                "told from the source (the replay restores it from a record of that type)",
+                f"Give '{name}' its type where it is first assigned, before the loop: {name} = wp.float32(...), "
+                f"wp.vec3(...), int(...)",
+            )
+        if not (dtypes.is_int(kind) or kind is dtypes.BOOL or dtypes.is_exported(kind)):
+            raise Refusal(
+                unit,
+                loop,
+                f"'{name}', which this loop carries to later iterations or past its end, is a "
+                f"{getattr(kind, '__name__', kind)}: the replay restores carried locals of Warp's scalar, vector, "
+                "matrix, quaternion and transform types",
+                "Carry the struct's fields in locals of their own",
+            )
+        if (
+            name in out - into
+            and name in carried.assigned_in_loop_only
+            and not dtypes.is_int(kind)
+            and kind is not dtypes.BOOL
+        ):
+            raise Refusal(
+                unit,
+                loop,
+                f"'{name}' is first assigned inside this loop and read after it: Warp's backward loses its gradient "
+                "(it zeroes the adjoints of a loop's own locals at each replayed trip)",
+                f"Assign '{name}' before the loop, with its type: {name} = {dtypes.source(kind, 'wp')}(...)",
+            )
+    return [(n, types[n]) for n in sorted(into)], [(n, types[n]) for n in sorted(out)]
 
 
 def _enclosing(node: ast.AST, parents: dict[ast.AST, ast.AST], root: ast.AST) -> list[ast.For | ast.While]:

@@ -98,16 +98,21 @@ def is_int_path(frontend: Frontend, path: str, narrowed: dict[str, Any] | None =
 
 @dataclass(frozen=True)
 class Carried:
-    """An int a loop changes and later code reads, kept in records for the replay (``Loop.carried``)."""
+    """A local a loop changes and later code reads, kept in records for the replay (``Loop.carried``)."""
 
     local: str
     records: str
-    dtype: Any  # passes.dtypes.INT or BOOL
+    dtype: Any  # its Warp type: an int or bool is restored plainly, any other value with its gradient passed on
+
+    @property
+    def has_gradient(self) -> bool:
+        return not (dtypes.is_int(self.dtype) or self.dtype is dtypes.BOOL)
 
 
 @dataclass(frozen=True)
 class Loop:
-    """A loop with a consumed atomic somewhere inside (possibly in a called helper)."""
+    """A loop the replay runs from records: one with a consumed atomic somewhere inside (possibly in a called helper),
+    or one Warp's backward replays wrong on its own (``passes.loop_hazards``), and the loops around them."""
 
     node: ast.For | ast.While
     id: int  # index into the launch's trip arrays
@@ -121,9 +126,9 @@ class Loop:
     jumps: bool = False  # the body has its own break or continue
     opaque: bool = False  # nothing differentiable inside: the replay skips it (see passes.plan.Planner._opaque_loops)
     active: str = ""  # replay: flag lowering break/continue, which Warp's reverse pass mishandles
-    # Ints a loop changes: read by later iterations (kept at each iteration's start) or after the loop (kept at
-    # its exit). Warp's backward replays loop bodies with loop-carried locals at their final values, so the replay
-    # kernel restores them from these records.
+    # Locals a loop changes: read by later iterations (kept at each iteration's start) or after the loop (kept at
+    # its exit). Warp's backward replays loop bodies with loop-carried locals at other values, so the replay kernel
+    # restores them from these records.
     carried_in: tuple[Carried, ...] = ()
     carried: tuple[Carried, ...] = ()
 

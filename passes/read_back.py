@@ -15,9 +15,11 @@ from warp_rewrite.passes.atomics import AtomicCall, find_atomic_calls, find_augm
 from warp_rewrite.passes.dataflow import argument_path, is_view, path_parts, rebound_locals, single_assignments
 from warp_rewrite.passes.int_types import IntLocals
 from warp_rewrite.passes.loop_carried import LoopFlow
+from warp_rewrite.passes.loop_hazards import LoopHazard, loop_hazards
 from warp_rewrite.passes.plan_types import Frontend, FunctionPlan, Unit, array_at, is_int_path
 from warp_rewrite.passes.refusals import Refusal
 from warp_rewrite.passes.syntax import called_name, parent_map, walk
+from warp_rewrite.passes.value_types import ValueTypes
 
 
 class Analysis:
@@ -80,8 +82,24 @@ class Analysis:
         return IntLocals(self.tree, self.parameter_types, self.nodes, local_types, call_types).locals
 
     @functools.cached_property
+    def value_types(self) -> dict[str, Any]:
+        """The Warp types of the function's locals, where they can be told (``passes.value_types``)."""
+        local_types = self.frontend.local_types(self.unit)
+
+        def declared(call: ast.Call) -> Any:
+            helper = self.frontend.resolve_helper(self.unit, call)
+            return None if helper is None else self.frontend.return_type(helper)
+
+        return ValueTypes(self.tree, self.names, self.parameter_types, self.nodes, local_types, declared).locals
+
+    @functools.cached_property
     def flow(self) -> LoopFlow:
         return LoopFlow(self.tree, self.holds_a_value)
+
+    @functools.cached_property
+    def loop_hazards(self) -> list[LoopHazard]:
+        """The loops of the function Warp's backward replays wrong (``passes.loop_hazards``)."""
+        return loop_hazards(self.tree, self.flow, self.frontend.max_unroll)
 
     def holds_a_value(self, name: str) -> bool:
         """Does ``name`` hold a value (a vector, matrix or struct the function makes or reads), which a store into a

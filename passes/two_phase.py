@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import positional_arguments
 from warp_rewrite.passes.layout import RecordParam
-from warp_rewrite.passes.plan_types import FunctionPlan, KernelPlan, Loop, Site, needs_forward_twin
+from warp_rewrite.passes.plan_types import Carried, FunctionPlan, KernelPlan, Loop, Site, needs_forward_twin
 from warp_rewrite.passes.syntax import called_name, walk
 
 if TYPE_CHECKING:  # the passes import no runtime: the ABI's names come in through ModuleNames
@@ -376,7 +376,7 @@ class PhaseWriter(ast.NodeTransformer):
         return runtime.record_if_room if self.settings.may_outgrow.intersection(loops) else runtime.record_returned
 
     def _iteration_start(self, loop: Loop, iteration: str) -> list[ast.stmt]:
-        """The iteration's coordinate, then its loop-carried ints recorded (or, replaying, restored)."""
+        """The iteration's coordinate, then its loop-carried locals recorded (or, replaying, restored)."""
         coordinate = f"{self.coordinate} * {self.settings.capacities[loop.id]} + {iteration}"
         statements = [_stmt(f"{loop.coordinate} = {coordinate}")]
         for carried in loop.carried_in:
@@ -384,8 +384,17 @@ class PhaseWriter(ast.NodeTransformer):
                 recorder = self._recorder((*loop.outer_loops, loop.id))
                 statements.append(_stmt(f"{recorder}({carried.local}, {carried.records}, {loop.coordinate})"))
             else:
-                statements.append(_stmt(f"{carried.local} = {carried.records}[{loop.coordinate}]"))
+                statements.append(self._restored(carried, loop.coordinate))
         return statements
+
+    def _restored(self, carried: Carried, coordinate: str) -> ast.stmt:
+        """A carried local set back to the value the forward had (the replay): an int or bool read plainly (it has no
+        gradient), any other value through its carrier, which passes the gradient on to the local as the replay
+        holds it, so that the gradient flows through the loop from trip to trip as in the forward."""
+        if not carried.has_gradient:
+            return _stmt(f"{carried.local} = {carried.records}[{coordinate}]")
+        carrier = self._runtime.carrier(carried.dtype)
+        return _stmt(f"{carried.local} = {carrier}({carried.local}, {carried.records}, {coordinate})")
 
     def _visit_body(self, loop: Loop, body: list[ast.stmt]) -> list[ast.stmt]:
         outer, self.coordinate = self.coordinate, loop.coordinate
@@ -410,7 +419,7 @@ class PhaseWriter(ast.NodeTransformer):
             kept += [(carried.local, carried.records) for carried in loop.carried]
             recorder = self._recorder(loop.outer_loops)
             return [_stmt(f"{recorder}({name}, {records}, {self.coordinate})") for name, records in kept]
-        return [_stmt(f"{carried.local} = {carried.records}[{self.coordinate}]") for carried in loop.carried]
+        return [self._restored(carried, self.coordinate) for carried in loop.carried]
 
     def _report_trips(self, loop: Loop, trips: str) -> ast.stmt:
         """Tell the launch about an execution with more trips than the records have room for.

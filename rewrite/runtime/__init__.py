@@ -99,7 +99,8 @@ __all__ = [  # exactly the ABI's names (abi.EXPORTED), as a test checks
 
 
 def __getattr__(name: str) -> Any:
-    """Readers (``recorded_float32``, ``recorded_vec3d``, ...) are made when generated code first names them."""
+    """Readers (``recorded_float32``, ``carried_vec3d``, ...: ``abi.Reader``) are made when generated code first names
+    them."""
     made = device.reader(name)
     if made is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,7 +18,7 @@ import warp as wp
 from .errors import RewriteError
 
 __version__ = "0.3.0"
-ABI = 2  # the contract generated code is written against (see above); not the version, which changes more often
+ABI = 3  # the contract generated code is written against (see above); not the version, which changes more often
 
 
 class Op(str, enum.Enum):
@@ -61,7 +61,17 @@ class RecordKind(str, enum.Enum):
         return self.value
 
 
-READER_PREFIX = "recorded_"  # recorded_<Warp type>(records, index): the readers, made when code first names one
+class Reader(str, enum.Enum):
+    """The families of device functions generated code names by a record's Warp type (``recorded_float32``), each
+    made when code first names it: Warp allows custom gradients only for concrete types."""
+
+    RECORDED = "recorded_"  # recorded_<type>(records, index): a record read back, with no gradient
+    # carried_<type>(value, records, index): a local a loop carries, restored from its record in the replay; its
+    # gradient passes on to ``value``, the local as the replay has it, so that it flows from one trip to the next
+    CARRIED = "carried_"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass(frozen=True)
@@ -69,7 +79,8 @@ class RuntimeNames:
     """The names generated code calls in the runtime: the ABI's table (every field but ``alias``), each spelled as
     the generated code of one module spells it, after that module's name of the runtime (``alias``).
 
-    Besides these, generated code names only the readers ``recorded_<dtype>`` (``reader``). The code generators
+    Besides these, generated code names only the readers of records by dtype (``Reader``: ``recorded_<dtype>``,
+    ``carried_<dtype>``). The code generators
     (``warp_rewrite.passes.two_phase``, ``warp_rewrite.cli.emit``) get an instance through their settings and never
     spell a runtime name themselves; ``tests/conftest.py`` checks every kernel the suite generates against it.
     """
@@ -126,20 +137,33 @@ class RuntimeNames:
         return self.named(f"exact_{Op(op).value}")
 
     def reader(self, dtype: type) -> str | None:
-        """The reader of records of ``dtype`` (a Warp type), or None: such records are read plainly."""
-        name = reader_name(dtype)
+        """The reader of records of ``dtype`` (a Warp type), or None where there is none (a type Warp does not
+        export by name): such records are read plainly."""
+        name = reader_name(dtype, Reader.RECORDED)
         return f"{self.alias}.{name}" if name is not None else None
 
+    def carrier(self, dtype: type) -> str:
+        """The function restoring a loop's carried local of ``dtype`` (a Warp type Warp exports by name: the planner
+        refuses others) from its record, its gradient passed on (``Reader.CARRIED``)."""
+        name = reader_name(dtype, Reader.CARRIED)
+        assert name is not None, dtype
+        return f"{self.alias}.{name}"
 
-def reader_name(dtype: type) -> str | None:
-    """The runtime's name of the reader of records of ``dtype``, or None where ``dtype`` is not Warp's own type."""
-    return f"{READER_PREFIX}{dtype.__name__}" if getattr(wp, dtype.__name__, None) is dtype else None
+
+def reader_name(dtype: type, family: Reader = Reader.RECORDED) -> str | None:
+    """The runtime's name of the reader of ``family`` of records of ``dtype``, or None where ``dtype`` is not Warp's
+    own type."""
+    name = getattr(dtype, "__name__", "")
+    return f"{family}{name}" if name and getattr(wp, name, None) is dtype else None
 
 
-def reader_dtype(name: str) -> type | None:
-    """The Warp type whose records the reader ``name`` reads, or None if ``name`` names no reader."""
-    dtype = getattr(wp, name.removeprefix(READER_PREFIX), None) if name.startswith(READER_PREFIX) else None
-    return dtype if isinstance(dtype, type) and reader_name(dtype) == name else None
+def reader_of(name: str) -> tuple[Reader, type] | None:
+    """The family and Warp type of the reader ``name``, or None if ``name`` names no reader."""
+    for family in Reader:
+        dtype = getattr(wp, name.removeprefix(family), None) if name.startswith(family.value) else None
+        if isinstance(dtype, type) and reader_name(dtype, family) == name:
+            return family, dtype
+    return None
 
 
 # The table: what generated code calls in the runtime (besides the readers).

@@ -7,7 +7,7 @@ from typing import Any
 
 import warp as wp
 
-from .abi import reader_dtype
+from .abi import Reader, reader_of
 
 
 @wp.func
@@ -104,27 +104,42 @@ def flat_index(target: Any, i: int, j: int, k: int, l: int) -> int:  # noqa: F81
 
 
 def reader(name: str) -> wp.Function | None:
-    """The reader ``name`` (``recorded_<dtype>(records, index)``, see ``abi.reader_name``): a record read back in
-    the replay, with an empty gradient; None if ``name`` names no reader.
+    """The reader ``name`` (see ``abi.Reader``), or None if ``name`` names no reader.
 
-    Records never need a gradient, but a plain read would still cost the backward its adjoint. Warp allows
-    custom gradients only for concrete types, hence one reader per dtype, made on first use (see
-    the package's ``__getattr__``) in a Warp module of their own, so that making one never makes Warp compile another
-    module again.
+    ``recorded_<dtype>(records, index)``: a record read back in the replay, with an empty gradient: records never
+    need one, but a plain read would still cost the backward its adjoint. ``carried_<dtype>(value, records, index)``:
+    a local a loop Warp does not unroll carries, restored from its record, whose gradient passes on to ``value``
+    (the local as the replay holds it), so that it flows through the loop from one trip to the next as in the
+    forward. Warp allows custom gradients only for concrete types, hence one reader per dtype, made on first use
+    (see the package's ``__getattr__``) in a Warp module of their own, so that making one never makes Warp compile
+    another module again.
     """
-    dtype = reader_dtype(name)
-    if dtype is None:
+    found = reader_of(name)
+    if found is None:
         return None
+    family, dtype = found
+    module = f"{__package__}.readers"
+    if family is Reader.RECORDED:
 
-    @wp.func(name=name, module=f"{__package__}.readers")
-    def recorded(records: wp.array(dtype=dtype), index: int) -> dtype:
+        @wp.func(name=name, module=module)
+        def recorded(records: wp.array(dtype=dtype), index: int) -> dtype:
+            return records[index]
+
+        @wp.func_grad(recorded)
+        def recorded_adjoint(records: wp.array(dtype=dtype), index: int, adj_ret: dtype):
+            pass
+
+        return recorded
+
+    @wp.func(name=name, module=module)
+    def carried(value: dtype, records: wp.array(dtype=dtype), index: int) -> dtype:
         return records[index]
 
-    @wp.func_grad(recorded)
-    def recorded_adjoint(records: wp.array(dtype=dtype), index: int, adj_ret: dtype):
-        pass
+    @wp.func_grad(carried)
+    def carried_adjoint(value: dtype, records: wp.array(dtype=dtype), index: int, adj_ret: dtype):
+        wp.adjoint[value] += adj_ret
 
-    return recorded
+    return carried
 
 
 # An append pool (``passes.memory.pool_arrays``): an array the kernel reads and writes element by element, whose

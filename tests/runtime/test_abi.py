@@ -35,7 +35,7 @@ def test_the_runtime_exports_exactly_the_abis_names():
     public = {
         name
         for name, value in vars(runtime).items()
-        if not name.startswith(("_", abi.READER_PREFIX)) and not inspect.ismodule(value)  # readers: made on demand
+        if not name.startswith(("_", *abi.Reader)) and not inspect.ismodule(value)  # readers: made on demand
     }
     assert public | {"__version__"} == set(runtime.__all__) == set(abi.EXPORTED)
     assert len(abi.EXPORTED) == len(set(abi.EXPORTED))
@@ -46,6 +46,7 @@ def test_runtime_names_are_spelled_from_the_table_only():
     names = abi.RuntimeNames.spelled("rt")
     assert names.record_returned == "rt.record_returned" and names.exact("cas") == "rt.exact_cas"
     assert names.reader(wp.float32) == "rt.recorded_float32" and names.reader(int) is None
+    assert names.carrier(wp.vec3d) == "rt.carried_vec3d"
     with pytest.raises(KeyError, match="not a runtime name"):
         names.named("wp_rewrite_runtime_internals")
     with pytest.raises(KeyError):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 
 from warp_rewrite.pipeline import Frontend, GeneratedKernel
-from warp_rewrite.runtime.abi import GENERATED, reader_dtype
+from warp_rewrite.runtime.abi import GENERATED, reader_of
 
 
 def unlisted_runtime_names(frontend: Frontend, generated: GeneratedKernel) -> list[str]:
@@ -31,4 +31,4 @@ def _is(node: ast.AST, alias: str) -> bool:
 
 
 def _listed(name: str) -> bool:
-    return name in GENERATED or reader_dtype(name) is not None
+    return name in GENERATED or reader_of(name) is not None
