@@ -17,60 +17,16 @@ from __future__ import annotations
 import ast
 import copy
 from dataclasses import dataclass
-from typing import TypeGuard, TypeVar
+from typing import TypeVar
 
 from warp_rewrite.passes import dtypes
+from warp_rewrite.passes.loop_hazards import unrolled_by_warp
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.syntax import walk, with_blocks
 
 _SCALAR_TYPES = frozenset(t.__name__ for t in (*dtypes.INT_TYPES, dtypes.BOOL))  # Warp's, as annotations name them
 _Node = TypeVar("_Node", bound=ast.AST)
 _PYTHON_TYPES = {"int": "int32", "bool": "bool"}  # Python's int and bool as Warp reads them in an annotation
-
-
-def unrolled_by_warp(loop: ast.For | ast.While, max_unroll: int) -> bool:
-    """Does Warp unroll the loop? A ``range()`` of int literals (or ``wp.static(...)``s), which Warp unrolls whenever
-    the loop holds a ``wp.static(...)``, else when it has at most ``max_unroll`` trips (the module's option) and
-    never breaks (``codegen.get_unroll_range``). A name's constant value is not looked up: such a loop counts as
-    one Warp runs as a loop."""
-    if not isinstance(loop, ast.For) or not _calls(loop.iter, "range") or loop.iter.keywords:
-        return False
-    args = loop.iter.args
-    if not 1 <= len(args) <= 3 or not all(_int_literal(a) is not None or _is_static(a) for a in args):
-        return False
-    if any(_is_static(node) for node in walk(loop)):
-        return True
-    if any(_is_static(a) for a in args):
-        return False
-    breaks = any(isinstance(jump, ast.Break) for jump in own_jumps(loop.body))
-    bounds = [bound for a in args if (bound := _int_literal(a)) is not None]  # every one, no static left
-    return len(range(*bounds)) <= max_unroll and not breaks
-
-
-def _int_literal(expr: ast.expr) -> int | None:
-    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
-        value = _int_literal(expr.operand)
-        return None if value is None else -value
-    return expr.value if isinstance(expr, ast.Constant) and type(expr.value) is int else None
-
-
-def _is_static(expr: ast.AST) -> bool:
-    """``wp.static(...)`` (under any name of Warp's module), or ``static(...)`` imported from it."""
-    if not isinstance(expr, ast.Call):
-        return False
-    name = expr.func.attr if isinstance(expr.func, ast.Attribute) else getattr(expr.func, "id", None)
-    return name == "static"
-
-
-def own_jumps(body: list[ast.stmt]) -> list[ast.Break | ast.Continue]:
-    """The break and continue statements of the loop with this body, not of loops nested in it."""
-    jumps = []
-    for statement in body:
-        if isinstance(statement, ast.Break | ast.Continue):
-            jumps.append(statement)
-        elif isinstance(statement, ast.If):
-            jumps += own_jumps(statement.body) + own_jumps(statement.orelse)
-    return jumps
 
 
 def lower_returns(function: ast.FunctionDef, warp: str, max_unroll: int) -> ast.FunctionDef | None:
@@ -207,10 +163,6 @@ def _returns(node: ast.AST) -> bool:
 def _type_name(annotation: ast.expr) -> str | None:
     """``int32`` for ``wp.int32``, ``int`` for ``int``."""
     return annotation.attr if isinstance(annotation, ast.Attribute) else getattr(annotation, "id", None)
-
-
-def _calls(expr: ast.expr, name: str) -> TypeGuard[ast.Call]:
-    return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == name
 
 
 def _name(name: str, ctx: ast.expr_context) -> ast.Name:

@@ -21,7 +21,7 @@ from warp_rewrite.passes import dtypes, memory
 from warp_rewrite.passes.atomics import AtomicCall, WarpNames, positional_arguments
 from warp_rewrite.passes.dataflow import argument_path, is_view
 from warp_rewrite.passes.layout import only_compared
-from warp_rewrite.passes.loop_returns import own_jumps, unrolled_by_warp
+from warp_rewrite.passes.loop_hazards import own_jumps, unrolled_by_warp
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.plan_types import (
     Carried,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 
 from warp_rewrite.passes.atomics import WarpNames, find_atomic_calls
-from warp_rewrite.passes.loop_returns import unrolled_by_warp
+from warp_rewrite.passes.loop_hazards import unrolled_by_warp
 from warp_rewrite.passes.plan_types import Site, Unit
 from warp_rewrite.passes.syntax import Located, walk
 

@@ -151,7 +151,7 @@ class ValueTypes:
         }
         for name, known in (local_types or {}).items():
             if not dtypes.is_generic(known):
-                self.locals[name] = dtypes.normalized(known)
+                self.locals[name] = dtypes.exported(dtypes.normalized(known))
 
     def of(self, expr: ast.expr) -> Any:
         """The type of ``expr``: a Warp type, a literal's (``INT_LITERAL``, ``FLOAT_LITERAL``), ``_UNKNOWN`` (made of

@@ -116,14 +116,16 @@ class Choice:
 
 
 def choose_kernels(module: StaticModule, finder: HazardFinder) -> Choice:
-    """Which kernels consume an atomic's return and get a block; which have one; which cannot have one."""
+    """Which kernels consume an atomic's return or hold a loop Warp's backward replays wrong, and get a block (the
+    pipeline may still find nothing to record: the kernel is then left as it is); which have one; which cannot have
+    one."""
     choice = Choice()
     for kernel in module.kernels():
         if module.rewritten(kernel):
             choice.already.append(kernel)
             continue
         calls = finder.kernel_calls(module, kernel)
-        hazardous = bool(module.consumed(kernel) or calls.hazards)
+        hazardous = bool(module.consumed(kernel) or calls.hazards or module.loop_hazards(kernel) or calls.loops)
         if module.backward_disabled(kernel):
             continue  # no backward pass: nothing to make right
         choice.warnings += [_unknown_warning(module, kernel, unknown) for unknown in calls.unknown]

@@ -1,4 +1,5 @@
-"""Which helpers a kernel's calls reach that consume an atomic's return, and which calls cannot be followed: what
+"""Which helpers a kernel's calls reach that consume an atomic's return or hold a loop Warp's backward replays wrong,
+and which calls cannot be followed: what
 ``--check`` reports (``warp_rewrite.cli.lint``) and what the rewrite mode decides which kernels to rewrite by
 (``warp_rewrite.cli.emit``). Found across the project's files without importing them."""
 
@@ -24,6 +25,17 @@ class HelperHazard:
 
 
 @dataclass(frozen=True)
+class HelperLoop:
+    """A helper, called from a kernel, that holds a loop Warp's backward replays wrong (``passes.loop_hazards``),
+    itself or through other helpers."""
+
+    call: ast.Call  # the call in the kernel
+    helper: str  # the name the kernel calls
+    holder: str  # the function holding the loop
+    where: str  # path:line:col of the loop
+
+
+@dataclass(frozen=True)
 class Unknown:
     """A call in a kernel that may reach a helper the check cannot follow (``via``: the helper in between)."""
 
@@ -45,16 +57,18 @@ class KernelCalls:
     """What a kernel's calls reach: consuming helpers, and calls that could not be followed."""
 
     hazards: list[HelperHazard] = field(default_factory=list)
+    loops: list[HelperLoop] = field(default_factory=list)
     unknown: list[Unknown] = field(default_factory=list)
     reached: dict[int, ReachedHelper] = field(default_factory=dict)  # every helper called, at any depth, by id
 
 
 @dataclass
 class _Scan:
-    """One helper, scanned once: its first consumed atomic (its own or its callees'), the misses below it and
-    the helpers it reaches (itself included)."""
+    """One helper, scanned once: its first consumed atomic and its first loop Warp's backward replays wrong (its own
+    or its callees'), the misses below it and the helpers it reaches (itself included)."""
 
     consumer: tuple[str, str, str] | None  # (name, where, op)
+    loop: tuple[str, str] | None  # (name, where)
     misses: list[Unfollowed | Unresolved]
     reached: dict[int, ReachedHelper]
 
@@ -82,6 +96,8 @@ class HazardFinder:
                 result.reached |= scan.reached
                 if scan.consumer is not None:
                     result.hazards.append(HelperHazard(call, name, *scan.consumer))
+                if scan.loop is not None:
+                    result.loops.append(HelperLoop(call, name, *scan.loop))
                 result.unknown += [Unknown(call, miss, name) for miss in scan.misses]
         return result
 
@@ -99,13 +115,16 @@ class HazardFinder:
         if id(helper) in self._scans:
             return self._scans[id(helper)]
         scan = self._scans[id(helper)] = _Scan(
-            None, [], {id(helper): ReachedHelper(owner, helper)}
+            None, None, [], {id(helper): ReachedHelper(owner, helper)}
         )  # a recursive call finds nothing more
         if owner.has_replay(helper):  # Warp's backward calls the hand-written replay instead
             return scan
         consumed = owner.consumed(helper)
         if consumed:
             scan.consumer = (helper.name, owner.location(consumed[0].node), consumed[0].op)
+        loops = owner.loop_hazards(helper)
+        if loops:
+            scan.loop = (helper.name, owner.location(loops[0].loop))
         nodes = owner.function_nodes(helper)
         scopes = owner.scopes_in(helper, nodes)
         for call in sorted((n for n in nodes if isinstance(n, ast.Call)), key=position):
@@ -115,6 +134,7 @@ class HazardFinder:
             elif found is not None:
                 inner = self._scan(*found)
                 scan.consumer = scan.consumer or inner.consumer
+                scan.loop = scan.loop or inner.loop
                 self._merge(scan.misses, inner.misses)
                 scan.reached |= inner.reached
         return scan

@@ -15,6 +15,8 @@ from warp_rewrite.cli.markers import has_markers
 from warp_rewrite.cli.scopes import Scope, ScopedModule, own_returns, own_statements
 from warp_rewrite.cli.source_file import Region, module_level, position, read_imports
 from warp_rewrite.passes.atomics import AtomicCall, find_atomic_calls, find_consumed_tile_atomics
+from warp_rewrite.passes.loop_carried import LoopFlow
+from warp_rewrite.passes.loop_hazards import LoopHazard, loop_hazards
 from warp_rewrite.passes.syntax import end_line, walk
 
 _REWRITE = "KernelRewrite"  # the runtime's class that a constructed kernel's block binds (warp_rewrite.runtime)
@@ -521,6 +523,21 @@ class StaticModule(ScopedModule):
     def consumed(self, function: ast.FunctionDef) -> list[AtomicCall]:
         return [c for c in find_atomic_calls(function, self.warp.names(), self.function_nodes(function)) if c.consumed]
 
+    def loop_hazards(self, function: ast.FunctionDef) -> list[LoopHazard]:
+        """The loops of ``function`` Warp's backward replays wrong (``passes.loop_hazards``), read off the source: a
+        name holds memory, not a value, where it is a parameter annotated as an array or a local bound to one."""
+        arrays = {a.arg for a in function.args.args if a.annotation is not None and _names_an_array(a.annotation)}
+        for node in self.function_nodes(function):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                root = node.value
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                if isinstance(root, ast.Name) and root.id in arrays:
+                    arrays.add(node.targets[0].id)
+        max_unroll = self.module_options.get("max_unroll", WARP_MAX_UNROLL)
+        flow = LoopFlow(function, lambda name: name not in arrays)
+        return loop_hazards(function, flow, max_unroll if isinstance(max_unroll, int) else WARP_MAX_UNROLL)
+
     def consumed_tiles(self, function: ast.FunctionDef) -> list[ast.Call]:
         """The tile atomics whose returned tile ``function`` uses."""
         return find_consumed_tile_atomics(function, self.warp.names(), self.function_nodes(function))
@@ -590,3 +607,18 @@ class StaticModule(ScopedModule):
         if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.args == [construction.site]:
             return parent.func.id if not parent.keywords else None
         return None
+
+
+# wp.config.max_unroll's default: the command line reads source without importing Warp (a module's own
+# wp.set_module_options({"max_unroll": N}) wins).
+WARP_MAX_UNROLL = 16
+
+
+def _names_an_array(annotation: ast.expr) -> bool:
+    """Does a parameter's annotation name one of Warp's array types (``wp.array(...)``, ``wp.array2d[...]``,
+    ``wp.indexedarray``, ``wp.fabricarray``)?"""
+    return any(
+        "array" in (n.attr if isinstance(n, ast.Attribute) else n.id)
+        for n in walk(annotation)
+        if isinstance(n, ast.Attribute | ast.Name)
+    )

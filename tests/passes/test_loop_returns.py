@@ -8,7 +8,8 @@ import ast
 import pytest
 
 from tests.support.pass_sources import parse, same_code
-from warp_rewrite.passes.loop_returns import lower_returns, unrolled_by_warp
+from warp_rewrite.passes.loop_hazards import unrolled_by_warp
+from warp_rewrite.passes.loop_returns import lower_returns
 
 
 def lowered(source: str) -> str:

@@ -1,0 +1,158 @@
+"""Kernels whose values cross a loop Warp does not unroll (issue 34): carried out of it, or from trip to trip, used
+linearly and not, with and without a consumed atomic's return. Plain Warp gets every one of them wrong in backward;
+the rewrite replays each loop from records (``passes.loop_hazards``, ``passes.plan``).
+
+Each kernel runs over N = 4 threads; ``n`` holds each thread's trip count (0 included)."""
+
+import warp as wp
+
+R, C = 2, 3  # a constant range built from module-level names: range(R * C) is a loop Warp does not unroll
+LONG = 20  # longer than Warp's default max_unroll (16)
+
+
+@wp.kernel
+def squared_sum(x: wp.array[wp.float64], n: wp.array[wp.int32], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    """The issue's smallest form: a sum over a data-dependent count, squared after the loop, into a slot."""
+    i = wp.tid()
+    acc = wp.float64(0.0)
+    for j in range(n[i]):
+        acc += x[i] * wp.float64(j + 1)
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = acc * acc
+
+
+@wp.kernel
+def squared_sum_alone(x: wp.array[wp.float64], n: wp.array[wp.int32], out: wp.array[wp.float64]):
+    """The same with no atomic at all: the loop is the kernel's only hazard."""
+    i = wp.tid()
+    acc = wp.float64(0.0)
+    for j in range(n[i]):
+        acc += x[i] * wp.float64(j + 1)
+    out[i] = acc * acc
+
+
+@wp.kernel
+def neighbour_energy(
+    x: wp.array[wp.float64], starts: wp.array[wp.int32], n: wp.array[wp.int32], out: wp.array[wp.float64]
+):
+    """A sum over a data-dependent neighbour list (other threads' values), then a nonlinear use of it."""
+    i = wp.tid()
+    energy = wp.float64(0.0)
+    for k in range(starts[i], starts[i] + n[i]):
+        d = x[k % 4] - x[i]
+        energy += d * d
+    out[i] = wp.sqrt(energy + wp.float64(1.0))
+
+
+@wp.kernel
+def substeps(v0: wp.array[wp.float64], f: wp.array[wp.float64], n: wp.array[wp.int32], out: wp.array[wp.float64]):
+    """A nonlinear sub-step loop (quadratic drag): every trip's value feeds the next one nonlinearly."""
+    i = wp.tid()
+    v = v0[i]
+    dt = wp.float64(0.1)
+    for _step in range(n[i]):
+        v = v - wp.float64(0.5) * v * wp.abs(v) * dt + f[i] * dt
+    out[i] = v * v
+
+
+@wp.kernel
+def halvings(x: wp.array[wp.float64], scale: wp.array[wp.float64], out: wp.array[wp.float64]):
+    """A while loop counting halvings until the value drops below one, with a continue and a break; the count and
+    the last step feed the result."""
+    i = wp.tid()
+    value = x[i] * scale[0]
+    step = wp.float64(0.0)
+    count = int(0)
+    while value > wp.float64(1.0):
+        count += 1
+        if count > 50:
+            break
+        step = value * wp.float64(0.5)
+        value = step
+        if value > wp.float64(3.0):
+            continue
+        value = value * wp.float64(1.01)
+    out[i] = wp.float64(count) * step + value * value
+
+
+@wp.kernel
+def long_constant_range(x: wp.array[wp.float64], out: wp.array[wp.float64]):
+    """A constant range longer than max_unroll: a loop to Warp, carrying a product."""
+    i = wp.tid()
+    p = wp.float64(1.0)
+    for k in range(LONG):
+        p = p * (wp.float64(1.0) + x[(i + k) % 4] * wp.float64(0.01))
+    out[i] = p * p
+
+
+@wp.kernel
+def argmax_of_grid(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    """An argmax index carried through range(R * C) (bounds from module-level names), then used to read: plain Warp
+    sends the whole gradient to element 0."""
+    i = wp.tid()
+    best = wp.float64(-1.0e9)
+    at = int(0)
+    for k in range(R * C):
+        value = x[(i + k) % 4] * wp.float64(k + 1)
+        if value > best:
+            best = value
+            at = (i + k) % 4
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = x[at] * x[at] + best
+
+
+@wp.func
+def window_norm(x: wp.array[wp.float64], start: int, length: int) -> wp.float64:
+    """A helper summing a window in a loop and returning a nonlinear function of the sum (Warp issue #1754: the
+    workaround of moving the loop into a helper is wrong exactly here)."""
+    total = wp.float64(0.0)
+    for k in range(start, start + length):
+        total += x[k % 4] * x[k % 4]
+    return wp.sqrt(total)
+
+
+@wp.kernel
+def windows(x: wp.array[wp.float64], n: wp.array[wp.int32], out: wp.array[wp.float64]):
+    i = wp.tid()
+    out[i] = window_norm(x, i, n[i]) * x[i]
+
+
+@wp.kernel
+def nested(x: wp.array[wp.float64], n: wp.array[wp.int32], out: wp.array[wp.float64]):
+    """Nested loops of unknown length: the inner one's result carried through the outer one."""
+    i = wp.tid()
+    outer = wp.float64(0.0)
+    for a in range(n[i]):
+        inner = wp.float64(1.0)
+        for b in range(a + 1):
+            inner = inner * x[(i + b) % 4] + wp.float64(0.1)
+        outer += inner * inner
+    out[i] = outer
+
+
+@wp.kernel
+def vector_sum(p: wp.array[wp.vec3d], n: wp.array[wp.int32], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    """A vector carried through a loop of unknown length, its length used after it."""
+    i = wp.tid()
+    total = wp.vec3d(0.0, 0.0, 0.0)
+    for k in range(n[i]):
+        total += p[(i + k) % 4] * wp.float64(k + 1)
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = wp.length(total)
+
+
+@wp.func
+def first_above(x: wp.array[wp.float64], start: int, threshold: wp.float64) -> int:
+    """A return inside ``while True`` in a helper: the first index from ``start`` whose value exceeds the threshold."""
+    k = start
+    while True:
+        if x[k % 4] > threshold:
+            return k % 4
+        k += 1
+
+
+@wp.kernel
+def probe_while_true(x: wp.array[wp.float64], out: wp.array[wp.float64]):
+    i = wp.tid()
+    at = first_above(x, i, wp.float64(0.22))
+    out[i] = x[at] * x[at] * x[i]
