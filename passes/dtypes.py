@@ -102,6 +102,11 @@ def source(dtype: Any, warp_alias: str) -> str | None:
     return f"{warp_alias}.types.{constructor}(dtype={scalar})"
 
 
+def is_vector_or_quaternion(dtype: Any) -> bool:
+    """Does ``dtype`` name its components ``.x`` to ``.w`` (a vector or a quaternion)?"""
+    return dtype is not None and (warp_types.type_is_vector(dtype) or warp_types.type_is_quaternion(dtype))
+
+
 def is_exported(dtype: Any) -> bool:
     """Is ``dtype`` a value type Warp exports by name (``wp.float32``, ``wp.vec3d``, ``wp.transformf``)?"""
     name = getattr(dtype, "__name__", None)

@@ -203,8 +203,14 @@ def loop_returns(desugared: Desugared) -> Desugared:
 
 
 def _copied_components(frontend: Frontend, unit: Unit) -> ast.FunctionDef | None:
-    holds_a_value = Analysis(unit, frontend).holds_a_value
-    return copy_component_stores(unit.tree, holds_a_value, min(frontend.warp_names(unit).modules))
+    facts = Analysis(unit, frontend)
+    types = facts.value_types
+
+    def has_named_components(name: str) -> bool:
+        return dtypes.is_vector_or_quaternion(types.get(name))
+
+    warp = min(frontend.warp_names(unit).modules)
+    return copy_component_stores(unit.tree, facts.holds_a_value, warp, has_named_components)
 
 
 def local_components(desugared: Desugared) -> Desugared:

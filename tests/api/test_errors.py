@@ -68,19 +68,23 @@ def returns_a_tuple_valued_call_from_a_loop(count: wp.array[int], x: wp.array[fl
 
 
 @wp.kernel
-def carries_a_float(count: wp.array[int], x: wp.array[float], out: wp.array[float]):
-    total = float(0.0)
-    for _step in range(4):  # float-carried
-        total = total + x[wp.atomic_add(count, 0, 1)]
-    out[0] = total
+def first_assigned_in_the_loop(count: wp.array[int], x: wp.array[float], n: int, out: wp.array[float]):
+    for _step in range(n):  # assigned-in-loop
+        total = x[wp.atomic_add(count, 0, 1)] * 2.0
+    out[0] = total * total
+
+
+@wp.func
+def power(v: Any, n: int):
+    p = v
+    for _step in range(n):  # generic-carried
+        p = p * v
+    return p
 
 
 @wp.kernel
-def carries_a_vector_component(count: wp.array[int], x: wp.array[float], n: int, out: wp.array[float]):
-    acc = wp.vec2(0.0, 0.0)
-    for _step in range(n):  # vector-carried
-        acc[0] = acc[0] + x[wp.atomic_add(count, 0, 1)]  # a store into a component reads the rest of the vector
-    out[0] = acc[0]
+def carries_a_generic_value(x: wp.array[float], n: int, out: wp.array[float]):
+    out[0] = power(x[0], n)
 
 
 @wp.kernel
@@ -150,19 +154,20 @@ def test_tuple_returned_from_a_loop_as_a_call_rather_than_a_literal_tuple():
     )
 
 
-def test_float_carried_through_a_loop():
-    assert refusal(carries_a_float) == (
-        f"{where('float-carried', 'for')}: kernel 'carries_a_float': 'total' is changed in a loop around a consumed "
-        "atomic and read by later iterations or after the loop, and is not an int. Warp's backward replays such "
-        "loops with loop-carried values it does not keep: keep such state in an int, or move the float computation "
-        "out of the loop"
+def test_float_first_assigned_in_a_loop_and_read_after_it():
+    assert refusal(first_assigned_in_the_loop) == (
+        f"{where('assigned-in-loop', 'for')}: kernel 'first_assigned_in_the_loop': 'total' is first assigned inside "
+        "this loop and read after it: Warp's backward loses its gradient (it zeroes the adjoints of a loop's own "
+        "locals at each replayed trip). Assign 'total' before the loop, with its type: total = wp.float32(...)"
     )
 
 
-def test_vector_carried_one_component_at_a_time():
-    assert refusal(carries_a_vector_component).startswith(
-        f"{where('vector-carried', 'for')}: kernel 'carries_a_vector_component': 'acc' is changed in a loop around a "
-        "consumed atomic and read by later iterations or after the loop, and is not an int."
+def test_carried_value_of_a_type_the_source_does_not_tell():
+    assert refusal(carries_a_generic_value) == (
+        f"{where('generic-carried', 'for')}: kernel 'carries_a_generic_value': the Warp type of 'p', which this loop "
+        "carries to later iterations or past its end, cannot be told from the source (the replay restores it from a "
+        "record of that type) (in helper 'power'). Give 'p' its type where it is first assigned, before the loop: "
+        "p = wp.float32(...), wp.vec3(...), int(...)"
     )
 
 
@@ -201,13 +206,13 @@ def test_unreadable_source(monkeypatch):
         raise OSError("could not get source code")
 
     monkeypatch.setattr(live_frontend.FunctionSource, "of", unreadable)
-    with pytest.raises(RewriteError, match=r"kernel 'carries_a_float': its source cannot be read \(could not get"):
-        api.generate(carries_a_float)
+    with pytest.raises(RewriteError, match=r"kernel 'loops_over_an_array': its source cannot be read \(could not get"):
+        api.generate(loops_over_an_array)
 
 
 def test_error_carries_its_parts():
     with pytest.raises(RewriteError) as error:
-        wp_rewrite(carries_a_float)
-    assert error.value.kernel == "carries_a_float"
+        wp_rewrite(loops_over_an_array)
+    assert error.value.kernel == "loops_over_an_array"
     assert re.fullmatch(r".*test_errors\.py:\d+:\d+", error.value.location)
-    assert error.value.advice.startswith("Warp's backward replays such loops with loop-carried values")
+    assert error.value.advice.startswith("Loop over range(...)")

@@ -40,6 +40,9 @@ KERNELS = {
         lambda: [vec3d(np.arange(12.0).reshape(4, 3) * 0.1 + 0.05, True), i32(COUNTS), i32([0]), zeros()], [3], [0]
     ),
     "probe_while_true": Pattern(lambda: [f64(X, True), zeros()], [1], [0]),
+    "gathered_sum": Pattern(lambda: [i32([0]), f64(X, True), zeros()], [2], [1]),
+    "component_sums": Pattern(lambda: [i32([0]), f64(X, True), i32(COUNTS), zeros()], [3], [1]),
+    "named_components": Pattern(lambda: [f64(X, True), i32(COUNTS), zeros()], [2], [0]),
 }
 emitted = emitted_fixture(loops)
 test_through_the_api, test_through_the_command_line = end_to_end_tests(loops, N, KERNELS)

@@ -56,12 +56,11 @@ def test_refusals_name_the_construct():
                     out[slot] += 1.0  # differentiable work: the replay runs the loop
                     slot = (slot + 1) % n
         """)
-    with pytest.raises(Refusal, match=r"'total' is changed in a loop .* and is not an int"):
+    with pytest.raises(Refusal, match=r"'total' is first assigned inside this loop and read after it"):
         plan_of("""
             @wp.kernel
-            def accumulate(count: wp.array[int], x: wp.array[float], out: wp.array[float]):
-                total = float(0.0)
-                for i in range(4):
-                    total = total + x[wp.atomic_add(count, 0, 1)]
+            def accumulate(count: wp.array[int], x: wp.array[float], n: int, out: wp.array[float]):
+                for i in range(n):
+                    total = x[wp.atomic_add(count, 0, 1)]
                 out[0] = total
         """)

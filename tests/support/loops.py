@@ -156,3 +156,39 @@ def probe_while_true(x: wp.array[wp.float64], out: wp.array[wp.float64]):
     i = wp.tid()
     at = first_above(x, i, wp.float64(0.22))
     out[i] = x[at] * x[at] * x[i]
+
+
+@wp.kernel
+def gathered_sum(count: wp.array[wp.int32], x: wp.array[wp.float64], out: wp.array[wp.float64]):
+    """A float carried through a constant range Warp unrolls, around a consumed atomic whose slot picks what is
+    summed."""
+    i = wp.tid()
+    total = wp.float64(0.0)
+    for _step in range(4):
+        total = total + x[wp.atomic_add(count, 0, 1) % 4]
+    out[i] = total * total
+
+
+@wp.kernel
+def component_sums(
+    count: wp.array[wp.int32], x: wp.array[wp.float64], n: wp.array[wp.int32], out: wp.array[wp.float64]
+):
+    """A vector carried through a loop of unknown length one component at a time (a store into a component reads
+    the rest of the vector), around a consumed atomic."""
+    i = wp.tid()
+    acc = wp.vec2d(0.0, 0.0)
+    for _step in range(n[i]):
+        acc[0] = acc[0] + x[wp.atomic_add(count, 0, 1) % 4]
+        acc[1] = acc[1] * wp.float64(0.5) + acc[0] * acc[0]
+    out[i] = acc[0] * acc[1]
+
+
+@wp.kernel
+def named_components(x: wp.array[wp.float64], n: wp.array[wp.int32], out: wp.array[wp.float64]):
+    """A vector carried through a loop one named component at a time (``acc.x = ...``)."""
+    i = wp.tid()
+    acc = wp.vec2d(0.5, 0.25)
+    for _step in range(n[i]):
+        acc.x = acc.x * acc.y + x[i]
+        acc.y = acc.y * acc.x
+    out[i] = acc.x + acc.y
