@@ -33,9 +33,9 @@ from warp_rewrite.passes.syntax import walk
 class Hazard(enum.Enum):
     """Why Warp's backward replays a loop wrong (see the module's docstring)."""
 
-    CARRIED = "carries a local from one iteration into the next or out of the loop"
+    CARRIED = "carries {carried} from one trip into the next or out of the loop"
     WHILE = "is a while loop, whose condition Warp's backward evaluates again on the values it replays"
-    JUMPS = "breaks or continues, which Warp's backward replays by jumping past the iteration's adjoint"
+    JUMPS = "breaks or continues, which Warp's backward replays by jumping past the trip's adjoint"
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,11 @@ class LoopHazard:
     loop: ast.For | ast.While
     hazards: frozenset[Hazard]
     carried: tuple[str, ...]  # sorted
+
+    def why(self) -> str:
+        """What goes wrong, as a clause: "carries 'acc' from one trip into the next or out of the loop and ..."."""
+        carried = ", ".join(f"'{name}'" for name in self.carried)
+        return " and ".join(h.value.format(carried=carried) for h in Hazard if h in self.hazards)
 
 
 def loop_hazards(function: ast.FunctionDef, flow: LoopFlow, max_unroll: int) -> list[LoopHazard]:

@@ -14,11 +14,15 @@ The codes, as ruff's conventions go (``--select``/``--ignore`` take codes and pr
            (the begin marker's fingerprint differs);
     WR007  a kernel or helper uses the tile a tile atomic returns (``wp.tile_atomic_add``), which the rewrite does
            not support;
+    WR008  a kernel holds (itself or in a helper it calls) a loop Warp does not unroll and whose backward it replays
+           wrong: a local carried out of it or from trip to trip, a ``while``, a ``break``/``continue``
+           (``passes.loop_hazards``);
     WR101  (informational, off by default) a consumed return (WR001-WR003, WR007) in a kernel without a backward pass
            (``enable_backward=False``, its own or its Warp module's), or in a helper of a module without one: not a
            hazard;
     WR102  (informational, off by default) a helper that consumes an atomic's return and has a hand-written
-           ``@wp.func_replay``: Warp's backward calls the replay, so it is not a hazard.
+           ``@wp.func_replay``: Warp's backward calls the replay, so it is not a hazard;
+    WR103  (informational, off by default) WR008 in a kernel without a backward pass: not a hazard.
     E999   a file that does not parse (always reported).
 """
 
@@ -34,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from warp_rewrite.cli.elision import ElidedBody
-from warp_rewrite.cli.hazards import HazardFinder, Unknown, launched_kernel
+from warp_rewrite.cli.hazards import HazardFinder, HelperLoop, Unknown, launched_kernel
 from warp_rewrite.cli.project import SEARCHED, Project, Unfollowed
 from warp_rewrite.cli.scopes import Scope
 from warp_rewrite.cli.source_file import ParseError, Region
@@ -66,9 +70,14 @@ CODES = {
     + _WRONG
     + ", and wp-rewrite does not support "
     "it yet: " + TILE_ATOMIC_RETURN + "; if it needs no gradient, set enable_backward=False or add # noqa: WR007",
+    "WR008": "kernel '{name}' {holds} a loop Warp does not unroll that {why}: "
+    + _WRONG
+    + " (Warp's documented limitation of such loops): "
+    + _REWRITE,
     "WR101": "{kind} '{name}' uses the value returned by wp.{builtin}(){through}, but {why}: " + _INFORMATIONAL,
     "WR102": "helper '{name}' uses the value returned by wp.atomic_{op}() and has a hand-written @wp.func_replay: "
     + _INFORMATIONAL,
+    "WR103": "kernel '{name}' {holds} a loop Warp does not unroll that {why}, but {disabled}: " + _INFORMATIONAL,
     "E999": "SyntaxError: {message}",
 }
 ERRORS = ("WR0", "E999")  # what "Found N errors" counts and what makes the exit status 1; WR1xx are informational
@@ -128,6 +137,23 @@ def syntax_error(error: ParseError, path: Path) -> Finding:
     )
 
 
+def _loop_findings(
+    module: StaticModule, kernel: ast.FunctionDef, through_helpers: list[HelperLoop], disabled: str | None
+) -> list[Finding]:
+    """WR008 (or WR103 where Warp builds no backward) for each loop of the kernel Warp's backward replays wrong, and
+    for each call of a helper that holds one."""
+    code, extra = ("WR103", {"disabled": disabled}) if disabled else ("WR008", {})
+    findings = []
+    for hazard in module.loop_hazards(kernel):
+        findings.append(_finding(module, code, hazard.loop, name=kernel.name, holds="holds", why=hazard.why(), **extra))
+    for loop in through_helpers:
+        holder = "" if loop.holder == loop.helper else f" (through '{loop.holder}')"
+        holds = f"calls helper '{loop.helper}'{holder}, which holds"
+        why = f"its backward replays wrong ({loop.where})"
+        findings.append(_finding(module, code, loop.call, name=kernel.name, holds=holds, why=why, **extra))
+    return findings
+
+
 def _unknown_fields(unknown: Unknown) -> dict[str, str]:
     miss = unknown.miss
     through = f" (through helper '{unknown.via}')" if unknown.via else ""
@@ -185,6 +211,7 @@ class Checker:
                 else:
                     findings.append(_finding(module, "WR001", call.node, name=kernel.name, op=call.op))
             findings += _tile_findings(module, kernel, "kernel", disabled)
+            findings += _loop_findings(module, kernel, calls.loops, disabled)
             for hazard in calls.hazards:
                 where = f"at {hazard.where}"
                 if hazard.consumer != hazard.helper:

@@ -796,3 +796,47 @@ def test_a_left_out_launch_names_the_kernel_its_full_parse_names(arguments):
 )
 def test_a_files_lines_are_split_where_pythons_tokenizer_splits_them(text):
     assert split_lines(text) == io.StringIO(text, newline="").readlines()
+
+
+LOOPS = """import warp as wp
+
+
+@wp.func
+def window(x: wp.array(dtype=float), n: int) -> float:
+    total = float(0.0)
+    for k in range(n):
+        total += x[k]
+    return wp.sqrt(total)
+
+
+@wp.kernel
+def carries(x: wp.array(dtype=float), n: wp.array(dtype=int), out: wp.array(dtype=float)):
+    i = wp.tid()
+    acc = float(0.0)
+    for j in range(n[i]):
+        acc += x[j]
+    for j in range(4):
+        acc += x[j]
+    out[i] = acc * acc + window(x, n[i])
+
+
+@wp.kernel(enable_backward=False)
+def without_backward(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    value = x[i]
+    while value > 1.0:
+        value = value * 0.5
+    out[i] = value
+"""
+
+
+def test_a_loop_warp_replays_wrong_is_wr008_and_informational_without_backward(capsys, tmp_path):
+    """Loops Warp does not unroll that carry a local, and helpers holding one; an unrolled loop is no hazard."""
+    assert check(capsys, tmp_path, LOOPS, "--select", "ALL") == ["16:5: WR008", "20:26: WR008", "27:5: WR103"]
+    _, out, _ = run_cli(capsys, "--check", tmp_path / "kernels.py")
+    lines = out.splitlines()
+    assert (
+        "kernel 'carries' holds a loop Warp does not unroll that carries 'acc' from one trip into the next or "
+        in lines[0]
+    )
+    assert "kernel 'carries' calls helper 'window', which holds a loop Warp does not unroll" in lines[1]
