@@ -1,0 +1,189 @@
+"""What the loop replay relies on in Warp's own code generation (``warp/_src/codegen.py``: ``get_unroll_range``,
+``begin_for``/``end_for``, ``begin_while``/``end_while``, ``materialize_redefinitions``), each checked on plain
+Warp, so that an upgrade of Warp that changes one fails here first. docs/design.md lists them, with these tests.
+
+Each kernel runs on one thread; the gradient it should get is worked out by hand in its test."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import warp as wp
+
+R, C = 2, 2  # module-level names: range(R * C) is a loop Warp does not unroll
+N = 4  # a module-level name on its own: range(N) is unrolled
+
+
+@wp.kernel
+def sum_of_16(x: wp.array[wp.float64], y: wp.array[wp.float64]):
+    acc = wp.float64(0.0)
+    for j in range(16):
+        acc += x[j % 4]
+    y[0] = acc * acc
+
+
+@wp.kernel
+def sum_of_17(x: wp.array[wp.float64], y: wp.array[wp.float64]):
+    acc = wp.float64(0.0)
+    for j in range(17):
+        acc += x[j % 4]
+    y[0] = acc * acc
+
+
+@wp.kernel
+def sum_over_a_name(x: wp.array[wp.float64], y: wp.array[wp.float64]):
+    acc = wp.float64(0.0)
+    for j in range(N):
+        acc += x[j]
+    y[0] = acc * acc
+
+
+@wp.kernel
+def sum_over_an_expression(x: wp.array[wp.float64], y: wp.array[wp.float64]):
+    acc = wp.float64(0.0)
+    for j in range(R * C):
+        acc += x[j]
+    y[0] = acc * acc
+
+
+@wp.kernel
+def sum_that_breaks(x: wp.array[wp.float64], y: wp.array[wp.float64]):
+    acc = wp.float64(0.0)
+    for j in range(4):
+        if j == 5:
+            break
+        acc += x[j]
+    y[0] = acc * acc
+
+
+@wp.kernel
+def per_trip_stores(x: wp.array[wp.float64], n: wp.array[wp.int32], y: wp.array[wp.float64]):
+    for j in range(n[0]):
+        y[j] = x[j] * x[j] * wp.float64(j + 1)
+
+
+@wp.kernel
+def while_loop(x: wp.array[wp.float64], y: wp.array[wp.float64]):
+    k = int(0)
+    while k < 4:
+        y[k] = x[k] * x[k]
+        k += 1
+
+
+@wp.kernel
+def continues(x: wp.array[wp.float64], n: wp.array[wp.int32], y: wp.array[wp.float64]):
+    for j in range(n[0]):
+        y[j] = x[j] * x[j]
+        if j == 1:
+            continue
+        y[j] = y[j] * wp.float64(2.0)
+
+
+@wp.kernel
+def first_assigned_inside(x: wp.array[wp.float64], n: wp.array[wp.int32], y: wp.array[wp.float64]):
+    for j in range(n[0]):
+        inner = x[j] * wp.float64(2.0)
+    y[0] = inner
+
+
+@wp.func
+def restore(value: wp.float64, records: wp.array[wp.float64], index: int) -> wp.float64:
+    return records[index]
+
+
+@wp.func_grad(restore)
+def restore_adjoint(value: wp.float64, records: wp.array[wp.float64], index: int, adj_ret: wp.float64):
+    wp.adjoint[value] += adj_ret
+
+
+@wp.kernel
+def restored_product(
+    x: wp.array[wp.float64], n: wp.array[wp.int32], trips: wp.array[wp.float64], y: wp.array[wp.float64]
+):
+    """The replay's shape: a carried local restored at each trip's start by a function whose adjoint passes the
+    gradient on, then used nonlinearly; the records hold the forward's values (x = 2: 1, 2, 4; after: 8)."""
+    p = wp.float64(1.0)
+    for j in range(n[0]):
+        p = restore(p, trips, j)
+        p = p * x[0]
+    p = restore(p, trips, n[0])
+    y[0] = p * p
+
+
+def gradient(kernel: wp.Kernel, x: list[float], *more: wp.array) -> np.ndarray:
+    xs = wp.array(np.array(x), dtype=wp.float64, requires_grad=True, device="cpu")
+    y = wp.zeros(4, dtype=wp.float64, requires_grad=True, device="cpu")
+    with wp.Tape() as tape:
+        wp.launch(kernel, 1, inputs=[xs, *more, y], device="cpu")
+    tape.backward(grads={y: wp.ones(4, dtype=wp.float64, device="cpu")})
+    return xs.grad.numpy()
+
+
+def count(n: int) -> wp.array:
+    return wp.array([n], dtype=wp.int32, device="cpu")
+
+
+X = [1.0, 2.0, 3.0, 4.0]
+
+
+def test_a_constant_range_of_max_unroll_trips_is_unrolled_and_one_more_is_not():
+    """Unrolled, the loop is straight code to backward: y = (sum)^2 gets 2 * sum * trips-per-element. One trip
+    over ``max_unroll`` (16) makes a loop, which backward's replay leaves out: the sum stays 0 there."""
+    np.testing.assert_allclose(gradient(sum_of_16, X), [2 * 40.0 * 4] * 4)
+    assert not np.any(gradient(sum_of_17, X))
+
+
+def test_a_range_over_a_module_level_name_is_unrolled_and_over_an_expression_is_not():
+    np.testing.assert_allclose(gradient(sum_over_a_name, X), [20.0] * 4)
+    assert not np.any(gradient(sum_over_an_expression, X))
+
+
+def test_a_constant_range_that_breaks_is_a_loop():
+    assert not np.any(gradient(sum_that_breaks, X))
+
+
+def test_the_reverse_pass_replays_each_trip_with_its_loop_variable():
+    """Nothing carried: each trip's adjoint sees its own ``j`` (``iter_reverse``), so the gradient is right. The
+    replay's coordinates (``thread * room + trip``) rest on this."""
+    np.testing.assert_allclose(gradient(per_trip_stores, X, count(3)), [2.0, 8.0, 18.0, 0.0])
+
+
+def test_a_while_loops_condition_is_evaluated_again_in_backward():
+    """Backward runs the loop again from the replay's state (``k`` as before the loop: its replay left the loop out),
+    and each replayed trip advances ``k`` before the trip's adjoint reads it: every element's gradient lands on the
+    next one (right: 2 x = [2, 4, 6, 8]). The rewrite replays a while loop as a for loop over its recorded trips."""
+    np.testing.assert_allclose(gradient(while_loop, X), [0.0, 2.0, 4.0, 6.0])
+
+
+def test_a_replayed_continue_jumps_past_its_trips_adjoint():
+    """Trip 1 continues before its second store: backward's replay of that trip jumps to the next trip before the
+    trip's adjoint, and ``x[1]`` gets nothing (the rewrite lowers break and continue to a flag in the replay)."""
+    np.testing.assert_allclose(gradient(continues, X, count(3)), [4.0, 0.0, 12.0, 0.0])
+
+
+def test_a_loops_own_locals_lose_their_adjoint_at_each_replayed_trip():
+    """``inner``, first assigned in the loop and read after it, has its adjoint zeroed at each trip of the reverse
+    pass: what flowed into it after the loop is lost (the rewrite refuses a float first assigned in the loop and read
+    after it)."""
+    assert not np.any(gradient(first_assigned_inside, X, count(3)))
+
+
+def test_a_restored_local_passes_its_gradient_from_trip_to_trip():
+    """Locals assigned before the loop keep their adjoint across the reverse trips, and a custom gradient of a
+    concrete ``@wp.func`` replaces its adjoint: restored from records, p = x^3 gets d(p^2)/dx = 6 x^5 = 192."""
+    trips = wp.array([1.0, 2.0, 4.0, 8.0], dtype=wp.float64, device="cpu")
+    np.testing.assert_allclose(gradient(restored_product, [2.0, 0.0, 0.0, 0.0], count(3), trips), [192.0, 0, 0, 0])
+
+
+@pytest.mark.parametrize("kernel", [sum_of_17, sum_over_an_expression, sum_that_breaks, while_loop])
+def test_loops_warp_does_not_unroll_are_those_the_rewrite_counts_as_such(kernel):
+    """``passes.loop_hazards.unrolled_by_warp`` agrees with Warp on the loops above it calls loops."""
+    import ast
+    import inspect
+    import textwrap
+
+    from warp_rewrite.passes.loop_hazards import unrolled_by_warp
+
+    function = ast.parse(textwrap.dedent(inspect.getsource(kernel.func))).body[0]
+    loops = [node for node in ast.walk(function) if isinstance(node, ast.For | ast.While)]
+    assert loops and not any(unrolled_by_warp(loop, 16) for loop in loops)
