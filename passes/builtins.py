@@ -60,7 +60,7 @@ class Effect(Enum):
         "writes arrays it is handed (skipped by Warp's replay): the planner counts them as written, and records reads "
         "of them",
     )
-    SHAPE = ("reads a shape", "reads a length or a shape, never an element")
+    SHAPE = ("reads a shape", "reads a length or a shape, or whether an array is null, never an element")
     RANDOM = (
         "random state",
         "a draw advances its state in place (a local the dataflow sees assigned, recorded like any int a loop "
@@ -101,6 +101,10 @@ _IMPURE = frozenset(
         Effect.REFUSED,
     }
 )
+
+
+# What a builtin does to the arrays it is handed: the classes of an overload that takes one.
+_ARRAYS = frozenset({Effect.READS_ARRAYS, Effect.WRITES_ARRAYS, Effect.SHAPE})
 
 
 @dataclass(frozen=True)
@@ -149,8 +153,8 @@ GROUPS: tuple[Group, ...] = (
     _group("math on scalars, vectors, matrices, quaternions and transforms: a function of its arguments alone",
            "abs acos asin atan atan2 cbrt ceil clamp copysign cos cosh degrees erf erfc erfcinv erfinv exp floor frac "
            "isfinite isinf isnan log log10 log2 max min nonzero pow radians rint round sign sin sinh sqrt step tan "
-           "tanh trunc bit_count lerp smoothstep select where add sub mul div floordiv mod neg pos invert lshift "
-           "rshift bit_and bit_or bit_xor unot argmax argmin cross cw_div cw_mul ddot determinant diag get_diag "
+           "tanh trunc bit_count lerp smoothstep add sub mul div floordiv mod neg pos invert lshift rshift "
+           "bit_and bit_or bit_xor argmax argmin cross cw_div cw_mul ddot determinant diag get_diag "
            "inverse length length_sq normalize outer skew trace transpose dot quat_from_axis_angle quat_from_matrix "
            "quat_inverse quat_rotate quat_rotate_inv quat_rpy quat_slerp quat_to_matrix transform_get_rotation "
            "transform_get_translation transform_inverse transform_multiply transform_point transform_vector "
@@ -174,6 +178,8 @@ GROUPS: tuple[Group, ...] = (
     _group("the thread's index and the block's size: the same in the record kernel and the replay", "tid block_dim"),
     _group("evaluated when Warp builds the kernel", "static"),
     _group("reads a length or a shape, never an element", "len", Effect.SHAPE),
+    _group("picks a value, or negates a condition; of an array, asks only whether it is null", "select where unot",
+           Effect.SHAPE),
     _group("prints, checks or stops in a debugger", "print printf breakpoint expect_eq expect_neq expect_near",
            Effect.OUTPUT),
     # writes to locals
@@ -321,9 +327,13 @@ def _is_a(annotation: Any, kinds: tuple[type, ...]) -> bool:
 
 
 def _overload(function: Function, group: Group, written_names: tuple[str, ...]) -> Overload:
+    """One overload's effect: its group's, less what it does to arrays where it takes none (``len`` of a vector),
+    plus what the registry tells of it and the parameters it writes."""
     parameters = list(function.signature.parameters)
     written = tuple(name for name in written_names if name in parameters)
     effects = group.effects | derived_effects(function) | ({Effect.WRITES_ARGUMENTS} if written else set())
+    if not any(warp_types.is_array(t) for t in function.input_types.values()):
+        effects -= _ARRAYS
     if not effects & _IMPURE:
         effects |= {Effect.PURE}
     positions = tuple(parameters.index(name) for name in written)

@@ -24,6 +24,7 @@ from warp_rewrite.passes.refusals import Refusal
 from warp_rewrite.passes.syntax import Located, called_name, parent_map, walk
 
 UNSUPPORTED = "not supported by warp-rewrite yet"
+UNCLASSIFIED = "compute it in a kernel that consumes no atomic's return, and report it to warp-rewrite"
 # The builtin classes the rewrite accepts, as the table of forms lists them (docs/design.md).
 ACCEPTED_CLASSES = ", ".join(effect.label for effect in builtins.Effect if effect is not builtins.Effect.REFUSED)
 
@@ -102,8 +103,7 @@ FORMS: tuple[Form, ...] = (
     Form("builtin the rewrite cannot replay", Kind.REFUSED, "a = wp.zeros(4, dtype=float)",
          "its class is refused (passes.builtins): the message says why and what to write instead"),
     Form("builtin not in the table", Kind.REFUSED, "wp.new_builtin(x)",
-         "a Warp builtin passes.builtins does not classify (a newer Warp's): compute it in a kernel that consumes no "
-         "atomic's return, and report it to warp-rewrite"),
+         "a Warp builtin passes.builtins does not classify (a newer Warp's): " + UNCLASSIFIED),
     Form("helper returning memory", Kind.REFUSED, "buf = pick(a, b, k)",
          "the planner cannot tell which array what a helper returns names: index the array where the helper is "
          "called, or have the helper return the values it reads"),
@@ -213,21 +213,21 @@ class Fence:
                         "Write it with the forms docs/design.md lists as accepted",
                     )
                 if form.kind is Kind.REFUSED and isinstance(node, ast.Call) and form.name.startswith("builtin"):
-                    raise self._builtin_refusal(unit, node, form)
+                    raise self._builtin_refusal(unit, node)
                 if form.kind is Kind.REFUSED:
                     advice = form.why[0].upper() + form.why[1:]
                     raise Refusal(unit, where, f"{form.name} ({_shown(node)}) is {UNSUPPORTED}", advice)
 
-    def _builtin_refusal(self, unit: Unit, call: ast.Call, form: Form) -> Refusal:
+    def _builtin_refusal(self, unit: Unit, call: ast.Call) -> Refusal:
         """A refused builtin, named, with its group's reason and what to write instead."""
-        callee = f"{ast.unparse(call.func)}"
+        callee = ast.unparse(call.func)
         effect = builtins.call_effect(call, self.frontend.warp_names(unit))
         if effect is None:
             problem = (
-                f"'{callee}' ({_shown(call)}) is a Warp builtin the rewrite's table (passes/builtins.py) does not "
-                f"have, so it cannot tell what the call does to memory: {UNSUPPORTED}"
+                f"'{callee}' ({_shown(call)}) is not in the rewrite's table of Warp's builtins (passes/builtins.py), "
+                f"so it cannot tell what the call does to memory: {UNSUPPORTED}"
             )
-            return Refusal(unit, call, problem, form.why[0].upper() + form.why[1:])
+            return Refusal(unit, call, problem, UNCLASSIFIED[0].upper() + UNCLASSIFIED[1:])
         return Refusal(unit, call, f"'{callee}' ({_shown(call)}) is {UNSUPPORTED}: {effect.reason}", effect.instead)
 
     def _consumes(self, unit: Unit) -> bool:

@@ -190,8 +190,11 @@ class LiveFrontend:
         callee = unit.resolve(call.func)
         if isinstance(callee, Function):
             return callee.is_builtin()
-        if callee is None and warp_builtin(call, unit.warp_names) in builtin_functions:
-            return True  # wp.mesh_query_point: no attribute of the module, Warp finds it in its registry
+        name = warp_builtin(call, unit.warp_names)
+        if name is not None and (name in builtin_functions or callee is None):
+            # wp.mesh_query_point, wp.zeros: Warp's code generator finds them in its registry (a name it lacks is
+            # one the rewrite's table of builtins lacks too, and is refused with that)
+            return True
         python_builtin = getattr(builtins, getattr(callee, "__name__", ""), None) is callee
         return python_builtin or isinstance(callee, type | Struct)
 
