@@ -24,7 +24,6 @@ from warp_rewrite.passes.refusals import Refusal
 from warp_rewrite.passes.syntax import Located, called_name, parent_map, walk
 
 UNSUPPORTED = "not supported by warp-rewrite yet"
-UNCLASSIFIED = "compute it in a kernel that consumes no atomic's return, and report it to warp-rewrite"
 # The builtin classes the rewrite accepts, as the table of forms lists them (docs/design.md).
 ACCEPTED_CLASSES = ", ".join(effect.label for effect in builtins.Effect if effect is not builtins.Effect.REFUSED)
 
@@ -101,9 +100,8 @@ FORMS: tuple[Form, ...] = (
          "the locals it takes by reference (passes.builtins.written_arguments) are assigned by the call: the "
          "dataflow sees them, and a loop carrying one records it like any int"),
     Form("builtin the rewrite cannot replay", Kind.REFUSED, "a = wp.zeros(4, dtype=float)",
-         "its class is refused (passes.builtins): the message says why and what to write instead"),
-    Form("builtin not in the table", Kind.REFUSED, "wp.new_builtin(x)",
-         "a Warp builtin passes.builtins does not classify (a newer Warp's): " + UNCLASSIFIED),
+         "of a class passes.builtins refuses, or one it does not have (a newer Warp's): the message says why and "
+         "what to write instead"),
     Form("helper returning memory", Kind.REFUSED, "buf = pick(a, b, k)",
          "the planner cannot tell which array what a helper returns names: index the array where the helper is "
          "called, or have the helper return the values it reads"),
@@ -227,7 +225,8 @@ class Fence:
                 f"'{callee}' ({_shown(call)}) is not in the rewrite's table of Warp's builtins (passes/builtins.py), "
                 f"so it cannot tell what the call does to memory: {UNSUPPORTED}"
             )
-            return Refusal(unit, call, problem, UNCLASSIFIED[0].upper() + UNCLASSIFIED[1:])
+            advice = "Compute it in a kernel that consumes no atomic's return, and report it to warp-rewrite"
+            return Refusal(unit, call, problem, advice)
         return Refusal(unit, call, f"'{callee}' ({_shown(call)}) is {UNSUPPORTED}: {effect.reason}", effect.instead)
 
     def _consumes(self, unit: Unit) -> bool:
@@ -339,9 +338,7 @@ def _builtin_form(call: ast.Call, names: WarpNames) -> Form:
     if builtins.called_builtin(call, names) is None:
         return BY_NAME["builtin call"]
     effect = builtins.call_effect(call, names)
-    if effect is None:
-        return BY_NAME["builtin not in the table"]
-    if effect.refused:
+    if effect is None or effect.refused:
         return BY_NAME["builtin the rewrite cannot replay"]
     return BY_NAME["builtin writing its arguments" if effect.written else "builtin call"]
 
