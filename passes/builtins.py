@@ -278,6 +278,16 @@ GROUPS: tuple[Group, ...] = (
              "Pass the array to the kernel as an argument"),
 )  # fmt: skip
 
+# Calls Warp's code generator handles itself, outside its registry (``Adjoint.emit_Call``), by name.
+SPECIAL_FORMS: dict[str, BuiltinEffect] = {
+    "address_of": BuiltinEffect(
+        frozenset({Effect.REFUSED}),
+        (),
+        "takes the address of a local or an element, through which a write reaches memory the planner does not follow",
+        "Index the array where the address would be used",
+    ),
+}
+
 # Types whose parameters and results are a spatial query's state (Warp's iterators besides ranges).
 QUERY_TYPES = (
     warp_types.HashGridQuery,
@@ -389,11 +399,17 @@ def builtin_effect(name: str, overload_arity: int | None = None) -> BuiltinEffec
     """The effect of the builtin ``name`` called with ``overload_arity`` positional arguments (None: any overload);
     None for a name the table does not have."""
     if name not in TABLE:
-        return None
+        return SPECIAL_FORMS.get(name)
     if overload_arity is None:
         return _union(list(TABLE[name]))
     arity = overload_arity
     return _union(_matching(name, lambda signature: signature.bind(*range(arity))))
+
+
+def is_known(name: str) -> bool:
+    """Is ``name`` one Warp's code generator looks a call of ``wp.<name>`` up by itself: in its registry, or a
+    special form (``SPECIAL_FORMS``)?"""
+    return name in builtin_functions or name in SPECIAL_FORMS
 
 
 def warp_builtin(call: ast.Call, names: WarpNames) -> str | None:
@@ -422,7 +438,7 @@ def call_effect(call: ast.Call, names: WarpNames) -> BuiltinEffect | None:
     where the table does not have it."""
     name = called_builtin(call, names)
     if name is None or name not in TABLE:
-        return None
+        return None if name is None else SPECIAL_FORMS.get(name)
     return _union(_matching(name, _binder(call)))
 
 

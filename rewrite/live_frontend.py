@@ -17,12 +17,12 @@ from typing import Any
 
 import warp as wp
 from warp._src.codegen import Adjoint, Struct, get_closure_vars
-from warp._src.context import Function, Module, ModuleBuilder, builtin_functions
+from warp._src.context import Function, Module, ModuleBuilder
 
 from warp_rewrite import runtime
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import WarpNames
-from warp_rewrite.passes.builtins import warp_builtin
+from warp_rewrite.passes.builtins import is_known, warp_builtin
 from warp_rewrite.passes.naming import RUNTIME_NAME, Namer
 from warp_rewrite.passes.refusals import Refusal
 from warp_rewrite.passes.syntax import Located, walk
@@ -191,9 +191,9 @@ class LiveFrontend:
         if isinstance(callee, Function):
             return callee.is_builtin()
         name = warp_builtin(call, unit.warp_names)
-        if name is not None and (name in builtin_functions or callee is None):
-            # wp.mesh_query_point, wp.zeros: Warp's code generator finds them in its registry (a name it lacks is
-            # one the rewrite's table of builtins lacks too, and is refused with that)
+        if name is not None and (is_known(name) or callee is None):
+            # wp.mesh_query_point, wp.zeros, wp.address_of: Warp's code generator finds them itself (a name it lacks
+            # is one the rewrite's table of builtins lacks too, and is refused with that)
             return True
         python_builtin = getattr(builtins, getattr(callee, "__name__", ""), None) is callee
         return python_builtin or isinstance(callee, type | Struct)

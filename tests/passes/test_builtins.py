@@ -6,6 +6,7 @@ types, gradient sources."""
 from __future__ import annotations
 
 import ast
+import importlib.util
 import textwrap
 
 import numpy as np
@@ -53,6 +54,11 @@ def test_each_builtin_of_the_groups_is_one_this_warp_has_in_one_group():
     assert len(listed) == len(set(listed))
     assert sorted(set(listed) - set(registry())) == []
     assert all(group.reason and (group.instead or Effect.REFUSED not in group.effects) for group in GROUPS)
+
+
+def test_the_special_forms_are_warp_s_and_outside_its_registry():
+    assert all(callable(getattr(wp, name, None)) and name not in registry() for name in builtins.SPECIAL_FORMS)
+    assert builtin_effect("address_of") is builtins.SPECIAL_FORMS["address_of"]
 
 
 def test_the_hand_kept_classes_agree_with_what_the_registry_hints():
@@ -163,13 +169,15 @@ def test_the_parameters_the_table_says_a_builtin_writes_are_written_by_warp(tmp_
     """A sample of writers, one of each kind, run by Warp: each local handed to a written parameter changes."""
     path = tmp_path / "writers.py"
     path.write_text("import warp as wp\n" + WRITERS)
-    namespace: dict = {}
-    exec(compile(path.read_text(), str(path), "exec"), namespace)  # Warp reads the source through linecache
+    spec = importlib.util.spec_from_file_location("writers", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
     grid = wp.HashGrid(1, 1, 1, device="cpu")
     grid.build(wp.array([[0.5, 0.5, 0.5]], dtype=wp.vec3, device="cpu"), 1.0)
     q = wp.array([wp.quat_from_axis_angle(wp.vec3(0.0, 0.0, 1.0), 0.5)], dtype=wp.quat, device="cpu")
     out, ints = wp.zeros(4, dtype=float, device="cpu"), wp.zeros(1, dtype=int, device="cpu")
-    wp.launch(namespace["writers"], 1, inputs=[grid.id, q, out, ints], device="cpu")
+    wp.launch(module.writers, 1, inputs=[grid.id, q, out, ints], device="cpu")
     different_draws, angle, axis_z, translation = out.numpy()
     assert different_draws != 0.0 and np.isclose(angle, 0.5) and np.isclose(axis_z, 1.0) and translation == 2.0
     assert ints.numpy()[0] == 0

@@ -69,3 +69,11 @@ def reads_written_array(count: wp.array[int], x: wp.array[float], out: wp.array[
     i = wp.tid()
     s = wp.atomic_add(count, 0, 1)
     out[s] = x[i] * float(wp.lower_bound(out, 0.5))
+
+
+@wp.kernel
+def address_taken(count: wp.array[int], x: wp.array[F], out: wp.array[F]):
+    i = wp.tid()
+    s = wp.atomic_add(count, 0, 1)
+    pointer = wp.address_of(out[i])
+    out[s] = x[i] * F(pointer % wp.uint64(2))
