@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import ast
 import builtins as python
+import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -166,8 +167,8 @@ GROUPS: tuple[Group, ...] = (
            "bool int int8 int16 int32 int64 uint8 uint16 uint32 uint64 float float16 float32 float64 bfloat16 cast "
            "vector matrix matrix_from_cols matrix_from_rows identity quaternion quat_identity transformation "
            "transform_identity spatial_vector"),
-    _group("Warp's lowering of value syntax (a tuple, a slice, a component read, a copy, a local's component store as "
-           "a copy): a value of its arguments", "tuple slice extract copy assign_copy"),
+    _group("Warp's code generator's lowering of value syntax (a tuple, a slice, a component read, a copy, a local's "
+           "component store as a copy): a value of its arguments", "tuple slice extract copy assign_copy"),
     _group("approximate arithmetic: exact on the CPU, approximate on CUDA", "div_approx inverse_approx",
            Effect.DEVICE_DEPENDENT),
     _group("written in Python with @wp.func inside Warp (the API reads them as helpers): math on values",
@@ -374,25 +375,37 @@ def _table() -> tuple[dict[str, tuple[Overload, ...]], dict[str, Group]]:
 TABLE, GROUP_OF = _table()
 
 
-def _union(overloads: list[Overload]) -> BuiltinEffect:
+def _union(overloads: Sequence[Overload]) -> BuiltinEffect:
     effects = frozenset().union(*(o.effect.effects for o in overloads))
     written = sorted({position for o in overloads for position in o.effect.written})
     first = overloads[0].effect
     return BuiltinEffect(effects, tuple(written), first.reason, first.instead)
 
 
-def _matching(name: str, bind: Callable[[inspect.Signature], Any]) -> list[Overload]:
-    """The overloads of ``name`` a call binds to (``bind`` raises TypeError for one it does not), or all of them
-    where it binds to none (Warp then refuses the call itself)."""
-    overloads = TABLE[name]
-    matching = []
-    for overload in overloads:
+@functools.cache
+def _binding(name: str, positional: int, keywords: tuple[str, ...]) -> tuple[Overload, ...]:
+    """The overloads of ``name`` a call with ``positional`` arguments (a ``*v`` counts as one) and these keywords
+    binds to, as Python binds them; none where it binds to none (Warp then refuses the call itself)."""
+    placeholders = dict.fromkeys(keywords)
+    found = []
+    for overload in TABLE[name]:
         try:
-            bind(overload.signature)
+            overload.signature.bind(*range(positional), **placeholders)
         except TypeError:
             continue
-        matching.append(overload)
-    return matching or list(overloads)
+        found.append(overload)
+    return tuple(found)
+
+
+@functools.cache
+def _effect(name: str, positional: int, keywords: tuple[str, ...]) -> BuiltinEffect:
+    """The union of the effects of the overloads such a call binds to (of all of them, where it binds to none)."""
+    return _union(_binding(name, positional, keywords) or TABLE[name])
+
+
+def _shape(call: ast.Call) -> tuple[int, tuple[str, ...]]:
+    """A call's number of positional arguments and its keywords' names: what decides the overloads it binds to."""
+    return len(call.args), tuple(keyword.arg for keyword in call.keywords if keyword.arg)
 
 
 def builtin_effect(name: str, overload_arity: int | None = None) -> BuiltinEffect | None:
@@ -400,10 +413,7 @@ def builtin_effect(name: str, overload_arity: int | None = None) -> BuiltinEffec
     None for a name the table does not have."""
     if name not in TABLE:
         return SPECIAL_FORMS.get(name)
-    if overload_arity is None:
-        return _union(list(TABLE[name]))
-    arity = overload_arity
-    return _union(_matching(name, lambda signature: signature.bind(*range(arity))))
+    return _union(TABLE[name]) if overload_arity is None else _effect(name, overload_arity, ())
 
 
 def is_known(name: str) -> bool:
@@ -439,13 +449,7 @@ def call_effect(call: ast.Call, names: WarpNames) -> BuiltinEffect | None:
     name = called_builtin(call, names)
     if name is None or name not in TABLE:
         return None if name is None else SPECIAL_FORMS.get(name)
-    return _union(_matching(name, _binder(call)))
-
-
-def _binder(call: ast.Call) -> Callable[[inspect.Signature], inspect.BoundArguments]:
-    """Binds a signature to the call's argument expressions, as Python would (a ``*v`` counts as one argument)."""
-    keywords = {keyword.arg: keyword.value for keyword in call.keywords if keyword.arg}
-    return lambda signature: signature.bind(*call.args, **keywords)
+    return _effect(name, *_shape(call))
 
 
 def returned_type(call: ast.Call, names: WarpNames) -> Any:
@@ -454,7 +458,7 @@ def returned_type(call: ast.Call, names: WarpNames) -> Any:
     name = warp_builtin(call, names)
     if name not in TABLE:
         return None
-    returned = {dtypes.normalized(o.function.value_type) for o in _matching(name, _binder(call))}
+    returned = {dtypes.normalized(o.function.value_type) for o in _binding(name, *_shape(call)) or TABLE[name]}
     return returned.pop() if len(returned) == 1 else None
 
 
@@ -473,10 +477,10 @@ def written_locals(call: ast.Call, names: WarpNames) -> list[Written]:
     name = warp_builtin(call, names)
     if name not in TABLE or not any(overload.written for overload in TABLE[name]):
         return []
-    bind = _binder(call)
+    keywords = {keyword.arg: keyword.value for keyword in call.keywords if keyword.arg}
     found: dict[str, Written] = {}
-    for overload in _matching(name, bind):
-        arguments = bind(overload.signature).arguments if overload.written else {}
+    for overload in _binding(name, *_shape(call)):
+        arguments = overload.signature.bind(*call.args, **keywords).arguments if overload.written else {}
         for parameter in overload.written:
             local = arguments.get(parameter)
             if isinstance(local, ast.Name) and local.id not in found:

@@ -72,6 +72,15 @@ def test_the_hand_kept_classes_agree_with_what_the_registry_hints():
             assert not effects & (_MEMORY | {Effect.HANDLE_READ, Effect.WRITES_ARGUMENTS, Effect.OUTPUT}), name
 
 
+def test_what_the_groups_call_warp_s_code_generator_s_own_is_hidden_in_its_registry():
+    """Registry: ``hidden``, left out of Warp's documentation: what Warp's code generator calls, not its users."""
+    internal = [
+        name for group in GROUPS if group.reason.startswith("Warp's code generator's") for name in group.builtins()
+    ]
+    assert len(internal) == 13
+    assert all(overload.function.hidden for name in internal for overload in TABLE[name])
+
+
 def test_each_written_parameter_is_one_of_the_builtin():
     for group in GROUPS:
         for name, written in group.builtins().items():
@@ -128,6 +137,7 @@ def _call(text: str) -> ast.Call:
         ("other.randf(state)", []),  # not Warp's
         ("randf(state)", []),  # a bare name not imported from Warp
         ("draw(state)", ["state"]),  # ``from warp import randf as draw``
+        ("wp.hash_grid_query_next(query)", []),  # binds to no overload: Warp refuses it, the dataflow need not
     ],
 )
 def test_written_arguments(text, written):
