@@ -181,6 +181,7 @@ BUILTIN_REFUSALS = {
     "query_carried": (62, 5, "'query' is changed in a loop around a consumed atomic and read by later iterations or "
                       "after the loop, and is not an int"),
     "reads_written_array": (71, 27, "'wp.lower_bound' reads 'out', which this launch also writes"),
+    "loop_variable_written": (85, 5, "the loop variable 'j' is reassigned in the loop"),
     "address_taken": (78, 15, "'wp.address_of' (wp.address_of(out[i])) is not supported by warp-rewrite yet: takes "
                       "the address of a local or an element"),
 }  # fmt: skip

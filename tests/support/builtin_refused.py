@@ -77,3 +77,12 @@ def address_taken(count: wp.array[int], x: wp.array[F], out: wp.array[F]):
     s = wp.atomic_add(count, 0, 1)
     pointer = wp.address_of(out[i])
     out[s] = x[i] * F(pointer % wp.uint64(2))
+
+
+@wp.kernel
+def loop_variable_written(count: wp.array[int], grid: wp.uint64, out: wp.array[F]):
+    query = wp.hash_grid_query(grid, wp.vec3(0.0), 1.0)
+    for j in range(3):
+        s = wp.atomic_add(count, 0, 1)
+        wp.hash_grid_query_next(query, j)  # writes the loop variable
+        out[s] = F(j)
