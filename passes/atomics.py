@@ -34,22 +34,26 @@ def positional_arguments(call: ast.Call) -> list[ast.expr]:
 
 @dataclass(frozen=True)
 class WarpNames:
-    """How the kernel's module spells Warp: module aliases (``wp``) and bare imported atomics."""
+    """How the kernel's module spells Warp: module aliases (``wp``) and the builtins imported by a bare name."""
 
     modules: frozenset[str] = frozenset({"wp"})
-    bare_atomics: tuple[tuple[str, str], ...] = ()  # (local name, op), e.g. ("atomic_add", "add")
+    members: tuple[tuple[str, str], ...] = ()  # (local name, Warp's name), e.g. ("add", "atomic_add")
+
+    def member(self, local: str) -> str | None:
+        """Warp's name of the builtin a bare name was imported as (``from warp import atomic_add as add``)."""
+        return next((name for bound, name in self.members if bound == local), None)
 
     def atomic_op(self, call: ast.Call) -> str | None:
         """The op ("add", "cas", ...) if ``call`` calls a Warp atomic, else None."""
         func = call.func
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in self.modules:
-            name = func.attr
+            name: str | None = func.attr
         elif isinstance(func, ast.Name):
-            return next((op for local, op in self.bare_atomics if local == func.id), None)
+            name = self.member(func.id)
         else:
             return None
-        op = name.removeprefix("atomic_")
-        return op if name.startswith("atomic_") and op in ATOMIC_OPS else None
+        op = (name or "").removeprefix("atomic_")
+        return op if name is not None and name.startswith("atomic_") and op in ATOMIC_OPS else None
 
     def tile_atomic(self, call: ast.Call) -> str | None:
         """The builtin's name (``tile_atomic_add``) if ``call`` calls a Warp tile atomic through Warp's module."""
@@ -57,6 +61,9 @@ class WarpNames:
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in self.modules:
             return func.attr if func.attr.startswith(TILE_ATOMIC_PREFIX) else None
         return None
+
+
+PLAIN = WarpNames()  # Warp imported as ``wp``, no builtin bound to a bare name: for passes asked without a front end
 
 
 @dataclass(frozen=True)

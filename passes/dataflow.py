@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import ast
 
-from warp_rewrite.passes.atomics import AtomicCall, WarpNames
+from warp_rewrite.passes.atomics import PLAIN, AtomicCall, WarpNames
+from warp_rewrite.passes.builtins import written_arguments
 from warp_rewrite.passes.memory import stored_arrays
 from warp_rewrite.passes.syntax import walk
 
@@ -33,10 +34,13 @@ def path_parts(expr: ast.expr) -> list[str] | None:
     return [expr.id, *reversed(parts)]
 
 
-def single_assignments(func: ast.FunctionDef, nodes: list[ast.AST] | None = None) -> dict[str, ast.expr]:
-    """Locals assigned exactly once, with their value: candidates for aliases of argument arrays.
+def single_assignments(
+    func: ast.FunctionDef, nodes: list[ast.AST] | None = None, names: WarpNames = PLAIN
+) -> dict[str, ast.expr]:
+    """Locals assigned exactly once, with their value: candidates for aliases of argument arrays. A builtin that
+    writes a local (``passes.builtins.written_arguments``) assigns it too.
 
-    ``nodes``: ``walk(func)``, if known.
+    ``nodes``: ``walk(func)``, if known; ``names``: how the function spells Warp.
     """
     counts: dict[str, int] = {}
     values: dict[str, ast.expr | None] = {}
@@ -48,6 +52,8 @@ def single_assignments(func: ast.FunctionDef, nodes: list[ast.AST] | None = None
             targets = [(node.target, node.value)]
         elif isinstance(node, ast.For):
             targets = [(node.target, None)]
+        elif isinstance(node, ast.Call):
+            targets = [(local, None) for local in written_arguments(node, names)]
         for target, value in targets:
             for name in _bound_names(target):
                 counts[name.id] = counts.get(name.id, 0) + 1
@@ -55,11 +61,17 @@ def single_assignments(func: ast.FunctionDef, nodes: list[ast.AST] | None = None
     return {name: value for name, value in values.items() if counts[name] == 1 and value is not None}
 
 
-def rebound_locals(func: ast.FunctionDef, nodes: list[ast.AST] | None = None) -> dict[str, list[ast.expr]]:
+def rebound_locals(
+    func: ast.FunctionDef, nodes: list[ast.AST] | None = None, names: WarpNames = PLAIN
+) -> dict[str, list[ast.expr]]:
     """Locals assigned more than once, each with the values assigned to it by name (``polygon = trim_poly``, then
-    ``polygon = loop`` under a branch): which of them the local holds depends on the path taken."""
+    ``polygon = loop`` under a branch): which of them the local holds depends on the path taken. A builtin that
+    writes a local assigns it too, with no value by name."""
     bindings: dict[str, list[ast.expr | None]] = {}
     for node in walk(func) if nodes is None else nodes:
+        if isinstance(node, ast.Call):
+            for local in written_arguments(node, names):
+                bindings.setdefault(local.id, []).append(None)
         if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             whole = None if isinstance(node, ast.AugAssign) else node.value
@@ -122,25 +134,30 @@ class _Dependencies:
     def __init__(self, func: ast.FunctionDef, params: list[str], names: WarpNames):
         self.params = params
         self.names = names
-        self.aliases = single_assignments(func)
+        nodes = walk(func)
+        self.aliases = single_assignments(func, nodes, names)
         self.locals: dict[str, frozenset[str]] = {}
-        assignments = [n for n in walk(func) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))]
+        # What each assignment assigns, and from what: a builtin that writes locals may write into them from any of
+        # its arguments (``mesh_query_point(id, p, d, inside, face, u, v)``).
+        assigned: list[tuple[list[str], list[ast.expr]]] = []
+        for node in nodes:
+            if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                kept = [target for target in targets if not isinstance(target, ast.Subscript)]
+                assigned.append(([n.id for t in kept for n in walk(t) if isinstance(n, ast.Name)], [node.value]))
+            elif isinstance(node, ast.Call) and (written := written_arguments(node, names)):
+                arguments = [*node.args, *(keyword.value for keyword in node.keywords)]
+                assigned.append(([local.id for local in written], arguments))
         changed = True
         while changed:
             changed = False
-            for node in assignments:
-                if node.value is None:
-                    continue
-                sources = self.of(node.value)
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for target in targets:
-                    if isinstance(target, ast.Subscript):
-                        continue
-                    for name in (n.id for n in walk(target) if isinstance(n, ast.Name)):
-                        merged = self.locals.get(name, frozenset()) | sources
-                        if merged != self.locals.get(name):
-                            self.locals[name] = merged
-                            changed = True
+            for bound, values in assigned:
+                sources = self._union(values)
+                for name in bound:
+                    merged = self.locals.get(name, frozenset()) | sources
+                    if merged != self.locals.get(name):
+                        self.locals[name] = merged
+                        changed = True
 
     def of(self, expr: ast.expr) -> frozenset[str]:
         """Argument paths whose values may flow (differentiably) into ``expr``."""

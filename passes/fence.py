@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from warp_rewrite.passes import dtypes
-from warp_rewrite.passes.atomics import TILE_ATOMIC_PREFIX, TILE_ATOMIC_RETURN, find_atomic_calls
+from warp_rewrite.passes import builtins, dtypes
+from warp_rewrite.passes.atomics import TILE_ATOMIC_PREFIX, TILE_ATOMIC_RETURN, WarpNames, find_atomic_calls
 from warp_rewrite.passes.dataflow import rebound_locals
 from warp_rewrite.passes.memory import index_count
 from warp_rewrite.passes.plan_types import Frontend, Unit
@@ -26,6 +26,8 @@ from warp_rewrite.passes.refusals import Refusal
 from warp_rewrite.passes.syntax import Located, called_name, parent_map, walk
 
 UNSUPPORTED = "not supported by warp-rewrite yet"
+# The builtin classes the rewrite accepts, as the table of forms lists them (docs/design.md).
+ACCEPTED_CLASSES = ", ".join(effect.label for effect in builtins.Effect if effect is not builtins.Effect.REFUSED)
 
 
 class Kind(Enum):
@@ -94,7 +96,14 @@ FORMS: tuple[Form, ...] = (
     Form("helper through wp.static", Kind.ACCEPTED, "wp.static(write)(c, tid)",
          "resolved like a plain helper call, as Warp resolves it when it builds the kernel"),
     Form("builtin call", Kind.ACCEPTED, "wp.sin(x[tid])",
-         "a Warp or Python builtin, struct or vector constructor: its effect on memory is known"),
+         "a Warp builtin of a class the rewrite replays right (passes.builtins: " + ACCEPTED_CLASSES + "), a Python "
+         "builtin Warp reads as its own (min, int, range), a struct or vector constructor"),
+    Form("builtin writing its arguments", Kind.ACCEPTED, "wp.hash_grid_query_next(query, j)",
+         "the locals it takes by reference (passes.builtins.written_arguments) are assigned by the call: the "
+         "dataflow sees them, and a loop carrying one records it like any int"),
+    Form("builtin the rewrite cannot replay", Kind.REFUSED, "a = wp.zeros(4, dtype=float)",
+         "of a class passes.builtins refuses, or one it does not have (a newer Warp's): the message says why and "
+         "what to write instead"),
     Form("helper returning memory", Kind.REFUSED, "buf = pick(a, b, k)",
          "the planner cannot tell which array what a helper returns names: index the array where the helper is "
          "called, or have the helper return the values it reads"),
@@ -203,9 +212,24 @@ class Fence:
                         f"'{name}' ({_shown(node)}) is {UNSUPPORTED}",
                         "Write it with the forms docs/design.md lists as accepted",
                     )
+                if form.kind is Kind.REFUSED and isinstance(node, ast.Call) and form.name.startswith("builtin"):
+                    raise self._builtin_refusal(unit, node)
                 if form.kind is Kind.REFUSED:
                     advice = form.why[0].upper() + form.why[1:]
                     raise Refusal(unit, where, f"{form.name} ({_shown(node)}) is {UNSUPPORTED}", advice)
+
+    def _builtin_refusal(self, unit: Unit, call: ast.Call) -> Refusal:
+        """A refused builtin, named, with its group's reason and what to write instead."""
+        callee = ast.unparse(call.func)
+        effect = builtins.call_effect(call, self.frontend.warp_names(unit))
+        if effect is None:
+            problem = (
+                f"'{callee}' ({_shown(call)}) is not in the rewrite's table of Warp's builtins (passes/builtins.py), "
+                f"so it cannot tell what the call does to memory: {UNSUPPORTED}"
+            )
+            advice = "Compute it in a kernel that consumes no atomic's return, and report it to warp-rewrite"
+            return Refusal(unit, call, problem, advice)
+        return Refusal(unit, call, f"'{callee}' ({_shown(call)}) is {UNSUPPORTED}: {effect.reason}", effect.instead)
 
     def _consumes(self, unit: Unit) -> bool:
         """Does the function use an atomic's return (a tile atomic's too)?"""
@@ -309,8 +333,20 @@ class Fence:
             return BY_NAME["wp.static value"]
         if self.frontend.is_builtin(unit, call):
             tile_atomic = name is not None and name.startswith(TILE_ATOMIC_PREFIX)
-            return BY_NAME["tile atomic, return used" if tile_atomic and used else "builtin call"]
+            if tile_atomic and used:
+                return BY_NAME["tile atomic, return used"]
+            return _builtin_form(call, self.frontend.warp_names(unit))
         return BY_NAME["opaque call"]
+
+
+def _builtin_form(call: ast.Call, names: WarpNames) -> Form:
+    """The form of a call of a builtin: by its class in ``passes.builtins``, a constructor's being a pure value."""
+    if builtins.called_builtin(call, names) is None:
+        return BY_NAME["builtin call"]
+    effect = builtins.call_effect(call, names)
+    if effect is None or effect.refused:
+        return BY_NAME["builtin the rewrite cannot replay"]
+    return BY_NAME["builtin writing its arguments" if effect.written else "builtin call"]
 
 
 @dataclass

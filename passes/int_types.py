@@ -15,7 +15,8 @@ import ast
 from typing import Any
 
 from warp_rewrite.passes import dtypes
-from warp_rewrite.passes.atomics import positional_arguments
+from warp_rewrite.passes.atomics import PLAIN, WarpNames, positional_arguments
+from warp_rewrite.passes.builtins import returned_type, written_locals
 from warp_rewrite.passes.dataflow import path_parts
 from warp_rewrite.passes.dtypes import BOOL, INT
 from warp_rewrite.passes.syntax import walk
@@ -58,10 +59,12 @@ class IntLocals:
         nodes: list[ast.AST] | None = None,
         local_types: dict[str, Any] | None = None,
         call_types: dict[ast.Call, Any] | None = None,
+        names: WarpNames = PLAIN,
     ):
         """``parameter_types``: the function's parameters' Warp types, where known; ``nodes``: ``walk(func)``;
         ``local_types``: the locals' Warp types, where the front end knows them; ``call_types``: the return type
-        of each call of a helper, where known."""
+        of each call of a helper, where known; ``names``: how the function spells Warp."""
+        self.names = names
         self.params: dict[str, Any] = {}
         self.parameter_types = parameter_types
         self.int_arrays: dict[str, Any] = {}
@@ -86,7 +89,10 @@ class IntLocals:
                             if isinstance(element, ast.Name):
                                 assignments.setdefault(element.id, []).append(value if _is_tid(value) else None)
             elif isinstance(node, ast.For) and isinstance(node.target, ast.Name):
-                assignments.setdefault(node.target.id, []).append(ast.Call(ast.Name("int"), [], []))
+                assignments.setdefault(node.target.id, []).append(_cast(INT))
+            elif isinstance(node, ast.Call):  # a builtin writing a local: a value of its parameter's type
+                for written in written_locals(node, names):
+                    assignments.setdefault(written.local.id, []).append(_cast(written.dtype))
         # Optimistic fixpoint, so that ``slot = (slot + 1) % n`` can be an int: every local starts unknown
         # (compatible with anything) and settles on the one type all its assignments agree on.
         self.locals: dict[str, Any] = dict.fromkeys(assignments, _UNKNOWN)
@@ -178,7 +184,15 @@ class IntLocals:
         if called in _SAME_AS_OPERANDS and expr.args:
             operands = expr.args[1:] if called in ("select", "where") else expr.args
             return _unify({self.kind(a) for a in operands})
-        return None
+        returned = returned_type(expr, self.names)  # wp.rand_init(seed): a uint32, by Warp's registry
+        return returned if dtypes.is_int(returned) or returned is BOOL else None
+
+
+def _cast(dtype: Any) -> ast.expr | None:
+    """A value of an int or bool type (its cast, ``int32()``); None, no int, for any other."""
+    if dtypes.is_int(dtype) or dtype is BOOL:
+        return ast.Call(ast.Name(dtype.__name__), [], [])
+    return None
 
 
 def _is_tid(expr: ast.expr | None) -> bool:

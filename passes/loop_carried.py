@@ -7,7 +7,9 @@ break, continue and return): a local is carried into later iterations when a rea
 assignment the loop made in an earlier iteration, and out of the loop when a read outside it (later in the
 function, or in the next iteration of a loop around it) can see one the loop made. A local assigned before it is
 read, on every path through an iteration, carries nothing, whatever it held before the loop. A store into a
-component of a local value (``v[0] = x``, ``contact.depth = d``) reads the rest of it and assigns it.
+component of a local value (``v[0] = x``, ``contact.depth = d``) reads the rest of it and assigns it; so does a
+builtin that writes a local it is handed (``wp.hash_grid_query_next(query, j)`` assigns ``query`` and ``j``:
+``passes.builtins.written_arguments``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import ast
 from collections.abc import Callable, Set
 from dataclasses import dataclass, field
 
+from warp_rewrite.passes.atomics import PLAIN, WarpNames
+from warp_rewrite.passes.builtins import written_arguments
 from warp_rewrite.passes.syntax import walk
 
 
@@ -46,10 +50,12 @@ class LoopFlow:
     (``defines``) locals; point 0 assigns the parameters.
     """
 
-    def __init__(self, function: ast.FunctionDef, holds_value: Callable[[str], bool]):
+    def __init__(self, function: ast.FunctionDef, holds_value: Callable[[str], bool], names: WarpNames = PLAIN):
         """``holds_value``: does a local (or parameter) of this name hold a value (a vector, a matrix, a struct),
-        which a store into a component changes, rather than memory (an array, a view), which such a store writes?"""
+        which a store into a component changes, rather than memory (an array, a view), which such a store writes?
+        ``names``: how the function spells Warp, whose builtins may write the locals they are handed."""
         self.holds_value = holds_value
+        self.names = names
         self.uses: list[frozenset[str]] = []
         self.defines: list[frozenset[str]] = []
         self.updates: list[frozenset[str]] = []  # of the locals a point defines, those it stores a component of
@@ -61,8 +67,8 @@ class LoopFlow:
         # A bit per definition (a point and a local it assigns), and each local's definitions.
         self._bit_of: dict[tuple[int, str], int] = {}
         self._bits: dict[str, int] = {}
-        for point, names in enumerate(self.defines):
-            for name in sorted(names):
+        for point, defined in enumerate(self.defines):
+            for name in sorted(defined):
                 bit = 1 << len(self._bit_of)
                 self._bit_of[point, name] = bit
                 self._bits[name] = self._bits.get(name, 0) | bit
@@ -124,13 +130,13 @@ class LoopFlow:
 
     def _statement(self, node: ast.stmt, ends: list[int], loop: _Loop | None) -> list[int]:
         if isinstance(node, ast.If):
-            test = self._point(ends, _reads(node.test))
+            test = self._point(ends, *self._evaluated(node.test))
             return self._body(node.body, [test], loop) + self._body(node.orelse, [test], loop)
-        if isinstance(node, ast.While):
-            head = self._point(ends, _reads(node.test))
+        if isinstance(node, ast.While):  # (while wp.hash_grid_query_next(query, j): assigns query and j)
+            head = self._point(ends, *self._evaluated(node.test))
             return self._loop(node, head, loop)
         if isinstance(node, ast.For):
-            start = self._point(ends, _reads(node.iter))  # the range, evaluated once
+            start = self._point(ends, *self._evaluated(node.iter))  # the range, evaluated once
             head = self._point([start], defines=_assigned(node.target))
             self.loop_variables.add(head)
             return self._loop(node, head, loop)
@@ -144,11 +150,23 @@ class LoopFlow:
         if isinstance(node, ast.Return):
             self._point(ends, _reads(node.value) if node.value is not None else set())
             return []
-        reads, assigned = _reads(node), _assigned(node)
+        reads, assigned = self._evaluated(node)
+        assigned |= _assigned(node)
         if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
             reads.add(node.target.id)  # x += v reads x
         updated = {name for name in _component_stores(node) if self.holds_value(name)}
         return [self._point(ends, reads | updated, assigned, updated)]
+
+    def _evaluated(self, node: ast.AST) -> tuple[set[str], set[str]]:
+        """The locals evaluating ``node`` reads, and those the builtins it calls write (each also read: a builtin may
+        leave it as it was, as a query's step does at its end)."""
+        written = {
+            local.id
+            for call in walk(node)
+            if isinstance(call, ast.Call)
+            for local in written_arguments(call, self.names)
+        }
+        return _reads(node) | written, written
 
     def _loop(self, node: ast.For | ast.While, head: int, outer: _Loop | None) -> list[int]:
         loop = _Loop(head)

@@ -14,10 +14,6 @@ from collections.abc import Iterator
 
 from warp_rewrite.passes.atomics import WarpNames, positional_arguments
 
-# Warp builtins known to read the arrays they are handed and write none of them; any other builtin handed an
-# array may write it, as far as the planner knows.
-READ_ONLY_BUILTINS = frozenset({"len", "lower_bound", "tile_load"})
-
 
 def stored_arrays(node: ast.AST) -> list[ast.expr]:
     """The array expressions a statement stores into: ``arr`` for ``arr[i] = v``, ``arr[i].x = v``,

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from warp_rewrite.passes import dtypes, memory
-from warp_rewrite.passes.atomics import AtomicCall, find_atomic_calls, find_augmented_writes
+from warp_rewrite.passes.atomics import AtomicCall, WarpNames, find_atomic_calls, find_augmented_writes
+from warp_rewrite.passes.builtins import BuiltinEffect, Effect, call_effect, called_builtin
 from warp_rewrite.passes.dataflow import argument_path, is_view, path_parts, rebound_locals, single_assignments
 from warp_rewrite.passes.int_types import IntLocals
 from warp_rewrite.passes.loop_carried import LoopFlow
@@ -47,11 +48,11 @@ class Analysis:
 
     @functools.cached_property
     def aliases(self) -> dict[str, ast.expr]:
-        return single_assignments(self.tree, self.nodes)
+        return single_assignments(self.tree, self.nodes, self.names)
 
     @functools.cached_property
     def rebound(self) -> dict[str, list[ast.expr]]:
-        return rebound_locals(self.tree, self.nodes)
+        return rebound_locals(self.tree, self.nodes, self.names)
 
     @functools.cached_property
     def atomics(self) -> list[AtomicCall]:
@@ -79,7 +80,7 @@ class Analysis:
         local_types = self.frontend.local_types(self.unit)
         helpers = ((call, self.frontend.resolve_helper(self.unit, call)) for call in self.calls)
         call_types = {call: self.frontend.return_type(helper) for call, helper in helpers if helper is not None}
-        return IntLocals(self.tree, self.parameter_types, self.nodes, local_types, call_types).locals
+        return IntLocals(self.tree, self.parameter_types, self.nodes, local_types, call_types, self.names).locals
 
     @functools.cached_property
     def value_types(self) -> dict[str, Any]:
@@ -94,7 +95,7 @@ class Analysis:
 
     @functools.cached_property
     def flow(self) -> LoopFlow:
-        return LoopFlow(self.tree, self.holds_a_value)
+        return LoopFlow(self.tree, self.holds_a_value, self.names)
 
     @functools.cached_property
     def loop_hazards(self) -> list[LoopHazard]:
@@ -110,14 +111,23 @@ class Analysis:
             return dtypes.is_value_type(self.parameter_types.get(name))
         local = ast.Name(name, ast.Load())
         path = argument_path(local, params, self.aliases)
-        if path is None:
-            return True  # made in the function
+        if path is None:  # made in the function, unless one of the values it is assigned names memory
+            return not any(self._names_memory(value) for value in self.rebound.get(name, []))
+        return self._held(local, path)
+
+    def _names_memory(self, value: ast.expr) -> bool:
+        """Does ``value`` name an argument's array or a view of one (not an element of it)?"""
+        path = argument_path(value, [a.arg for a in self.tree.args.args], self.aliases)
+        return path is not None and not self._held(value, path)
+
+    def _held(self, expr: ast.expr, path: str) -> bool:
+        """Is ``expr``, which reaches the argument at ``path``, a value (an element or a field) rather than memory?"""
         root, *fields = path.split(".")
         annotation: Any = self.parameter_types.get(root)
         for field_name in fields:
             annotation = dtypes.field_type(annotation, field_name)
         if dtypes.is_array(annotation):
-            return memory.depth(local, self.aliases) >= annotation.ndim  # an element read, or a view
+            return memory.depth(expr, self.aliases) >= annotation.ndim  # an element read, or a view
         return dtypes.is_value_type(annotation)
 
 
@@ -313,9 +323,11 @@ class MemoryAccesses:
                         "Call a @wp.func the rewrite can read (defined in a .py file), or pass it values, not arrays",
                     )
                 else:
-                    self._read_back.update(handed)
-                    if called_name(call) not in memory.READ_ONLY_BUILTINS:
-                        written.update(handed)  # it might write them
+                    effect = builtin_effect_of(call, facts.names)
+                    if effect is None or Effect.READS_ARRAYS in effect.effects:
+                        self._read_back.update(handed)
+                    if effect is None or Effect.WRITES_ARRAYS in effect.effects:
+                        written.update(handed)  # it writes them (a builtin the table lacks: it might)
                         for path in handed:
                             self._writers.setdefault(path, set()).add(None)  # by no function of the plan
         _check_choices(uses, written)
@@ -414,14 +426,18 @@ class MemoryAccesses:
         return writes
 
     def _check_builtin_reads(self, unit: Unit, path_of: Callable[[ast.expr], str | None]) -> None:
-        """Refuse a Warp builtin handed an array the launch writes: it would read it in the replay, after the
-        forward changed it (an element read with ``arr[i]`` is recorded instead)."""
+        """Refuse a Warp builtin that reads the elements of an array the launch writes (``passes.builtins``: one
+        that reads arrays, or one the table lacks): it would read it in the replay, after the forward changed it
+        (an element read with ``arr[i]`` is recorded instead)."""
         facts = self.analysis(unit)
         for call in facts.calls:
-            if facts.names.atomic_op(call) is not None or called_name(call) == "len":
+            if facts.names.atomic_op(call) is not None:
                 continue
             if self.resolve_helper(unit, call) is not None or not self.frontend.is_builtin(unit, call):
                 continue
+            effect = builtin_effect_of(call, facts.names)
+            if effect is not None and Effect.READS_ARRAYS not in effect.effects:
+                continue  # reads a shape (len), or writes only (tile_store)
             for arg in [*call.args, *(keyword.value for keyword in call.keywords)]:
                 path = path_of(arg)
                 if path in self.written and self._names_memory(unit, arg, path):
@@ -443,6 +459,13 @@ class MemoryAccesses:
         if mapped is None:
             return None
         return f"{mapped}.{rest}" if rest else mapped
+
+
+def builtin_effect_of(call: ast.Call, names: WarpNames) -> BuiltinEffect | None:
+    """What a call of a builtin does: a constructor makes a value; None for a builtin the table lacks."""
+    if called_builtin(call, names) is None:
+        return BuiltinEffect(frozenset({Effect.PURE}), (), "a constructor: a value of its arguments")
+    return call_effect(call, names)
 
 
 def bound_arguments(call: ast.Call, helper: Unit) -> dict[str, ast.expr]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 
 from warp_rewrite.passes.atomics import WarpNames, find_atomic_calls
+from warp_rewrite.passes.builtins import written_arguments
 from warp_rewrite.passes.loop_hazards import unrolled_by_warp
 from warp_rewrite.passes.plan_types import Site, Unit
 from warp_rewrite.passes.syntax import Located, walk
@@ -77,9 +78,9 @@ def check_loop(unit: Unit, loop: ast.For | ast.While, names: WarpNames, max_unro
             "a for loop over something other than range() around a consumed atomic",
             "Loop over range(...) with a single loop variable",
         )
-    assigned = {
-        n.id for stmt in loop.body for n in walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-    }
+    nodes = [node for statement in loop.body for node in walk(statement)]
+    assigned = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    assigned |= {local.id for n in nodes if isinstance(n, ast.Call) for local in written_arguments(n, names)}
     if loop.target.id in assigned:
         raise Refusal(
             unit, loop, f"the loop variable '{loop.target.id}' is reassigned in the loop", "Use another local"

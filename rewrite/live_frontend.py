@@ -21,7 +21,8 @@ from warp._src.context import Function, Module, ModuleBuilder
 
 from warp_rewrite import runtime
 from warp_rewrite.passes import dtypes
-from warp_rewrite.passes.atomics import ATOMIC_OPS, WarpNames
+from warp_rewrite.passes.atomics import WarpNames
+from warp_rewrite.passes.builtins import is_known, warp_builtin
 from warp_rewrite.passes.naming import RUNTIME_NAME, Namer
 from warp_rewrite.passes.refusals import Refusal
 from warp_rewrite.passes.syntax import Located, walk
@@ -86,13 +87,12 @@ class FunctionSource:
 
     @functools.cached_property
     def warp_names(self) -> WarpNames:
-        """How this namespace spells Warp's module and its atomics."""
+        """How this namespace spells Warp's module and the builtins it binds to bare names."""
         modules = frozenset(name for name, value in self.namespace.items() if value is wp)
-        atomics = {id(getattr(wp, f"atomic_{op}")): op for op in ATOMIC_OPS}
         bare = tuple(
-            (name, atomics[id(value)])
+            (name, value.key)
             for name, value in self.namespace.items()
-            if id(value) in atomics and not name.startswith("__")
+            if isinstance(value, Function) and value.is_builtin() and not name.startswith("__")
         )
         return WarpNames(modules or frozenset({"wp"}), bare)
 
@@ -190,6 +190,11 @@ class LiveFrontend:
         callee = unit.resolve(call.func)
         if isinstance(callee, Function):
             return callee.is_builtin()
+        name = warp_builtin(call, unit.warp_names)
+        if name is not None and (is_known(name) or callee is None):
+            # wp.mesh_query_point, wp.zeros, wp.address_of: Warp's code generator finds them itself (a name it lacks
+            # is one the rewrite's table of builtins lacks too, and is refused with that)
+            return True
         python_builtin = getattr(builtins, getattr(callee, "__name__", ""), None) is callee
         return python_builtin or isinstance(callee, type | Struct)
 

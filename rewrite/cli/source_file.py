@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from warp_rewrite.cli.elision import ElidedBody
 from warp_rewrite.cli.markers import has_markers, read_begin, read_end
-from warp_rewrite.passes.atomics import ATOMIC_OPS, WarpNames
+from warp_rewrite.passes.atomics import WarpNames
 from warp_rewrite.passes.syntax import Located, walk
 
 
@@ -64,9 +64,7 @@ class WarpImports:
     any_name: str | None  # how the module can write typing.Any ("Any", "typing.Any"), if at all
 
     def names(self) -> WarpNames:
-        ops = {f"atomic_{op}": op for op in ATOMIC_OPS}
-        bare = tuple((local, ops[attr]) for local, attr in self.members.items() if attr in ops)
-        return WarpNames(self.modules or frozenset({"wp"}), bare)
+        return WarpNames(self.modules or frozenset({"wp"}), tuple(self.members.items()))
 
     def is_warp(self, expr: ast.expr, attr: str) -> bool:
         """True for ``wp.<attr>`` (any alias) and for a bare name imported as ``from warp import <attr>``."""

@@ -321,6 +321,30 @@ def _builtin_call(writer: _KernelWriter, scope: _Scope) -> None:
     scope.line(f"y[tid] += wp.cos(xv) * {writer.constant()} + wp.abs(xv)")
 
 
+def _builtin_writing_its_arguments(writer: _KernelWriter, scope: _Scope) -> None:
+    """Draws from a random state ``wp.randf`` advances in place: the second draw reads the state the first wrote, or
+    a loop around a consumed atomic carries the state from trip to trip (the replay restores it per trip)."""
+    state = writer.fresh("st")
+    scope.line(f"{state} = wp.rand_init({writer.rng.randint(1, 99)}, tid)")
+    if writer.rng.random() < 0.5:
+        scope.line(f"y[tid] += xv * wp.float64(wp.randf({state}))")
+        scope.line(f"y[tid] += xv * xv * wp.float64(wp.randf({state}))")
+        return
+    counter, trip, slot = _out(writer, "int32", (1,)), writer.fresh("j"), writer.fresh("q")
+    scope.line(f"for {trip} in range(keys[tid] % 3 + 1):")
+    inner = scope.nested()
+    inner.line(f"{slot} = wp.atomic_add({counter}, 0, 1)")
+    inner.line(f"y[tid] += xv * wp.float64(wp.randf({state})) * wp.float64({slot} % 3 + 1)")
+
+
+def _builtin_refused(writer: _KernelWriter, scope: _Scope) -> None:
+    """A thread-local array, whose stores Warp's replay skips."""
+    kept = writer.fresh("ka")
+    scope.line(f"{kept} = wp.zeros(shape=2, dtype=wp.float64)")
+    scope.line(f"{kept}[0] = xv")
+    scope.line(f"y[tid] += {kept}[0] * {kept}[0]")
+
+
 def _opaque_call(writer: _KernelWriter, scope: _Scope) -> None:
     name = writer.fresh(f"{writer.name}_native")
     writer.helpers.append(f'@wp.func_native("return a * 2;")\ndef {name}(a: int) -> int: ...\n')
@@ -437,6 +461,8 @@ GENERATORS: dict[str, Generator] = {
     "helper call": _helper_call,
     "helper through wp.static": _helper_through_static,
     "builtin call": _builtin_call,
+    "builtin writing its arguments": _builtin_writing_its_arguments,
+    "builtin the rewrite cannot replay": _builtin_refused,
     "opaque call": _opaque_call,
     "wp.static value": _static_value,
     "if": _if,

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import builtin_refused
 from warp_rewrite import RewriteError, wp_rewrite
 from warp_rewrite.cli.main import main
+from warp_rewrite.passes import builtins
 from warp_rewrite.passes.fence import BY_NAME, FORMS, UNSUPPORTED, Kind, form_list, target_kind
 
 KERNELS = """import warp as wp
@@ -131,6 +133,7 @@ def test_every_form_is_named_once_and_refused_forms_say_what_to_do():
         "loop with an 'else' clause",
         "helper returning memory",
         "memory in an element of an array of structs",
+        "builtin the rewrite cannot replay",
     }
     assert form_list().count("\n") == len(FORMS) + 2
 
@@ -159,3 +162,75 @@ def test_a_part_without_a_position_is_refused_at_its_function(tmp_path, capsys):
     assert expected in str(error.value)
     assert main([str(path), "-o", str(tmp_path / "out.py")]) == 1
     assert f"listed.py:5:1: {expected}" in capsys.readouterr().err
+
+
+# Builtins (passes/builtins.py): a class the rewrite cannot replay is refused with its group's reason and what to
+# write instead; a builtin's write into a local a loop around a consumed atomic carries is seen, and the local kept
+# or refused; a builtin reading an array the launch writes is refused by the planner.
+BUILTIN_REFUSALS = {
+    "local_array": (13, 12, "'wp.zeros' (wp.zeros(shape=4, dtype=F)) is not supported by warp-rewrite yet: a "
+                    "thread-local array, whose stores Warp's replay skips"),
+    "volume_store": (23, 5, "'wp.volume_store_f' (wp.volume_store_f(volume, i, 0, 0, float(x[i]))) is not supported "
+                     "by warp-rewrite yet: writes a volume through its id"),
+    "tile_view": (31, 11, "'wp.tile_view' (wp.tile_view(t, offset=(0,))) is not supported by warp-rewrite yet: a view "
+                  "aliases its tile"),
+    "raw_array": (39, 11, "'wp.array' (wp.array(ptr=address, shape=(4,), dtype=F)) is not supported by warp-rewrite "
+                  "yet: an array made from a raw address"),
+    "out_argument_carried": (50, 5, "'angle' is changed in a loop around a consumed atomic and read by later "
+                             "iterations or after the loop, and is not an int"),
+    "query_carried": (62, 5, "'query' is changed in a loop around a consumed atomic and read by later iterations or "
+                      "after the loop, and is not an int"),
+    "reads_written_array": (71, 27, "'wp.lower_bound' reads 'out', which this launch also writes"),
+    "loop_variable_written": (85, 5, "the loop variable 'j' is reassigned in the loop"),
+    "address_taken": (78, 15, "'wp.address_of' (wp.address_of(out[i])) is not supported by warp-rewrite yet: takes "
+                      "the address of a local or an element"),
+}  # fmt: skip
+
+
+def _builtin_message(name: str) -> str:
+    line, column, message = BUILTIN_REFUSALS[name]
+    return f"{builtin_refused.__file__}:{line}:{column}: kernel '{name}': {message}"
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN_REFUSALS))
+def test_a_builtin_the_rewrite_cannot_replay_is_refused_through_the_api(name):
+    with pytest.raises(RewriteError) as error:
+        wp_rewrite(getattr(builtin_refused, name))
+    assert str(error.value).startswith(_builtin_message(name)), str(error.value)
+
+
+def test_a_builtin_the_rewrite_cannot_replay_is_refused_alike_through_the_command_line(tmp_path, capsys):
+    assert main([builtin_refused.__file__, "-o", str(tmp_path / "out.py")]) == 1
+    captured = capsys.readouterr()
+    for name in BUILTIN_REFUSALS:
+        assert _builtin_message(name) in captured.out + captured.err, name
+
+
+UNCLASSIFIED = """import warp as wp
+
+
+@wp.kernel
+def newer(c: wp.array(dtype=wp.int32), x: wp.array(dtype=wp.float64), o: wp.array(dtype=wp.float64)):
+    s = wp.atomic_add(c, 0, 1)
+    o[s] = wp.erf(x[0])
+"""
+
+
+def test_a_builtin_the_table_lacks_is_refused_naming_it(tmp_path, capsys, monkeypatch):
+    """As a Warp newer than the table would have it: ``erf`` taken out of the table."""
+    monkeypatch.delitem(builtins.TABLE, "erf")
+    path = tmp_path / "newer.py"
+    path.write_text(UNCLASSIFIED)
+    spec = importlib.util.spec_from_file_location("newer", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    expected = (
+        f"newer.py:7:12: kernel 'newer': 'wp.erf' (wp.erf(x[0])) is not in the rewrite's table of Warp's builtins "
+        f"(passes/builtins.py), so it cannot tell what the call does to memory: {UNSUPPORTED}. "
+        "Compute it in a kernel that consumes no atomic's return, and report it to warp-rewrite"
+    )
+    with pytest.raises(RewriteError) as error:
+        wp_rewrite(module.newer)
+    assert expected in str(error.value)
+    assert main([str(path), "-o", str(tmp_path / "out.py")]) == 1
+    assert expected in capsys.readouterr().err

@@ -19,7 +19,7 @@ from warp_rewrite.passes.two_phase import (
 )
 from warp_rewrite.runtime.abi import RuntimeNames
 
-WARP = WarpNames(frozenset({"wp"}), (("atomic_add", "add"),))
+WARP = WarpNames(frozenset({"wp"}), (("atomic_add", "atomic_add"),))
 MODULE = ModuleNames(warp="wp", runtime=RuntimeNames.spelled("rt"))
 NAMES = KernelNames(
     thread="thread",
