@@ -299,6 +299,11 @@ QUERY_TYPES = (
 )
 
 
+def is_query_type(kind: Any) -> bool:
+    """Is ``kind`` a spatial query's state (``QUERY_TYPES``)?"""
+    return any(kind is query for query in QUERY_TYPES)
+
+
 @dataclass(frozen=True)
 class Overload:
     """One overload of a builtin, with its effect: the group's, plus what the registry tells of it."""

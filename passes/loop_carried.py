@@ -1,7 +1,7 @@
 """Which locals a loop carries: into its next iteration, or out of it to the code after it.
 
-Warp's backward replays a dynamic loop's body with every local the loop changes at its final value, so the
-rewrite keeps (ints) or refuses (floats) exactly the locals whose values cross an iteration's boundary. That is a
+Warp's backward replays a dynamic loop's body with every local the loop changes at another trip's value, so the
+rewrite records and restores exactly the locals whose values cross an iteration's boundary. That is a
 question of reaching definitions, answered here over the function's statements as a control-flow graph (with
 break, continue and return): a local is carried into later iterations when a read in the loop can see an
 assignment the loop made in an earlier iteration, and out of the loop when a read outside it (later in the
@@ -9,7 +9,8 @@ function, or in the next iteration of a loop around it) can see one the loop mad
 read, on every path through an iteration, carries nothing, whatever it held before the loop. A store into a
 component of a local value (``v[0] = x``, ``contact.depth = d``) reads the rest of it and assigns it; so does a
 builtin that writes a local it is handed (``wp.hash_grid_query_next(query, j)`` assigns ``query`` and ``j``:
-``passes.builtins.written_arguments``).
+``passes.builtins.written_arguments``, handed in: the command line's ``--check`` reads loops without importing Warp,
+and sees no builtin writes).
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ import ast
 from collections.abc import Callable, Set
 from dataclasses import dataclass, field
 
-from warp_rewrite.passes.atomics import PLAIN, WarpNames
-from warp_rewrite.passes.builtins import written_arguments
 from warp_rewrite.passes.syntax import walk
+
+# What the builtins a call makes write among the locals they are handed (``passes.builtins.written_arguments``).
+WrittenBy = Callable[[ast.Call], list[ast.Name]]
 
 
 @dataclass(frozen=True)
@@ -50,12 +52,14 @@ class LoopFlow:
     (``defines``) locals; point 0 assigns the parameters.
     """
 
-    def __init__(self, function: ast.FunctionDef, holds_value: Callable[[str], bool], names: WarpNames = PLAIN):
+    def __init__(
+        self, function: ast.FunctionDef, holds_value: Callable[[str], bool], written_by: WrittenBy = lambda call: []
+    ):
         """``holds_value``: does a local (or parameter) of this name hold a value (a vector, a matrix, a struct),
         which a store into a component changes, rather than memory (an array, a view), which such a store writes?
-        ``names``: how the function spells Warp, whose builtins may write the locals they are handed."""
+        ``written_by``: the locals a call's builtins write."""
         self.holds_value = holds_value
-        self.names = names
+        self.written_by = written_by
         self.uses: list[frozenset[str]] = []
         self.defines: list[frozenset[str]] = []
         self.updates: list[frozenset[str]] = []  # of the locals a point defines, those it stores a component of
@@ -160,12 +164,7 @@ class LoopFlow:
     def _evaluated(self, node: ast.AST) -> tuple[set[str], set[str]]:
         """The locals evaluating ``node`` reads, and those the builtins it calls write (each also read: a builtin may
         leave it as it was, as a query's step does at its end)."""
-        written = {
-            local.id
-            for call in walk(node)
-            if isinstance(call, ast.Call)
-            for local in written_arguments(call, self.names)
-        }
+        written = {local.id for call in walk(node) if isinstance(call, ast.Call) for local in self.written_by(call)}
         return _reads(node) | written, written
 
     def _loop(self, node: ast.For | ast.While, head: int, outer: _Loop | None) -> list[int]:

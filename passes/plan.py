@@ -17,7 +17,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from warp_rewrite.passes import dtypes, memory
+from warp_rewrite.passes import builtins, dtypes, memory
 from warp_rewrite.passes.atomics import AtomicCall, WarpNames, positional_arguments
 from warp_rewrite.passes.dataflow import argument_path, is_view
 from warp_rewrite.passes.layout import only_compared
@@ -136,7 +136,7 @@ class Planner(MemoryAccesses):
         for node in sorted(relevant, key=lambda n: (n.lineno, n.col_offset)):
             for loop in _enclosing(node, parents, unit.tree):
                 if loop not in loops:
-                    check_loop(unit, loop, names, self.frontend.max_unroll)
+                    check_loop(unit, loop, names, self.frontend.max_unroll, iterates_query(loop, facts))
                     loops[loop] = self._new_loop(unit, loop, outer + self._ids(loops, loop, parents, unit))
         for loop in opaque:  # placed only now: the loops around it got their ids after it
             placed = dataclasses.replace(loops[loop], outer_loops=outer + self._ids(loops, loop, parents, unit))
@@ -375,14 +375,19 @@ class Planner(MemoryAccesses):
         jumps = list(own_jumps(node.body))
         active = fresh(f"iteration{loop_id}_active") if jumps else ""
         static_trips, bounds = None, ("", "", "")
-        if isinstance(node, ast.For):
+        facts = self.analysis(unit)
+        iterated = iterates_query(node, facts)
+        if isinstance(node, ast.For) and not iterated:
             static_trips = _static_trips(node)
             if static_trips is None:
                 bounds = (fresh(f"start{loop_id}"), fresh(f"stop{loop_id}"), fresh(f"step{loop_id}"))
         counter = trips_records = ""
-        if isinstance(node, ast.While) or any(isinstance(j, ast.Break) for j in jumps):
+        if isinstance(node, ast.While) or iterated or any(isinstance(j, ast.Break) for j in jumps):
             counter, trips_records = fresh(f"trips{loop_id}"), fresh(f"trips{loop_id}_records")
-        carried_in, carried_out = _carried(unit, node, self.analysis(unit))
+        carried_in, carried_out = _carried(unit, node, facts)
+        if iterated:  # the index each trip's step gave, restored in the replay, which runs the trips without the query
+            assert isinstance(node, ast.For) and isinstance(node.target, ast.Name)  # (refusals.check_loop)
+            carried_in = [(node.target.id, dtypes.INT), *carried_in]
         loop = Loop(
             node,
             loop_id,
@@ -395,6 +400,7 @@ class Planner(MemoryAccesses):
             outer,
             bool(jumps),
             active=active,
+            iterated=iterated,
             carried_in=tuple(Carried(name, fresh(f"{name}_in_loop{loop_id}"), dtype) for name, dtype in carried_in),
             carried=tuple(Carried(name, fresh(f"{name}_after_loop{loop_id}"), dtype) for name, dtype in carried_out),
         )
@@ -504,6 +510,20 @@ def _carried(
         # no concern.
         into, out = into - carried.updated_only, out - carried.updated_only
     types = {**facts.value_types, **facts.kinds}
+    # A spatial query's state lives in its query object, which only the loop's own step reads: the replay runs the
+    # loop's recorded trips without it, restoring the index each step wrote instead.
+    queries = {name for name in into | out if builtins.is_query_type(types.get(name))}
+    for name in sorted(queries):
+        if name in out or not query_loop(loop, facts) or _read_in(loop.body, name):
+            raise Refusal(
+                unit,
+                loop,
+                f"the spatial query '{name}' is used other than by its loop's own step (a while condition's "
+                "*_query_next, or the for loop over it): the replay runs the loop's recorded trips without it",
+                "Advance the query only in the loop's condition (while wp.hash_grid_query_next(query, j):) or loop "
+                "over it (for j in query:), and read nothing else of it",
+            )
+    into, out = into - queries, out - queries
     for name in sorted(into | out):
         kind = types.get(name)
         if kind is None:
@@ -538,6 +558,23 @@ def _carried(
                 f"Assign '{name}' before the loop, with its type: {name} = {dtypes.source(kind, 'wp')}(...)",
             )
     return [(n, types[n]) for n in sorted(into)], [(n, types[n]) for n in sorted(out)]
+
+
+def query_loop(loop: ast.For | ast.While, facts: Analysis) -> bool:
+    """Is ``loop`` a spatial query's: a while loop whose condition advances a query (``*_query_next``), or a for loop
+    over a query (``for j in wp.hash_grid_query(...)``, ``for j in query``)?"""
+    if isinstance(loop, ast.While):
+        return any(isinstance(n, ast.Call) and builtins.written_arguments(n, facts.names) for n in walk(loop.test))
+    return iterates_query(loop, facts)
+
+
+def iterates_query(loop: ast.For | ast.While, facts: Analysis) -> bool:
+    """Is ``loop`` a for loop over a spatial query object (Warp's iterators besides ranges)?"""
+    return isinstance(loop, ast.For) and builtins.is_query_type(facts.typing.of(loop.iter))
+
+
+def _read_in(body: list[ast.stmt], name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for s in body for n in walk(s))
 
 
 def _enclosing(node: ast.AST, parents: dict[ast.AST, ast.AST], root: ast.AST) -> list[ast.For | ast.While]:

@@ -126,6 +126,8 @@ class Loop:
     jumps: bool = False  # the body has its own break or continue
     opaque: bool = False  # nothing differentiable inside: the replay skips it (see passes.plan.Planner._opaque_loops)
     active: str = ""  # replay: flag lowering break/continue, which Warp's reverse pass mishandles
+    # a for loop over a spatial query: replayed like a while loop, over its recorded trips, its variable restored
+    iterated: bool = False
     # Locals a loop changes: read by later iterations (kept at each iteration's start) or after the loop (kept at
     # its exit). Warp's backward replays loop bodies with loop-carried locals at other values, so the replay kernel
     # restores them from these records.

@@ -12,7 +12,7 @@ from typing import Any
 
 from warp_rewrite.passes import dtypes, memory
 from warp_rewrite.passes.atomics import AtomicCall, WarpNames, find_atomic_calls, find_augmented_writes
-from warp_rewrite.passes.builtins import BuiltinEffect, Effect, call_effect, called_builtin
+from warp_rewrite.passes.builtins import BuiltinEffect, Effect, call_effect, called_builtin, written_arguments
 from warp_rewrite.passes.dataflow import argument_path, is_view, path_parts, rebound_locals, single_assignments
 from warp_rewrite.passes.int_types import IntLocals
 from warp_rewrite.passes.loop_carried import LoopFlow
@@ -83,19 +83,24 @@ class Analysis:
         return IntLocals(self.tree, self.parameter_types, self.nodes, local_types, call_types, self.names).locals
 
     @functools.cached_property
-    def value_types(self) -> dict[str, Any]:
-        """The Warp types of the function's locals, where they can be told (``passes.value_types``)."""
+    def typing(self) -> ValueTypes:
+        """The Warp types of the function's locals and expressions, where they can be told (``passes.value_types``)."""
         local_types = self.frontend.local_types(self.unit)
 
         def declared(call: ast.Call) -> Any:
             helper = self.frontend.resolve_helper(self.unit, call)
             return None if helper is None else self.frontend.return_type(helper)
 
-        return ValueTypes(self.tree, self.names, self.parameter_types, self.nodes, local_types, declared).locals
+        return ValueTypes(self.tree, self.names, self.parameter_types, self.nodes, local_types, declared)
+
+    @property
+    def value_types(self) -> dict[str, Any]:
+        """The Warp types of the function's locals, where they can be told."""
+        return self.typing.locals
 
     @functools.cached_property
     def flow(self) -> LoopFlow:
-        return LoopFlow(self.tree, self.holds_a_value, self.names)
+        return LoopFlow(self.tree, self.holds_a_value, lambda call: written_arguments(call, self.names))
 
     @functools.cached_property
     def loop_hazards(self) -> list[LoopHazard]:

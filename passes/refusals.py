@@ -51,7 +51,11 @@ def check_exact_families(kernel: Unit, sites: list[Site]) -> None:
             )
 
 
-def check_loop(unit: Unit, loop: ast.For | ast.While, names: WarpNames, max_unroll: int) -> None:
+def check_loop(
+    unit: Unit, loop: ast.For | ast.While, names: WarpNames, max_unroll: int, iterates_query: bool = False
+) -> None:
+    """Refuse a loop around a consumed atomic (or one Warp's backward replays wrong) that the rewrite cannot replay;
+    ``iterates_query``: the loop is a for loop over a spatial query, which it replays like a while loop."""
     if isinstance(loop, ast.While):
         # The pipeline moves such a condition into the body first (passes.while_conditions); a planner handed a
         # tree that was not desugared refuses it here.
@@ -71,12 +75,12 @@ def check_loop(unit: Unit, loop: ast.For | ast.While, names: WarpNames, max_unro
         and not loop.iter.keywords
         and 1 <= len(loop.iter.args) <= 3
     )
-    if not iterates_range or not isinstance(loop.target, ast.Name):
+    if not (iterates_range or iterates_query) or not isinstance(loop.target, ast.Name):
         raise Refusal(
             unit,
             loop,
-            "a for loop over something other than range() around a consumed atomic",
-            "Loop over range(...) with a single loop variable",
+            "a for loop over something other than range() or a spatial query around a consumed atomic",
+            "Loop over range(...) or a query (for j in wp.hash_grid_query(...)) with a single loop variable",
         )
     nodes = [node for statement in loop.body for node in walk(statement)]
     assigned = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}

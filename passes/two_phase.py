@@ -439,10 +439,13 @@ class PhaseWriter(ast.NodeTransformer):
         return self._after(loop) or [ast.Pass()]
 
     def visit_For(self, node: ast.For) -> ast.AST | list[ast.stmt]:
-        return self._visit_loop(node, self._rewrite_for)
+        loop = self.plan.loops.get(node)
+        return self._visit_loop(
+            node, self._rewrite_counted if loop is not None and loop.iterated else self._rewrite_for
+        )
 
     def visit_While(self, node: ast.While) -> ast.AST | list[ast.stmt]:
-        return self._visit_loop(node, self._rewrite_while)
+        return self._visit_loop(node, self._rewrite_counted)
 
     def _visit_loop(self, node: ast.For | ast.While, rewrite: Callable) -> ast.AST | list[ast.stmt]:
         """A loop around a consumed atomic is rewritten, into a copy; any other loop is visited like any node."""
@@ -502,7 +505,10 @@ class PhaseWriter(ast.NodeTransformer):
         replay.body = [position, *self._iteration_start(loop, counter), *body]
         return [*before, ast.copy_location(replay, node), *self._after(loop)]
 
-    def _rewrite_while(self, node: ast.While, loop: Loop) -> list[ast.stmt]:
+    def _rewrite_counted(self, node: ast.While | ast.For, loop: Loop) -> list[ast.stmt]:
+        """A while loop, or a for loop over a spatial query: the record kernel counts its trips, and the replay runs as
+        many, as a for loop over a range (Warp's backward evaluates a while loop's condition again, and the query's
+        state is gone); what the condition or the query's step wrote comes back from each trip's records."""
         counter, trips = loop.counter, loop.trips_records
         body = self._visit_body(loop, node.body)
         if self.forward:

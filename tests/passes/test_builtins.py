@@ -221,7 +221,9 @@ QUERY_LOOP = _function(
 def test_the_dataflow_sees_the_locals_a_builtin_writes():
     """``j`` after ``wp.hash_grid_query_next(query, j)`` is assigned by that call: the loops carry ``query``, ``j``
     and ``state``, none of which any assignment statement changes."""
-    flow = LoopFlow(QUERY_LOOP, lambda name: name not in ("x", "out"))
+    flow = LoopFlow(
+        QUERY_LOOP, lambda name: name not in ("x", "out"), lambda call: written_arguments(call, WarpNames())
+    )
     query_loop, draws = (node for node in ast.walk(QUERY_LOOP) if isinstance(node, ast.While | ast.For))
     carried = flow.carried(query_loop)
     assert {"query", "j", "total"} <= carried.into_iterations and {"j", "total"} <= carried.out_of_loop
