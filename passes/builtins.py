@@ -301,7 +301,7 @@ QUERY_TYPES = (
 
 def is_query_type(kind: Any) -> bool:
     """Is ``kind`` a spatial query's state (``QUERY_TYPES``)?"""
-    return any(kind is query for query in QUERY_TYPES)
+    return isinstance(kind, type) and issubclass(kind, QUERY_TYPES)
 
 
 @dataclass(frozen=True)
