@@ -5,7 +5,7 @@ import logging
 import numpy as np
 import warp as wp
 
-from examples.kernels import compact_positive, running_sum, scale_by_previous
+from examples.kernels import compact_positive, running_sum, scale_by_previous, squared_window_sum
 from warp_rewrite import launch, wp_rewrite
 
 wp.config.log_level = logging.WARNING  # no init banner, no per-module load lines
@@ -34,7 +34,7 @@ def show(title: str, kernel: wp.Kernel, dim: int, x: np.ndarray, others, output_
 
 
 def main() -> None:
-    for kernel in (scale_by_previous, compact_positive, running_sum):
+    for kernel in (scale_by_previous, compact_positive, running_sum, squared_window_sum):
         wp_rewrite(kernel)  # rewrite all kernels before the first launch: their module then compiles once
     show(
         "previous = wp.atomic_add(total, 0, 1.0); y[0] = previous * x[0]   (x=[3], total=[10], want x.grad=[10])",
@@ -60,6 +60,15 @@ def main() -> None:
         len(x),
         x,
         [lambda: wp.array([0.5], dtype=float), lambda: wp.zeros(len(x), dtype=float, requires_grad=True)],
+        2,
+    )
+    x = np.array([1.0, 2.0, 3.0])
+    show(
+        "for k in range(n[tid]): acc += x[(tid + k) % 3]; out[tid] = acc**2   (n=[2,1,3], no atomic; want [18 22 12])",
+        squared_window_sum,
+        len(x),
+        x,
+        [lambda: wp.array([2, 1, 3], dtype=int), lambda: wp.zeros(len(x), dtype=float, requires_grad=True)],
         2,
     )
     print("\nGenerated source of the rewritten compaction kernel:\n")

@@ -25,3 +25,14 @@ def running_sum(x: wp.array[float], acc: wp.array[float], out: wp.array[float]):
     tid = wp.tid()
     before = wp.atomic_add(acc, 0, x[tid])
     out[tid] = before * x[tid]
+
+
+@wp.kernel
+def squared_window_sum(x: wp.array[float], n: wp.array[int], out: wp.array[float]):
+    """No atomic at all: a sum over a data-dependent count, squared after the loop. Warp's backward leaves the loop
+    out of its replay, so plain Warp sees acc = 0 there and gives x.grad = 0."""
+    tid = wp.tid()
+    acc = float(0.0)
+    for k in range(n[tid]):
+        acc += x[(tid + k) % 3]
+    out[tid] = acc * acc
