@@ -22,6 +22,20 @@ from warp_rewrite.passes.refusals import Refusal
 from warp_rewrite.passes.syntax import called_name, parent_map, walk
 from warp_rewrite.passes.value_types import ValueTypes
 
+# What a helper with no return annotation returns, told from its body, by its tree (held: an id is not reused
+# while its tree lives); a helper being told is in it with None, so that a recursive one tells nothing of itself.
+_TOLD_RETURNS: dict[int, tuple[ast.FunctionDef, Any]] = {}
+
+
+def _told_return(helper: Unit, frontend: Frontend) -> Any:
+    known = _TOLD_RETURNS.get(id(helper.tree))
+    if known is not None and known[0] is helper.tree:
+        return known[1]
+    _TOLD_RETURNS[id(helper.tree)] = (helper.tree, None)
+    told = Analysis(helper, frontend).typing.returned(helper.tree)
+    _TOLD_RETURNS[id(helper.tree)] = (helper.tree, told)
+    return told
+
 
 class Analysis:
     """What the planner reads off one function's tree, computed once per rewrite and only when asked for.
@@ -89,7 +103,10 @@ class Analysis:
 
         def declared(call: ast.Call) -> Any:
             helper = self.frontend.resolve_helper(self.unit, call)
-            return None if helper is None else self.frontend.return_type(helper)
+            if helper is None:
+                return None
+            declared = self.frontend.return_type(helper)
+            return declared if declared is not None else _told_return(helper, self.frontend)
 
         def named_type(expr: ast.expr) -> Any:
             return self.frontend.named_type(self.unit, expr)

@@ -71,15 +71,21 @@ def _settled(kind: Any) -> Any:
 
 def unify(kinds: Sequence[Any]) -> Any:
     """The one type a set of values makes: a concrete type they all have (literals adapting to it), a literal
-    where all are literals, ``_UNKNOWN`` while only unsettled locals are known, None where they disagree."""
-    known = [kind for kind in kinds if kind is not _UNKNOWN]
-    if any(kind is None for kind in known):
+    where all are literals, ``_UNKNOWN`` while only unsettled locals are known, None where they disagree or none
+    can be told. A value whose type cannot be told (None) is left out where others tell it: a local a loop carries
+    has one type in Warp (its trips' values are assigned to one variable), and other locals' types are not used."""
+    told = [kind for kind in kinds if kind is not None]
+    if not told:
         return None
-    concrete = {kind for kind in known if not isinstance(kind, _Literal)}
+    known = [kind for kind in told if kind is not _UNKNOWN]
+    concrete: list[Any] = []  # a list, compared with ==: the command line's struct types are not hashable
+    for kind in known:
+        if not isinstance(kind, _Literal) and kind not in concrete:
+            concrete.append(kind)
     if len(concrete) > 1:
         return None
     if concrete:
-        kind = next(iter(concrete))
+        kind = concrete[0]
         floats = any(kind is FLOAT_LITERAL for kind in known)
         return None if floats and dtypes.is_int(_scalar_of(kind)) else kind
     if not known:
@@ -156,6 +162,21 @@ class ValueTypes:
             if not dtypes.is_generic(known):
                 self.locals[name] = dtypes.exported(dtypes.normalized(known))
 
+    def returned(self, function: ast.FunctionDef) -> Any:
+        """The type the function returns, told from its ``return`` statements (a tuple of types for ``return a, b``):
+        what a call of a helper with no return annotation makes."""
+        kinds = []
+        for node in walk(function):
+            if isinstance(node, ast.Return) and node.value is not None:
+                value = node.value
+                kinds.append(
+                    tuple(_settled(self.of(e)) for e in value.elts) if isinstance(value, ast.Tuple) else self.of(value)
+                )
+        kind = unify(kinds)
+        if isinstance(kind, tuple):
+            return None if any(k is None or k is _UNKNOWN for k in kind) else kind
+        return None if kind is _UNKNOWN else _settled(kind)
+
     def of(self, expr: ast.expr) -> Any:
         """The type of ``expr``: a Warp type, a literal's (``INT_LITERAL``, ``FLOAT_LITERAL``), ``_UNKNOWN`` (made of
         unsettled locals), or None where it cannot be told."""
@@ -208,6 +229,9 @@ class ValueTypes:
         owner = self.of(expr.value)
         if owner is None or owner is _UNKNOWN:
             return owner
+        if isinstance(owner, tuple):  # a helper's tuple return, unpacked
+            index = expr.slice.value if isinstance(expr.slice, ast.Constant) else None
+            return owner[index] if isinstance(index, int) and 0 <= index < len(owner) else None
         indices = len(expr.slice.elts) if isinstance(expr.slice, ast.Tuple) else 1
         if dtypes.is_array(owner):
             return dtypes.normalized(owner.dtype) if indices == owner.ndim else None
@@ -258,7 +282,9 @@ class ValueTypes:
             return (
                 unify(literals) if builtin in _OPERATORS.values() else builtin_result(builtin, [k.alone for k in kinds])
             )
-        scalars = {_scalar_of(kind) for kind in kinds if not isinstance(kind, _Literal)} - {None}
+        scalars = {
+            scalar for kind in kinds if not isinstance(kind, _Literal) and (scalar := _scalar_of(kind)) is not None
+        }
         meets = next(iter(scalars)) if len(scalars) == 1 else None
         concrete = [
             kind.alone
@@ -271,17 +297,27 @@ class ValueTypes:
         return builtin_result(builtin, concrete)
 
 
+def _element(whole: ast.expr, index: int) -> ast.expr:
+    """``whole[index]``: an element of a tuple a call returns (``a, b = helper(x)``), as the expression typed."""
+    return ast.Subscript(whole, ast.Constant(index), ast.Load())
+
+
 def _assigned_values(node: ast.AST) -> list[tuple[str, ast.expr | None]]:
-    """The locals a statement assigns, each with the value it assigns (None where it is no expression of its own: an
-    element of a tuple a call returns, a loop's variable over something other than ``range()``)."""
+    """The locals a statement assigns, each with the value it assigns (None where it is no expression of its own: a
+    loop's variable over something other than ``range()``)."""
     if isinstance(node, ast.Assign | ast.AnnAssign):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         found: list[tuple[str, ast.expr | None]] = []
         for target in targets:
             if isinstance(target, ast.Name) and node.value is not None:
                 found.append((target.id, node.value))
-            elif isinstance(target, ast.Tuple):
-                values = node.value.elts if isinstance(node.value, ast.Tuple) else [None] * len(target.elts)
+            elif isinstance(target, ast.Tuple) and node.value is not None:
+                whole = node.value
+                values = (
+                    whole.elts
+                    if isinstance(whole, ast.Tuple)
+                    else [_element(whole, k) for k in range(len(target.elts))]
+                )
                 for element, value in zip(target.elts, values, strict=False):
                     if isinstance(element, ast.Name):
                         found.append((element.id, value))

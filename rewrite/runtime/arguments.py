@@ -69,13 +69,22 @@ def check_aliasing(spec: KernelSpec, args: Sequence[Any]) -> None:
                 )
 
 
+# What ``scratch_copy`` gives for an array the launch writes that cannot be copied (an argument may itself be None:
+# Warp takes None for an array the kernel does not touch).
+UNCOPYABLE = object()
+
+
 def scratch_copy(value: Any, path: str, written: frozenset[str]) -> Any:
     """What a dry run may run on in place of ``value`` (the argument at ``path``): a copy of each array the launch
-    writes, struct fields copied likewise; everything else as it is (the kernel never writes it)."""
+    writes, struct fields copied likewise; everything else as it is (the kernel never writes it); ``UNCOPYABLE``
+    for an array it writes that cannot be copied."""
     if isinstance(value, wp._src.codegen.StructInstance):
         copy = type(value)()  # type: ignore[call-arg]  # Warp declares StructInstance(ctype); a struct takes none
         for name in value._cls.vars:  # type: ignore[attr-defined]  # (as in argument_arrays)
-            setattr(copy, name, scratch_copy(getattr(value, name), f"{path}.{name}", written))
+            field = scratch_copy(getattr(value, name), f"{path}.{name}", written)
+            if field is UNCOPYABLE:
+                return UNCOPYABLE
+            setattr(copy, name, field)
         return copy
     if path not in written:
         return value
@@ -84,7 +93,7 @@ def scratch_copy(value: Any, path: str, written: frozenset[str]) -> Any:
     if isinstance(value, wp.indexedarray):
         # The ignore: Warp declares indexedarray's data Optional and its indices a list of None.
         return wp.indexedarray(wp.clone(value.data, requires_grad=False), value.indices[: value.ndim])  # type: ignore[arg-type]
-    return None  # not copyable: the caller refuses
+    return UNCOPYABLE if value is not None else None  # (the caller refuses what cannot be copied)
 
 
 def requires_grad_path(parameters: Sequence[str], args: Sequence[Any], site: SiteSpec) -> str | None:

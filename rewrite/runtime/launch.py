@@ -16,7 +16,7 @@ from typing import Any
 import warp as wp
 
 from .abi import Op, RecordKind
-from .arguments import argument_arrays, argument_at, check_aliasing, requires_grad_path, scratch_copy
+from .arguments import UNCOPYABLE, argument_arrays, argument_at, check_aliasing, requires_grad_path, scratch_copy
 from .checks import device_checks, explain_status, host_view, trips_of, unbounded_chain
 from .errors import RewriteError
 from .exact import ExactBackward, requires_float_grad
@@ -529,7 +529,9 @@ class RewrittenKernel(wp.Kernel):
         copied = frozenset(spec.copied if pair.count is not None else spec.written)
         args = request.args
         scratch = [scratch_copy(value, path, copied) for value, path in zip(args, spec.parameters, strict=True)]
-        uncopyable = next((path for path, value in zip(spec.parameters, scratch, strict=True) if value is None), None)
+        uncopyable = next(
+            (path for path, value in zip(spec.parameters, scratch, strict=True) if value is UNCOPYABLE), None
+        )
         if uncopyable is not None:
             raise RewriteError(
                 self.kernel.key,

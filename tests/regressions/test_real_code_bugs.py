@@ -250,3 +250,30 @@ def test_check_finds_a_kernel_made_through_a_helper(tmp_path, capsys):
     )
     main(["--check", str(path), "-q"])
     assert [line.split(": ")[1].split()[0] for line in capsys.readouterr().out.splitlines()] == ["WR001"]
+
+
+@wp.kernel
+def sums_beside_an_absent_array(
+    x: wp.array[wp.float64], n: wp.array[wp.int32], unused: wp.array[wp.float64], out: wp.array[wp.float64]
+):
+    i = wp.tid()
+    acc = wp.float64(0.0)
+    for k in range(n[i]):
+        acc += x[(i + k) % 6]
+    if unused:
+        acc += unused[0]
+    out[i] = acc * acc
+
+
+def test_a_dry_run_beside_an_array_argument_passed_as_none():
+    """Newton's create_soft_contacts, launched with body_q None (no bodies): the dry run that counts the trips of a
+    loop of unknown length took the None argument for an array it could not copy, and refused the launch."""
+    check(
+        Case(
+            sums_beside_an_absent_array,
+            N,
+            lambda: [f64(X, True), i32([2, 0, 3, 1, 4, 2]), None, wp.zeros(N, dtype=wp.float64, requires_grad=True)],
+            [3],
+            [0],
+        )
+    )
