@@ -15,8 +15,8 @@ The codes, as ruff's conventions go (``--select``/``--ignore`` take codes and pr
     WR007  a kernel or helper uses the tile a tile atomic returns (``wp.tile_atomic_add``), which the rewrite does
            not support;
     WR101  (informational, off by default) a consumed return (WR001-WR003, WR007) in a kernel without a backward pass
-           (``enable_backward=False``, its own or its Warp module's), or in a helper of a module without one: not a
-           hazard;
+           (``enable_backward=False``, its own or its Warp module's), in a helper of a module without one, or in a
+           helper only such kernels or rewritten ones call: not a hazard;
     WR102  (informational, off by default) a helper that consumes an atomic's return and has a hand-written
            ``@wp.func_replay``: Warp's backward calls the replay, so it is not a hazard.
     E999   a file that does not parse (always reported).
@@ -25,6 +25,7 @@ The codes, as ruff's conventions go (``--select``/``--ignore`` take codes and pr
 from __future__ import annotations
 
 import ast
+import enum
 import importlib.resources
 import io
 import keyword
@@ -142,6 +143,23 @@ def is_error(code: str) -> bool:
     return code.startswith(ERRORS)
 
 
+class Caller(enum.Enum):
+    """What a kernel that calls a helper is, for the helper's findings."""
+
+    BACKWARD = enum.auto()  # a kernel with a backward pass, not rewritten: the helper is a hazard there
+    NO_BACKWARD = enum.auto()
+    REWRITTEN = enum.auto()  # with a block wp-rewrite generated, whose launch runs the helper's clones
+
+
+# Why a helper is no hazard (WR101) where only such kernels call it.
+_CALLED_ONLY_BY = {
+    frozenset({Caller.NO_BACKWARD}): "only kernels without a backward pass call it",
+    frozenset({Caller.REWRITTEN}): "only kernels wp-rewrite rewrote call it",
+    frozenset({Caller.NO_BACKWARD, Caller.REWRITTEN}): "only kernels without a backward pass or that wp-rewrite "
+    "rewrote call it",
+}
+
+
 class Checker:
     """The findings of a set of files: kernels first, for every file (which also tells which kernels call each
     helper), then helpers."""
@@ -149,7 +167,7 @@ class Checker:
     def __init__(self, project: Project):
         self.project = project
         self.finder = HazardFinder(project)
-        self._callers: dict[int, set[bool]] = {}  # helper -> whether the kernels calling it have a backward
+        self._callers: dict[int, set[Caller]] = {}  # helper -> what the kernels calling it are
 
     def kernels(self, module: StaticModule) -> list[Finding]:
         """WR001, WR003, WR004, WR005, WR006 and WR101 of the file's kernels and launches.
@@ -163,11 +181,13 @@ class Checker:
             if region is not None:
                 if stale(module, kernel, region, self.finder, region.options):
                     findings.append(_finding(module, "WR006", kernel, name=kernel.name, line=str(region.first)))
+                for helper in self.finder.kernel_calls(module, kernel).reached:
+                    self._callers.setdefault(helper, set()).add(Caller.REWRITTEN)
                 continue
             calls = self.finder.kernel_calls(module, kernel)
             disabled = module.backward_disabled(kernel)
             for helper in calls.reached:
-                self._callers.setdefault(helper, set()).add(not disabled)
+                self._callers.setdefault(helper, set()).add(Caller.NO_BACKWARD if disabled else Caller.BACKWARD)
             for call in module.consumed(kernel):
                 if disabled:
                     findings.append(
@@ -227,11 +247,7 @@ class Checker:
         findings = []
         for helper in module.all_helpers():
             callers = self._callers.get(id(helper), set())
-            why = None
-            if callers == {False}:
-                why = "only kernels without a backward pass call it"
-            elif not callers:
-                why = module.module_backward_disabled()
+            why = _CALLED_ONLY_BY.get(frozenset(callers)) if callers else module.module_backward_disabled()
             for call in module.consumed(helper):
                 if module.has_replay(helper):
                     findings.append(_finding(module, "WR102", call.node, name=helper.name, op=call.op))
