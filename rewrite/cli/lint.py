@@ -9,7 +9,8 @@ The codes, as ruff's conventions go (``--select``/``--ignore`` take codes and pr
     WR004  ``wp.launch`` launches a kernel that ``wp-rewrite`` rewrote through the original, not its rewritten
            launch (a block of a version that did not bind the kernel's name to the rewritten kernel);
     WR005  a kernel calls a helper the check cannot follow (a factory's parameter, ``wp.static`` of a value known
-           only at run time, a module whose file is not found): a possible hazard;
+           only at run time, a module whose file is not found): a possible hazard, informational unless selected
+           by name (``--select WR005``, ``--extend-select WR005``);
     WR006  a block ``wp-rewrite`` generated is stale: its kernel, a helper it calls or its options changed since
            (the begin marker's fingerprint differs);
     WR007  a kernel or helper uses the tile a tile atomic returns (``wp.tile_atomic_add``), which the rewrite does
@@ -73,6 +74,8 @@ CODES = {
     "E999": "SyntaxError: {message}",
 }
 ERRORS = ("WR0", "E999")  # what "Found N errors" counts and what makes the exit status 1; WR1xx are informational
+# Possible hazards: reported by default but informational, unless a selector names them (``--select WR005``).
+UNLESS_NAMED = ("WR005",)
 DEFAULT_SELECT = ("WR0",)
 # Each code's page (docs/rules/CODE.md), installed with the package: there is no hosted site to link to.
 RULE_PAGES = importlib.resources.files("warp_rewrite.rules")
@@ -136,11 +139,6 @@ def _unknown_fields(unknown: Unknown) -> dict[str, str]:
     if isinstance(miss, Unfollowed):
         return fields | {"reason": f"imported from '{miss.module}', whose file was not found ({SEARCHED})"}
     return fields | {"reason": miss.reason}
-
-
-def is_error(code: str) -> bool:
-    """True for the codes that are hazards (or a file that does not parse), not informational findings."""
-    return code.startswith(ERRORS)
 
 
 class Caller(enum.Enum):
@@ -391,6 +389,14 @@ class Selection:
     def _specificity(selectors: tuple[str, ...], code: str) -> int:
         matches = [0 if s == "ALL" else len(s) for s in selectors if s == "ALL" or code.startswith(s)]
         return max(matches, default=-1)
+
+    def is_error(self, code: str) -> bool:
+        """True for the codes that are hazards (or a file that does not parse), not informational findings: also
+        ``UNLESS_NAMED``'s where a selector names them (the code or a prefix longer than the default's)."""
+        if code in UNLESS_NAMED:
+            default = max(map(len, DEFAULT_SELECT))
+            return any(code.startswith(s) and len(s) > default for s in self.select if s != "ALL")
+        return code.startswith(ERRORS)
 
     def __contains__(self, code: str) -> bool:
         if code == "E999":
