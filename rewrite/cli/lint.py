@@ -16,8 +16,9 @@ The codes, as ruff's conventions go (``--select``/``--ignore`` take codes and pr
     WR007  a kernel or helper uses the tile a tile atomic returns (``wp.tile_atomic_add``), which the rewrite does
            not support;
     WR101  (informational, off by default) a consumed return (WR001-WR003, WR007) in a kernel without a backward pass
-           (``enable_backward=False``, its own or its Warp module's), in a helper of a module without one, or in a
-           helper only such kernels or rewritten ones call: not a hazard;
+           (``enable_backward=False``, its own or its Warp module's), in a helper of a module without one, in a
+           helper only such kernels or rewritten ones call, or in one passed as a function value only to factories
+           of such kernels (``warp_rewrite.cli.function_values``): not a hazard;
     WR102  (informational, off by default) a helper that consumes an atomic's return and has a hand-written
            ``@wp.func_replay``: Warp's backward calls the replay, so it is not a hazard.
     E999   a file that does not parse (always reported).
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from warp_rewrite.cli.elision import ElidedBody
+from warp_rewrite.cli.function_values import only_to_kernels_without_backward
 from warp_rewrite.cli.hazards import HazardFinder, Unknown, launched_kernel
 from warp_rewrite.cli.project import SEARCHED, Project, Unfollowed
 from warp_rewrite.cli.scopes import Scope
@@ -245,8 +247,11 @@ class Checker:
         findings = []
         for helper in module.all_helpers():
             callers = self._callers.get(id(helper), set())
+            consumed = module.consumed(helper)
             why = _CALLED_ONLY_BY.get(frozenset(callers)) if callers else module.module_backward_disabled()
-            for call in module.consumed(helper):
+            if not callers and not why and consumed and not module.has_replay(helper):
+                why = only_to_kernels_without_backward(self.project, module, helper)
+            for call in consumed:
                 if module.has_replay(helper):
                     findings.append(_finding(module, "WR102", call.node, name=helper.name, op=call.op))
                 elif why:

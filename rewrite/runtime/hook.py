@@ -40,29 +40,36 @@ _RECORD_TAPE = _parameters.index("record_tape") - 1
 
 @functools.wraps(warp_launch)  # wp.launch's signature and documentation: the same arguments, the same meaning
 def launch(kernel: Any, *args: Any, **kwargs: Any) -> Any:
-    if type(kernel) is not _Kernel:
-        if hasattr(kernel, "launches_rewritten"):  # a RewrittenKernel, of any copy of this module
-            return kernel.launch(*args, **kwargs)
-        if not isinstance(kernel, _Kernel):
-            return warp_launch(kernel, *args, **kwargs)
-    # A forward launch on a tape (adjoint and record_tape read as wp.launch takes them, by position or keyword):
-    # the only launches a rewrite changes. The ignore: Warp declares ``context.runtime`` as None until wp.init().
-    if (
-        AUTO_REWRITE is not None
-        and _context.runtime.tape is not None  # type: ignore[attr-defined]
-        and not (args[_ADJOINT] if len(args) > _ADJOINT else kwargs.get("adjoint", False))
-        and (args[_RECORD_TAPE] if len(args) > _RECORD_TAPE else kwargs.get("record_tape", True))
-    ):
-        decision = getattr(kernel, _DECISION, None)
-        if (
-            decision is None
-            or decision.hashers is not kernel.module.hashers
-            or (decision.references and not decision.current())
-        ):
-            decision = _decide(kernel)
-        if decision.rewritten is not None:
-            return decision.rewritten.launch(*args, **kwargs)
+    if type(kernel) is _Kernel:
+        # The ignore: Warp declares ``context.runtime`` as None, the value it has until wp.init() replaces it.
+        if AUTO_REWRITE is None or _context.runtime.tape is None:  # type: ignore[attr-defined]
+            return warp_launch(kernel, *args, **kwargs)  # nothing a rewrite changes: Warp's own launch, at once
+        return _on_tape(kernel, args, kwargs)
+    if hasattr(kernel, "launches_rewritten"):  # a RewrittenKernel, of any copy of this module
+        return kernel.launch(*args, **kwargs)
+    if AUTO_REWRITE is not None and isinstance(kernel, _Kernel) and _context.runtime.tape is not None:  # type: ignore[attr-defined]
+        return _on_tape(kernel, args, kwargs)
     return warp_launch(kernel, *args, **kwargs)
+
+
+def _on_tape(kernel: wp.Kernel, args: tuple, kwargs: dict) -> Any:
+    """A launch of ``kernel`` on a tape with ``rewrite_launches()`` on: the kernel ``AUTO_REWRITE`` made of it where
+    it has one, for a forward launch the tape records (adjoint and record_tape read as wp.launch takes them, by
+    position or keyword), else Warp's launch. Warp's launch reads the line of the frame that calls it (the tape's
+    metadata), which costs more the further down its function the call is: so this function is short."""
+    decision = getattr(kernel, _DECISION, None)
+    if (
+        decision is None
+        or decision.hashers is not kernel.module.hashers
+        or (decision.references and not decision.current())
+    ):
+        decision = _decide(kernel)
+    if decision.rewritten is None or (
+        (args[_ADJOINT] if len(args) > _ADJOINT else kwargs.get("adjoint", False))
+        or not (args[_RECORD_TAPE] if len(args) > _RECORD_TAPE else kwargs.get("record_tape", True))
+    ):
+        return warp_launch(kernel, *args, **kwargs)
+    return decision.rewritten.launch(*args, **kwargs)
 
 
 @functools.wraps(warp_load_module)

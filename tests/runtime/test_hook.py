@@ -85,23 +85,44 @@ def test_on_a_tape_each_kernel_is_decided_once(counted):
     tape.reset()
 
 
+class StandIn:
+    """What ``AUTO_REWRITE`` makes of a kernel, for the launches that must not run it."""
+
+    pair, refusal = object(), None
+
+    def __init__(self):
+        self.launched = 0
+
+    def launch(self, *args, **kwargs):
+        self.launched += 1
+
+
 @pytest.mark.parametrize(
     "given",
-    [{"adjoint": True}, {"record_tape": False}, "adjoint positional", "record_tape positional"],
+    [{"adjoint": True}, {"record_tape": False}, "adjoint positional", "record_tape positional", "forward"],
     ids=str,
 )
-def test_launches_the_tape_does_not_record_forward_are_not_decided(counted, given):
+def test_only_forward_launches_the_tape_records_run_the_rewrite(monkeypatch, given):
+    stand_in = StandIn()
+    warp_rewrite.rewrite_launches()
+    monkeypatch.setattr(hook, "AUTO_REWRITE", lambda kernel: stand_in)
     x, out = f64(X, True), zeros()
     inputs = [x, i32([0]), out]
     adjoints = [x.grad, None, out.grad]
-    with wp.Tape():
-        if given == "adjoint positional":
-            wp.launch(compacted, N, inputs, [], adjoints, [], "cpu", None, True)
-        elif given == "record_tape positional":
-            wp.launch(compacted, N, inputs, [], [], [], "cpu", None, False, False)
-        else:
-            wp.launch(compacted, N, inputs=inputs, adj_inputs=adjoints, device="cpu", **given)
-    assert counted == []
+    try:
+        with wp.Tape():
+            if given == "adjoint positional":
+                wp.launch(compacted, N, inputs, [], adjoints, [], "cpu", None, True)
+            elif given == "record_tape positional":
+                wp.launch(compacted, N, inputs, [], [], [], "cpu", None, False, False)
+            elif given == "forward":
+                wp.launch(compacted, N, inputs, device="cpu")
+            else:
+                wp.launch(compacted, N, inputs=inputs, adj_inputs=adjoints, device="cpu", **given)
+    finally:
+        delattr(compacted, hook._DECISION)  # the stand-in's decision goes with the test
+        warp_rewrite.rewrite_launches(False)
+    assert stand_in.launched == (given == "forward")
 
 
 def notebook_cell(source: str, cell: int, namespace: dict) -> None:
