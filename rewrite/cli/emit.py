@@ -27,6 +27,7 @@ from warp_rewrite import pipeline, runtime
 from warp_rewrite.cli.call_edits import Edit, Offsets, apply_edits, construction_edits, launch_edits
 from warp_rewrite.cli.hazards import HazardFinder, Unknown
 from warp_rewrite.cli.import_placement import (
+    DEFAULT_LINE_LENGTH,
     LintConfig,
     NewImport,
     Sections,
@@ -52,7 +53,7 @@ from warp_rewrite.passes.naming import RUNTIME_FOLDER, RUNTIME_NAME, Namer
 from warp_rewrite.passes.syntax import Located, end_line, walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.pipeline import GeneratedKernel, RewriteOptions
-from warp_rewrite.printing import WIDTH, string_lines
+from warp_rewrite.printing import string_lines
 from warp_rewrite.runtime import RewriteError
 from warp_rewrite.runtime.abi import RuntimeNames
 
@@ -258,7 +259,7 @@ class ModuleImports:
 
 
 def _module_names(
-    module: StaticModule, taken: set[str], up: int = 0, width: int = WIDTH
+    module: StaticModule, taken: set[str], up: int = 0, width: int = DEFAULT_LINE_LENGTH
 ) -> tuple[ModuleNames, ModuleImports]:
     """How the generated blocks name Warp and the runtime, and the imports the module lacks for them."""
     imports = ModuleImports()
@@ -280,7 +281,7 @@ def _is_runtime(source: Imported) -> bool:
     return source == Imported(0, RUNTIME_NAME, None) or relative
 
 
-def runtime_import(name: str, up: int = 0, width: int = WIDTH) -> str:
+def runtime_import(name: str, up: int = 0, width: int = DEFAULT_LINE_LENGTH) -> str:
     """The import of the runtime copy, under ``name``, for a module ``up`` folders below the folder that holds the
     copy (0: beside it). Relative where the module is one of a package (also in a folder without ``__init__.py``
     inside one, as ``python -m pkg.sub.module`` runs it); run as a script (or imported as a top-level module) it
@@ -667,11 +668,12 @@ def emit_module(
         inserted.append(placement(module.tree, module.lines, imports.warp, Sections.for_folder(folder, config)))
     if (blocks or emitted.already) and imports.runtime:
         inserted.append(after_imports(module.tree, module.lines, quoted(imports.runtime, config.quote_style)))
-    renamed = _relocation(module.display, name or path.name, [])  # the lines as they are: only the file's name
+    renamed = _relocation(module.display, name or path.name, [], {})  # the lines as they are: only the name
     unplaced = [block.insertion(module.lines, block.text(max_records, renamed)) for block in blocks]
     # A merged import that takes more lines than before moves the lines after it as an insertion there would.
     grown = [(end_line(node), "\n" * (text.count("\n") - (end_line(node) - node.lineno + 1))) for node, text in merged]
-    relocate = _relocation(module.display, name or path.name, inserted + grown + unplaced)
+    elsewhere = {m.display: import_path(m.path) for m in project.modules.values() if m is not None}
+    relocate = _relocation(module.display, name or path.name, inserted + grown + unplaced, elsewhere)
     inserted += [block.insertion(module.lines, block.text(max_records, relocate)) for block in blocks]
     edits = [Edit(offsets.line_start(at + 1), offsets.line_start(at + 1), added) for at, added in inserted]
     edits += [
@@ -704,15 +706,35 @@ def without_regions(module: StaticModule, regions: list[Region]) -> str:
     return "".join(line for number, line in enumerate(module.lines, start=1) if number not in dropped)
 
 
-def _relocation(display: str, name: str, inserted: list[tuple[int, str]]) -> Callable[[str], str]:
+def _relocation(
+    display: str, name: str, inserted: list[tuple[int, str]], elsewhere: dict[str, str] | None = None
+) -> Callable[[str], str]:
     """Maps ``display:line:col`` of the input to ``name:line:col`` in the emitted file, where ``inserted`` (after
-    which input line, what text) has moved the lines down."""
+    which input line, what text) has moved the lines down, and a location in another file (a helper's) to its path
+    in ``elsewhere`` (``import_path``): nothing generated depends on the working directory."""
 
     def relocate(location: str) -> str:
         path, line, column = location.rsplit(":", 2)
         if path != display:
-            return location  # in another file (a helper's)
+            return f"{(elsewhere or {}).get(path, path)}:{line}:{column}"
         moved = sum(text.count("\n") for after, text in inserted if after < int(line))
         return f"{name}:{int(line) + moved}:{column}"
 
     return relocate
+
+
+def import_path(path: Path) -> str:
+    """How a generated location names a file other than the module's own: its path from the folder its top-level
+    package is in (``newton/_src/geometry/hashtable.py``), as its import names it (a folder without ``__init__.py``
+    between packages is a namespace package: ``newton/_src``); for a module outside a package, its name. The same
+    wherever wp-rewrite runs from and wherever the project lies."""
+    real = path.resolve()
+    top, outside = real.parent, 0
+    for folder in real.parents:
+        if (folder / "__init__.py").is_file():
+            top, outside = folder.parent, 0
+        else:
+            outside += 1
+            if outside == 2:
+                break
+    return real.relative_to(top).as_posix()

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 
 _PREFIX = "# ---- wp-rewrite: "
 _BEGIN = _PREFIX + "generated from kernel '{kernel}' above (fingerprint {fingerprint}{options}) ----\n"
-_NOTE = "# Do not edit: after changing the kernel or its helpers, run wp-rewrite again, which regenerates this block.\n"
+_NOTE = (  # two lines, shorter than ruff's default line length
+    "# Do not edit: after changing the kernel or its helpers, run wp-rewrite again,\n# which regenerates this block.\n"
+)
 _END = _PREFIX + "end of the code generated from kernel '{kernel}' ----\n"
 # An earlier version's begin marker has no fingerprint: its block counts as stale.
 _BEGIN_RE = re.compile(
