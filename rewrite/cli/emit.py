@@ -15,6 +15,7 @@ that a second run recognises them and changes nothing, and deleting one and runn
 from __future__ import annotations
 
 import ast
+import builtins
 import dataclasses
 import enum
 import json
@@ -36,8 +37,9 @@ from warp_rewrite.cli.import_placement import (
     placement,
 )
 from warp_rewrite.cli.layout import laid_out, quoted
-from warp_rewrite.cli.markers import begin_marker, end_marker
+from warp_rewrite.cli.markers import begin_marker, end_marker, shared_markers
 from warp_rewrite.cli.project import SEARCHED, Project, Unfollowed
+from warp_rewrite.cli.shared_clones import share
 from warp_rewrite.cli.source_file import Imported, Region, module_level
 from warp_rewrite.cli.staleness import MadeFrom, made_from, option_flags, stale
 from warp_rewrite.cli.static_frontend import (
@@ -233,21 +235,33 @@ def _taken_names(module: StaticModule) -> set[str]:
     return names
 
 
-def _only_read(tree: ast.Module) -> set[str]:
-    """Names the module reads but never binds: a deleted block's ``launch_k`` still called by the rewritten
-    call sites. A block generated again may define them."""
-    read: set[str] = set()
-    bound: set[str] = set()
+def _unbound_reads(tree: ast.Module) -> list[ast.Name]:
+    """The reads of names the module never binds (Python's builtins and module attributes aside)."""
+    reads: list[ast.Name] = []
+    bound: set[str] = set(dir(builtins))
     for node in walk(tree):
-        if isinstance(node, ast.Name):
-            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            reads.append(node)
+        elif isinstance(node, ast.Name):
+            bound.add(node.id)
         elif isinstance(node, ast.FunctionDef | ast.ClassDef):
             bound.add(node.name)
         elif isinstance(node, ast.arg):
             bound.add(node.arg)
         elif isinstance(node, ast.Import | ast.ImportFrom):
             bound |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
-    return read - bound
+    return [node for node in reads if node.id not in bound and not node.id.startswith("__")]
+
+
+def _only_read(tree: ast.Module) -> set[str]:
+    """Names the module reads but never binds: a deleted block's ``launch_k`` still called by the rewritten
+    call sites. A block generated again may define them."""
+    return {node.id for node in _unbound_reads(tree)}
+
+
+def _dangling(module: StaticModule) -> bool:
+    """True if a generated block reads a name nothing binds: the shared helpers' block was deleted."""
+    return any(module.generated(node) for node in _unbound_reads(module.tree))
 
 
 @dataclass
@@ -469,6 +483,7 @@ class Block:
     made: MadeFrom  # what its fingerprint is of
     location: str  # the kernel's, in the input
     lint: LintConfig  # the user's: the line length and quotes of the generated lines
+    source: str = ""  # the generated definitions it holds (``shared_clones``: less those defined elsewhere)
 
     @property
     def gap(self) -> int:
@@ -484,7 +499,7 @@ class Block:
         spec = _literal(generated.spec, self.names, " " * 8, relocate, width)
         abi = self._abi_check(relocate)
         launch = _rewritten_kernel(generated, spec, self.names, self.launch, max_records, self.nested)
-        body = generated.source + gap + launch
+        body = (self.source or generated.source) + gap + launch
         name, made = self.kernel.name, self.made
         arguments = [
             json.dumps(name),
@@ -593,9 +608,12 @@ def emit_module(
     project.modules.setdefault(path.resolve(), module)
     finder = HazardFinder(project)  # also loads the files the kernels' helpers come from
     regenerated = stale_kernels(module, finder, options)
-    if regenerated:  # as if the user had deleted those blocks: the next steps bring them back
-        stale_regions = [region for kernel in regenerated if (region := module.region_of(kernel)) is not None]
-        original = text = without_regions(module, stale_regions)
+    current: list[str] = []  # kernels whose blocks were current, made again with the others
+    if module.regions and (regenerated or choose_kernels(module, finder).to_rewrite or _dangling(module)):
+        # Blocks share their helpers' clones (``shared_clones``): where one block is made, all are, as a first run
+        # makes them (as if the user had deleted them: the next steps bring them back, under the names they had).
+        current = [k.name for k in module.kernels() if module.region_of(k) is not None and k not in regenerated]
+        original = text = without_regions(module, module.regions)
         module = StaticModule.parse(path, display, text)
         project.modules[path.resolve()] = module
         finder = HazardFinder(project)
@@ -604,7 +622,7 @@ def emit_module(
         original,
         refusals=choice.refusals,
         warnings=choice.warnings,
-        already=[k.name for k in choice.already],
+        already=[k.name for k in choice.already] + current,
         regenerated=[k.name for k in regenerated],
     )
     taken = set().union(*(_bound_names(m.tree) for m in project.modules.values() if m is not None and m is not module))
@@ -649,7 +667,8 @@ def emit_module(
             ]
         elif launch.launch is not None:  # (a kernel that is not constructed has a launch)
             launches[id(kernel)] = launch.launch
-        emitted.rewritten.append(kernel.name)
+        if kernel.name not in current:
+            emitted.rewritten.append(kernel.name)
     emitted.warnings += [
         _warning(
             module,
@@ -664,6 +683,8 @@ def emit_module(
     ]
     helper_lines = helper_import_lines(module, helper_imports, config)
     inserted, merged = list(helper_lines.added), helper_lines.merged  # added: (input line after which, text)
+    if blocks:
+        inserted += _shared_clones(module, blocks, names, {i.name for i in helper_imports}, config)
     if (blocks or emitted.already) and imports.warp:
         inserted.append(placement(module.tree, module.lines, imports.warp, Sections.for_folder(folder, config)))
     if (blocks or emitted.already) and imports.runtime:
@@ -689,6 +710,35 @@ def emit_module(
     if edits:
         emitted.text = apply_edits(text, edits)
     return emitted
+
+
+def _shared_clones(
+    module: StaticModule, blocks: list[Block], names: ModuleNames, imported: set[str], config: LintConfig
+) -> list[tuple[int, str]]:
+    """One definition per variant of the blocks' cloned helpers (``shared_clones``): each block's source loses the
+    clones defined elsewhere; the insertion of the module-level block of the shared ones, if any."""
+    kernels = [
+        {name for name in (b.generated.record_kernel, b.generated.replay_kernel, b.generated.count_kernel) if name}
+        for b in blocks
+    ]
+    bound = {names.warp, names.runtime.alias, *imported}
+    sharing = share(module, [b.kernel for b in blocks], [b.generated.source for b in blocks], kernels, bound)
+    for block, source in zip(blocks, sharing.sources, strict=True):
+        block.source = source
+    if sharing.before is None:
+        return []
+    begin, end = shared_markers()
+    text = begin + "\n\n" + sharing.shared.rstrip("\n") + "\n\n\n" + end
+    laid = laid_out(quoted(text, config.quote_style), "", config.line_length)
+    at = min([sharing.before.lineno, *(d.lineno for d in getattr(sharing.before, "decorator_list", []))]) - 1
+    while at > 0 and module.lines[at - 1].lstrip().startswith("#"):
+        at -= 1  # the comments above the statement stay with it
+    blank = 0
+    while at - blank > 0 and not module.lines[at - blank - 1].strip():
+        blank += 1
+    # Two blank lines on each side, counting those there (as ``Block.insertion``): the file a first run makes.
+    before = min(blank, 2)
+    return [(at - blank + before, "\n" * (2 - before) + laid + "\n" * max(0, 2 - (blank - before)))]
 
 
 def stale_kernels(module: StaticModule, finder: HazardFinder, options: str) -> list[ast.FunctionDef]:
