@@ -37,7 +37,6 @@ class Clone:
     name: str
     node: ast.FunctionDef
     lines: list[str]  # its text, decorators first, without its docstring
-    first: int  # its first line in the block's source (1-based)
     calls: set[str] = field(default_factory=set)  # the other clones of its block it names
     twinned: bool = False  # a decorator of another definition names it (``@wp.func_replay(it)``)
     variant: str = ""
@@ -90,7 +89,7 @@ def _clones(index: int, source: str, kernels: set[str]) -> list[Clone] | None:
         if docstring is not None and len(node.body) > 1:
             start, end = docstring.lineno - first, (docstring.end_lineno or docstring.lineno) - first
             text = text[:start] + text[end + 1 :]
-        clones.append(Clone(index, name, node, text, first))
+        clones.append(Clone(index, name, node, text))
     names = {clone.name for clone in clones}
     for clone in clones:
         clone.calls = {n.id for n in walk(clone.node) if isinstance(n, ast.Name) and n.id in names} - {clone.name}
@@ -140,18 +139,29 @@ def _variant(clone: Clone, variants: dict[str, str], positional: bool) -> str:
     return hashlib.sha256((kind + ast.dump(node, include_attributes=False)).encode()).hexdigest()[:16]
 
 
-def _in_dependency_order(clones: list[Clone]) -> list[Clone]:
-    """The clones, each after those it calls (the pipeline makes no recursive helpers: Warp has none)."""
-    by_name = {clone.name: clone for clone in clones}
+def _in_dependency_order(clones: list[Clone], blocks: list[list[Clone]] | None = None) -> list[Clone]:
+    """The clones, each after those it calls (its ``@wp.func_replay`` twin after the function): those of one block,
+    or, given the ``blocks``, one clone per variant, ordered by the variants of what they call. The pipeline makes
+    no recursive helpers (Warp has none)."""
+
+    def key(clone: Clone) -> str:
+        return clone.variant if blocks is not None else clone.name
+
+    def called(clone: Clone) -> list[Clone]:
+        block = {c.name: c for c in (blocks[clone.block] if blocks is not None else clones)}
+        return [block[name] for name in sorted(clone.calls)]
+
+    by_key = {key(clone): clone for clone in clones}
     ordered: list[Clone] = []
     placed: set[str] = set()
 
     def place(clone: Clone, seen: frozenset[str]) -> None:
-        if clone.name in placed or clone.name in seen:
+        if key(clone) in placed or key(clone) in seen:
             return
-        for name in sorted(clone.calls):
-            place(by_name[name], seen | {clone.name})
-        placed.add(clone.name)
+        for inner in called(clone):
+            if key(inner) in by_key:
+                place(by_key[key(inner)], seen | {key(clone)})
+        placed.add(key(clone))
         ordered.append(clone)
 
     for clone in clones:
@@ -213,13 +223,9 @@ def share(
         dropped = {clone.name for clone in clones if rename[clone.name] != clone.name or clone.variant in hoisted}
         rewritten.append(_rewritten(source, clones, rename, dropped))
     shared_definitions = []
-    emitted: set[str] = set()
-    for clones in clones_of:
-        for clone in _in_dependency_order(clones):
-            if clone.variant in hoisted and clone.variant not in emitted and hoisted[clone.variant] == clone.name:
-                emitted.add(clone.variant)
-                rename = {c.name: kept[clone.block, c.variant] for c in clones}
-                shared_definitions.append(_renamed("".join(clone.lines), rename))
+    for clone in _in_dependency_order([users[variant][0] for variant in hoisted], clones_of):
+        rename = {c.name: kept[clone.block, c.variant] for c in clones_of[clone.block]}
+        shared_definitions.append(_renamed("".join(clone.lines), rename))
     return Sharing(rewritten, "\n\n".join(shared_definitions), before if shared_definitions else None)
 
 
