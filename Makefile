@@ -6,7 +6,7 @@ INSTALLED := $(VENV)/.installed
 
 .PHONY: demo test lint typecheck fix bench fuzz realcode
 
-$(INSTALLED): pyproject.toml
+$(INSTALLED): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[dev]"

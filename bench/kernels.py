@@ -583,3 +583,10 @@ def compiler_warm_up(a: wp.array[float]):
 def warm_up_compiler(device: str) -> None:
     """Compile a trivial module, so the compiler's one-time start-up is not charged to a benchmark kernel."""
     compiler_warm_up.module.load(wp.get_device(device))
+
+
+@wp.kernel
+def add_one(values: wp.array(dtype=float)):
+    """A kernel with nothing to rewrite, for the cost of a launch (``bench.launch_cost``)."""
+    tid = wp.tid()
+    values[tid] = values[tid] + 1.0

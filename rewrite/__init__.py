@@ -2,12 +2,14 @@
 
 The names below are loaded on first use (PEP 562), so that importing a part of the package (``warp_rewrite.passes``,
 the command line's modules) loads no runtime and leaves ``wp.launch`` alone: the runtime installs its ``wp.launch``
-hook when it is first imported (see ``warp_rewrite.runtime``). ``WP_REWRITE_LAUNCHES=1`` asks for the hook at once.
+hook when it is first imported (see ``warp_rewrite.runtime``). ``WP_REWRITE_LAUNCHES=1`` asks for the hook at once
+(and, through the package's ``.pth`` file, in programs that never import this package: ``warp_rewrite.switch``).
 """
 
 import importlib
-import os
 from typing import Any
+
+from warp_rewrite.switch import enabled, on_start, switched_on
 
 _HOMES = {
     "launch": "warp_rewrite.api",
@@ -18,7 +20,16 @@ _HOMES = {
     "__version__": "warp_rewrite.runtime",
     "check": "warp_rewrite.runtime",
 }
-__all__ = ["RewriteError", "RewrittenKernel", "__version__", "check", "launch", "rewrite_launches", "wp_rewrite"]
+__all__ = [
+    "RewriteError",
+    "RewrittenKernel",
+    "__version__",
+    "check",
+    "enabled",
+    "launch",
+    "rewrite_launches",
+    "wp_rewrite",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -33,5 +44,5 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
 
-if os.environ.get("WP_REWRITE_LAUNCHES"):
-    importlib.import_module("warp_rewrite.api")  # rewrites plain kernels' launches from the start
+if switched_on():
+    on_start()  # rewrites plain kernels' launches from Warp's import on (at once where it is imported already)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import os
 import threading
 import weakref
 from collections.abc import Callable
@@ -15,6 +14,7 @@ from warp_rewrite import pipeline
 from warp_rewrite.live_frontend import LiveFrontend, compile_generated
 from warp_rewrite.pipeline import RewriteOptions
 from warp_rewrite.runtime import KernelPair, RewriteError, RewrittenKernel, hook
+from warp_rewrite.switch import switched_on
 
 _defined_in_module: dict[str, set[str]] = {}  # Warp module -> names the generated code defined there
 _generated: weakref.WeakKeyDictionary[wp.Kernel, dict[tuple, tuple[KernelPair, str] | None]] = (
@@ -226,7 +226,7 @@ def generate(
     if generated.max_records is not None:
         module = room_module
     _defined_in_module.setdefault(module, set()).update(generated.definitions)
-    if wp.config.log_level <= wp.LOG_INFO:
+    if wp.config.log_level <= wp.LOG_INFO and not module_suffix:  # once a kernel: its variants are not told
         sites = len(generated.spec.sites)
         wp.get_logger().info(
             f"warp-rewrite: kernel '{frontend.kernel.name}' rewritten ({sites} recorded value"
@@ -243,5 +243,5 @@ def generate(
 
 launch = hook.launch  # wp.launch, which takes rewritten kernels once warp_rewrite is imported
 
-if os.environ.get("WP_REWRITE_LAUNCHES"):
+if switched_on():  # WP_REWRITE_LAUNCHES=1 (warp_rewrite.switch)
     rewrite_launches()

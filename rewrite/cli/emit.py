@@ -15,6 +15,7 @@ that a second run recognises them and changes nothing, and deleting one and runn
 from __future__ import annotations
 
 import ast
+import builtins
 import dataclasses
 import enum
 import json
@@ -27,6 +28,7 @@ from warp_rewrite import pipeline, runtime
 from warp_rewrite.cli.call_edits import Edit, Offsets, apply_edits, construction_edits, launch_edits
 from warp_rewrite.cli.hazards import HazardFinder, Unknown
 from warp_rewrite.cli.import_placement import (
+    DEFAULT_LINE_LENGTH,
     LintConfig,
     NewImport,
     Sections,
@@ -35,8 +37,9 @@ from warp_rewrite.cli.import_placement import (
     placement,
 )
 from warp_rewrite.cli.layout import laid_out, quoted
-from warp_rewrite.cli.markers import begin_marker, end_marker
+from warp_rewrite.cli.markers import begin_marker, end_marker, shared_markers
 from warp_rewrite.cli.project import SEARCHED, Project, Unfollowed
+from warp_rewrite.cli.shared_clones import share
 from warp_rewrite.cli.source_file import Imported, Region, module_level
 from warp_rewrite.cli.staleness import MadeFrom, made_from, option_flags, stale
 from warp_rewrite.cli.static_frontend import (
@@ -52,7 +55,7 @@ from warp_rewrite.passes.naming import RUNTIME_FOLDER, RUNTIME_NAME, Namer
 from warp_rewrite.passes.syntax import Located, end_line, walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.pipeline import GeneratedKernel, RewriteOptions
-from warp_rewrite.printing import WIDTH, string_lines
+from warp_rewrite.printing import string_lines
 from warp_rewrite.runtime import RewriteError
 from warp_rewrite.runtime.abi import RuntimeNames
 
@@ -234,21 +237,33 @@ def _taken_names(module: StaticModule) -> set[str]:
     return names
 
 
-def _only_read(tree: ast.Module) -> set[str]:
-    """Names the module reads but never binds: a deleted block's ``launch_k`` still called by the rewritten
-    call sites. A block generated again may define them."""
-    read: set[str] = set()
-    bound: set[str] = set()
+def _unbound_reads(tree: ast.Module) -> list[ast.Name]:
+    """The reads of names the module never binds (Python's builtins and module attributes aside)."""
+    reads: list[ast.Name] = []
+    bound: set[str] = set(dir(builtins))
     for node in walk(tree):
-        if isinstance(node, ast.Name):
-            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            reads.append(node)
+        elif isinstance(node, ast.Name):
+            bound.add(node.id)
         elif isinstance(node, ast.FunctionDef | ast.ClassDef):
             bound.add(node.name)
         elif isinstance(node, ast.arg):
             bound.add(node.arg)
         elif isinstance(node, ast.Import | ast.ImportFrom):
             bound |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
-    return read - bound
+    return [node for node in reads if node.id not in bound and not node.id.startswith("__")]
+
+
+def _only_read(tree: ast.Module) -> set[str]:
+    """Names the module reads but never binds: a deleted block's ``launch_k`` still called by the rewritten
+    call sites. A block generated again may define them."""
+    return {node.id for node in _unbound_reads(tree)}
+
+
+def _dangling(module: StaticModule) -> bool:
+    """True if a generated block reads a name nothing binds: the shared helpers' block was deleted."""
+    return any(module.generated(node) for node in _unbound_reads(module.tree))
 
 
 @dataclass
@@ -260,7 +275,7 @@ class ModuleImports:
 
 
 def _module_names(
-    module: StaticModule, taken: set[str], up: int = 0, width: int = WIDTH
+    module: StaticModule, taken: set[str], up: int = 0, width: int = DEFAULT_LINE_LENGTH
 ) -> tuple[ModuleNames, ModuleImports]:
     """How the generated blocks name Warp and the runtime, and the imports the module lacks for them."""
     imports = ModuleImports()
@@ -282,7 +297,7 @@ def _is_runtime(source: Imported) -> bool:
     return source == Imported(0, RUNTIME_NAME, None) or relative
 
 
-def runtime_import(name: str, up: int = 0, width: int = WIDTH) -> str:
+def runtime_import(name: str, up: int = 0, width: int = DEFAULT_LINE_LENGTH) -> str:
     """The import of the runtime copy, under ``name``, for a module ``up`` folders below the folder that holds the
     copy (0: beside it). Relative where the module is one of a package (also in a folder without ``__init__.py``
     inside one, as ``python -m pkg.sub.module`` runs it); run as a script (or imported as a top-level module) it
@@ -470,6 +485,7 @@ class Block:
     made: MadeFrom  # what its fingerprint is of
     location: str  # the kernel's, in the input
     lint: LintConfig  # the user's: the line length and quotes of the generated lines
+    source: str = ""  # the generated definitions it holds (``shared_clones``: less those defined elsewhere)
 
     @property
     def gap(self) -> int:
@@ -485,7 +501,7 @@ class Block:
         spec = _literal(generated.spec, self.names, " " * 8, relocate, width)
         abi = self._abi_check(relocate)
         launch = _rewritten_kernel(generated, spec, self.names, self.launch, max_records, self.nested)
-        body = generated.source + gap + launch
+        body = (self.source or generated.source) + gap + launch
         name, made = self.kernel.name, self.made
         arguments = [
             json.dumps(name),
@@ -594,9 +610,12 @@ def emit_module(
     project.modules.setdefault(path.resolve(), module)
     finder = HazardFinder(project)  # also loads the files the kernels' helpers come from
     regenerated = stale_kernels(module, finder, options)
-    if regenerated:  # as if the user had deleted those blocks: the next steps bring them back
-        stale_regions = [region for kernel in regenerated if (region := module.region_of(kernel)) is not None]
-        original = text = without_regions(module, stale_regions)
+    current: list[str] = []  # kernels whose blocks were current, made again with the others
+    if module.regions and (regenerated or choose_kernels(module, finder).to_rewrite or _dangling(module)):
+        # Blocks share their helpers' clones (``shared_clones``): where one block is made, all are, as a first run
+        # makes them (as if the user had deleted them: the next steps bring them back, under the names they had).
+        current = [k.name for k in module.kernels() if module.region_of(k) is not None and k not in regenerated]
+        original = text = without_regions(module, module.regions)
         module = StaticModule.parse(path, display, text)
         project.modules[path.resolve()] = module
         finder = HazardFinder(project)
@@ -605,7 +624,7 @@ def emit_module(
         original,
         refusals=choice.refusals,
         warnings=choice.warnings,
-        already=[k.name for k in choice.already],
+        already=[k.name for k in choice.already] + current,
         regenerated=[k.name for k in regenerated],
     )
     taken = set().union(*(_bound_names(m.tree) for m in project.modules.values() if m is not None and m is not module))
@@ -650,7 +669,8 @@ def emit_module(
             ]
         elif launch.launch is not None:  # (a kernel that is not constructed has a launch)
             launches[id(kernel)] = launch.launch
-        emitted.rewritten.append(kernel.name)
+        if kernel.name not in current:
+            emitted.rewritten.append(kernel.name)
     emitted.warnings += [
         _warning(
             module,
@@ -665,15 +685,18 @@ def emit_module(
     ]
     helper_lines = helper_import_lines(module, helper_imports, config)
     inserted, merged = list(helper_lines.added), helper_lines.merged  # added: (input line after which, text)
+    if blocks:
+        inserted += _shared_clones(module, blocks, names, {i.name for i in helper_imports}, config)
     if (blocks or emitted.already) and imports.warp:
         inserted.append(placement(module.tree, module.lines, imports.warp, Sections.for_folder(folder, config)))
     if (blocks or emitted.already) and imports.runtime:
         inserted.append(after_imports(module.tree, module.lines, quoted(imports.runtime, config.quote_style)))
-    renamed = _relocation(module.display, name or path.name, [])  # the lines as they are: only the file's name
+    renamed = _relocation(module.display, name or path.name, [], {})  # the lines as they are: only the name
     unplaced = [block.insertion(module.lines, block.text(max_records, renamed)) for block in blocks]
     # A merged import that takes more lines than before moves the lines after it as an insertion there would.
     grown = [(end_line(node), "\n" * (text.count("\n") - (end_line(node) - node.lineno + 1))) for node, text in merged]
-    relocate = _relocation(module.display, name or path.name, inserted + grown + unplaced)
+    elsewhere = {m.display: import_path(m.path) for m in project.modules.values() if m is not None}
+    relocate = _relocation(module.display, name or path.name, inserted + grown + unplaced, elsewhere)
     inserted += [block.insertion(module.lines, block.text(max_records, relocate)) for block in blocks]
     edits = [Edit(offsets.line_start(at + 1), offsets.line_start(at + 1), added) for at, added in inserted]
     edits += [
@@ -691,6 +714,35 @@ def emit_module(
     return emitted
 
 
+def _shared_clones(
+    module: StaticModule, blocks: list[Block], names: ModuleNames, imported: set[str], config: LintConfig
+) -> list[tuple[int, str]]:
+    """One definition per variant of the blocks' cloned helpers (``shared_clones``): each block's source loses the
+    clones defined elsewhere; the insertion of the module-level block of the shared ones, if any."""
+    kernels = [
+        {name for name in (b.generated.record_kernel, b.generated.replay_kernel, b.generated.count_kernel) if name}
+        for b in blocks
+    ]
+    bound = {names.warp, names.runtime.alias, *imported}
+    sharing = share(module, [b.kernel for b in blocks], [b.generated.source for b in blocks], kernels, bound)
+    for block, source in zip(blocks, sharing.sources, strict=True):
+        block.source = source
+    if sharing.before is None:
+        return []
+    begin, end = shared_markers()
+    text = begin + "\n\n" + sharing.shared.rstrip("\n") + "\n\n\n" + end
+    laid = laid_out(quoted(text, config.quote_style), "", config.line_length)
+    at = min([sharing.before.lineno, *(d.lineno for d in getattr(sharing.before, "decorator_list", []))]) - 1
+    while at > 0 and module.lines[at - 1].lstrip().startswith("#"):
+        at -= 1  # the comments above the statement stay with it
+    blank = 0
+    while at - blank > 0 and not module.lines[at - blank - 1].strip():
+        blank += 1
+    # Two blank lines on each side, counting those there (as ``Block.insertion``): the file a first run makes.
+    before = min(blank, 2)
+    return [(at - blank + before, "\n" * (2 - before) + laid + "\n" * max(0, 2 - (blank - before)))]
+
+
 def stale_kernels(module: StaticModule, finder: HazardFinder, options: str) -> list[ast.FunctionDef]:
     """The kernels whose block an earlier run generated from other source or options than this run has."""
     return [
@@ -706,15 +758,35 @@ def without_regions(module: StaticModule, regions: list[Region]) -> str:
     return "".join(line for number, line in enumerate(module.lines, start=1) if number not in dropped)
 
 
-def _relocation(display: str, name: str, inserted: list[tuple[int, str]]) -> Callable[[str], str]:
+def _relocation(
+    display: str, name: str, inserted: list[tuple[int, str]], elsewhere: dict[str, str] | None = None
+) -> Callable[[str], str]:
     """Maps ``display:line:col`` of the input to ``name:line:col`` in the emitted file, where ``inserted`` (after
-    which input line, what text) has moved the lines down."""
+    which input line, what text) has moved the lines down, and a location in another file (a helper's) to its path
+    in ``elsewhere`` (``import_path``): nothing generated depends on the working directory."""
 
     def relocate(location: str) -> str:
         path, line, column = location.rsplit(":", 2)
         if path != display:
-            return location  # in another file (a helper's)
+            return f"{(elsewhere or {}).get(path, path)}:{line}:{column}"
         moved = sum(text.count("\n") for after, text in inserted if after < int(line))
         return f"{name}:{int(line) + moved}:{column}"
 
     return relocate
+
+
+def import_path(path: Path) -> str:
+    """How a generated location names a file other than the module's own: its path from the folder its top-level
+    package is in (``newton/_src/geometry/hashtable.py``), as its import names it (a folder without ``__init__.py``
+    between packages is a namespace package: ``newton/_src``); for a module outside a package, its name. The same
+    wherever wp-rewrite runs from and wherever the project lies."""
+    real = path.resolve()
+    top, outside = real.parent, 0
+    for folder in real.parents:
+        if (folder / "__init__.py").is_file():
+            top, outside = folder.parent, 0
+        else:
+            outside += 1
+            if outside == 2:
+                break
+    return real.relative_to(top).as_posix()

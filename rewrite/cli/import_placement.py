@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 from warp_rewrite.cli.layout import QuoteStyle
 from warp_rewrite.cli.source_file import module_level
 from warp_rewrite.passes.syntax import end_column, end_line
-from warp_rewrite.printing import WIDTH
 
 if TYPE_CHECKING:
     from warp_rewrite.cli.static_frontend import HelperImport
@@ -56,7 +55,7 @@ class LintConfig:
     are assumed."""
 
     root: Path | None = None  # the folder of the configuration (its first-party modules), None without one
-    line_length: int = WIDTH  # without a configuration, the width the generated code is printed to
+    line_length: int = DEFAULT_LINE_LENGTH  # without a configuration, ruff's default
     known_first_party: frozenset[str] = frozenset()
     known_third_party: frozenset[str] = frozenset()
     force_single_line: bool = False  # isort's: one name per ``from`` import, so nothing is merged

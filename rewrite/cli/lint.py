@@ -9,7 +9,8 @@ The codes, as ruff's conventions go (``--select``/``--ignore`` take codes and pr
     WR004  ``wp.launch`` launches a kernel that ``wp-rewrite`` rewrote through the original, not its rewritten
            launch (a block of a version that did not bind the kernel's name to the rewritten kernel);
     WR005  a kernel calls a helper the check cannot follow (a factory's parameter, ``wp.static`` of a value known
-           only at run time, a module whose file is not found): a possible hazard;
+           only at run time, a module whose file is not found): a possible hazard, informational unless selected
+           by name (``--select WR005``, ``--extend-select WR005``);
     WR006  a block ``wp-rewrite`` generated is stale: its kernel, a helper it calls or its options changed since
            (the begin marker's fingerprint differs);
     WR007  a kernel or helper uses the tile a tile atomic returns (``wp.tile_atomic_add``), which the rewrite does
@@ -18,8 +19,9 @@ The codes, as ruff's conventions go (``--select``/``--ignore`` take codes and pr
            wrong: a local carried out of it or from trip to trip, a ``while``, a ``break``/``continue``
            (``passes.loop_hazards``);
     WR101  (informational, off by default) a consumed return (WR001-WR003, WR007) in a kernel without a backward pass
-           (``enable_backward=False``, its own or its Warp module's), or in a helper of a module without one: not a
-           hazard;
+           (``enable_backward=False``, its own or its Warp module's), in a helper of a module without one, in a
+           helper only such kernels or rewritten ones call, or in one passed as a function value only to factories
+           of such kernels (``warp_rewrite.cli.function_values``): not a hazard;
     WR102  (informational, off by default) a helper that consumes an atomic's return and has a hand-written
            ``@wp.func_replay``: Warp's backward calls the replay, so it is not a hazard;
     WR103  (informational, off by default) WR008 in a kernel without a backward pass: not a hazard.
@@ -29,6 +31,7 @@ The codes, as ruff's conventions go (``--select``/``--ignore`` take codes and pr
 from __future__ import annotations
 
 import ast
+import enum
 import importlib.resources
 import io
 import keyword
@@ -38,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from warp_rewrite.cli.elision import ElidedBody
+from warp_rewrite.cli.function_values import only_to_kernels_without_backward
 from warp_rewrite.cli.hazards import HazardFinder, HelperLoop, Unknown, launched_kernel
 from warp_rewrite.cli.project import SEARCHED, Project, Unfollowed
 from warp_rewrite.cli.scopes import Scope
@@ -81,6 +85,8 @@ CODES = {
     "E999": "SyntaxError: {message}",
 }
 ERRORS = ("WR0", "E999")  # what "Found N errors" counts and what makes the exit status 1; WR1xx are informational
+# Possible hazards: reported by default but informational, unless a selector names them (``--select WR005``).
+UNLESS_NAMED = ("WR005",)
 DEFAULT_SELECT = ("WR0",)
 # Each code's page (docs/rules/CODE.md), installed with the package: there is no hosted site to link to.
 RULE_PAGES = importlib.resources.files("warp_rewrite.rules")
@@ -163,9 +169,21 @@ def _unknown_fields(unknown: Unknown) -> dict[str, str]:
     return fields | {"reason": miss.reason}
 
 
-def is_error(code: str) -> bool:
-    """True for the codes that are hazards (or a file that does not parse), not informational findings."""
-    return code.startswith(ERRORS)
+class Caller(enum.Enum):
+    """What a kernel that calls a helper is, for the helper's findings."""
+
+    BACKWARD = enum.auto()  # a kernel with a backward pass, not rewritten: the helper is a hazard there
+    NO_BACKWARD = enum.auto()
+    REWRITTEN = enum.auto()  # with a block wp-rewrite generated, whose launch runs the helper's clones
+
+
+# Why a helper is no hazard (WR101) where only such kernels call it.
+_CALLED_ONLY_BY = {
+    frozenset({Caller.NO_BACKWARD}): "only kernels without a backward pass call it",
+    frozenset({Caller.REWRITTEN}): "only kernels wp-rewrite rewrote call it",
+    frozenset({Caller.NO_BACKWARD, Caller.REWRITTEN}): "only kernels without a backward pass or that wp-rewrite "
+    "rewrote call it",
+}
 
 
 class Checker:
@@ -175,7 +193,7 @@ class Checker:
     def __init__(self, project: Project):
         self.project = project
         self.finder = HazardFinder(project)
-        self._callers: dict[int, set[bool]] = {}  # helper -> whether the kernels calling it have a backward
+        self._callers: dict[int, set[Caller]] = {}  # helper -> what the kernels calling it are
 
     def kernels(self, module: StaticModule) -> list[Finding]:
         """WR001, WR003, WR004, WR005, WR006 and WR101 of the file's kernels and launches.
@@ -189,11 +207,13 @@ class Checker:
             if region is not None:
                 if stale(module, kernel, region, self.finder, region.options):
                     findings.append(_finding(module, "WR006", kernel, name=kernel.name, line=str(region.first)))
+                for helper in self.finder.kernel_calls(module, kernel).reached:
+                    self._callers.setdefault(helper, set()).add(Caller.REWRITTEN)
                 continue
             calls = self.finder.kernel_calls(module, kernel)
             disabled = module.backward_disabled(kernel)
             for helper in calls.reached:
-                self._callers.setdefault(helper, set()).add(not disabled)
+                self._callers.setdefault(helper, set()).add(Caller.NO_BACKWARD if disabled else Caller.BACKWARD)
             for call in module.consumed(kernel):
                 if disabled:
                     findings.append(
@@ -254,12 +274,11 @@ class Checker:
         findings = []
         for helper in module.all_helpers():
             callers = self._callers.get(id(helper), set())
-            why = None
-            if callers == {False}:
-                why = "only kernels without a backward pass call it"
-            elif not callers:
-                why = module.module_backward_disabled()
-            for call in module.consumed(helper):
+            consumed = module.consumed(helper)
+            why = _CALLED_ONLY_BY.get(frozenset(callers)) if callers else module.module_backward_disabled()
+            if not callers and not why and consumed and not module.has_replay(helper):
+                why = only_to_kernels_without_backward(self.project, module, helper)
+            for call in consumed:
                 if module.has_replay(helper):
                     findings.append(_finding(module, "WR102", call.node, name=helper.name, op=call.op))
                 elif why:
@@ -402,6 +421,14 @@ class Selection:
     def _specificity(selectors: tuple[str, ...], code: str) -> int:
         matches = [0 if s == "ALL" else len(s) for s in selectors if s == "ALL" or code.startswith(s)]
         return max(matches, default=-1)
+
+    def is_error(self, code: str) -> bool:
+        """True for the codes that are hazards (or a file that does not parse), not informational findings: also
+        ``UNLESS_NAMED``'s where a selector names them (the code or a prefix longer than the default's)."""
+        if code in UNLESS_NAMED:
+            default = max(map(len, DEFAULT_SELECT))
+            return any(code.startswith(s) and len(s) > default for s in self.select if s != "ALL")
+        return code.startswith(ERRORS)
 
     def __contains__(self, code: str) -> bool:
         if code == "E999":

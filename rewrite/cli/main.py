@@ -14,21 +14,24 @@ folder ``wp_rewrite_runtime/`` of its package's root folder (beside it, for a sc
 write (or update) that folder, a copy of the package ``warp_rewrite/runtime/`` (warp, numpy and the standard library
 its only imports), so the output runs without this project installed. Without ``-o`` the module goes to stdout;
 ``--diff`` prints a unified diff instead (with the runtime folder). ``--in-place``, ``--diff`` and ``-o DIR`` also
-take several files and folders (``-o DIR``: the rewritten tree, with the same layout, in ``DIR``). Kernels the
-rewrite refuses are reported and left as they are; the others are rewritten. Running it on its own output changes
-nothing, but for blocks whose kernel, helpers or options changed since (their marker's fingerprint differs): those
-are generated again, as a deleted block is. Every write goes to a temporary file first, renamed over the target: a
-failed write leaves the target as it was.
+take several files and folders (``-o DIR``: the whole tree, as ``cp -r`` copies it, with its Python files
+rewritten), with progress on a terminal and a summary line. Kernels the rewrite refuses are reported and left as
+they are; the others are rewritten. Running it on its own output changes nothing, but for blocks whose kernel,
+helpers or options changed since (their marker's fingerprint differs): those are generated again, as a deleted
+block is. Nothing is written before every file is done (``warp_rewrite.cli.writes``): an interrupted or failed run
+leaves every file as it was.
 
 Check mode reports, without importing or running anything, every use of an atomic's returned value, with the
-codes of ``warp_rewrite.cli.lint`` (``WR001``-``WR006`` by default, ``WR101``/``WR102`` informational), ruff's way:
-``# noqa`` and ``# noqa: WR001`` on the reported line, ``--select``/``--ignore``/``--extend-select`` with codes or
-prefixes (``WR00``, ``ALL``), three output formats, a summary line on stderr.
+codes of ``warp_rewrite.cli.lint`` (``WR001``-``WR007`` by default, ``WR005`` informational unless selected by name,
+``WR101``/``WR102`` informational), ruff's way: ``# noqa`` and ``# noqa: WR001`` on the reported line,
+``--select``/``--ignore``/``--extend-select`` with codes or prefixes (``WR00``, ``ALL``), ``--exclude`` and
+``--extend-exclude``, the ``[tool.wp-rewrite]`` table of ``pyproject.toml`` (``warp_rewrite.cli.settings``), three
+output formats, a summary line on stderr.
 
 Exit status: 0 success / no finding (or ``--exit-zero``); 1 findings, including ``E999`` for a file that does not
 parse (``--check``), or a kernel the rewrite refuses (rewrite mode: the file is still written, with the others
 rewritten); 2 usage errors, missing or unreadable paths, a file to rewrite that does not parse, a failed write;
-141 when stdout is closed early (``wp-rewrite --diff FILE | head``).
+130 and 143 when interrupted by SIGINT or SIGTERM; 141 when stdout is closed early (``wp-rewrite --diff FILE | head``).
 """
 
 from __future__ import annotations
@@ -36,16 +39,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import enum
 import gc
 import json
 import os
 import shutil
-import stat
+import signal
 import sys
-import tempfile
+import threading
 import unicodedata
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -55,7 +59,6 @@ from warp_rewrite.cli.lint import (
     Finding,
     Selection,
     SelectorError,
-    is_error,
     noqa_of,
     rule_url,
     sort_key,
@@ -63,8 +66,10 @@ from warp_rewrite.cli.lint import (
     syntax_error,
 )
 from warp_rewrite.cli.project import Project
+from warp_rewrite.cli.settings import TABLE, Exclusion, Settings, SettingsError
 from warp_rewrite.cli.source_file import ParseError, SourceFile
 from warp_rewrite.cli.static_module import StaticModule
+from warp_rewrite.cli.writes import Writes, runtime_diff
 from warp_rewrite.passes.naming import RUNTIME_FOLDER
 
 if TYPE_CHECKING:  # the rewrite mode's modules import Warp (about a second): --check never loads them
@@ -95,6 +100,10 @@ def _selectors(text: str) -> list[str]:
     return [part.strip().upper() for part in text.split(",") if part.strip()]
 
 
+def _patterns(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
 class _Version(argparse.Action):
     """``--version``, which reads the runtime's version only when asked: the runtime imports Warp."""
 
@@ -114,6 +123,20 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (stdout takes one file)")
     parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     parser.add_argument("-q", "--quiet", action="store_true", help="print no summary line")
+    parser.add_argument(
+        "--exclude",
+        type=_patterns,
+        metavar="PATTERNS",
+        help="files and folders to leave out of folders, comma separated globs, as ruff's (replaces the default: "
+        "tool and environment folders such as .venv, dist, site-packages)",
+    )
+    parser.add_argument(
+        "--extend-exclude", type=_patterns, metavar="PATTERNS", help="files and folders to leave out besides those"
+    )
+    parser.add_argument(
+        "--force-exclude", action="store_true", help="leave out what the exclusions match also among the paths named"
+    )
+    parser.add_argument("--isolated", action="store_true", help=f"ignore the [tool.{TABLE}] table of pyproject.toml")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
         "--check",
@@ -176,9 +199,17 @@ _REWRITE_ONLY = {
 
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
-    """The options, or ``SystemExit`` (status 2, usage printed) for options that contradict each other."""
+    """The options, with the project's settings under them (``args.settings``, ``args.exclusion``), or
+    ``SystemExit`` (status 2, usage printed) for options that contradict each other or settings that cannot be
+    read."""
     parser = _parser()
     args = parser.parse_args(argv)
+    try:
+        args.settings = Settings() if args.isolated else Settings.find()
+    except SettingsError as error:
+        parser.error(str(error))
+    args.exclusion = args.settings.exclusion(args.exclude, args.extend_exclude)
+    args.force_exclude = args.force_exclude or args.settings.force_exclude
     given = [flag for name, flag in _REWRITE_ONLY.items() if getattr(args, name)]
     if args.check and given:
         parser.error(f"--check writes nothing and rewrites nothing: it cannot be combined with {', '.join(given)}")
@@ -191,14 +222,20 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
         if args.diff and (args.output or args.in_place):
             parser.error("--diff prints to stdout: it cannot be combined with -o or --in-place")
         return args
+    table = args.settings.lists
+    # --select replaces the table's select and extend-select; its ignore stays, and the options add to them
+    select = tuple(args.select) if args.select is not None else tuple(map(str.upper, table.get("select", ())))
+    extend = () if args.select is not None else tuple(map(str.upper, table.get("extend-select", ())))
+    extend += tuple(args.extend_select or ())
+    ignore = tuple(map(str.upper, table.get("ignore", ()))) + tuple(args.ignore or ())
     try:
-        args.selection = Selection(
-            tuple(args.select or ()) + tuple(args.extend_select or ()),
-            tuple(args.ignore or ()),
-            () if args.select else DEFAULT_SELECT,
-        )
+        args.selection = Selection(select + extend, ignore, () if select else DEFAULT_SELECT)
     except SelectorError as error:
-        parser.error(str(error))
+        parser.error(f"{error}{f' (in {args.settings.source})' if args.settings.source else ''}")
+    output_format = args.output_format or args.settings.output_format
+    if output_format is not None and output_format not in FORMATS:
+        parser.error(f"{args.settings.source}: output-format: '{output_format}' is not one of {', '.join(FORMATS)}")
+    args.output_format = output_format
     return args
 
 
@@ -214,111 +251,43 @@ def _read(path: Path, display: str) -> SourceFile:
         raise UserError(f"{display}: cannot read: {error}") from None
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder renamed over it, so that the file is
-    either as it was or complete; its permissions are kept (a new file gets the usual ones)."""
-    path = path.resolve() if path.is_symlink() else path  # through a link, the file it points to
-    try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(descriptor, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+def _skipped_folder(name: str) -> bool:
+    """Folders never walked into: hidden ones, caches and the runtime copies ``Writes.runtime`` puts there (its
+    atomics' returns are the tool's own, never differentiated)."""
+    return name.startswith(".") or name in ("__pycache__", RUNTIME_FOLDER)
 
 
-def runtime_files() -> dict[str, bytes]:
-    """The runtime package's files, name -> contents: what is copied beside emitted modules."""
-    from warp_rewrite import runtime
-
-    return {path.name: path.read_bytes() for path in sorted(Path(runtime.__file__).parent.glob("*.py"))}
-
-
-def runtime_diff(directory: Path) -> Iterator[str]:
-    """The unified diff that brings the runtime copy in ``directory`` up to date (new files from ``/dev/null``
-    where there is none), so that ``patch -p0`` gives a tree whose emitted modules run."""
-    folder = directory / RUNTIME_FOLDER
-    for name, code in runtime_files().items():
-        path = folder / name
-        old = path.read_text(encoding="utf-8") if path.is_file() else None
-        new = code.decode("utf-8")
-        if old != new:
-            yield from difflib.unified_diff(
-                (old or "").splitlines(keepends=True),
-                new.splitlines(keepends=True),
-                "/dev/null" if old is None else str(path),
-                str(path),
-            )
+def _walk(folder: Path, exclusion: Exclusion) -> Iterator[Path]:
+    """The Python files below ``folder``, not in a ``_skipped_folder`` nor left out by ``exclusion``; symbolic links
+    to folders are not followed."""
+    for at, folders, files in os.walk(folder):
+        here = Path(at)
+        folders[:] = [name for name in folders if not _skipped_folder(name) and not exclusion.excludes(here / name)]
+        yield from (here / name for name in files if name.endswith(".py") and not exclusion.excludes(here / name))
 
 
-def write_runtime(directory: Path) -> Path:
-    """Copy this package's runtime, file for file, into the folder ``wp_rewrite_runtime/`` of ``directory``, unless
-    the same is there already. The copy is made whole in a temporary folder and then takes the place of an older
-    one, so that a failed write leaves the older copy as it was. A single-file copy ``wp_rewrite_runtime.py`` that
-    an earlier version of wp-rewrite wrote there goes once the folder is in place (it would be shadowed by the
-    folder at import anyway). Returns the folder's path."""
-    target = directory / RUNTIME_FOLDER
-    files = runtime_files()
-    if target.exists() and not target.is_dir():
-        raise UserError(f"{target}: not a folder, where wp-rewrite writes its copy of the runtime")
-    if not _same_copy(target, files):
-        fresh = Path(tempfile.mkdtemp(prefix=f".{RUNTIME_FOLDER}.", dir=directory))
-        try:
-            for name, code in files.items():
-                write_atomically(fresh / name, code)
-            umask = os.umask(0)
-            os.umask(umask)
-            fresh.chmod(0o777 & ~umask)  # mkdtemp makes it private; the copy gets a new folder's usual permissions
-            if target.exists():
-                old = Path(tempfile.mkdtemp(prefix=f".{RUNTIME_FOLDER}.old.", dir=directory))
-                os.replace(target, old / RUNTIME_FOLDER)
-                os.replace(fresh, target)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.replace(fresh, target)
-        finally:
-            shutil.rmtree(fresh, ignore_errors=True)
-    single_file = directory / f"{RUNTIME_FOLDER}.py"
-    if single_file.is_file():
-        single_file.unlink()
-    return target
+def _excluded(path: Path, exclusion: Exclusion) -> bool:
+    """True if ``exclusion`` leaves out ``path`` or a folder above it (``--force-exclude``, for the paths named)."""
+    return any(exclusion.excludes(folder) for folder in (path, *path.absolute().parents))
 
 
-def _same_copy(folder: Path, files: dict[str, bytes]) -> bool:
-    """Whether ``folder`` holds exactly the runtime's files (``files``: name -> contents), byte for byte."""
-    if not folder.is_dir() or {path.name for path in folder.glob("*.py")} != set(files):
-        return False
-    return all((folder / name).read_bytes() == code for name, code in files.items())
-
-
-def _python_files(paths: list[str]) -> Iterator[tuple[Path, str]]:
-    """Every ``.py`` file named or under a named folder, sorted; in folders, skipping hidden folders, caches and
-    the runtime copies ``write_runtime`` puts there (its atomics' returns are the tool's own, never differentiated)."""
+def _python_files(paths: list[str], exclusion: Exclusion, force: bool) -> Iterator[tuple[Path, str]]:
+    """Every ``.py`` file named or under a named folder, sorted; in folders, skipping ``_skipped_folder``s and what
+    ``exclusion`` leaves out (also the files named, with ``force``: ruff's ``--force-exclude``)."""
     for name in paths:
         path = Path(name)
         if not path.exists():
             raise UserError(f"{name}: no such file or directory")
+        if force and _excluded(path, exclusion):
+            continue
         if path.is_file():
             yield path, name
             continue
         found = False
-        for file in sorted(path.rglob("*.py")):
-            relative = file.relative_to(path).parts
-            skipped = any(part.startswith(".") or part in ("__pycache__", RUNTIME_FOLDER) for part in relative[:-1])
-            if not skipped and file.is_symlink() and not file.exists():  # dangling, or a loop of links
+        for file in sorted(_walk(path, exclusion)):
+            if file.is_symlink() and not file.exists():  # dangling, or a loop of links
                 print(f"wp-rewrite: warning: {file}: a symbolic link to no file, skipped", file=sys.stderr)
-            elif not skipped and file.name != f"{RUNTIME_FOLDER}.py":  # an earlier version's single-file copy
+            elif file.name != f"{RUNTIME_FOLDER}.py":  # an earlier version's single-file copy
                 found = True
                 yield file, str(file)
         if not found:
@@ -402,7 +371,10 @@ def _check(args: argparse.Namespace, held: list[object] | None) -> int:
         held.append(project)
     checker, output_format = Checker(project), args.output_format or "concise"
     files: list[tuple[StaticModule | None, list[Finding]]] = []
-    paths = list(_python_files(args.paths))
+    paths = list(_python_files(args.paths, args.exclusion, args.force_exclude))
+    if not paths and args.force_exclude and all(_excluded(Path(name), args.exclusion) for name in args.paths):
+        print("wp-rewrite: warning: every path named is excluded (--force-exclude): nothing to check", file=sys.stderr)
+        return OK  # as ruff: a pre-commit hook handed only excluded files passes
     if not paths:
         raise UserError(f"no Python files in {', '.join(args.paths)}: nothing to check")
     sources: list[tuple[Path, Path, str, SourceFile, tuple[str, ...]]] = []  # (path, resolved, display, source, needs)
@@ -446,7 +418,7 @@ def _check(args: argparse.Namespace, held: list[object] | None) -> int:
         shown += found
     if output_format == "json":
         print(json.dumps([_json_finding(f) for f in shown], indent=2))
-    errors = sum(is_error(f.code) for f in shown)
+    errors = sum(args.selection.is_error(f.code) for f in shown)
     if not args.quiet:
         print(_check_summary(errors, len(shown) - errors, unreadable), file=sys.stderr)
     if status == USAGE:
@@ -551,69 +523,183 @@ class Target:
     copy_if_unparsed: bool = False  # into a tree written with -o: a file that does not parse is copied as it is
 
 
+@dataclass(frozen=True)
+class Tree:
+    """What a run over several files does: the files rewritten, and with ``-o DIR`` the rest of the tree, as ``cp
+    -r`` copies it (data files, ``py.typed``, licences, empty folders)."""
+
+    targets: list[Target]
+    copies: list[tuple[Path, Path]] = field(default_factory=list)  # (source, target)
+    folders: list[Path] = field(default_factory=list)  # folders of the output that must exist
+
+
+class Outcome(enum.Enum):
+    """What became of one file of a tree, as the summary line counts it."""
+
+    REWRITTEN = "rewritten"
+    UNCHANGED = "unchanged"
+    REFUSED = "refused"  # a kernel refused, or the file could not be read or parsed (see its message)
+
+
+class Progress:
+    """Where a tree rewrite on a terminal is: one line at the bottom of stderr, ``[done/total] file``, rewritten in
+    place and cleared before anything else is printed (``say``)."""
+
+    def __init__(self, total: int, shown: bool):
+        self.total, self.shown, self._on_screen = total, shown, False
+
+    def at(self, done: int, display: str) -> None:
+        if not self.shown:
+            return
+        line = f"[{done}/{self.total}] {display}"
+        width = shutil.get_terminal_size().columns - 1
+        if len(line) > width > 5:
+            line = line[: width - 3] + "..."
+        sys.stderr.write(f"\r\x1b[K{line}")
+        sys.stderr.flush()
+        self._on_screen = True
+
+    def say(self, message: str) -> None:
+        if self._on_screen:
+            sys.stderr.write("\r\x1b[K")
+            self._on_screen = False
+        print(message, file=sys.stderr)
+
+
 def run_rewrite(args: argparse.Namespace) -> int:
     """Rewrite one file (to stdout, ``-o``, ``--in-place`` or ``--diff``) or every ``.py`` file named or under a
-    folder named (with ``--in-place``, ``--diff``, or ``-o DIR``, which gets the same layout), each as a run on it
+    folder named (with ``--in-place``, ``--diff``, or ``-o DIR``, which gets the same tree), each as a run on it
     alone would, with one runtime copy per package (in its root folder) or folder of scripts; the worst status of
-    the files."""
+    the files. Nothing is written before every file is done (``Writes``): an interrupted run leaves every file as
+    it was."""
+    with Writes() as writes:
+        try:
+            status = _rewrite_paths(args, writes)
+            writes.commit()  # a signal held off meanwhile is raised at its end, everything written
+        except (KeyboardInterrupt, Interrupted) as interruption:
+            signum = interruption.signum if isinstance(interruption, Interrupted) else signal.SIGINT
+            what = "after every file was written" if writes.committed else "nothing was written"
+            raise Interrupted(signum, what) from None
+    return status
+
+
+def _rewrite_paths(args: argparse.Namespace, writes: Writes) -> int:
     single = len(args.paths) == 1 and not Path(args.paths[0]).is_dir()
     if single and not (args.output and Path(args.output).is_dir()):
         source = Path(args.paths[0])
         output = Path(args.output) if args.output else (source if args.in_place else None)
         folder = (output or source).parent
-        return _rewrite_file(args, Target(source, args.paths[0], output, _above(folder, package_root(folder))), set())
+        target = Target(source, args.paths[0], output, _above(folder, package_root(folder)))
+        return _rewrite_file(args, target, writes, set(), Progress(1, False))[0]
     if not (args.in_place or args.diff or args.output):
         raise UserError(
             f"{args.paths[0]}: a folder is rewritten with --in-place, --diff or -o DIR (stdout takes one file)"
         )
-    targets = _tree_targets(args)
-    status, runtimes = OK, set[Path]()
-    for target in targets:
+    tree = _tree(args, writes)
+    progress = Progress(len(tree.targets), sys.stderr.isatty() and not args.quiet)
+    status, outcomes, diffed = OK, {outcome: 0 for outcome in Outcome}, set[Path]()
+    for done, target in enumerate(tree.targets):
+        progress.at(done, target.display)
         try:
-            status = max(status, _rewrite_file(args, target, runtimes, in_tree=True))
+            file_status, outcome = _rewrite_file(args, target, writes, diffed, progress, in_tree=True)
         except UserError as error:
-            print(f"wp-rewrite: error: {error}", file=sys.stderr)
+            progress.say(f"wp-rewrite: error: {error}")
+            file_status, outcome = USAGE, Outcome.REFUSED
+        status = max(status, file_status)
+        outcomes[outcome] += 1
+    for source, copy in tree.copies:
+        try:
+            writes.copy(source, copy)
+        except OSError as error:
+            progress.say(f"wp-rewrite: error: {copy}: cannot copy {source}: {_reason(error)}")
             status = USAGE
+    if not args.quiet:
+        counts = [f"{_plural(outcomes[Outcome.REWRITTEN], 'file')} rewritten"]
+        counts += [f"{outcomes[outcome]} {outcome.value}" for outcome in (Outcome.UNCHANGED, Outcome.REFUSED)]
+        counts.append(f"{len(tree.copies)} copied")
+        ending = " (see above)" if outcomes[Outcome.REFUSED] else ""
+        progress.say(f"wp-rewrite: {', '.join(counts)}{ending}")
     return status
 
 
-def _tree_targets(args: argparse.Namespace) -> list[Target]:
+def _tree(args: argparse.Namespace, writes: Writes) -> Tree:
     """Every file of a tree run, and where it goes. With ``-o DIR``, each file keeps its path relative to the
     folder that holds every path named (a folder named keeps its name, as ``cp -r`` has it), every Python file is
-    written (copied where there is nothing to rewrite) and the package roots are those of the files inside that
-    folder."""
+    written (copied where there is nothing to rewrite), every other file copied, and the package roots are those of
+    the files inside that folder; a single file named goes into DIR with its runtime copy, and nothing else."""
     base, out = Path(), None  # base: only with out
     if args.output and not args.in_place:
         out = Path(args.output)
         base = Path(os.path.commonpath([Path(name).absolute().parent for name in args.paths]))
         if out.exists() and not out.is_dir():
-            raise UserError(f"{out}: not a folder, where the rewritten tree goes (-o takes a folder for a tree)")
+            raise UserError(f"-o {out}: not a folder: several files or a folder are written into a folder (-o DIR)")
+        if not out.exists() and out.suffix == ".py":
+            raise UserError(f"-o {out}: names a file: several files or a folder are written into a folder (-o DIR)")
         if out.absolute() == base:
-            raise UserError(f"{out}: this is the folder of the input; use --in-place (without -o) to rewrite it")
+            raise UserError(f"-o {out}: this is the folder of the input; use --in-place (without -o) to rewrite it")
         if not out.parent.is_dir():
-            raise UserError(f"{out}: cannot write: there is no folder {out.parent}")
-        out.mkdir(exist_ok=True)
+            raise UserError(f"-o {out}: cannot write: there is no folder {out.parent}")
+        writes.folder(out)
     inside_out = (lambda path: False) if out is None else (lambda path: path.absolute().is_relative_to(out.absolute()))
-    files = [(path, display) for path, display in _python_files(args.paths) if not inside_out(path)]
+    files = [
+        (path, display)
+        for path, display in _python_files(args.paths, args.exclusion, args.force_exclude)
+        if not inside_out(path)
+    ]
     if not files:
         raise UserError(f"no Python files in {', '.join(args.paths)}: nothing to rewrite")
-    targets = []
+    tree = Tree([])
     for path, display in files:
         if out is None:
             up = _above(path.parent, package_root(path.parent))
-            targets.append(Target(path, display, path if args.in_place else None, up))
+            tree.targets.append(Target(path, display, path if args.in_place else None, up))
         else:
             relative = path.absolute().relative_to(base)
-            (out / relative).parent.mkdir(parents=True, exist_ok=True)
+            writes.folder((out / relative).parent)
             up = _above(path.parent, package_root(path.parent, top=base))
-            targets.append(Target(path, display, out / relative, up, copy_if_unparsed=True))
-    return targets
+            tree.targets.append(Target(path, display, out / relative, up, copy_if_unparsed=True))
+    if out is not None:
+        rewritten = {path.absolute() for path, _ in files}
+        for name in args.paths:
+            if Path(name).is_dir():
+                _copied(Path(name), base, out, rewritten, tree, writes)
+    return tree
 
 
-def _rewrite_file(args: argparse.Namespace, target: Target, runtimes: set[Path], in_tree: bool = False) -> int:
-    """Rewrite the file ``target.source``; ``runtimes``: the folders whose runtime copy this run has written (or
-    put in its diff) already; ``in_tree``: one of many files, which gets a summary line only if it has kernels to
-    rewrite."""
+def _copied(folder: Path, base: Path, out: Path, rewritten: set[Path], tree: Tree, writes: Writes) -> None:
+    """The files and folders below ``folder`` that ``cp -r`` copies and the rewrite does not write, into ``tree``:
+    all but the Python files rewritten, caches, runtime copies (the run writes its own where its modules need one)
+    and the output itself; symbolic links as links."""
+    for at, folders, files in os.walk(folder):
+        here = Path(at)
+        kept = []
+        for name in folders:
+            path = here / name
+            if name in ("__pycache__", RUNTIME_FOLDER) or path.absolute().is_relative_to(out.absolute()):
+                continue
+            if path.is_symlink():
+                tree.copies.append((path, out / path.absolute().relative_to(base)))
+            else:
+                kept.append(name)
+                writes.folder(out / path.absolute().relative_to(base))
+        folders[:] = kept
+        for name in files:
+            path = here / name
+            if path.absolute() not in rewritten and name != f"{RUNTIME_FOLDER}.py":
+                tree.copies.append((path, out / path.absolute().relative_to(base)))
+
+
+def _rewrite_file(
+    args: argparse.Namespace,
+    target: Target,
+    writes: Writes,
+    diffed: set[Path],
+    progress: Progress,
+    in_tree: bool = False,
+) -> tuple[int, Outcome]:
+    """Rewrite the file ``target.source``, its writes staged in ``writes``; ``diffed``: the folders whose runtime
+    copy this run has put in its diff already; ``in_tree``: one of many files, which gets a summary line only if it
+    has kernels to rewrite."""
     source_path, display, output = target.source, target.display, target.output
     if output is not None and not args.in_place and _same_file(output, source_path):
         raise UserError(f"{output}: this is the input file; use --in-place (without -o) to overwrite it")
@@ -636,20 +722,20 @@ def _rewrite_file(args: argparse.Namespace, target: Target, runtimes: set[Path],
             runtime_up=target.runtime_up,
         )
     except ParseError as error:
-        print(error, file=sys.stderr)
+        progress.say(str(error))
         if target.copy_if_unparsed and output is not None:
-            _write(output, source_path.read_bytes())
-        return USAGE
+            _stage(writes, output, source_path.read_bytes())
+        return USAGE, Outcome.REFUSED
     for message in [*(_command_line_spelling(str(r)) for r in emitted.refusals), *emitted.warnings]:
-        print(message, file=sys.stderr)
+        progress.say(message)
     home = _up(folder.absolute(), emitted.runtime_up)  # where the runtime copy the module imports is
     if args.diff:
         diff = difflib.unified_diff(
             source.text.splitlines(keepends=True), emitted.text.splitlines(keepends=True), display, display
         )
         sys.stdout.writelines(diff)
-        if emitted.has_blocks and home.resolve() not in runtimes:
-            runtimes.add(home.resolve())
+        if emitted.has_blocks and home.resolve() not in diffed:
+            diffed.add(home.resolve())
             sys.stdout.writelines(runtime_diff(home if Path(display).is_absolute() else Path(os.path.relpath(home))))
     elif output is None:
         sys.stdout.write(emitted.text)
@@ -660,31 +746,23 @@ def _rewrite_file(args: argparse.Namespace, target: Target, runtimes: set[Path],
             raise UserError(f"{output}: cannot write the rewritten module in {source.encoding}: {error}") from None
         if not folder.is_dir():
             raise UserError(f"{output}: cannot write: there is no folder {output.parent}")
-        new_runtime = None  # the runtime copy this write adds, taken back if the module cannot be written
-        try:
-            if emitted.has_blocks and home.resolve() not in runtimes:
-                new_runtime = None if (home / RUNTIME_FOLDER).exists() else home / RUNTIME_FOLDER
-                write_runtime(home)
-                runtimes.add(home.resolve())
-        except OSError as error:
-            raise UserError(f"{home / RUNTIME_FOLDER}: cannot write the runtime: {_reason(error)}") from None
-        try:
-            if emitted.text != source.text or output != source_path:
-                write_atomically(output, data)
-        except OSError as error:
-            if new_runtime is not None:
-                shutil.rmtree(new_runtime, ignore_errors=True)
-                runtimes.discard(home.resolve())
-            raise UserError(f"{output}: cannot write: {_reason(error)}") from None
+        if emitted.has_blocks:
+            try:
+                writes.runtime(home)
+            except OSError as error:
+                raise UserError(f"{home / RUNTIME_FOLDER}: cannot write the runtime: {_reason(error)}") from None
+        if emitted.text != source.text or output != source_path:
+            _stage(writes, output, data)
     if not args.quiet:
         if emitted.has_blocks and output is None and not args.diff:
-            print(
-                f"note: the rewritten module imports {RUNTIME_FOLDER}/; -o or --in-place write it where it looks",
-                file=sys.stderr,
+            progress.say(
+                f"note: the rewritten module imports {RUNTIME_FOLDER}/; -o or --in-place write it where it looks"
             )
         if not in_tree or emitted.has_blocks or emitted.refusals or emitted.regenerated:
-            print(_summary(display, emitted, output if output != source_path else None), file=sys.stderr)
-    return FINDINGS if emitted.refusals else OK
+            progress.say(_summary(display, emitted, output if output != source_path else None))
+    if emitted.refusals:
+        return FINDINGS, Outcome.REFUSED
+    return OK, Outcome.REWRITTEN if emitted.text != source.text else Outcome.UNCHANGED
 
 
 def _up(folder: Path, levels: int) -> Path:
@@ -693,11 +771,24 @@ def _up(folder: Path, levels: int) -> Path:
     return folder
 
 
-def _write(path: Path, data: bytes) -> None:
+def _stage(writes: Writes, path: Path, data: bytes) -> None:
     try:
-        write_atomically(path, data)
+        writes.file(path, data)
     except OSError as error:
         raise UserError(f"{path}: cannot write: {_reason(error)}") from None
+
+
+class Interrupted(BaseException):
+    """SIGTERM, raised where the run is, as Python raises ``KeyboardInterrupt`` for SIGINT: so that the run's
+    writes are taken back (``Writes``) before it ends; ``what``: what the run had written by then."""
+
+    def __init__(self, signum: int, what: str = "nothing was written"):
+        super().__init__(signum, what)
+        self.signum, self.what = signum, what
+
+
+def _terminated(signum: int, frame: object) -> NoReturn:
+    raise Interrupted(signum)
 
 
 def command() -> NoReturn:
@@ -715,7 +806,10 @@ def command() -> NoReturn:
 
 
 def main(argv: list[str] | None = None, held: list[object] | None = None) -> int:
-    """Entry point of ``wp-rewrite``; returns the exit status. ``held``: see ``run_check``."""
+    """Entry point of ``wp-rewrite``; returns the exit status. ``held``: see ``run_check``. SIGTERM ends a run as
+    SIGINT does (``Interrupted``), with nothing written."""
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if in_main_thread else None
     try:
         try:
             args = parse_arguments(argv)
@@ -731,5 +825,11 @@ def main(argv: list[str] | None = None, held: list[object] | None = None) -> int
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return BROKEN_PIPE
-    except KeyboardInterrupt:
-        return 130
+    except (KeyboardInterrupt, Interrupted) as interruption:
+        if not isinstance(interruption, Interrupted):
+            interruption = Interrupted(signal.SIGINT, "")  # --check, which writes nothing
+        print(f"\nwp-rewrite: interrupted{': ' * bool(interruption.what)}{interruption.what}", file=sys.stderr)
+        return 128 + interruption.signum
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

@@ -291,7 +291,7 @@ class Project:
     ) -> tuple[StaticModule, ast.FunctionDef] | None:
         """The helper a function call returns, where that function (a helper factory) is in the project and each
         of its ``return`` statements names the same ``@wp.func``."""
-        factory = self._function(module, expr.func, scopes)
+        factory = self.function_named(module, expr.func, scopes)
         if factory is None:
             return None
         owner, definition = factory
@@ -313,7 +313,7 @@ class Project:
     ) -> tuple[StaticModule, ast.FunctionDef] | None:
         """The helper ``factory(...).attr`` names, where the factory (in the project) sets that attribute on what
         it returns: ``solve.core = solve_core; return solve``."""
-        factory = self._function(module, expr.func, scopes)
+        factory = self.function_named(module, expr.func, scopes)
         if factory is None:
             return None
         owner, definition = factory
@@ -332,17 +332,29 @@ class Project:
                     return found if isinstance(found, tuple) else None
         return None
 
-    def _function(self, module: StaticModule, expr: ast.expr, scopes: list[Scope]):
+    def function_named(self, module: StaticModule, expr: ast.expr, scopes: list[Scope]):
         """The plain function (module, definition) ``expr`` names, following imports; None if not found."""
-        if isinstance(expr, ast.Name):
-            bound = module.binding(expr.id, scopes)
-            if isinstance(bound, Imported) and bound.name is not None:
-                path = self.module_file(module, bound.level, bound.module)
-                target = self.load(path) if path is not None else None
-                found = target.binding(bound.name, []) if target is not None else None
-                return (target, target.full_body(found)) if target and isinstance(found, ast.FunctionDef) else None
-            return (module, module.full_body(bound)) if isinstance(bound, ast.FunctionDef) else None
-        return None
+        found = self.definition_named(module, expr, scopes)
+        return found if found is not None and isinstance(found[1], ast.FunctionDef) else None
+
+    def definition_named(
+        self, module: StaticModule, expr: ast.expr, scopes: list[Scope]
+    ) -> tuple[StaticModule, ast.FunctionDef | ast.ClassDef] | None:
+        """The function or class (module, definition) the name ``expr`` names, following imports; None if not found.
+        A function's body is parsed where ``--check`` left it out."""
+        if not isinstance(expr, ast.Name):
+            return None
+        owner: StaticModule | None = module
+        bound = module.binding(expr.id, scopes)
+        for _ in range(20):  # through re-exports: ``from ._src.geometry.narrow_phase import NarrowPhase``
+            if not (isinstance(bound, Imported) and bound.name is not None and owner is not None):
+                break
+            path = self.module_file(owner, bound.level, bound.module)
+            owner = self.load(path) if path is not None else None
+            bound = owner.binding(bound.name, []) if owner is not None else None
+        if owner is None or not isinstance(bound, ast.FunctionDef | ast.ClassDef):
+            return None
+        return owner, owner.full_body(bound) if isinstance(bound, ast.FunctionDef) else bound
 
     def kernel_named(
         self, module: StaticModule, expr: ast.expr, scopes: list[Scope], depth: int = 0

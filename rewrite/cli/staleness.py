@@ -47,12 +47,14 @@ class MadeFrom:
 
 
 def made_from(module: StaticModule, kernel: ast.FunctionDef, finder: HazardFinder, options: str) -> MadeFrom:
-    """What the block of ``kernel`` is made from with the given options (command-line flags)."""
-    helpers = sorted(
-        finder.kernel_calls(module, kernel).reached.values(), key=lambda h: (str(h.module.path), h.definition.lineno)
-    )
-    named = [h for h in helpers if _nameable(module, kernel, h)]
-    others = [definition_source(h.module, h.definition) for h in helpers if all(h is not n for n in named)]
+    """What the block of ``kernel`` is made from with the given options (command-line flags).
+
+    Nothing of it depends on how the files were named or found (relative or absolute paths, the working directory,
+    which file was read first): the named helpers are in the order of their lines, the others' sources in the order
+    of their text."""
+    helpers = finder.kernel_calls(module, kernel).reached.values()
+    named = sorted((h for h in helpers if _nameable(module, kernel, h)), key=lambda h: h.definition.lineno)
+    others = sorted(definition_source(h.module, h.definition) for h in helpers if all(h is not n for n in named))
     return MadeFrom(
         options,
         (definition_source(module, kernel), *(definition_source(module, h.definition) for h in named)),

@@ -9,11 +9,18 @@ of its copy, or ``rewrite_launches()``) puts ``launch`` below in ``wp.launch``'s
 files each wrap the one before). For code one
 cannot edit, ``warp_rewrite.rewrite_launches()`` sets ``AUTO_REWRITE``: then plain kernels that consume an
 atomic's return are rewritten when launched forward on a tape.
+
+Every ``wp.launch`` goes through ``launch``, so it costs next to nothing where there is nothing to do: without a
+tape, a launch asks only whether one is active; on a tape, what ``AUTO_REWRITE`` made of the kernel is decided once
+per kernel object and kept on it (``_Decision``) until Warp marks the kernel's module, or one it uses, modified (a
+helper or kernel defined again, as a notebook cell run again does), when it is decided again. A kernel defined again
+under the same name is another object, with a decision of its own.
 """
 
 import functools
 import inspect
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import warp as wp
@@ -22,14 +29,47 @@ warp_launch = wp.launch  # what this copy found: the runtime's own launches go t
 warp_load_module = wp.load_module
 AUTO_REWRITE: Callable[[wp.Kernel], Any] | None = None
 
+_context = wp._src.context
+_Kernel = wp.Kernel
+_parameters = list(inspect.signature(_context.launch).parameters)  # Warp's own (what wp.launch found may wrap it)
+# Where wp.launch takes the two arguments that make a launch no forward launch on the tape, if given by position
+# (the kernel is not in ``args``).
+_ADJOINT = _parameters.index("adjoint") - 1
+_RECORD_TAPE = _parameters.index("record_tape") - 1
+
 
 @functools.wraps(warp_launch)  # wp.launch's signature and documentation: the same arguments, the same meaning
 def launch(kernel: Any, *args: Any, **kwargs: Any) -> Any:
+    if type(kernel) is _Kernel:
+        # The ignore: Warp declares ``context.runtime`` as None, the value it has until wp.init() replaces it.
+        if AUTO_REWRITE is None or _context.runtime.tape is None:  # type: ignore[attr-defined]
+            return warp_launch(kernel, *args, **kwargs)  # nothing a rewrite changes: Warp's own launch, at once
+        return _on_tape(kernel, args, kwargs)
     if hasattr(kernel, "launches_rewritten"):  # a RewrittenKernel, of any copy of this module
         return kernel.launch(*args, **kwargs)
-    if AUTO_REWRITE is not None and isinstance(kernel, wp.Kernel) and _needs_rewrite(kernel, args, kwargs):
-        return AUTO_REWRITE(kernel).launch(*args, **kwargs)
+    if AUTO_REWRITE is not None and isinstance(kernel, _Kernel) and _context.runtime.tape is not None:  # type: ignore[attr-defined]
+        return _on_tape(kernel, args, kwargs)
     return warp_launch(kernel, *args, **kwargs)
+
+
+def _on_tape(kernel: wp.Kernel, args: tuple, kwargs: dict) -> Any:
+    """A launch of ``kernel`` on a tape with ``rewrite_launches()`` on: the kernel ``AUTO_REWRITE`` made of it where
+    it has one, for a forward launch the tape records (adjoint and record_tape read as wp.launch takes them, by
+    position or keyword), else Warp's launch. Warp's launch reads the line of the frame that calls it (the tape's
+    metadata), which costs more the further down its function the call is: so this function is short."""
+    decision = getattr(kernel, _DECISION, None)
+    if (
+        decision is None
+        or decision.hashers is not kernel.module.hashers
+        or (decision.references and not decision.current())
+    ):
+        decision = _decide(kernel)
+    if decision.rewritten is None or (
+        (args[_ADJOINT] if len(args) > _ADJOINT else kwargs.get("adjoint", False))
+        or not (args[_RECORD_TAPE] if len(args) > _RECORD_TAPE else kwargs.get("record_tape", True))
+    ):
+        return warp_launch(kernel, *args, **kwargs)
+    return decision.rewritten.launch(*args, **kwargs)
 
 
 @functools.wraps(warp_load_module)
@@ -42,13 +82,41 @@ def load_module(module: Any = None, *args: Any, **kwargs: Any) -> Any:
     return warp_load_module(module, *args, **kwargs)
 
 
-def _needs_rewrite(kernel: wp.Kernel, args: tuple, kwargs: dict) -> bool:
-    """Is this a forward launch on a tape, of a kernel with a backward (the only launches a rewrite changes)?"""
-    bound = inspect.signature(launch).bind(kernel, *args, **kwargs).arguments
-    # The ignore: Warp declares ``context.runtime`` as None, the value it has until wp.init() replaces it.
-    if bound.get("adjoint") or not bound.get("record_tape", True) or wp._src.context.runtime.tape is None:  # type: ignore[attr-defined]
-        return False
-    return backward_enabled(kernel)
+@dataclass(frozen=True, slots=True)
+class _Decision:
+    """What ``AUTO_REWRITE`` made of a kernel object (``rewritten``; None: nothing to do, the kernel runs as it is),
+    and the state of the Warp modules it was decided under: each module's ``hashers``, which Warp replaces with a new
+    dictionary whenever it marks the module modified (a helper, struct or kernel defined again in it, as a notebook
+    cell run again does), for the kernel's module and every module whose helpers or structs it uses."""
+
+    rewritten: Any
+    hashers: dict
+    references: tuple[tuple[Any, dict], ...]
+
+    def current(self) -> bool:
+        """Whether the modules the kernel uses are as they were (its own module: checked by ``launch``)."""
+        return all(module.hashers is hashers for module, hashers in self.references)
+
+
+# Where a kernel object keeps this copy's decision (each copy of the runtime its own): an attribute of the kernel,
+# so that it goes with it and a launch finds it without hashing.
+_DECISION = f"_wp_rewrite_decision_{__name__.replace('.', '_')}"
+
+
+def _decide(kernel: wp.Kernel) -> _Decision:
+    """What a forward launch on a tape runs for ``kernel``: its ``RewrittenKernel`` where it needs one (it consumes an
+    atomic's return, or the rewrite refused it), None where the kernel itself runs (no backward pass, nothing to
+    record). Kept on the kernel until its modules change."""
+    module = kernel.module
+    references = tuple((other, other.hashers) for other in module.references)
+    rewritten = None
+    if backward_enabled(kernel) and AUTO_REWRITE is not None:
+        made = AUTO_REWRITE(kernel)
+        if made.pair is not None or made.refusal is not None:
+            rewritten = made
+    decision = _Decision(rewritten, module.hashers, references)
+    setattr(kernel, _DECISION, decision)
+    return decision
 
 
 def backward_enabled(kernel: wp.Kernel) -> bool:

@@ -166,7 +166,8 @@ def test_code_one_cannot_edit_can_opt_in():
 
 
 def test_the_environment_switch_turns_it_on():
-    code = "import warp_rewrite.runtime as r; import warp_rewrite; print(r.hook.AUTO_REWRITE is not None)"
+    """(The programs that import nothing of warp-rewrite, the launcher and ``enabled()``: test_switch.py.)"""
+    code = "import warp_rewrite.api as api; print(api.hook.AUTO_REWRITE is not None)"
     result = subprocess.run(
         [sys.executable, "-c", code], env={"WP_REWRITE_LAUNCHES": "1", "PATH": ""}, capture_output=True, text=True
     )

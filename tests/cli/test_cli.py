@@ -194,7 +194,10 @@ def test_detached_float_returns_are_read_back_from_their_records_keeping_the_ato
     source, out = tmp_path / "counted.py", tmp_path / "counted_rewritten.py"
     source.write_text(COUNTED)
     assert run_cli(capsys, source, "--detach-returns", "-o", out)[0] == 0
-    stand_in = "previous = wp_rewrite_runtime.replay_returned(wp.atomic_add(total, 0, 1.0), previous_records, thread)"
+    stand_in = (  # laid out for ruff's default line length, 88: no configuration above tmp_path
+        "previous = wp_rewrite_runtime.replay_returned(\n"
+        "        wp.atomic_add(total, 0, 1.0), previous_records, thread\n"
+    )
     assert stand_in in out.read_text()
     module = import_file(out, "counted_rewritten")
     x = wp.array(X, dtype=wp.float32, requires_grad=True)
@@ -284,7 +287,7 @@ def test_module_with_its_own_warp_alias_and_a_bare_atomic(tmp_path, capsys):
     assert run_cli(capsys, SAMPLES / "aliased.py", "-o", out)[0] == 0
     text = out.read_text()
     assert "@w.kernel(enable_backward=False)\ndef pop_and_scale_record(" in text
-    assert "top = wp_rewrite_runtime.record_returned(atomic_sub(stack, 0, 1), top_records, thread)" in text
+    assert "top = wp_rewrite_runtime.record_returned(\n        atomic_sub(stack, 0, 1), top_records, thread\n" in text
     assert runtime_import("wp_rewrite_runtime") in text
     module = import_file(out, "aliased_rewritten")
     make = lambda: [i32([N]), f64(X, True), zeros(N)]  # noqa: E731
@@ -444,12 +447,14 @@ def test_check_does_not_import_the_files(tmp_path, capsys):
 
 
 def test_check_on_rewritten_output_reports_only_the_helper_itself(emitted, capsys):
-    """Rewritten kernels and generated code are not reported; a consuming helper stays a finding (WR002)."""
-    status, out, _ = run_cli(capsys, "--check", emitted.__file__)
-    assert status == 1
+    """Rewritten kernels and generated code are not reported; a consuming helper that only rewritten kernels call
+    is no hazard (WR101, informational), so a check of the rewritten file passes."""
+    assert run_cli(capsys, "--check", emitted.__file__)[:2] == (0, "")
+    status, out, _ = run_cli(capsys, "--check", "--select", "ALL", emitted.__file__)
+    assert status == 0
     findings = [line.split(": ", 1)[1] for line in out.splitlines()]
     assert all(
-        f.startswith("WR002 helper '") and "gradients through it are wrong in plain Warp: run wp-rewrite" in f
+        f.startswith("WR101 helper '") and "but only kernels wp-rewrite rewrote call it: not a hazard" in f
         for f in findings
     )
     # one finding per consumed atomic

@@ -739,3 +739,34 @@ def test_a_function_made_a_kernel_and_named_elsewhere_is_warned_about(capsys, tm
         f"{source}:51:11: warning: kernel 'compact_sines' is a plain function named here, where wp-rewrite cannot "
         "tell whether a kernel is made of it: one made through here launches the original, whose gradients are wrong"
     )
+
+
+def test_nothing_generated_depends_on_the_working_directory(tmp_path, capsys, monkeypatch):
+    """One file of a package, whose helper (with the consumed atomic) is in another file of a namespace subpackage,
+    rewritten from the project's folder, from the file's own folder and by absolute path: the same module, whose
+    locations in other files are their paths from the folder of their top-level package."""
+    package = tmp_path / "project" / "pkg"
+    (package / "_src" / "slots").mkdir(parents=True)  # _src: a namespace package, as Newton's
+    (package / "__init__.py").write_text("")
+    (package / "_src" / "slots" / "__init__.py").write_text("")
+    (package / "_src" / "slots" / "take.py").write_text(
+        "import warp as wp\n\n\n@wp.func\ndef take(count: wp.array(dtype=wp.int32)) -> wp.int32:\n"
+        "    return wp.atomic_add(count, 0, 1)\n"
+    )
+    (package / "sim.py").write_text(
+        "import warp as wp\n\nfrom ._src.slots.take import take\n\n\n@wp.kernel\n"
+        "def compact(x: wp.array(dtype=float), count: wp.array(dtype=wp.int32), out: wp.array(dtype=float)):\n"
+        "    out[take(count)] = x[wp.tid()]\n"
+    )
+    outputs = set()
+    for folder, path in [
+        (tmp_path / "project", "pkg/sim.py"),
+        (package, "sim.py"),
+        (tmp_path, str(package / "sim.py")),
+    ]:
+        monkeypatch.chdir(folder)
+        status, out, _ = run_cli(capsys, path)
+        assert status == 0
+        outputs.add(out)
+    (emitted,) = outputs
+    assert 'location="pkg/_src/slots/take.py:6:12"' in emitted and 'location="sim.py:12:1"' in emitted

@@ -840,3 +840,90 @@ def test_a_loop_warp_replays_wrong_is_wr008_and_informational_without_backward(c
         in lines[0]
     )
     assert "kernel 'carries' calls helper 'window', which holds a loop Warp does not unroll" in lines[1]
+
+
+FUNCTION_VALUES = {
+    "writers.py": """import warp as wp
+
+
+@wp.func
+def write(count: wp.array(dtype=int), out: wp.array(dtype=float), value: float):
+    out[wp.atomic_add(count, 0, 1)] = value
+
+
+@wp.func
+def write_differentiable(count: wp.array(dtype=int), out: wp.array(dtype=float), value: float):
+    out[wp.atomic_add(count, 0, 1)] = value
+
+
+@wp.func
+def write_kept(count: wp.array(dtype=int), out: wp.array(dtype=float), value: float):
+    out[wp.atomic_add(count, 0, 1)] = value
+""",
+    "factories.py": """from typing import Any
+
+import warp as wp
+
+
+def make_export(writer: Any):
+    module = f"export_{writer.__name__}"
+
+    @wp.func
+    def export(count: wp.array(dtype=int), out: wp.array(dtype=float), value: float):
+        writer(count, out, value)
+
+    @wp.kernel(enable_backward=False, module=module)
+    def export_kernel(count: wp.array(dtype=int), out: wp.array(dtype=float)):
+        export(count, out, 1.0)
+
+    return export_kernel
+
+
+def make_differentiable(writer: Any):
+    @wp.kernel
+    def scatter(count: wp.array(dtype=int), out: wp.array(dtype=float)):
+        writer(count, out, 1.0)
+
+    return scatter
+""",
+    "pipeline.py": """from factories import make_differentiable, make_export
+from writers import write, write_differentiable, write_kept
+
+
+class Pipeline:
+    def __init__(self, writer=None, fast=False):
+        if writer is None:
+            writer = write if fast else write
+        self.kernel = make_export(writer)
+
+    @classmethod
+    def default(cls, writer=write):
+        return cls(writer=writer)
+
+
+exported = make_export(write)
+pipeline = Pipeline(writer=write)
+differentiable = make_differentiable(write_differentiable)
+REGISTRY = {"kept": write_kept}
+""",
+}
+
+
+def test_a_helper_passed_as_a_value_only_to_kernels_without_a_backward_pass_is_informational(capsys, tmp_path):
+    """Newton's contact writers: ``write`` reaches kernels only as a factory's parameter (directly, through a class
+    constructor, a class method and locals), and every kernel those factories build has no backward pass: WR101,
+    saying so. A helper one factory builds a differentiable kernel of, or that is stored where the check cannot
+    follow it, stays WR002."""
+    for name, text in FUNCTION_VALUES.items():
+        (tmp_path / name).write_text(text)
+    status, out, _ = run_cli(capsys, "--check", tmp_path, "--select", "WR002,WR101")
+    assert status == 1
+    assert [line.split(": ", 1)[1] for line in out.splitlines() if "writers.py" in line] == [
+        "WR101 helper 'write' uses the value returned by wp.atomic_add(), but it is passed as a function value only to "
+        "kernels built without a backward pass (make_export()): not a hazard, nothing to fix",
+        "WR002 helper 'write_differentiable' uses the value returned by wp.atomic_add(); gradients through it are "
+        "wrong in plain Warp: run wp-rewrite on the files of the kernels that call it, or launch them with "
+        "wp_rewrite()",
+        "WR002 helper 'write_kept' uses the value returned by wp.atomic_add(); gradients through it are wrong in plain "
+        "Warp: run wp-rewrite on the files of the kernels that call it, or launch them with wp_rewrite()",
+    ]

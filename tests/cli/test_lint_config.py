@@ -134,3 +134,21 @@ def test_a_formatted_file_stays_formatted(tmp_path, capsys, config):
     assert formatted.returncode == 0, formatted.stdout
     checked = ruff("check", "--no-cache", "lint_kernels.py", cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout
+
+
+def test_without_a_configuration_ruffs_defaults_hold(tmp_path, capsys):
+    """No ruff configuration above the file: the generated lines are laid out to ruff's default line length, 88, and
+    the merged import as isort writes it there; ``ruff check --isolated`` (with isort's rule) and ``ruff format
+    --isolated`` find nothing to change."""
+    (tmp_path / "lint_helpers.py").write_text(HELPERS)
+    (tmp_path / "lint_kernels.py").write_text(KERNELS)
+    assert ruff("format", "--isolated", "--no-cache", ".", cwd=tmp_path).returncode == 0
+    assert LintConfig.for_folder(tmp_path) == LintConfig()
+    status, _, err = run_cli(capsys, tmp_path / "lint_kernels.py", "--in-place")
+    assert status == 0, err
+    checked = ruff("check", "--isolated", "--extend-select", "I", "--no-cache", "lint_kernels.py", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout
+    formatted = ruff("format", "--isolated", "--check", "--diff", "--no-cache", "lint_kernels.py", cwd=tmp_path)
+    assert formatted.returncode == 0, formatted.stdout
+    text = (tmp_path / "lint_kernels.py").read_text()
+    assert max(len(line) for line in text.splitlines() if not line.lstrip().startswith("#")) <= DEFAULT_LINE_LENGTH

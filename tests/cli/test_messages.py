@@ -138,11 +138,14 @@ def through_imports(out: wp.array[float]):
 """
 
 
-def test_wr005_names_what_is_called(capsys, tmp_path):
+def test_wr005_names_what_is_called_and_is_informational_unless_selected_by_name(capsys, tmp_path):
     path = tmp_path / "callees.py"
     path.write_text(CALLEES)
-    status, out, _ = run_cli(capsys, "--check", path)
-    assert status == 1
+    status, out, err = run_cli(capsys, "--check", path)
+    assert (status, err) == (0, "All checks passed; 3 informational findings printed (not hazards).\n")
+    for selector in ("WR005", "WR00"):
+        assert run_cli(capsys, "--check", "--extend-select", selector, path)[::2] == (1, "Found 3 errors.\n")
+    assert run_cli(capsys, "--check", "--select", "ALL", path)[0] == 0
     assert "WR005 kernel 'through_value' calls function value 'writer', a parameter of 'make'" in out
     assert "WR005 kernel 'through_imports' calls struct constructor 'ContactData', imported from 'not_installed'" in out
     assert "WR005 kernel 'through_imports' calls helper 'write_contact', imported from 'not_installed'" in out

@@ -262,3 +262,104 @@ def test_an_overloaded_helper_is_read_as_its_latest_definition(tmp_path, capsys)
     edit(path, "    return wp.atomic_add(count, 0, step)", "    return wp.atomic_add(count, 0, step * 1)")
     with pytest.raises(Exception, match=r"kernel 'compact'.*re-run wp-rewrite"):
         load(path)
+
+
+PACKAGE = {
+    "__init__.py": "",
+    "slots.py": """import warp as wp
+
+
+@wp.func
+def take(count: wp.array[wp.int32]) -> wp.int32:
+    return wp.atomic_add(count, 0, 1)
+""",
+    "scale.py": """import warp as wp
+
+
+@wp.func
+def scaled(value: wp.float64) -> wp.float64:
+    return value * wp.float64(2.0)
+
+
+@wp.func
+def halved(value: wp.float64) -> wp.float64:
+    return value * wp.float64(0.5)
+""",
+    "kernels.py": """import warp as wp
+
+from .scale import halved, scaled
+from .slots import take
+
+
+@wp.func
+def twice(value: wp.float64) -> wp.float64:
+    return scaled(value)
+
+
+@wp.kernel
+def compact(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    out[take(count)] = halved(twice(x[tid]))
+
+
+@wp.kernel
+def tally(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    out[take(count)] = x[tid]
+""",
+    "test_kernels.py": """import warp as wp
+
+from pkg.kernels import twice
+from pkg.scale import halved
+from pkg.slots import take
+
+
+def test_compact():
+    @wp.kernel
+    def local(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+        tid = wp.tid()
+        out[take(count)] = halved(twice(x[tid]))
+
+    return local
+""",
+}
+
+
+def test_a_block_is_stale_only_if_its_own_sources_changed_whatever_the_order_and_spelling(
+    tmp_path, capsys, monkeypatch
+):
+    """A package whose modules import each other's helpers, rewritten in place: --check finds no stale block with
+    relative or absolute paths, from the project's folder or the package's, in any order of the files, and its helper
+    that only rewritten kernels call is no hazard; after a helper's edit, exactly the blocks that reach it are stale,
+    in every one of those runs."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    for name, text in PACKAGE.items():
+        (package / name).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    assert run_cli(capsys, "pkg", "--in-place")[0] == 0
+    files = ["kernels.py", "test_kernels.py", "scale.py"]
+
+    def spellings():
+        for order in itertools.permutations(files):
+            yield tmp_path, [f"pkg/{name}" for name in order]
+            yield tmp_path, [str(package / name) for name in order]
+            yield package, list(order)
+
+    def stale_kernels() -> set[tuple[str, ...]]:
+        found = set()
+        for folder, paths in spellings():
+            monkeypatch.chdir(folder)
+            _, out, _ = run_cli(capsys, "--check", "--select", "WR006", *paths)
+            found.add(tuple(sorted(line.split("kernel '")[1].split("'")[0] for line in out.splitlines())))
+        return found
+
+    assert stale_kernels() == {()}
+    monkeypatch.chdir(tmp_path)
+    status, out, _ = run_cli(capsys, "--check", "--select", "ALL", "pkg")  # the whole tree: no hazard left either
+    assert status == 0 and out == (
+        "pkg/slots.py:6:12: WR101 helper 'take' uses the value returned by wp.atomic_add(), but only kernels "
+        "wp-rewrite rewrote call it: not a hazard, nothing to fix\n"
+    )
+    edit(package / "scale.py", "value * wp.float64(0.5)", "value * wp.float64(0.25)")
+    assert stale_kernels() == {("compact", "local")}

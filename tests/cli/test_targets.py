@@ -12,7 +12,7 @@ import warp as wp
 
 from tests.support.emitted import import_file
 from tests.support.harness import Case, check, f64, i32, original_or
-from warp_rewrite.cli import main as cli
+from warp_rewrite.cli import writes
 from warp_rewrite.cli.emit import RUNTIME_FOLDER
 from warp_rewrite.cli.main import main
 
@@ -68,14 +68,14 @@ def test_in_place_through_a_link_rewrites_the_file_it_points_to(tmp_path, capsys
 
 def test_a_failed_write_leaves_no_runtime_copy(tmp_path, capsys, monkeypatch):
     (tmp_path / "sim.py").write_text(SIM)
-    write = cli.write_atomically
+    write = writes.write_temporary
 
-    def failing(path, data):
-        if path.name == "out.py":
+    def failing(temporary, data, mode):
+        if temporary.name.startswith(".out.py."):
             raise OSError(28, "No space left on device")
-        write(path, data)
+        write(temporary, data, mode)
 
-    monkeypatch.setattr(cli, "write_atomically", failing)
+    monkeypatch.setattr(writes, "write_temporary", failing)
     status, err = run(capsys, tmp_path / "sim.py", "-o", tmp_path / "out.py", "-q")
     assert status == 2 and "No space left on device" in err
     assert not (tmp_path / "out.py").exists() and not (tmp_path / RUNTIME_FOLDER).exists()

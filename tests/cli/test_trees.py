@@ -16,6 +16,7 @@ import warp as wp
 
 from tests.support.emitted import import_file
 from tests.support.harness import Case, check, f64, i32, original_or
+from warp_rewrite.cli.main import main
 
 N = 6
 X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1])
@@ -93,7 +94,8 @@ def test_a_tree_is_rewritten_in_place_with_one_runtime_per_package_or_folder_of_
         f"{Path('pkg/sub/tree_b.py')}: rewrote 1 kernel (compact); 1 wp.launch call now calls the rewritten launch",
         f"{Path('pkg/tree_a.py')}: rewrote 1 kernel (compact); 1 wp.launch call now calls the rewritten launch",
         f"{Path('scripts/tree_c.py')}: rewrote 1 kernel (compact); 1 wp.launch call now calls the rewritten launch",
-    ]  # files without kernels to rewrite are not listed
+        "wp-rewrite: 3 files rewritten, 2 unchanged, 0 refused, 0 copied",
+    ]  # files without kernels to rewrite are counted, not listed
     copies = sorted(path.parent.relative_to(tmp_path) for path in tmp_path.rglob("wp_rewrite_runtime/__init__.py"))
     # pkg/sub/ has no __init__.py: no subpackage but a folder of its own (test_trees_out has a subpackage)
     assert copies == [
@@ -130,4 +132,37 @@ def test_several_paths_need_in_place_or_diff(tmp_path):
     made = wp_rewrite_cli("pkg", cwd=tmp_path)
     assert made.returncode == 2 and made.stderr == (
         "wp-rewrite: error: pkg: a folder is rewritten with --in-place, --diff or -o DIR (stdout takes one file)\n"
+    )
+
+
+CLASS_KERNEL = """import warp as wp
+
+
+class Holder:
+    @wp.kernel
+    def refused(count: wp.array[wp.int32], out: wp.array[wp.float64]):
+        out[wp.atomic_add(count, 0, 1)] = wp.float64(1.0)
+"""
+
+
+def test_on_a_terminal_a_tree_rewrite_shows_its_progress_and_ends_with_a_summary(tmp_path, capsys, monkeypatch):
+    """The line at the bottom of the terminal says how many files are done of how many, and which is at hand; it is
+    cleared before every other line and at the end; a refused kernel counts its file as refused."""
+    make_tree(tmp_path)
+    (tmp_path / "pkg" / "refused.py").write_text(CLASS_KERNEL)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    status = main(["pkg", "scripts", "--in-place"])
+    err = capsys.readouterr().err
+    assert status == 1
+    shown = [line.rsplit("\r\x1b[K", 1)[-1] for line in err.split("\n")]
+    progress = [part for part in err.split("\r\x1b[K") if part.startswith("[")]
+    assert [part.split("] ")[0] for part in progress] == [f"[{done}/6" for done in range(6)]
+    assert progress[0] == f"[0/6] {Path('pkg/__init__.py')}"
+    assert shown[-2:] == ["wp-rewrite: 3 files rewritten, 2 unchanged, 1 refused, 0 copied (see above)", ""]
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    assert main(["pkg", "scripts", "--diff"]) == 1
+    err = capsys.readouterr().err
+    assert "\r" not in err and err.endswith(
+        "wp-rewrite: 0 files rewritten, 5 unchanged, 1 refused, 0 copied (see above)\n"
     )

@@ -7,6 +7,8 @@ of the original kernel."""
 from __future__ import annotations
 
 import importlib
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -34,14 +36,26 @@ if __name__ == "__main__":
 
 def make_tree(root: Path) -> None:
     """A package with a subpackage (a module that imports the package relatively, one that also runs as a script),
-    a module without kernels, a data file, and a folder of scripts."""
+    a module without kernels, data files (binary and executable ones, ``py.typed``, a licence, a link, a hidden
+    file, an empty folder, bytecode not copied), and a folder of scripts."""
     package = root / PACKAGE
     (package / "sub").mkdir(parents=True)
+    (package / "assets" / "empty").mkdir(parents=True)
+    (package / "__pycache__").mkdir()
     (root / "scripts").mkdir()
     (package / "__init__.py").write_text("")
     (package / "sub" / "__init__.py").write_text("")
     (package / "plain.py").write_text("SCALE = 3.0\n")
     (package / "data.txt").write_text("not Python\n")
+    (package / "py.typed").write_text("")
+    (package / "LICENSE").write_text("Apache-2.0\n")
+    (package / ".hidden").write_text("kept\n")
+    (package / "assets" / "mesh.npy").write_bytes(bytes(range(256)))
+    (package / "assets" / "build.sh").write_text("#!/bin/sh\n")
+    (package / "assets" / "build.sh").chmod(0o755)
+    (package / "assets" / "data.txt").symlink_to("../data.txt")
+    (package / "__pycache__" / "core.cpython-311.pyc").write_bytes(b"stale")
+    (root / "scripts" / "README.md").write_text("# scripts\n")
     (package / "core.py").write_text(SIM)
     deep = SIM.replace("import warp as wp\n", "import numpy as np\nimport warp as wp\n\nfrom .. import plain\n")
     (package / "sub" / "deep.py").write_text(deep.replace("wp.float64(3.0)", "wp.float64(plain.SCALE)"))
@@ -83,7 +97,6 @@ def test_the_tree_keeps_its_layout_with_one_runtime_per_package_root_or_folder_o
         "scripts/run.py",
     ]
     assert (out / PACKAGE / "plain.py").read_bytes() == (root / PACKAGE / "plain.py").read_bytes()  # copied
-    assert not (out / PACKAGE / "data.txt").exists()  # only Python files are written
     copies = sorted(str(p.parent.relative_to(out)) for p in out.rglob("wp_rewrite_runtime/__init__.py"))
     assert copies == [f"{PACKAGE}/wp_rewrite_runtime", "scripts/wp_rewrite_runtime"]
     assert stderr.splitlines() == [
@@ -95,7 +108,36 @@ def test_the_tree_keeps_its_layout_with_one_runtime_per_package_root_or_folder_o
         "1 wp.launch call now calls the rewritten launch",
         f"{Path('scripts', 'run.py')} -> {Path('out', 'scripts', 'run.py')}: rewrote 1 kernel (compact); "
         "1 wp.launch call now calls the rewritten launch",
-    ]  # files without kernels to rewrite are copied without a line
+        "wp-rewrite: 4 files rewritten, 3 unchanged, 0 refused, 8 copied",
+    ]  # files without kernels to rewrite are copied without a line of their own
+
+
+def test_every_other_file_is_copied_as_cp_r_copies_it(written, tmp_path):
+    """Data files, py.typed, licences, hidden files, empty folders, permissions and links as links; not bytecode."""
+    root, _ = written
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    for name in (PACKAGE, "scripts"):
+        subprocess.run(["cp", "-r", str(root / name), str(reference / name)], check=True)
+
+    def others(top: Path) -> dict[str, tuple]:
+        found = {}
+        for path in sorted(top.rglob("*")):
+            relative = path.relative_to(top)
+            if path.suffix == ".py" or {"__pycache__", "wp_rewrite_runtime"} & set(relative.parts):
+                continue
+            if path.is_symlink():
+                found[str(relative)] = ("link", os.readlink(path))
+            elif path.is_dir():
+                found[str(relative)] = ("folder",)
+            else:
+                found[str(relative)] = (path.read_bytes(), stat.S_IMODE(path.stat().st_mode))
+        return found
+
+    copied = others(root / "out")
+    assert copied == {key: value for key, value in others(reference).items()}
+    assert f"{PACKAGE}/assets/empty" in copied and copied[f"{PACKAGE}/assets/build.sh"][1] == 0o755
+    assert not (root / "out" / PACKAGE / "__pycache__").exists()
 
 
 def test_the_emitted_package_imports_and_matches_finite_differences(written):
@@ -123,26 +165,40 @@ def test_a_module_run_as_a_script_finds_the_runtime_copy(written, script):
 
 
 def test_one_file_into_a_folder_and_refused_outputs(tmp_path, capsys, monkeypatch):
+    """One file into an existing folder writes there the rewritten module and its runtime copy, and nothing else
+    (what was there stays); ``-o`` naming a file for several inputs or a folder is refused, naming ``-o``, before
+    anything is written."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "sim.py").write_text(SIM)
-    (tmp_path / "into").mkdir()
+    (tmp_path / "into" / "inner").mkdir(parents=True)
+    (tmp_path / "into" / "kept.txt").write_text("kept\n")
+    (tmp_path / "into" / "__init__.py").write_text("")
     status, _, err = run_cli(capsys, "sim.py", "-o", "into")
     assert status == 0, err
-    assert (tmp_path / "into" / "sim.py").is_file() and (tmp_path / "into" / "wp_rewrite_runtime").is_dir()
+    assert sorted(str(p.relative_to(tmp_path / "into")) for p in (tmp_path / "into").iterdir()) == [
+        "__init__.py",
+        "inner",
+        "kept.txt",
+        "sim.py",
+        "wp_rewrite_runtime",
+    ]
+    assert not any((tmp_path / "into" / "inner").iterdir()) and (tmp_path / "into" / "kept.txt").read_text() == "kept\n"
     (tmp_path / "tree").mkdir()
     (tmp_path / "tree" / "sim.py").write_text(SIM)
-    status, _, err = run_cli(capsys, "tree", "-o", "sim.py")
-    assert (status, err) == (
-        2,
-        "wp-rewrite: error: sim.py: not a folder, where the rewritten tree goes (-o takes a folder for a tree)\n",
-    )
-    status, _, err = run_cli(capsys, "tree", "-o", ".")
-    assert (status, err) == (
-        2,
-        "wp-rewrite: error: .: this is the folder of the input; use --in-place (without -o) to rewrite it\n",
-    )
-    status, _, err = run_cli(capsys, "tree", "-o", "missing/out")
-    assert (status, err) == (2, "wp-rewrite: error: missing/out: cannot write: there is no folder missing\n")
+    before = sorted(tmp_path.rglob("*"))
+    refused = {
+        ("tree", "-o", "sim.py"): "-o sim.py: not a folder: several files or a folder are written into a folder "
+        "(-o DIR)",
+        ("sim.py", "tree/sim.py", "-o", "one.py"): "-o one.py: names a file: several files or a folder are written "
+        "into a folder (-o DIR)",
+        ("sim.py", "tree/sim.py", "-o", "sim.py"): "-o sim.py: not a folder: several files or a folder are written "
+        "into a folder (-o DIR)",
+        ("tree", "-o", "."): "-o .: this is the folder of the input; use --in-place (without -o) to rewrite it",
+        ("tree", "-o", "missing/out"): "-o missing/out: cannot write: there is no folder missing",
+    }
+    for argv, message in refused.items():
+        assert run_cli(capsys, *argv) == (2, "", f"wp-rewrite: error: {message}\n")
+    assert sorted(tmp_path.rglob("*")) == before
 
 
 def test_a_subpackage_written_alone_is_the_root_of_the_tree_written(tmp_path, capsys, monkeypatch):
