@@ -44,13 +44,15 @@ ADD, HOLD = 0, 1  # how a returned value is made: a running sum; the operand of 
 _KIND = {Op.ADD: ADD, Op.SUB: ADD, Op.EXCH: HOLD, Op.MAX: HOLD, Op.MIN: HOLD, Op.CAS: HOLD}
 
 
-def is_float_dtype(dtype: type) -> bool:
-    """True for float scalars and for vectors, matrices, quaternions and transforms of them."""
-    return wp._src.types.type_scalar_type(dtype) in wp._src.types.float_types
+def is_float_dtype(dtype: Any) -> bool:
+    """Does an array of ``dtype`` carry float gradients? True for float scalars, for vectors, matrices, quaternions
+    and transforms of them, and for structs with such a field (an array of structs has a gradient of structs, which
+    component updates such as ``bodies[b].mass += m`` read in backward)."""
+    return bool(float_components(dtype))
 
 
 def requires_float_grad(value: Any) -> bool:
-    """Is ``value`` a float array whose gradient is asked for?"""
+    """Is ``value`` an array of float gradients (see ``is_float_dtype``) whose gradient is asked for?"""
     return isinstance(value, wp.array) and value.requires_grad and is_float_dtype(value.dtype)
 
 
@@ -59,20 +61,38 @@ def _run(kernel: wp.Kernel, dim: Any, inputs: list[Any], device: Any) -> None:
     warp_launch(kernel, dim, inputs=inputs, device=device, record_tape=False)
 
 
+def float_components(dtype: Any) -> list[tuple[int, type]]:
+    """The byte offset and scalar type of each float component of an element of ``dtype``: every component of a
+    float scalar, vector or matrix, and of a struct, those of its float fields (nested structs too; its ints and
+    arrays carry no gradient)."""
+    if isinstance(dtype, wp._src.codegen.Struct):
+        fields = [(name, dtype.vars[name].type) for name, _ in dtype.ctype._fields_]
+        return [
+            (getattr(dtype.ctype, name).offset + offset, scalar)
+            for name, field in fields
+            if not wp._src.types.is_array(field)
+            for offset, scalar in float_components(field)
+        ]
+    scalar = wp._src.types.type_scalar_type(dtype)
+    if scalar not in wp._src.types.float_types:
+        return []
+    step = wp._src.types.type_size_in_bytes(scalar)
+    return [(c * step, scalar) for c in range(wp._src.types.type_size(dtype))]
+
+
 def component_views(array: wp.array) -> list[wp.array]:
-    """One 4-D scalar view per component of an array of up to 4 dimensions, through its own strides (no copy).
+    """One 4-D scalar view per float component of an array of up to 4 dimensions (``float_components``), through
+    its own strides (no copy).
 
     Views (``table[:, 0]``, ``arr[::2]``) keep their strides, so the kernels below read and write exactly the
     elements the array is made of.
     """
-    scalar = wp._src.types.type_scalar_type(array.dtype)
-    step = wp._src.types.type_size_in_bytes(scalar)
     padding = 4 - array.ndim
     shape, strides = (1,) * padding + tuple(array.shape), (0,) * padding + tuple(array.strides)
     views = []
-    for c in range(wp._src.types.type_size(array.dtype)):
+    for offset, scalar in float_components(array.dtype):
         view: wp.array = wp.array(
-            ptr=array.ptr + c * step, dtype=scalar, shape=shape, strides=strides, device=array.device
+            ptr=array.ptr + offset, dtype=scalar, shape=shape, strides=strides, device=array.device
         )
         # A view keeps what it views alive, as Warp's own views do (the ignore: Warp's __init__ sets _ref = None,
         # which mypy reads as its type).
@@ -362,7 +382,7 @@ class ExactBackward:
                 break
         _run(kernels.settle, 1, inputs=[status, gate, self.targets[0].sites[0].index], device=device)
         for grad, adjoint in pairs:
-            if grad.is_contiguous:  # most gradients: one flat pass
+            if grad.is_contiguous and not isinstance(grad.dtype, wp._src.codegen.Struct):  # one flat pass
                 _run(
                     kernels.accumulate_flat,
                     grad.size * wp._src.types.type_size(grad.dtype),

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from tests.fuzz.combinations import CELLS, Cell, Projection, write_combination
 from tests.fuzz.grammar import ACCEPTED, GENERATORS, KERNEL_LEVEL, REFUSED
 
 INT_OPS = ("add", "sub", "min", "max", "cas", "exch", "and", "or", "xor")
@@ -30,8 +31,8 @@ THRESHOLD_GAP = 0.006  # inputs stay this far from the thresholds branches and m
 
 @dataclass
 class ArraySpec:
-    """One array argument: its dtype ("float64", "int32", "vec3d", "vec3i" or "mat33d"), shape, initial values and
-    role."""
+    """One array argument: its dtype (a Warp type's name: "float64", "int32", "vec3d", ..., see ``COMPONENTS``; or
+    a struct's, with the layout "structs"), shape, initial values and role."""
 
     name: str
     dtype: str
@@ -41,7 +42,7 @@ class ArraySpec:
     loss: bool = False  # part of the loss (its values, weighted)
     wrt: bool = False  # differentiate the loss with respect to its initial values
     # "strided": every other element of a base array; "indexed": a wp.indexedarray of one; "structs": an array of
-    # the struct ``dtype`` names (of a refused form: never made)
+    # the struct ``dtype`` names, zeros
     layout: str = "plain"
     struct: str | None = None  # the struct argument that holds it as a field, if any
     alias_of: str | None = None  # launched bound to the same array as this argument (the launch must refuse)
@@ -59,6 +60,17 @@ class ArraySpec:
     def ref(self) -> str:
         """How kernel code names it: ``c0``, or ``s0.c0`` for a struct's field."""
         return f"{self.struct}.{self.name}" if self.struct else self.name
+
+
+# The shape of one element of each array dtype the fuzzer uses besides scalars (an array's numpy values).
+COMPONENTS = {
+    "vec3d": (3,),
+    "vec3i": (3,),
+    "mat33d": (3, 3),
+    "mat22d": (2, 2),
+    "quatd": (4,),
+    "spatial_vectord": (6,),
+}
 
 
 @dataclass
@@ -81,6 +93,8 @@ class KernelCase:
     arrays: list[ArraySpec]  # the kernel's array arguments, then the struct arguments' fields
     source: str
     structs: list[StructSpec] = field(default_factory=list)  # arguments after the arrays
+    combination: Cell | None = None  # the cell of tests/fuzz/combinations.py the kernel drew
+    projections: list[Projection] = field(default_factory=list)  # kernels the loss reads arrays of structs through
 
     @property
     def arguments(self) -> list[ArraySpec]:
@@ -168,8 +182,9 @@ def _distinct_inputs(rng: random.Random, n: int) -> list[float]:
 class _KernelWriter:
     """Writes one kernel. Every choice comes from ``rng``."""
 
-    def __init__(self, rng: random.Random, name: str, dim: int):
+    def __init__(self, rng: random.Random, name: str, dim: int, cell: Cell | None = None):
         self.rng = rng
+        self.cell = cell
         self.name = name
         self.dim = dim
         self.x = ArraySpec("x", "float64", (dim,), _distinct_inputs(rng, dim), True, False, True)
@@ -182,6 +197,7 @@ class _KernelWriter:
         self.counters: list[_Counter] = []
         self.targets: list[_FloatTarget] = []
         self.helpers: list[str] = []
+        self.projections: list[Projection] = []
         self.names = 0
 
     # --- names and values ---------------------------------------------------------------------------
@@ -652,6 +668,8 @@ class _KernelWriter:
             self.int_block(scope)
         for _ in range(self.rng.randint(1, 3)):
             self.form_block(scope)
+        if self.cell is not None:
+            write_combination(self, scope, self.cell)
         scope.line(f"y[tid] += xv * xv * {self.constant()}")
         self.finish()
         for struct in self.structs:
@@ -666,13 +684,13 @@ class _KernelWriter:
             for s in self.structs
         ]
         source = "\n\n".join([*classes, *self.helpers, kernel])
-        return KernelCase(self.name, 0, 0, self.dim, self.arrays, source, self.structs)
+        return KernelCase(self.name, 0, 0, self.dim, self.arrays, source, self.structs, self.cell, self.projections)
 
 
 def generate_kernel(seed: int, index: int) -> KernelCase:
     """The kernel number ``index`` of the stream ``seed``: the same source and inputs every time."""
     rng = random.Random(f"{seed}:{index}")
-    case = _KernelWriter(rng, f"fz_{seed}_{index}", rng.randint(4, 8)).write()
+    case = _KernelWriter(rng, f"fz_{seed}_{index}", rng.randint(4, 8), CELLS[index % len(CELLS)]).write()
     case.seed, case.index = seed, index
     return case
 
