@@ -12,6 +12,7 @@ from .abi import EXACT_OPS, Op
 from .checks import device_checks, explain_status, unbounded_chain
 from .device import STATUS_TRIPS
 from .hook import warp_launch
+from .memory import float_components, is_float_dtype, written_first
 from .specs import SiteSpec
 
 # For the operations on one address (one component of it), in execution order 1..m, ``prev_k`` (what op k
@@ -44,40 +45,9 @@ ADD, HOLD = 0, 1  # how a returned value is made: a running sum; the operand of 
 _KIND = {Op.ADD: ADD, Op.SUB: ADD, Op.EXCH: HOLD, Op.MAX: HOLD, Op.MIN: HOLD, Op.CAS: HOLD}
 
 
-def is_float_dtype(dtype: Any) -> bool:
-    """Does an array of ``dtype`` carry float gradients? True for float scalars, for vectors, matrices, quaternions
-    and transforms of them, and for structs with such a field (an array of structs has a gradient of structs, which
-    component updates such as ``bodies[b].mass += m`` read in backward)."""
-    return bool(float_components(dtype))
-
-
-def requires_float_grad(value: Any) -> bool:
-    """Is ``value`` an array of float gradients (see ``is_float_dtype``) whose gradient is asked for?"""
-    return isinstance(value, wp.array) and value.requires_grad and is_float_dtype(value.dtype)
-
-
 def _run(kernel: wp.Kernel, dim: Any, inputs: list[Any], device: Any) -> None:
     """Launch one of the runtime's own kernels: on the current stream, never recorded on a tape."""
     warp_launch(kernel, dim, inputs=inputs, device=device, record_tape=False)
-
-
-def float_components(dtype: Any) -> list[tuple[int, type]]:
-    """The byte offset and scalar type of each float component of an element of ``dtype``: every component of a
-    float scalar, vector or matrix, and of a struct, those of its float fields (nested structs too; its ints and
-    arrays carry no gradient)."""
-    if isinstance(dtype, wp._src.codegen.Struct):
-        fields = [(name, dtype.vars[name].type) for name, _ in dtype.ctype._fields_]
-        return [
-            (getattr(dtype.ctype, name).offset + offset, scalar)
-            for name, field in fields
-            if not wp._src.types.is_array(field)
-            for offset, scalar in float_components(field)
-        ]
-    scalar = wp._src.types.type_scalar_type(dtype)
-    if scalar not in wp._src.types.float_types:
-        return []
-    step = wp._src.types.type_size_in_bytes(scalar)
-    return [(c * step, scalar) for c in range(wp._src.types.type_size(dtype))]
 
 
 def component_views(array: wp.array) -> list[wp.array]:
@@ -203,12 +173,12 @@ class ExactTarget:
             count += sizes[site.exact.returned]
         self.count = count
         dtype, components = self.array.dtype, shadow.components
-        self.returned = wp.empty(count, dtype=dtype, device=device, requires_grad=True)
-        self.operands = wp.empty(count, dtype=dtype, device=device)
+        self.returned = written_first(count, dtype, device, requires_grad=True)
+        self.operands = written_first(count, dtype, device)
         self.order = wp.full((count, components), -1, dtype=wp.int32, device=device)  # -1: the op never ran
         self.addresses = wp.empty(count, dtype=wp.int32, device=device)
         cas = any(part.site.op == Op.CAS for part in self.sites)
-        self.compares = wp.empty(count, dtype=dtype, device=device) if cas else None
+        self.compares = written_first(count, dtype, device) if cas else None
         self.named = {}  # record parameter -> the slice passed for it
         for part in self.sites:
             records = part.site.exact
@@ -302,7 +272,7 @@ class ExactTarget:
             place = [column.perm, self.addresses, column.counts, column.offsets]
             with_finals, with_grad = int(finals is not None), int(grads is not None)
             if self.kind == ADD:
-                sums = wp.empty(n, dtype=wp.float64, device=device)
+                sums = written_first(n, wp.float64, device)
                 _run(kernels.gather, n, inputs=[gate, column.perm, adjoint, c, sums], device=device)
                 wp.utils.array_scan(sums, sums, inclusive=True)
                 inputs = [gate, c, *place, *self.info, sums, final, with_finals, seeds_view, seeding, grad, with_grad]
@@ -333,7 +303,7 @@ class ExactTarget:
             return None
         taken = []
         for view in component_views(self.array.grad):
-            final = wp.empty(self.array.size, dtype=wp.float64, device=self.device)
+            final = written_first(self.array.size, wp.float64, self.device)
             _run(kernels.take_finals, self.array.size, inputs=[view, final], device=self.device)
             taken.append(final)
         return taken

@@ -19,8 +19,9 @@ from .abi import Op, RecordKind
 from .arguments import argument_arrays, argument_at, check_aliasing, requires_grad_path, scratch_copy
 from .checks import device_checks, explain_status, host_view, trips_of, unbounded_chain
 from .errors import RewriteError
-from .exact import ExactBackward, requires_float_grad
+from .exact import ExactBackward
 from .hook import backward_enabled, warp_launch
+from .memory import requires_float_grad, written_first
 from .records import Capacities, LaunchRecords, capacities_of, is_stand_in, phase_arguments
 from .specs import KernelPair, KernelSpec, RecordSpec, SiteSpec
 from .verify import ReadMemory, verify_everywhere
@@ -128,7 +129,7 @@ class PreparedLaunch:
                 self.values[index] = value
         if any(held_elsewhere(extra, self.renewed)):  # a tape may still replay the last ones
             for index in self.renewed:
-                extra[index] = wp.empty(extra[index].shape, dtype=extra[index].dtype, device=command.device)
+                extra[index] = written_first(extra[index].shape, extra[index].dtype, command.device)
                 command.set_param_at_index(self.first_extra + index, extra[index])
             if self.status is not None:
                 self.status = host_view(extra[self.renewed[-1]])

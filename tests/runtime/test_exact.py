@@ -13,7 +13,7 @@ from tests.support.patterns import (
     record_high,
 )
 from warp_rewrite import RewriteError, launch, wp_rewrite
-from warp_rewrite.runtime import exact
+from warp_rewrite.runtime import memory
 
 N = 8
 X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1, 2.3, -2.1])
@@ -299,17 +299,17 @@ class Tally:
 
 
 def test_the_dtypes_whose_arrays_carry_float_gradients():
-    """The exact backward's table (``exact.float_components``): a seeded adjoint launch hands a fresh adjoint to
+    """The exact backward's table (``memory.float_components``): a seeded adjoint launch hands a fresh adjoint to
     every written array of such a dtype; one it misses gets a null adjoint, and Warp's adjoints of component updates
     (``bodies[b].mass += m``) then read the array's own gradient a second time. Every float scalar, vector, matrix,
     quaternion, transform and spatial type of Warp, and structs with a float field (nested too), carry them; ints,
     and structs of ints and arrays, do not."""
     types = wp._src.types
     for dtype in (*types.scalar_types, *types.vector_types):
-        assert exact.is_float_dtype(dtype) == (types.type_scalar_type(dtype) in types.float_types), dtype
-    assert exact.is_float_dtype(Particle) and not exact.is_float_dtype(Tally)
+        assert memory.is_float_dtype(dtype) == (types.type_scalar_type(dtype) in types.float_types), dtype
+    assert memory.is_float_dtype(Particle) and not memory.is_float_dtype(Tally)
     # the components: mass, the transform's 7, the nested float32 (the ints and the array left out)
     fields = Particle.ctype
     frame = [(fields.frame.offset + 8 * k, wp.float64) for k in range(7)]
     expected = [(fields.mass.offset, wp.float64), *frame, (fields.inner.offset, wp.float32)]
-    assert exact.float_components(Particle) == expected
+    assert memory.float_components(Particle) == expected
