@@ -247,6 +247,8 @@ class _KernelWriter:
         values = [round(self.rng.uniform(-1.0, 1.0), 4) for _ in range(count)]
         shape = (width, 1)[: self.rng.choice((1, 1, 2))]
         array = self.add_array(ArraySpec(f"f{len(self.targets)}", dtype, shape, values, True, True, True))
+        if self.rng.random() < 0.2:  # exact returns on a field of the struct argument, which helpers get whole
+            array.struct = self.struct_argument()
         target = _FloatTarget(array, op, width)
         self.targets.append(target)
         return target
@@ -384,7 +386,7 @@ class _KernelWriter:
         returned = self.fresh("a")
         # Rarely another kind of atomic on the target: kinds of different families are refused (RewriteError).
         op = self.rng.choice(FLOAT_OPS) if self.rng.random() < 0.03 else target.op
-        scope.line(f"{returned} = wp.atomic_{op}({target.array.name}, {target.address(index)}, {operand})")
+        scope.line(f"{returned} = wp.atomic_{op}({target.array.ref}, {target.address(index)}, {operand})")
         if depth < 2 and self.rng.random() < 0.3:
             self.float_block(scope, depth + 1, value=(returned, target.vector))
         if target.vector:

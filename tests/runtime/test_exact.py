@@ -252,33 +252,6 @@ def test_replacing_a_nan_passes_the_gradient_to_the_value_stored(kernel):
 
 
 @wp.struct
-class Bank:
-    balance: wp.array[wp.float64]
-
-
-@wp.func
-def charge(bank: Bank, amount: wp.float64) -> wp.float64:
-    before = wp.atomic_sub(bank.balance, 0, amount)
-    return before
-
-
-@wp.kernel
-def pay(x: wp.array[wp.float64], bank: Bank, out: wp.array[wp.float64]):
-    tid = wp.tid()
-    before = charge(bank, x[tid] * x[tid])
-    out[tid] = before * x[tid]
-
-
-def test_exact_returns_in_a_helper_handed_its_target_through_a_struct():
-    def make():
-        bank = Bank()
-        bank.balance = f64([10.0], True)
-        return [f64([0.3, 1.2, -0.7, 0.9], True), bank, zeros(4)]
-
-    check(Case(pay, 4, make, [2], [0]))
-
-
-@wp.struct
 class Inner:
     weight: wp.float32
 
