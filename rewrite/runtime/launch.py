@@ -164,7 +164,7 @@ def remember(launches: dict, key: tuple, prepared: PreparedLaunch, most: int = 8
     launches[key] = prepared
 
 
-_making_detached = threading.Lock()
+_making_detached = threading.RLock()  # reentrant: an overload's variant is made by the generic kernel's (add_overload)
 
 
 class RewrittenKernel(wp.Kernel):
@@ -257,6 +257,20 @@ class RewrittenKernel(wp.Kernel):
     @property
     def records(self) -> tuple[RecordSpec, ...]:
         return self.pair.spec.records if self.pair else ()
+
+    def add_overload(self, arg_types: list[Any]) -> "RewrittenKernel":
+        """``wp.overload(rewritten, types)``: the overload of the original kernel, rewritten. Its launches run the same
+        generic record and replay kernels, which Warp instantiates for the overload's types at the first of them (as
+        it instantiates the generic kernels of every launch with types no overload declared)."""
+        return RewrittenKernel(
+            self.kernel.add_overload(arg_types),
+            self.pair,
+            detached=self.detached if self.pair else None,
+            max_records=self.max_records,
+            source=self.source,
+            refusal=self.refusal,
+            verify=self.verify,
+        )
 
     def detached(self) -> KernelPair | None:
         """The variant recording float returns as constants (made on first use), or None if there is none."""

@@ -51,6 +51,8 @@ FEATURES = {
     "early depth test in a helper": r"@wp\.func\ndef \w+\([^\n]*\n(    [^\n]*\n)*?\s+if d\d+ [<>] z\d+\[",
     "early depth test on a 2-D target": r"if d\d+ [<>] z\d+\[[^]]+, tid % 2\]:",
     "float return on a struct argument's field": r"a\d+ = wp\.atomic_\w+\(s0\.f\d",
+    "overloaded helper": r"def (fz_\d+_\d+_take\d+)\(count: wp\.array\(dtype=wp(.|\n)*def \1\(",
+    "generic helper instantiated for two widths": r"def fz_\d+_\d+_take\d+\(count: wp\.array\(dtype=Any\)",
     "read back at a consumed slot": r"(q\d+) = wp\.atomic_add\(g\d+, 0, \d\)\n\s+g\d+\[\1\] = ",
     "append pool read below the launch's writes": r"pp\d+ = p\d+\[tid\]\n\s+b\d+ = wp\.atomic_add",
     "strided view argument": "layout=strided",

@@ -489,7 +489,7 @@ class _SourceFrontend:
         tree = ast.parse(case.source)
         functions = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
         # the annotations' types: Warp's, and the structs the source defines (made, not compiled)
-        self.namespace: dict[str, Any] = {"wp": wp}
+        self.namespace: dict[str, Any] = {"wp": wp, "Any": Any}
         for node in tree.body:
             if isinstance(node, ast.ClassDef):
                 exec(compile(ast.Module([node], []), "<fuzz>", "exec", dont_inherit=True), self.namespace)

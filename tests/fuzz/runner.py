@@ -72,7 +72,7 @@ def make_array(spec: ArraySpec, module: ModuleType) -> wp.array | wp.indexedarra
         return wp.zeros(spec.shape, dtype=getattr(module, spec.dtype), requires_grad=spec.requires_grad, device="cpu")
     dtype = getattr(wp, spec.dtype)
     shape = (*spec.shape, *COMPONENTS.get(spec.dtype, ()))
-    numpy_dtype = np.int32 if spec.dtype in ("int32", "vec3i") else np.float64
+    numpy_dtype = {"int32": np.int32, "vec3i": np.int32, "int64": np.int64}.get(spec.dtype, np.float64)
     values = np.zeros(shape, dtype=numpy_dtype)
     if spec.values is not None:
         values = np.asarray(spec.values, dtype=numpy_dtype).reshape(shape)
