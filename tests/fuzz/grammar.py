@@ -93,7 +93,7 @@ def _subscript(group: str) -> Generator:
             scope.line(f"{out}[tid] = keys[tid] + 1")
             scope.line(f"{out}[tid] {_int_update(writer)}")
             return
-        if group == "=" and not (scope.loops or scope.in_helper) and writer.rng.random() < 0.3:
+        if group == "=" and not (scope.loops or scope.in_helper) and writer.rng.random() < 0.5:
             _read_back_at_a_slot(writer, scope)
             return
         if group == "=" and not scope.in_helper and writer.rng.random() < 0.5:
