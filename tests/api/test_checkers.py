@@ -226,8 +226,9 @@ FP_REPORT = re.compile(r"\.h:\d+ - \w+\(")  # how native/array.h and builtin.h r
 
 
 def _fuzz_child(checker: str) -> None:
-    """The fuzzer's slice under one checker, with poisoned allocations; prints the slice's summary line, then every
-    failure."""
+    """The fuzzer's slice (through the API) and the z-buffer patterns (exact returns and compared reads, through the
+    command line: the runtime copied beside the emitted file allocates alike) under one checker, with poisoned
+    allocations; prints the slice's summary line, then every failure."""
     sys.path[:0] = [str(ROOT)]
     for name, value in CHECKERS[checker].items():
         setattr(wp.config, name, value)
@@ -241,6 +242,28 @@ def _fuzz_child(checker: str) -> None:
     for outcome in summary.outcomes:
         if outcome.status == FAILED:
             print(outcome.report(), flush=True)
+    for name, error in _emitted_patterns().items():
+        print(f"FAILED {name} through the command line: {error}", flush=True)
+
+
+def _emitted_patterns() -> dict[str, str]:
+    """The z-buffer patterns through the command line's copy of their module: name -> error, for those that fail."""
+    import tempfile
+
+    from tests.runtime.test_zbuffer import KERNELS, N
+    from tests.support import zbuffer
+    from tests.support.emitted import rewritten_copy, through
+    from tests.support.harness import Case, check
+
+    failed = {}
+    with tempfile.TemporaryDirectory(prefix="wp-checked-") as folder:
+        emitted = rewritten_copy(zbuffer, Path(folder))
+        for name, pattern in KERNELS.items():
+            try:
+                check(Case(None, N, pattern.make, pattern.loss, pattern.wrt, program=through(emitted, name, N)))
+            except Exception as error:
+                failed[name] = f"{type(error).__name__}: {error}"
+    return failed
 
 
 def _not_finite_child() -> None:
@@ -300,14 +323,15 @@ def test_floating_point_verification_really_reports_on_the_cpu():
 def test_the_fuzzers_slice_under_the_checker(checker):
     """Rewritten kernels read no memory they did not write: with allocations poisoned, no floating-point report
     (verify_fp: the runtime zeroes float records then, since every store checks the value it overwrites), no
-    bounds check failing (debug), and every kernel checked or refused as without the checker."""
+    bounds check failing (debug), and every kernel checked or refused as without the checker, through the API (the
+    slice) and the command line (the z-buffer patterns)."""
     done = _run_child(f"--fuzz-{checker}")
     failed = f"child process failed ({done.returncode}):\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
     assert done.returncode == 0, failed
     reports = [line for line in done.stdout.splitlines() if FP_REPORT.search(line)]
     assert not reports, f"{len(reports)} floating-point reports, the first: {reports[:5]}"
     summary = next(line for line in done.stdout.splitlines() if line.startswith("fuzz: "))
-    assert " 0 failed" in summary, done.stdout[-8000:]
+    assert " 0 failed" in summary and "FAILED" not in done.stdout, done.stdout[-8000:]
 
 
 if __name__ == "__main__":
