@@ -86,8 +86,11 @@ def site_gradient_sources(
         if site.target in int_paths:
             continue
         in_reach_of_helpers = site.in_helper or any(overlap(site.target, path) for path in passed_to_helpers)
-        if not site.in_helper and only_compared(site.node, nodes, parents):
-            result[id(site)] = frozenset()  # it decides branches, and a comparison has no gradient
+        # it decides branches, and a comparison has no gradient: in the kernel, or a read of an exact target through
+        # its shadow (which the planner makes only of reads only compared, in helpers too)
+        compared_read = site.op == "read" and bool(site.shadow)
+        if compared_read or (not site.in_helper and only_compared(site.node, nodes, parents)):
+            result[id(site)] = frozenset()
         else:
             result[id(site)] = None if in_reach_of_helpers else sources[site.node]
     return result

@@ -253,7 +253,9 @@ class Planner(MemoryAccesses):
                 helper = self.resolve_helper(unit, node)
                 handed = [self._kernel_path(argument_path(a, unit_params, aliases), paths) for a in node.args]
                 exact = any(overlap(path, target) for path in handed if path for target in self.exact_targets)
-                if helper is not None and not self._consumes(helper, set()) and exact:
+                if helper is None or not exact or self._consumes(helper, set()):
+                    continue
+                if self._names_exact_target(helper, self._bind(unit, node, helper, self._path_of(unit, paths))):
                     raise Refusal(
                         unit,
                         node,
@@ -261,13 +263,43 @@ class Planner(MemoryAccesses):
                         "Inline the helper, or rewrite with detach_returns=True",
                     )
 
+    def _names_exact_target(self, unit: Unit, paths: dict[str, str | None], seen: frozenset[int] = frozenset()) -> bool:
+        """Does the function name an exact target, itself or in a helper it calls: the target, an element of it but in
+        a read only compared (read from the shadow), or the struct holding it used other than by reading another of
+        its fields or handing it to a helper (a helper handed the struct only to read ``bank.rate`` leaves
+        ``bank.balance`` alone)?"""
+        if id(unit.tree) in seen:
+            return False
+        facts = self.analysis(unit)
+        path_of = self._path_of(unit, paths)
+        helpers = [(call, helper) for call in facts.calls if (helper := self.resolve_helper(unit, call)) is not None]
+        handed = {id(arg) for call, helper in helpers for arg in bound_arguments(call, helper).values()}
+        aliased = {id(value) for value in facts.aliases.values()}  # their uses name the same memory
+        for node in facts.nodes:
+            if not isinstance(node, ast.Name) or isinstance(node.ctx, ast.Store):
+                continue
+            named: ast.expr = node  # the whole chain of fields it starts: bank.balance, not bank
+            while isinstance(parent := facts.parents.get(named), ast.Attribute) and parent.value is named:
+                named = parent
+            if id(named) in handed or id(named) in aliased:
+                continue
+            path = path_of(named)
+            if path is None or not any(overlap(path, target) for target in self.exact_targets):
+                continue
+            read = facts.parents.get(named)
+            if not (isinstance(read, ast.Subscript) and self._compared_shadow_read(unit, read, path)):
+                return True
+        inner = seen | {id(unit.tree)}
+        return any(
+            self._names_exact_target(helper, self._bind(unit, call, helper, path_of), inner) for call, helper in helpers
+        )
+
     def _compared_shadow_read(self, unit: Unit, node: ast.Subscript, path: str) -> bool:
         """Is ``node`` a read of an element of an exact target that the record kernel can read from the target's
-        shadow (``shadowed_read`` in the runtime) and whose value needs no gradient: in the kernel, with all of
-        the target's indices on the target as the kernel names it, and only compared (``if d < zbuf[p]``)? A
-        comparison has no gradient, so its record is the value read and nothing else."""
-        if unit is not self.kernel:
-            return False  # a helper's reads get no gradient sources of their own (passes.layout)
+        shadow (``shadowed_read`` in the runtime) and whose value needs no gradient: with all of the target's
+        indices on the whole target (in a helper too: a view handed to it has fewer dimensions), and only compared
+        (``if d < zbuf[p]``)? A comparison has no gradient, so its record is the value read and nothing else
+        (``passes.layout.site_gradient_sources``)."""
         facts = self.analysis(unit)
         array = self.array(path)
         if array is None or array.ndim is None or not isinstance(node.value, ast.Name | ast.Attribute):

@@ -20,7 +20,7 @@ from warp._src.codegen import Adjoint, Struct, get_closure_vars
 from warp._src.context import Function, Module, ModuleBuilder
 
 from warp_rewrite import runtime
-from warp_rewrite.passes import dtypes
+from warp_rewrite.passes import dtypes, overloads
 from warp_rewrite.passes.atomics import WarpNames
 from warp_rewrite.passes.builtins import is_known, warp_builtin
 from warp_rewrite.passes.naming import RUNTIME_NAME, Namer
@@ -182,9 +182,28 @@ class LiveFrontend:
             return None
         if func.native_snippet is not None:
             return None  # @wp.func_native: its body is C++, which the passes cannot read (an opaque call)
+        func = self._overload(unit, call, func)
         if id(func) not in self._helpers:
             self._helpers[id(func)] = self._fit(read_source(func, unit, call))
         return self._helpers[id(func)]
+
+    def _overload(self, unit: FunctionSource, call: ast.Call, func: Function) -> Function:
+        """The definition of ``func`` the call runs, where ``func`` has several (one name, several signatures): the
+        object a name binds is the first one's (``passes.overloads``). One definition (a generic one too, whose
+        instantiations, ``generic_parent`` set, Warp keeps beside it) is ``func`` itself."""
+        defined = [
+            overload
+            for overload in [*func.user_templates.values(), *func.user_overloads.values()]
+            if getattr(overload, "generic_parent", None) is None
+        ]
+        if len(defined) < 2:
+            return func
+        known_types = {**self.local_types(unit), **self.parameter_types(unit)}
+        choices = [overloads.Overload(f, [(a.label, dtypes.normalized(a.type)) for a in f.adj.args]) for f in defined]
+        kept = overloads.candidates(call, choices, known_types.get)
+        if len(kept) != 1:
+            raise overloads.ambiguous(unit, call, func.key, len(kept), len(choices))
+        return kept[0]
 
     def is_builtin(self, unit: FunctionSource, call: ast.Call) -> bool:
         callee = unit.resolve(call.func)

@@ -485,6 +485,7 @@ class Block:
     made: MadeFrom  # what its fingerprint is of
     location: str  # the kernel's, in the input
     lint: LintConfig  # the user's: the line length and quotes of the generated lines
+    end: int  # the input line after which the block goes: the kernel's last, or its overload stubs' (definition_end)
     source: str = ""  # the generated definitions it holds (``shared_clones``: less those defined elsewhere)
 
     @property
@@ -539,7 +540,7 @@ class Block:
         """(input line after which, text) that puts the block after the kernel with ``gap`` blank lines before
         and after it, counting those already there: so that deleting a block from its begin marker to its end
         marker and running again gives back the same file."""
-        after, blank = end_line(self.kernel), 0
+        after, blank = self.end, 0
         while after + blank < len(lines) and not lines[after + blank].strip():
             blank += 1
         before = min(blank, self.gap)
@@ -654,7 +655,8 @@ def emit_module(
         line = module.lines[kernel.lineno - 1]
         indent, origin = line[: len(line) - len(line.lstrip())], made_from(module, kernel, finder, options)
         location = module.location(kernel)
-        blocks.append(Block(kernel, generated, launch, names, indent, nested, origin, location, config))
+        end = module.definition_end(kernel)
+        blocks.append(Block(kernel, generated, launch, names, indent, nested, origin, location, config, end))
         if constructed:
             wrappers[id(kernel)] = launch.rewritten
             emitted.warnings += [

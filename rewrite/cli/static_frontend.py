@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import warp as wp
 
@@ -22,8 +22,10 @@ from warp_rewrite.cli.project import Project
 from warp_rewrite.cli.scopes import PYTHON_BUILTINS
 from warp_rewrite.cli.source_file import Imported, module_level
 from warp_rewrite.cli.static_module import Construction, StaticModule
-from warp_rewrite.passes import dtypes
+from warp_rewrite.passes import dtypes, overloads
 from warp_rewrite.passes.atomics import WarpNames
+from warp_rewrite.passes.int_types import IntLocals
+from warp_rewrite.passes.plan_types import Unit
 from warp_rewrite.passes.syntax import Located, walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.runtime import RewriteError
@@ -346,7 +348,30 @@ class StaticFrontend:
 
     def resolve_helper(self, unit: StaticUnit, call: ast.Call) -> StaticUnit | None:
         found = self.project.resolve(unit.owner, call)
-        return self.unit(*found) if isinstance(found, tuple) else None
+        if not isinstance(found, tuple):
+            return None
+        owner, helper = found
+        return self.unit(owner, self._overload(unit, call, owner, helper))
+
+    def _overload(
+        self, unit: StaticUnit, call: ast.Call, owner: StaticModule, helper: ast.FunctionDef
+    ) -> ast.FunctionDef:
+        """The definition the call runs, where the helper's file defines several of its name at module level (Warp
+        overloads them by signature; ``passes.overloads``)."""
+        defined = [
+            node
+            for node in module_level(owner.tree)
+            if isinstance(node, ast.FunctionDef) and node.name == helper.name and owner.warp.decorated(node, "func")
+        ]
+        if len(defined) < 2 or helper not in defined:
+            return helper
+        caller = {**IntLocals(unit.tree, self.parameter_types(unit)).locals, **self.parameter_types(unit)}
+        project = self.project
+        parameters = lambda node: [(a.arg, resolve_annotation(project, owner, a.annotation)) for a in node.args.args]  # noqa: E731
+        kept = overloads.candidates(call, [overloads.Overload(node, parameters(node)) for node in defined], caller.get)
+        if len(kept) != 1:  # (the cast: a StaticUnit's text is a property, which the protocol's variable is not)
+            raise overloads.ambiguous(cast(Unit, unit), call, helper.name, len(kept), len(defined))
+        return kept[0]
 
     def is_builtin(self, unit: StaticUnit, call: ast.Call) -> bool:
         owner, func = unit.owner, call.func

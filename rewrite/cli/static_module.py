@@ -544,13 +544,47 @@ class StaticModule(ScopedModule):
 
     # --- generated blocks ------------------------------------------------------------------------------------
 
+    def definition_end(self, kernel: ast.FunctionDef) -> int:
+        """The last line of the kernel's definition with the overloads declared right after it (``@wp.overload``
+        stubs, ``wp.overload(kernel, types)`` statements): where its block goes. A stub's decorator rebinds the
+        kernel's name to the original kernel (``wp.overload`` returns what it found in Warp's module), so the block's
+        own rebinding of the name must come after the stubs."""
+        body = next(
+            (
+                statements
+                for node in [self.tree, *self.nodes]
+                for name in ("body", "orelse", "finalbody")
+                if isinstance(statements := getattr(node, name, None), list) and kernel in statements
+            ),
+            [kernel],
+        )
+        end = end_line(kernel)
+        for statement in body[body.index(kernel) + 1 :]:
+            if not self._declares_overload(statement, kernel.name):
+                break
+            end = end_line(statement)
+        return end
+
+    def _declares_overload(self, statement: ast.stmt, kernel: str) -> bool:
+        if isinstance(statement, ast.FunctionDef):  # @wp.overload def kernel(...): ...
+            return statement.name == kernel and self.warp.decorated(statement, "overload")
+        call = statement.value if isinstance(statement, ast.Expr) else None  # wp.overload(kernel, types)
+        return (
+            isinstance(call, ast.Call)
+            and self.warp.is_warp(call.func, "overload")
+            and bool(call.args)
+            and isinstance(call.args[0], ast.Name)
+            and call.args[0].id == kernel
+        )
+
     def region_of(self, kernel: ast.FunctionDef) -> Region | None:
-        """The block an earlier run generated for this kernel: the next one after it, with only blank lines and
-        comments in between."""
+        """The block an earlier run generated for this kernel: the next one after it and its ``@wp.overload`` stubs
+        (``definition_end``), with only blank lines and comments in between."""
+        end = self.definition_end(kernel)
         for region in self.regions:
-            if region.first <= end_line(kernel):
+            if region.first <= end:
                 continue
-            between = self.lines[end_line(kernel) : region.first - 1]
+            between = self.lines[end : region.first - 1]
             if region.kernel == kernel.name and all(
                 not line.strip() or line.lstrip().startswith("#") for line in between
             ):

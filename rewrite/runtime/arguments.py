@@ -9,7 +9,7 @@ from typing import Any
 import warp as wp
 
 from .errors import RewriteError
-from .exact import is_float_dtype, requires_float_grad
+from .memory import is_float_dtype, requires_float_grad
 from .specs import KernelSpec, SiteSpec
 
 

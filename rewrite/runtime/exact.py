@@ -12,6 +12,7 @@ from .abi import EXACT_OPS, Op
 from .checks import device_checks, explain_status, unbounded_chain
 from .device import STATUS_TRIPS
 from .hook import warp_launch
+from .memory import float_components, is_float_dtype, written_first
 from .specs import SiteSpec
 
 # For the operations on one address (one component of it), in execution order 1..m, ``prev_k`` (what op k
@@ -44,35 +45,24 @@ ADD, HOLD = 0, 1  # how a returned value is made: a running sum; the operand of 
 _KIND = {Op.ADD: ADD, Op.SUB: ADD, Op.EXCH: HOLD, Op.MAX: HOLD, Op.MIN: HOLD, Op.CAS: HOLD}
 
 
-def is_float_dtype(dtype: type) -> bool:
-    """True for float scalars and for vectors, matrices, quaternions and transforms of them."""
-    return wp._src.types.type_scalar_type(dtype) in wp._src.types.float_types
-
-
-def requires_float_grad(value: Any) -> bool:
-    """Is ``value`` a float array whose gradient is asked for?"""
-    return isinstance(value, wp.array) and value.requires_grad and is_float_dtype(value.dtype)
-
-
 def _run(kernel: wp.Kernel, dim: Any, inputs: list[Any], device: Any) -> None:
     """Launch one of the runtime's own kernels: on the current stream, never recorded on a tape."""
     warp_launch(kernel, dim, inputs=inputs, device=device, record_tape=False)
 
 
 def component_views(array: wp.array) -> list[wp.array]:
-    """One 4-D scalar view per component of an array of up to 4 dimensions, through its own strides (no copy).
+    """One 4-D scalar view per float component of an array of up to 4 dimensions (``float_components``), through
+    its own strides (no copy).
 
     Views (``table[:, 0]``, ``arr[::2]``) keep their strides, so the kernels below read and write exactly the
     elements the array is made of.
     """
-    scalar = wp._src.types.type_scalar_type(array.dtype)
-    step = wp._src.types.type_size_in_bytes(scalar)
     padding = 4 - array.ndim
     shape, strides = (1,) * padding + tuple(array.shape), (0,) * padding + tuple(array.strides)
     views = []
-    for c in range(wp._src.types.type_size(array.dtype)):
+    for offset, scalar in float_components(array.dtype):
         view: wp.array = wp.array(
-            ptr=array.ptr + c * step, dtype=scalar, shape=shape, strides=strides, device=array.device
+            ptr=array.ptr + offset, dtype=scalar, shape=shape, strides=strides, device=array.device
         )
         # A view keeps what it views alive, as Warp's own views do (the ignore: Warp's __init__ sets _ref = None,
         # which mypy reads as its type).
@@ -183,12 +173,12 @@ class ExactTarget:
             count += sizes[site.exact.returned]
         self.count = count
         dtype, components = self.array.dtype, shadow.components
-        self.returned = wp.empty(count, dtype=dtype, device=device, requires_grad=True)
-        self.operands = wp.empty(count, dtype=dtype, device=device)
+        self.returned = written_first(count, dtype, device, requires_grad=True)
+        self.operands = written_first(count, dtype, device)
         self.order = wp.full((count, components), -1, dtype=wp.int32, device=device)  # -1: the op never ran
         self.addresses = wp.empty(count, dtype=wp.int32, device=device)
         cas = any(part.site.op == Op.CAS for part in self.sites)
-        self.compares = wp.empty(count, dtype=dtype, device=device) if cas else None
+        self.compares = written_first(count, dtype, device) if cas else None
         self.named = {}  # record parameter -> the slice passed for it
         for part in self.sites:
             records = part.site.exact
@@ -282,7 +272,7 @@ class ExactTarget:
             place = [column.perm, self.addresses, column.counts, column.offsets]
             with_finals, with_grad = int(finals is not None), int(grads is not None)
             if self.kind == ADD:
-                sums = wp.empty(n, dtype=wp.float64, device=device)
+                sums = written_first(n, wp.float64, device)
                 _run(kernels.gather, n, inputs=[gate, column.perm, adjoint, c, sums], device=device)
                 wp.utils.array_scan(sums, sums, inclusive=True)
                 inputs = [gate, c, *place, *self.info, sums, final, with_finals, seeds_view, seeding, grad, with_grad]
@@ -313,7 +303,7 @@ class ExactTarget:
             return None
         taken = []
         for view in component_views(self.array.grad):
-            final = wp.empty(self.array.size, dtype=wp.float64, device=self.device)
+            final = written_first(self.array.size, wp.float64, self.device)
             _run(kernels.take_finals, self.array.size, inputs=[view, final], device=self.device)
             taken.append(final)
         return taken
@@ -362,7 +352,7 @@ class ExactBackward:
                 break
         _run(kernels.settle, 1, inputs=[status, gate, self.targets[0].sites[0].index], device=device)
         for grad, adjoint in pairs:
-            if grad.is_contiguous:  # most gradients: one flat pass
+            if grad.is_contiguous and not isinstance(grad.dtype, wp._src.codegen.Struct):  # one flat pass
                 _run(
                     kernels.accumulate_flat,
                     grad.size * wp._src.types.type_size(grad.dtype),

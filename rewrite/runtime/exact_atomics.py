@@ -560,8 +560,11 @@ def exact_returned(value: Any, operands: wp.array(dtype=Any), returned: wp.array
     operand gives it an adjoint entry point: the exact backward's own adjoint launches seed it with the gradient
     that reaches the operand through later operations. The replay must recompute the operand the forward used;
     the exact backward checks that it did (the store replaces the recorded operand by the recomputed one).
+
+    The length is ``len(operands)``, not ``operands.shape[0]``: Warp's adjoint of reading ``.shape`` resets the shape
+    of the adjoint array handed in (``adj_operands.shape = {}``), which a second call (in a loop) then indexes.
     """
-    if record_index < operands.shape[0]:
+    if record_index < len(operands):
         operands[record_index] = operands.dtype(value)
     return returned[record_index]
 

@@ -19,8 +19,9 @@ from .abi import Op, RecordKind
 from .arguments import UNCOPYABLE, argument_arrays, argument_at, check_aliasing, requires_grad_path, scratch_copy
 from .checks import device_checks, explain_status, host_view, trips_of, unbounded_chain
 from .errors import RewriteError
-from .exact import ExactBackward, requires_float_grad
+from .exact import ExactBackward
 from .hook import backward_enabled, warp_launch
+from .memory import requires_float_grad, written_first
 from .records import Capacities, LaunchRecords, capacities_of, is_stand_in, phase_arguments
 from .specs import KernelPair, KernelSpec, RecordSpec, SiteSpec
 from .verify import ReadMemory, verify_everywhere
@@ -128,7 +129,7 @@ class PreparedLaunch:
                 self.values[index] = value
         if any(held_elsewhere(extra, self.renewed)):  # a tape may still replay the last ones
             for index in self.renewed:
-                extra[index] = wp.empty(extra[index].shape, dtype=extra[index].dtype, device=command.device)
+                extra[index] = written_first(extra[index].shape, extra[index].dtype, command.device)
                 command.set_param_at_index(self.first_extra + index, extra[index])
             if self.status is not None:
                 self.status = host_view(extra[self.renewed[-1]])
@@ -163,7 +164,7 @@ def remember(launches: dict, key: tuple, prepared: PreparedLaunch, most: int = 8
     launches[key] = prepared
 
 
-_making_detached = threading.Lock()
+_making_detached = threading.RLock()  # reentrant: an overload's variant is made by the generic kernel's (add_overload)
 
 
 class RewrittenKernel(wp.Kernel):
@@ -256,6 +257,20 @@ class RewrittenKernel(wp.Kernel):
     @property
     def records(self) -> tuple[RecordSpec, ...]:
         return self.pair.spec.records if self.pair else ()
+
+    def add_overload(self, arg_types: list[Any]) -> "RewrittenKernel":
+        """``wp.overload(rewritten, types)``: the overload of the original kernel, rewritten. Its launches run the same
+        generic record and replay kernels, which Warp instantiates for the overload's types at the first of them (as
+        it instantiates the generic kernels of every launch with types no overload declared)."""
+        return RewrittenKernel(
+            self.kernel.add_overload(arg_types),
+            self.pair,
+            detached=self.detached if self.pair else None,
+            max_records=self.max_records,
+            source=self.source,
+            refusal=self.refusal,
+            verify=self.verify,
+        )
 
     def detached(self) -> KernelPair | None:
         """The variant recording float returns as constants (made on first use), or None if there is none."""

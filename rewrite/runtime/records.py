@@ -15,6 +15,7 @@ from .arguments import argument_at, requires_grad_path
 from .device import STATUS_TRIPS
 from .errors import RewriteError
 from .exact import ExactTarget, Shadow
+from .memory import written_first
 from .specs import KernelSpec, RecordSpec
 
 _EXACT_ONLY = frozenset({RecordKind.VALUES, RecordKind.ORDER, RecordKind.ADDRESSES, RecordKind.COMPARES})
@@ -101,7 +102,7 @@ def phase_arguments(
             dtype = array.dtype if record.kind == RecordKind.RETURNED else record.dtype or wp.int32
             # The replay reads only records the record kernel wrote, so they need no zero fill.
             try:
-                extra.append(wp.empty(sizes[record.name], dtype=dtype, device=device))
+                extra.append(written_first(sizes[record.name], dtype, device))
             except (ValueError, RuntimeError) as error:  # too many elements, or out of memory
                 raise unallocated(spec, record, sizes[record.name], threads, capacities, error) from error
     # The capacities not compiled in, in loop order: the kernels' trip_capacity<id> parameters.

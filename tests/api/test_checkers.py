@@ -1,20 +1,31 @@
-"""Core patterns under Warp's own checkers: array bounds checks and autograd array-access verification.
+"""Core patterns, and a slice of the fuzzer's generated kernels, under Warp's own checkers: array bounds checks,
+floating-point verification and autograd array-access verification.
 
 - Bounds checks: Warp 1.19 compiles its array-access ``assert``s in only in debug mode (``wp.config.mode =
   "debug"``, or the module option ``"mode"``: the CPU build then leaves ``NDEBUG`` undefined). A failed
   check calls ``_wp_assert``, which prints ``Assertion failed`` and aborts the process.
+- ``wp.config.verify_fp = True``: every element an array hands out (``index()``, for stores too: the value
+  overwritten) and every builtin's result is checked to be finite; a failed check prints ``file.h:line -
+  function(...)`` from native code, to the process's standard output, and goes on.
 - ``wp.config.verify_autograd_array_access = True``: codegen and the tape warn (``warnings.warn``) about an
   array written after it was read, within a kernel or across recorded launches.
 
-Because a failed bounds check aborts the process, and because both settings must hold before any module is
-built (they are part of a module's build options), the checks run in a child process (this file run as a
-script) rather than in the test process: nothing there can leak into the other tests' configuration.
+Because a failed bounds check aborts the process, because floating-point reports bypass Python's ``sys.stdout``,
+and because the settings must hold before any module is built (they are part of a module's build options), the
+checks run in child processes (this file run as a script) rather than in the test process: nothing there can leak
+into the other tests' configuration, and the parent reads the child's output whole.
+
+In the children that run the fuzzer's slice, every array the rewrite's runtime allocates with ``wp.empty`` is first
+filled with garbage (``poison_allocations``): memory fresh from the system is zeros, so reads of memory no kernel
+wrote would otherwise pass unseen. A float record read before it is written then shows as a NaN (and wrong
+gradients), an int one as an index out of bounds.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -193,6 +204,81 @@ def _out_of_bounds_child() -> None:
     print("no bounds check")
 
 
+def poison_allocations() -> None:
+    """Fill every array ``wp.empty`` makes, as the runtime calls it, with NaN (floats) or 0x7f7f7f7f (ints, an index
+    past any array's end)."""
+    empty = wp.empty
+
+    def poisoned(*args, **kwargs) -> wp.array:
+        array = empty(*args, **kwargs)
+        if array.size and not isinstance(array.dtype, wp._src.codegen.Struct):
+            floats = wp._src.types.type_scalar_type(array.dtype) in wp._src.types.float_types
+            array.numpy().view(np.uint8)[...] = 0xFF if floats else 0x7F
+        return array
+
+    wp.empty = poisoned
+
+
+# kernels of the fuzzer's slice run under each checker: one per combination cell (tests/fuzz/combinations.py)
+FUZZ_SEED, FUZZ_COUNT = 2026, 45
+CHECKERS = {"verify_fp": {"verify_fp": True}, "debug": {"mode": "debug"}}
+FP_REPORT = re.compile(r"\.h:\d+ - \w+\(")  # how native/array.h and builtin.h report a value that is not finite
+
+
+def _fuzz_child(checker: str) -> None:
+    """The fuzzer's slice (through the API) and the z-buffer patterns (exact returns and compared reads, through the
+    command line: the runtime copied beside the emitted file allocates alike) under one checker, with poisoned
+    allocations; prints the slice's summary line, then every failure."""
+    sys.path[:0] = [str(ROOT)]
+    for name, value in CHECKERS[checker].items():
+        setattr(wp.config, name, value)
+    wp.config.log_level = wp.LOG_ERROR
+    wp.init()
+    poison_allocations()
+    from tests.fuzz.runner import FAILED, run
+
+    summary = run(FUZZ_SEED, FUZZ_COUNT)
+    print(summary.line(), flush=True)
+    for outcome in summary.outcomes:
+        if outcome.status == FAILED:
+            print(outcome.report(), flush=True)
+    for name, error in _emitted_patterns().items():
+        print(f"FAILED {name} through the command line: {error}", flush=True)
+
+
+def _emitted_patterns() -> dict[str, str]:
+    """The z-buffer patterns through the command line's copy of their module: name -> error, for those that fail."""
+    import tempfile
+
+    from tests.runtime.test_zbuffer import KERNELS, N
+    from tests.support import zbuffer
+    from tests.support.emitted import rewritten_copy, through
+    from tests.support.harness import Case, check
+
+    failed = {}
+    with tempfile.TemporaryDirectory(prefix="wp-checked-") as folder:
+        emitted = rewritten_copy(zbuffer, Path(folder))
+        for name, pattern in KERNELS.items():
+            try:
+                check(Case(None, N, pattern.make, pattern.loss, pattern.wrt, program=through(emitted, name, N)))
+            except Exception as error:
+                failed[name] = f"{type(error).__name__}: {error}"
+    return failed
+
+
+def _not_finite_child() -> None:
+    """Proof that floating-point verification is on: a kernel storing a NaN must be reported."""
+    wp.config.verify_fp = True
+    wp.init()
+
+    @wp.kernel(module="unique")
+    def store_nan(out: wp.array[wp.float64]):
+        out[0] = out[0] / out[0]
+
+    wp.launch(store_nan, 1, inputs=[wp.zeros(1, dtype=wp.float64, device="cpu")], device="cpu")
+    wp.synchronize()
+
+
 def _run_child(mode: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, str(Path(__file__).resolve()), mode]
@@ -228,5 +314,27 @@ def test_debug_mode_really_checks_bounds_on_the_cpu():
     assert done.returncode != 0 and "Assertion failed" in done.stderr, (done.returncode, done.stdout, done.stderr)
 
 
+def test_floating_point_verification_really_reports_on_the_cpu():
+    done = _run_child("--not-finite")
+    assert done.returncode == 0 and FP_REPORT.search(done.stdout), (done.returncode, done.stdout, done.stderr)
+
+
+@pytest.mark.parametrize("checker", sorted(CHECKERS))
+def test_the_fuzzers_slice_under_the_checker(checker):
+    """Rewritten kernels read no memory they did not write: with allocations poisoned, no floating-point report
+    (verify_fp: the runtime zeroes float records then, since every store checks the value it overwrites), no
+    bounds check failing (debug), and every kernel checked or refused as without the checker, through the API (the
+    slice) and the command line (the z-buffer patterns)."""
+    done = _run_child(f"--fuzz-{checker}")
+    failed = f"child process failed ({done.returncode}):\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+    assert done.returncode == 0, failed
+    reports = [line for line in done.stdout.splitlines() if FP_REPORT.search(line)]
+    assert not reports, f"{len(reports)} floating-point reports, the first: {reports[:5]}"
+    summary = next(line for line in done.stdout.splitlines() if line.startswith("fuzz: "))
+    assert " 0 failed" in summary and "FAILED" not in done.stdout, done.stdout[-8000:]
+
+
 if __name__ == "__main__":
-    {"--child": _child, "--out-of-bounds": _out_of_bounds_child}[sys.argv[1]]()
+    children = {"--child": _child, "--out-of-bounds": _out_of_bounds_child, "--not-finite": _not_finite_child}
+    children |= {f"--fuzz-{checker}": lambda checker=checker: _fuzz_child(checker) for checker in CHECKERS}
+    children[sys.argv[1]]()

@@ -2,7 +2,8 @@
 
 Every generated kernel is checked against the invariants of tests/support/invariants.py too (a breach is a
 failure). Prints every failure (with the kernel's source, to minimize into tests/regressions/test_fuzz_regressions.py),
-how many of the kernels exercised each feature the fuzzer generates (tests/fuzz/features.py), and the line
+how many of the kernels exercised each feature the fuzzer generates (tests/fuzz/features.py), each form of the fence's
+table and each combination cell (tests/fuzz/combinations.py), and the line
 ``fuzz: N passed, N failed (N refused)``; exits non-zero on any failure. ``--show INDEX`` prints one kernel.
 """
 
@@ -17,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: 
 
 import warp as wp
 
+from tests.fuzz.combinations import cell_counts
 from tests.fuzz.features import exercised
 from tests.fuzz.generator import generate_kernel
 from tests.fuzz.grammar import exercised_forms
@@ -71,6 +73,10 @@ def main(argv: list[str] | None = None) -> int:
     }
     for name in by_status[PASSED]:
         print(f"  {by_status[PASSED][name]:6d} / {by_status[REFUSED][name]:<5d} / {by_status[FAILED][name]:<3d} {name}")
+    print("kernels drawing each combination, dtype x path x target (passed / refused / failed):")
+    cells = {status: cell_counts([o.case for o in summary.outcomes if o.status == status]) for status in by_status}
+    for cell in cells[PASSED]:
+        print(f"  {cells[PASSED][cell]:6d} / {cells[REFUSED][cell]:<5d} / {cells[FAILED][cell]:<3d} {cell}")
     print(summary.line())
     return 1 if summary.count(FAILED) else 0
 

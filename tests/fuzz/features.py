@@ -48,6 +48,11 @@ FEATURES = {
     "float read of a write with a gradient (refused)": r"w\d+\[tid\] = xv \* ",
     # comparison reads, own writes at slots, append pools
     "early depth test on a target with exact returns": r"if d\d+ [<>] z\d+\[[^]]+\]:\n\s+zr\d+ = wp\.atomic_m",
+    "early depth test in a helper": r"@wp\.func\ndef \w+\([^\n]*\n(    [^\n]*\n)*?\s+if d\d+ [<>] z\d+\[",
+    "early depth test on a 2-D target": r"if d\d+ [<>] z\d+\[[^]]+, tid % 2\]:",
+    "float return on a struct argument's field": r"a\d+ = wp\.atomic_\w+\(s0\.f\d",
+    "overloaded helper": r"def (fz_\d+_\d+_take\d+)\(count: wp\.array\(dtype=wp(.|\n)*def \1\(",
+    "generic helper instantiated for two widths": r"def fz_\d+_\d+_take\d+\(count: wp\.array\(dtype=Any\)",
     "read back at a consumed slot": r"(q\d+) = wp\.atomic_add\(g\d+, 0, \d\)\n\s+g\d+\[\1\] = ",
     "append pool read below the launch's writes": r"pp\d+ = p\d+\[tid\]\n\s+b\d+ = wp\.atomic_add",
     "strided view argument": "layout=strided",

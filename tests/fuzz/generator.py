@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from tests.fuzz.combinations import CELLS, Cell, Projection, write_combination
 from tests.fuzz.grammar import ACCEPTED, GENERATORS, KERNEL_LEVEL, REFUSED
 
 INT_OPS = ("add", "sub", "min", "max", "cas", "exch", "and", "or", "xor")
@@ -30,8 +31,8 @@ THRESHOLD_GAP = 0.006  # inputs stay this far from the thresholds branches and m
 
 @dataclass
 class ArraySpec:
-    """One array argument: its dtype ("float64", "int32", "vec3d", "vec3i" or "mat33d"), shape, initial values and
-    role."""
+    """One array argument: its dtype (a Warp type's name: "float64", "int32", "vec3d", ..., see ``COMPONENTS``; or
+    a struct's, with the layout "structs"), shape, initial values and role."""
 
     name: str
     dtype: str
@@ -41,7 +42,7 @@ class ArraySpec:
     loss: bool = False  # part of the loss (its values, weighted)
     wrt: bool = False  # differentiate the loss with respect to its initial values
     # "strided": every other element of a base array; "indexed": a wp.indexedarray of one; "structs": an array of
-    # the struct ``dtype`` names (of a refused form: never made)
+    # the struct ``dtype`` names, zeros
     layout: str = "plain"
     struct: str | None = None  # the struct argument that holds it as a field, if any
     alias_of: str | None = None  # launched bound to the same array as this argument (the launch must refuse)
@@ -59,6 +60,17 @@ class ArraySpec:
     def ref(self) -> str:
         """How kernel code names it: ``c0``, or ``s0.c0`` for a struct's field."""
         return f"{self.struct}.{self.name}" if self.struct else self.name
+
+
+# The shape of one element of each array dtype the fuzzer uses besides scalars (an array's numpy values).
+COMPONENTS = {
+    "vec3d": (3,),
+    "vec3i": (3,),
+    "mat33d": (3, 3),
+    "mat22d": (2, 2),
+    "quatd": (4,),
+    "spatial_vectord": (6,),
+}
 
 
 @dataclass
@@ -81,6 +93,8 @@ class KernelCase:
     arrays: list[ArraySpec]  # the kernel's array arguments, then the struct arguments' fields
     source: str
     structs: list[StructSpec] = field(default_factory=list)  # arguments after the arrays
+    combination: Cell | None = None  # the cell of tests/fuzz/combinations.py the kernel drew
+    projections: list[Projection] = field(default_factory=list)  # kernels the loss reads arrays of structs through
 
     @property
     def arguments(self) -> list[ArraySpec]:
@@ -168,8 +182,9 @@ def _distinct_inputs(rng: random.Random, n: int) -> list[float]:
 class _KernelWriter:
     """Writes one kernel. Every choice comes from ``rng``."""
 
-    def __init__(self, rng: random.Random, name: str, dim: int):
+    def __init__(self, rng: random.Random, name: str, dim: int, cell: Cell | None = None):
         self.rng = rng
+        self.cell = cell
         self.name = name
         self.dim = dim
         self.x = ArraySpec("x", "float64", (dim,), _distinct_inputs(rng, dim), True, False, True)
@@ -182,6 +197,7 @@ class _KernelWriter:
         self.counters: list[_Counter] = []
         self.targets: list[_FloatTarget] = []
         self.helpers: list[str] = []
+        self.projections: list[Projection] = []
         self.names = 0
 
     # --- names and values ---------------------------------------------------------------------------
@@ -231,6 +247,8 @@ class _KernelWriter:
         values = [round(self.rng.uniform(-1.0, 1.0), 4) for _ in range(count)]
         shape = (width, 1)[: self.rng.choice((1, 1, 2))]
         array = self.add_array(ArraySpec(f"f{len(self.targets)}", dtype, shape, values, True, True, True))
+        if self.rng.random() < 0.2:  # exact returns on a field of the struct argument, which helpers get whole
+            array.struct = self.struct_argument()
         target = _FloatTarget(array, op, width)
         self.targets.append(target)
         return target
@@ -368,7 +386,7 @@ class _KernelWriter:
         returned = self.fresh("a")
         # Rarely another kind of atomic on the target: kinds of different families are refused (RewriteError).
         op = self.rng.choice(FLOAT_OPS) if self.rng.random() < 0.03 else target.op
-        scope.line(f"{returned} = wp.atomic_{op}({target.array.name}, {target.address(index)}, {operand})")
+        scope.line(f"{returned} = wp.atomic_{op}({target.array.ref}, {target.address(index)}, {operand})")
         if depth < 2 and self.rng.random() < 0.3:
             self.float_block(scope, depth + 1, value=(returned, target.vector))
         if target.vector:
@@ -463,6 +481,28 @@ class _KernelWriter:
         written = "xv" if self.rng.random() < 0.15 else f"wp.float64(keys[tid]{loop})"
         scope.line(f"{scratch.name}[tid] = {written} * {self.constant()}")
         scope.line(f"y[tid] += {neighbour} * xv * {self.constant()}")
+
+    def overloads_block(self, scope: _Scope) -> None:
+        """Slots taken through helpers of one name: an overloaded helper (one definition per counter width) or a
+        generic one (``Any``, instantiated by Warp for each), called for an int32 and an int64 counter."""
+        name = self.fresh(f"{self.name}_take")
+        counters = [self.add_array(ArraySpec(self.fresh("cn"), dtype, (1,), [0])) for dtype in ("int32", "int64")]
+        out = self.add_array(ArraySpec(self.fresh("on"), "float64", (2 * self.dim,), None, True, True))
+        if self.rng.random() < 0.5:
+            for dtype in ("int32", "int64"):
+                self.helpers.append(
+                    f"@wp.func\ndef {name}(count: wp.array(dtype=wp.{dtype}), k: wp.{dtype}) -> wp.{dtype}:\n"
+                    "    return wp.atomic_add(count, 0, k)\n"
+                )
+        else:
+            self.helpers.append(
+                f"@wp.func\ndef {name}(count: wp.array(dtype=Any), k: Any):\n    return wp.atomic_add(count, 0, k)\n"
+            )
+        first, second = self.fresh("sn"), self.fresh("sn")
+        scope.line(f"{first} = {name}({counters[0].name}, wp.int32(1))")
+        scope.line(f"{second} = {name}({counters[1].name}, wp.int64(1))")
+        scope.line(f"{out.name}[{first}] = {self.float_value(scope)}")
+        scope.line(f"{out.name}[{self.dim} + int({second})] = {self.float_value(scope)}")
 
     def alias_block(self, scope: _Scope) -> None:
         """A read through an argument the launch binds to a counter's array: the launch must refuse."""
@@ -652,6 +692,10 @@ class _KernelWriter:
             self.int_block(scope)
         for _ in range(self.rng.randint(1, 3)):
             self.form_block(scope)
+        if self.cell is not None:
+            write_combination(self, scope, self.cell)
+        if self.rng.random() < 0.1:
+            self.overloads_block(scope)
         scope.line(f"y[tid] += xv * xv * {self.constant()}")
         self.finish()
         for struct in self.structs:
@@ -666,18 +710,18 @@ class _KernelWriter:
             for s in self.structs
         ]
         source = "\n\n".join([*classes, *self.helpers, kernel])
-        return KernelCase(self.name, 0, 0, self.dim, self.arrays, source, self.structs)
+        return KernelCase(self.name, 0, 0, self.dim, self.arrays, source, self.structs, self.cell, self.projections)
 
 
 def generate_kernel(seed: int, index: int) -> KernelCase:
     """The kernel number ``index`` of the stream ``seed``: the same source and inputs every time."""
     rng = random.Random(f"{seed}:{index}")
-    case = _KernelWriter(rng, f"fz_{seed}_{index}", rng.randint(4, 8)).write()
+    case = _KernelWriter(rng, f"fz_{seed}_{index}", rng.randint(4, 8), CELLS[index % len(CELLS)]).write()
     case.seed, case.index = seed, index
     return case
 
 
 def module_source(cases: list[KernelCase]) -> str:
     """One Python module holding every case's helpers and kernel: Warp compiles it as one module."""
-    header = '"""Generated by tests/fuzz/generator.py."""\n\nimport warp as wp\n'
+    header = '"""Generated by tests/fuzz/generator.py."""\n\nfrom typing import Any\n\nimport warp as wp\n'
     return header + "\n\n" + "\n\n".join(case.source for case in cases)

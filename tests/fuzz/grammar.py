@@ -10,6 +10,7 @@ every form; ``make fuzz`` prints how many kernels exercised each (``exercised_fo
 from __future__ import annotations
 
 import ast
+import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -92,7 +93,7 @@ def _subscript(group: str) -> Generator:
             scope.line(f"{out}[tid] = keys[tid] + 1")
             scope.line(f"{out}[tid] {_int_update(writer)}")
             return
-        if group == "=" and not (scope.loops or scope.in_helper) and writer.rng.random() < 0.3:
+        if group == "=" and not (scope.loops or scope.in_helper) and writer.rng.random() < 0.5:
             _read_back_at_a_slot(writer, scope)
             return
         if group == "=" and not scope.in_helper and writer.rng.random() < 0.5:
@@ -258,7 +259,7 @@ def _memory_in_struct_element(writer: _KernelWriter, scope: _Scope) -> None:
 
 
 def _atomic_used(writer: _KernelWriter, scope: _Scope) -> None:
-    if not scope.in_helper and writer.rng.random() < 0.4:  # a helper's read of an exact target is refused
+    if writer.rng.random() < 0.4:
         _depth_test(writer, scope)
     else:
         writer.int_block(scope)
@@ -267,14 +268,16 @@ def _atomic_used(writer: _KernelWriter, scope: _Scope) -> None:
 def _depth_test(writer: _KernelWriter, scope: _Scope) -> None:
     """A z-buffer's early depth test: a read of the target of the float atomic after it, only compared, while the
     target's returns take the exact path (its record is read from the shadow); the return used as a number, or only
-    compared too."""
+    compared too. On a 1-D or 2-D target, in the kernel or in a helper."""
     from tests.fuzz.generator import ArraySpec
 
     op, comparison, initial = writer.rng.choice((("min", "<", 50.0), ("max", ">", -50.0)))
     width = writer.rng.randint(1, 2)
-    zbuf = writer.add_array(ArraySpec(writer.fresh("z"), "float64", (width,), [initial] * width, True, True, True))
+    shape = (width, 2)[: writer.rng.choice((1, 2))]  # a 2-D z-buffer: its second index is 0 or 1
+    values = [initial] * math.prod(shape)
+    zbuf = writer.add_array(ArraySpec(writer.fresh("z"), "float64", shape, values, True, True, True))
     depth, returned = writer.fresh("d"), writer.fresh("zr")
-    pixel = writer.index_expr(width, None)
+    pixel = writer.index_expr(width, None) + (", tid % 2" if len(shape) == 2 else "")
     scope.line(f"{depth} = {writer.float_value(scope)}")
     scope.line(f"if {depth} {comparison} {zbuf.name}[{pixel}]:")
     inner = scope.nested()
@@ -512,7 +515,7 @@ class _SourceFrontend:
         tree = ast.parse(case.source)
         functions = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
         # the annotations' types: Warp's, and the structs the source defines (made, not compiled)
-        self.namespace: dict[str, Any] = {"wp": wp}
+        self.namespace: dict[str, Any] = {"wp": wp, "Any": Any}
         for node in tree.body:
             if isinstance(node, ast.ClassDef):
                 exec(compile(ast.Module([node], []), "<fuzz>", "exec", dont_inherit=True), self.namespace)

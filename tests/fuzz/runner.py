@@ -23,7 +23,7 @@ from types import ModuleType
 import numpy as np
 import warp as wp
 
-from tests.fuzz.generator import ArraySpec, KernelCase, generate_kernel, module_source
+from tests.fuzz.generator import COMPONENTS, ArraySpec, KernelCase, generate_kernel, module_source
 from tests.support import harness
 from tests.support.harness import Case, assert_same_forward, finite_difference_gradients, tape_gradients
 from warp_rewrite import RewriteError, wp_rewrite
@@ -32,8 +32,10 @@ RTOL = 1e-5
 ATOL = 1e-6  # losses sum many outputs: float64 finite differences carry ~1e-8 of rounding noise
 
 OPTIMIZATION_LEVEL = 0  # -O0 builds a batch's modules ~3x faster than Warp's CPU default -O2; same semantics
+REFERENCE_OPTIONS = {"enable_backward": False, "optimization_level": OPTIMIZATION_LEVEL}
 
 PASSED, FAILED, REFUSED = "passed", "failed", "refused"
+OWN_FAULT = "a bug in warp-rewrite"  # what a RewriteError says where the rewrite, not the kernel, is at fault
 
 
 @dataclass
@@ -62,12 +64,15 @@ class Summary:
         return f"fuzz: {self.count(PASSED)} passed, {self.count(FAILED)} failed ({self.count(REFUSED)} refused)"
 
 
-def make_array(spec: ArraySpec) -> wp.array | wp.indexedarray:
+def make_array(spec: ArraySpec, module: ModuleType) -> wp.array | wp.indexedarray:
     """A fresh CPU array for one argument, from its initial values, laid out as the spec says: a plain array,
-    every other element of a base array twice its length, or an indexed array over the even ones of such."""
+    every other element of a base array twice its length, an indexed array over the even ones of such, or zeros of
+    a struct the module defines."""
+    if spec.layout == "structs":
+        return wp.zeros(spec.shape, dtype=getattr(module, spec.dtype), requires_grad=spec.requires_grad, device="cpu")
     dtype = getattr(wp, spec.dtype)
-    shape = (*spec.shape, *{"vec3d": (3,), "vec3i": (3,), "mat33d": (3, 3)}.get(spec.dtype, ()))
-    numpy_dtype = np.int32 if spec.dtype in ("int32", "vec3i") else np.float64
+    shape = (*spec.shape, *COMPONENTS.get(spec.dtype, ()))
+    numpy_dtype = {"int32": np.int32, "vec3i": np.int32, "int64": np.int64}.get(spec.dtype, np.float64)
     values = np.zeros(shape, dtype=numpy_dtype)
     if spec.values is not None:
         values = np.asarray(spec.values, dtype=numpy_dtype).reshape(shape)
@@ -86,7 +91,7 @@ def make_arguments(case: KernelCase, module: ModuleType) -> list:
     """Fresh arguments for one launch: the arrays, then the struct arguments; an alias is the array it names."""
     arrays = {}
     for spec in case.arrays:
-        arrays[spec.name] = arrays[spec.alias_of] if spec.alias_of else make_array(spec)
+        arrays[spec.name] = arrays[spec.alias_of] if spec.alias_of else make_array(spec, module)
     structs = []
     for struct in case.structs:
         instance = getattr(module, struct.class_name)()
@@ -96,15 +101,35 @@ def make_arguments(case: KernelCase, module: ModuleType) -> list:
     return [*(arrays[spec.name] for spec in case.arguments), *structs]
 
 
-def harness_case(case: KernelCase, kernel: wp.Kernel, max_records: int | None) -> Case:
-    """The harness's view of a generated case: fresh arguments, loss outputs, arrays to differentiate."""
+def harness_case(case: KernelCase, kernel: wp.Kernel, reference: ModuleType, max_records: int | None) -> Case:
+    """The harness's view of a generated case: fresh arguments, loss outputs, arrays to differentiate. The ground
+    truth runs the kernel of the same name in ``reference`` (``Batch``); arrays of structs reach the loss through the
+    case's projections, launched after the kernel into arrays of their own (after the kernel's arguments)."""
     module = sys.modules[kernel.func.__module__]
+    arity = len(case.arguments) + len(case.structs)
+    names = [spec.name for spec in case.arguments]
+
+    def make() -> list:
+        outputs = [wp.zeros(p.size, dtype=wp.float64, requires_grad=True, device="cpu") for p in case.projections]
+        return [*make_arguments(case, module), *outputs]
+
+    def program(args: list, launcher: harness.Launcher) -> None:
+        if launcher is harness.launch_original:
+            launcher(getattr(reference, case.name), case.dim, args[:arity])
+        else:
+            launcher(kernel, case.dim, args[:arity])
+        for k, projection in enumerate(case.projections):
+            source, out = args[names.index(projection.source)], args[arity + k]
+            wp.launch(getattr(reference, projection.kernel), projection.size, inputs=[source, out], device="cpu")
+
+    projected = list(range(arity, arity + len(case.projections)))
     return Case(
         kernel,
         case.dim,
-        lambda: make_arguments(case, module),
-        [i for i, spec in enumerate(case.arguments) if spec.loss],
+        make,
+        [i for i, spec in enumerate(case.arguments) if spec.loss] + projected,
         [i for i, spec in enumerate(case.arguments) if spec.wrt],
+        program=program,
         max_records=max_records,
     )
 
@@ -112,11 +137,18 @@ def harness_case(case: KernelCase, kernel: wp.Kernel, max_records: int | None) -
 _loaded = itertools.count()
 
 
-def load_batch(cases: list[KernelCase], directory: Path) -> ModuleType:
-    """Write the batch's kernels into one file and import it: its kernels form one Warp module."""
+def load_batch(cases: list[KernelCase], directory: Path, primary: ModuleType | None = None) -> ModuleType:
+    """Write the batch's kernels into one file and import it: its kernels form one Warp module. With ``primary``
+    (the batch imported before), a copy for the ground truth: built without backward code, at -O0 (about 5x faster
+    to build), with the primary's structs (arguments made for one copy's kernels are then the other's too)."""
     name = f"fuzz_batch_{cases[0].seed}_{cases[0].index}_{next(_loaded)}"
     path = directory / f"{name}.py"
-    path.write_text(module_source(cases))
+    text = module_source(cases)
+    if primary is not None:
+        text = re.sub(r"@wp\.struct\nclass (\w+):\n(?:    [^\n]*\n)+", rf"\1 = {primary.__name__}.\1\n", text)
+        header = f"import warp as wp\nimport {primary.__name__}\n\nwp.set_module_options({REFERENCE_OPTIONS})\n"
+        text = text.replace("import warp as wp\n", header, 1)
+    path.write_text(text)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # Warp resolves a kernel's module by its Python module's name
@@ -175,28 +207,25 @@ def compare_gradients(case: Case) -> str | None:
     return None
 
 
-def check_case(case: KernelCase, kernel: wp.Kernel, max_records: int | None) -> Outcome:
-    """Forward equality and gradients of one rewritten kernel; a ``RewriteError`` at launch is a refusal."""
-    checked = harness_case(case, kernel, max_records)
+def check_case(case: KernelCase, kernel: wp.Kernel, reference: ModuleType, max_records: int | None) -> Outcome:
+    """Forward equality and gradients of one rewritten kernel; a ``RewriteError`` at launch is a refusal, but for
+    one that says the rewrite is at fault (a device check of the exact backward that failed: once the only sign of
+    gradients read twice, where the fuzzer counted it as a refusal)."""
+    checked = harness_case(case, kernel, reference, max_records)
     try:
         assert_same_forward(checked)
         # Warp's Tape.backward cannot take an indexed array's gradient (it has none): those kernels end here.
         indexed = any(spec.layout == "indexed" for spec in case.arrays)
         problem = None if indexed else compare_gradients(checked)
     except RewriteError as error:
-        return Outcome(case, REFUSED, str(error))
+        return Outcome(case, FAILED if OWN_FAULT in str(error) else REFUSED, str(error))
     except Exception as error:
         return Outcome(case, FAILED, f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=4)}")
     return Outcome(case, FAILED, problem) if problem else Outcome(case, PASSED)
 
 
-def compile_cheaply(modules: set, original: wp.Module) -> None:
-    """Compile the batch's modules at -O0, the original without backward code: about 5x faster to build.
-
-    The original kernels only run forward (the ground truth); the rewritten ones copied the original
-    module's options when they were generated, so turning its backward off now leaves them unchanged.
-    """
-    original.options["enable_backward"] = False
+def compile_cheaply(modules: set) -> None:
+    """Compile the batch's rewritten modules at -O0 (the same semantics)."""
     for module in modules:
         module.options["optimization_level"] = OPTIMIZATION_LEVEL
 
@@ -212,7 +241,7 @@ def _rewrite_all(
 ) -> tuple[dict[str, Outcome], set]:
     """Rewrite every kernel (refusals are outcomes); returns the outcomes so far and the modules to compile."""
     outcomes: dict[str, Outcome] = {}
-    modules = {getattr(module, cases[0].name).module}
+    modules = set()
     for case in cases:
         try:
             result = wp_rewrite(getattr(module, case.name), max_records=max_records)
@@ -226,10 +255,13 @@ def _rewrite_all(
 
 
 class Batch:
-    """Kernels written into one file and rewritten together, so each of their two modules compiles once.
+    """Kernels written into one file and rewritten together, so each of their modules compiles once.
 
-    The rewritten kernels of a batch share one generated module, so one kernel whose generated code does not
-    compile breaks them all: such a kernel fails, and the batch is built again without it.
+    The file is imported twice: the kernels of one copy are rewritten (with the options a user's module has, which a
+    variant generated at a launch copies, ``RewrittenKernel.detached``), and never built themselves; the other copy
+    (``reference``) is built forward only, for the ground truth. The rewritten kernels of a batch share one generated
+    module, so one kernel whose generated code does not compile breaks them all: such a kernel fails, and the batch
+    is built again without it.
     """
 
     def __init__(self, cases: list[KernelCase], directory: Path, max_records: int | None):
@@ -241,12 +273,14 @@ class Batch:
 
     def prepare(self, remaining: list[KernelCase]) -> None:
         self.remaining = remaining
-        self.module = load_batch(remaining, self.directory) if remaining else None
-        self.outcomes, self.modules = (
-            _rewrite_all(remaining, self.module, self.max_records) if remaining else ({}, set())
-        )
-        if remaining:
-            compile_cheaply(self.modules, getattr(self.module, remaining[0].name).module)
+        if not remaining:
+            self.outcomes, self.modules = {}, set()
+            return
+        self.module = load_batch(remaining, self.directory)
+        self.reference = load_batch(remaining, self.directory, primary=self.module)
+        self.outcomes, self.modules = _rewrite_all(remaining, self.module, self.max_records)
+        compile_cheaply(self.modules)
+        self.modules.add(getattr(self.reference, remaining[0].name).module)
 
     def compile(self) -> None:
         """Load both modules; while one does not compile, fail the kernels its error names and rebuild."""
@@ -265,7 +299,8 @@ class Batch:
         self.compile()
         for case in self.remaining:
             if case.name not in self.outcomes:
-                self.outcomes[case.name] = check_case(case, getattr(self.module, case.name), self.max_records)
+                kernel = getattr(self.module, case.name)
+                self.outcomes[case.name] = check_case(case, kernel, self.reference, self.max_records)
         results = {**self.outcomes, **self.broken}
         return [results[case.name] for case in self.cases]
 

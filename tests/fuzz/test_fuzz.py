@@ -8,6 +8,7 @@ A failure found here or there is minimized by hand into tests/regressions/test_f
 import numpy as np
 import pytest
 
+from tests.fuzz.combinations import CELLS, cell_counts
 from tests.fuzz.features import FEATURES, exercised
 from tests.fuzz.generator import THRESHOLD_GAP, generate_kernel
 from tests.fuzz.grammar import GENERATORS, KNOWN_FAILURES, exercised_forms, forms_of
@@ -73,6 +74,12 @@ def test_the_slice_covers_every_pattern():
     """Every construct the fuzzer is meant to combine appears in the slice (no compile needed)."""
     counts = exercised([generate_kernel(SEED, i) for i in range(COUNT)])
     assert not [name for name in FEATURES if not counts[name]], counts
+
+
+def test_the_slice_draws_every_combination():
+    """Every cell of dtype x path x target (tests/fuzz/combinations.py) appears in the slice, several times."""
+    counts = cell_counts([generate_kernel(SEED, i) for i in range(COUNT)])
+    assert set(counts) == set(CELLS) and min(counts.values()) >= COUNT // len(CELLS), counts
 
 
 def test_every_form_of_the_fence_has_a_generator():

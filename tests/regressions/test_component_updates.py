@@ -77,3 +77,58 @@ emitted = emitted_fixture(component_updates)
 def test_through_the_command_line(emitted, name):
     launch_emitted = getattr(emitted, f"launch_{name}")
     check(case(emitted, name, lambda inputs: launch_emitted(N, inputs=inputs, device="cpu")))
+
+
+P = np.array([[0.3, 0.5, -0.2], [1.0, 0.4, 0.2], [-0.5, 0.8, 0.1], [0.6, -0.9, 0.7], [0.2, 0.3, -1.1], [0.9, 0.1, 0.4]])
+
+
+def weigh_bodies_case(module, launch_rewritten) -> Case:
+    """``weigh_bodies``, then ``masses_of`` over its bodies; differentiated with respect to the masses, the
+    positions and the accumulator's initial value."""
+
+    def make():
+        vectors = lambda values: wp.array(values, dtype=wp.vec3d, requires_grad=True, device="cpu")  # noqa: E731
+        return [f64(X, True), vectors(P), vectors([[0.1, 0.2, 0.3]]), zeros(2, module.Body), zeros(N), zeros(2)]
+
+    def program(args, launcher):
+        if launcher.__name__ == "launch_original":
+            wp.launch(module.weigh_bodies, N, inputs=args[:5], device="cpu")
+        else:
+            launch_rewritten(args[:5])
+        wp.launch(module.masses_of, 2, inputs=[args[3], args[5]], device="cpu")
+
+    return Case(None, N, make, [2, 4, 5], [0, 1, 2], program=program)
+
+
+def running_moment_case(module, launch_rewritten) -> Case:
+    """``fill_bodies`` from plain floats, then ``running_moment``: nothing but the bodies carries a gradient into
+    the float return."""
+
+    def make():
+        return [f64(X, True), zeros(N, module.Body), f64([0.3]), zeros(N)]
+
+    def program(args, launcher):
+        wp.launch(module.fill_bodies, N, inputs=args[:2], device="cpu")
+        if launcher.__name__ == "launch_original":
+            wp.launch(module.running_moment, N, inputs=args[1:], device="cpu")
+        else:
+            launch_rewritten(args[1:])
+
+    return Case(None, N, make, [3], [0], program=program)
+
+
+COMBINED = {"weigh_bodies": weigh_bodies_case, "running_moment": running_moment_case}
+
+
+@pytest.mark.parametrize("name", sorted(COMBINED))
+def test_with_an_exact_return_through_the_api(name):
+    from warp_rewrite import launch, wp_rewrite
+
+    rewritten = wp_rewrite(getattr(component_updates, name))
+    check(COMBINED[name](component_updates, lambda inputs: launch(rewritten, N, inputs=inputs, device="cpu")))
+
+
+@pytest.mark.parametrize("name", sorted(COMBINED))
+def test_with_an_exact_return_through_the_command_line(emitted, name):
+    launch_emitted = getattr(emitted, f"launch_{name}")
+    check(COMBINED[name](emitted, lambda inputs: launch_emitted(N, inputs=inputs, device="cpu")))

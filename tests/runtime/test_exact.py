@@ -13,6 +13,7 @@ from tests.support.patterns import (
     record_high,
 )
 from warp_rewrite import RewriteError, launch, wp_rewrite
+from warp_rewrite.runtime import memory
 
 N = 8
 X = np.array([0.7, -1.3, 1.9, 0.4, -0.6, 1.1, 2.3, -2.1])
@@ -251,27 +252,37 @@ def test_replacing_a_nan_passes_the_gradient_to_the_value_stored(kernel):
 
 
 @wp.struct
-class Bank:
-    balance: wp.array[wp.float64]
+class Inner:
+    weight: wp.float32
 
 
-@wp.func
-def charge(bank: Bank, amount: wp.float64) -> wp.float64:
-    before = wp.atomic_sub(bank.balance, 0, amount)
-    return before
+@wp.struct
+class Particle:
+    count: wp.int32
+    mass: wp.float64
+    frame: wp.transformd
+    inner: Inner
+    neighbours: wp.array[wp.int32]
 
 
-@wp.kernel
-def pay(x: wp.array[wp.float64], bank: Bank, out: wp.array[wp.float64]):
-    tid = wp.tid()
-    before = charge(bank, x[tid] * x[tid])
-    out[tid] = before * x[tid]
+@wp.struct
+class Tally:
+    count: wp.int32
+    flags: wp.vec3i
 
 
-def test_exact_returns_in_a_helper_handed_its_target_through_a_struct():
-    def make():
-        bank = Bank()
-        bank.balance = f64([10.0], True)
-        return [f64([0.3, 1.2, -0.7, 0.9], True), bank, zeros(4)]
-
-    check(Case(pay, 4, make, [2], [0]))
+def test_the_dtypes_whose_arrays_carry_float_gradients():
+    """The exact backward's table (``memory.float_components``): a seeded adjoint launch hands a fresh adjoint to
+    every written array of such a dtype; one it misses gets a null adjoint, and Warp's adjoints of component updates
+    (``bodies[b].mass += m``) then read the array's own gradient a second time. Every float scalar, vector, matrix,
+    quaternion, transform and spatial type of Warp, and structs with a float field (nested too), carry them; ints,
+    and structs of ints and arrays, do not."""
+    types = wp._src.types
+    for dtype in (*types.scalar_types, *types.vector_types):
+        assert memory.is_float_dtype(dtype) == (types.type_scalar_type(dtype) in types.float_types), dtype
+    assert memory.is_float_dtype(Particle) and not memory.is_float_dtype(Tally)
+    # the components: mass, the transform's 7, the nested float32 (the ints and the array left out)
+    fields = Particle.ctype
+    frame = [(fields.frame.offset + 8 * k, wp.float64) for k in range(7)]
+    expected = [(fields.mass.offset, wp.float64), *frame, (fields.inner.offset, wp.float32)]
+    assert memory.float_components(Particle) == expected

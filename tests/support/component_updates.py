@@ -85,3 +85,37 @@ def tally_through_helper(
     slot = wp.atomic_add(count, 0, 1)
     tally_into(total, hits, tid % 2, x[tid])
     out[slot] = x[tid] * wp.float64(slot + 1)
+
+
+@wp.kernel
+def weigh_bodies(
+    m: wp.array[wp.float64],
+    p: wp.array[wp.vec3d],
+    acc: wp.array[wp.vec3d],
+    bodies: wp.array[Body],
+    out: wp.array[wp.float64],
+):
+    """Field and component updates of an array of structs beside a consumed vector atomic whose return carries a
+    gradient: each alone was right, together the updates' gradient was taken twice."""
+    b = wp.tid()
+    bodies[b % 2].mass += m[b] * m[b]
+    bodies[b % 2].com[1] += m[b] * p[b][1]
+    prev = wp.atomic_add(acc, 0, p[b] * m[b])
+    out[b] = prev[0] * m[b] + prev[1]
+
+
+@wp.kernel
+def fill_bodies(m: wp.array[wp.float64], bodies: wp.array[Body]):
+    """Bodies made of plain floats, so that the loss can be differentiated with respect to those."""
+    b = wp.tid()
+    bodies[b].mass = m[b]
+    bodies[b].com = wp.vec3d(m[b], m[b] * m[b], wp.float64(0.5))
+
+
+@wp.kernel
+def running_moment(bodies: wp.array[Body], acc: wp.array[wp.float64], out: wp.array[wp.float64]):
+    """A float return made of an array of structs alone: where only the bodies require grad, the launch must still
+    take the exact path (it once took the bodies for arrays without a gradient, and the gradient was zero)."""
+    b = wp.tid()
+    prev = wp.atomic_add(acc, 0, bodies[b].mass * bodies[b].com[1])
+    out[b] = prev * prev

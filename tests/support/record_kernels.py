@@ -196,8 +196,7 @@ class _Canonical(ast.NodeTransformer):
         """``arr[i] += v`` as the ``wp.atomic_add(arr, i, v)`` Warp lowers it to (exact sites are spelled so)."""
         self.generic_visit(node)
         target = node.target
-        whole = isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name | ast.Attribute)
-        if whole and isinstance(node.op, ast.Add | ast.Sub):
+        if _element(target) and isinstance(node.op, ast.Add | ast.Sub):
             op = "add" if isinstance(node.op, ast.Add) else "sub"
             indices = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
             atomic = ast.Attribute(ast.Name(self.warp, ast.Load()), f"atomic_{op}")
@@ -248,10 +247,14 @@ def _writes(function: ast.FunctionDef, paths: dict, names: WarpNames, runtime: s
             found.append((node, kernel_path(positional_arguments(node)[0])))
         elif (target := _exact_target(node, runtime)) is not None:
             found.append((node, kernel_path(target)))
-        elif not isinstance(node, ast.AugAssign):
-            found += [(node, kernel_path(array)) for array in stored_arrays(node)]
-        elif not isinstance(node.target, ast.Subscript) or isinstance(node.target.value, ast.Subscript):
-            found += [(node, kernel_path(array)) for array in stored_arrays(node)]  # a field or a component
-        else:  # ``arr[i] += v``: the atomic Warp lowers it to
+        elif isinstance(node, ast.AugAssign) and _element(node.target):  # the atomic Warp lowers it to
             found.append((node, kernel_path(node.target.value)))
+        else:  # stores, and updates of a field or a component of an element
+            found += [(node, kernel_path(array)) for array in stored_arrays(node)]
     return [(ast.unparse(canonical.visit(copy.deepcopy(node))), path) for node, path in found]
+
+
+def _element(target: ast.expr) -> bool:
+    """Is ``target`` an element of an array (``arr[i]``, ``s.arr[i, j]``), rather than a part of one (``arr[i][k]``,
+    ``bodies[b].com[1]``)?"""
+    return isinstance(target, ast.Subscript) and not any(isinstance(n, ast.Subscript) for n in walk(target.value))

@@ -48,3 +48,55 @@ def winners_without_a_test(
     old = wp.atomic_min(zbuf, p, depth)  # only compared: replayed as a constant, the atomic's adjoint kept
     if old > depth:
         hits[tid] = depth * x[tid]
+
+
+@wp.func
+def in_front(zbuf: wp.array[wp.float64], p: int, depth: wp.float64) -> bool:
+    """The early test in a helper that consumes nothing: its clone reads the target's shadow."""
+    return depth < zbuf[p]
+
+
+@wp.kernel
+def early_test_in_a_helper(
+    x: wp.array[wp.float64], pixel: wp.array[wp.int32], zbuf: wp.array[wp.float64], shade: wp.array[wp.float64]
+):
+    tid = wp.tid()
+    depth = x[tid] * x[tid] + wp.float64(0.5)
+    p = pixel[tid]
+    if in_front(zbuf, p, depth):
+        nearest = wp.atomic_min(zbuf, p, depth)
+        shade[tid] = nearest * depth
+
+
+@wp.func
+def deposit(grid: wp.array2d(dtype=wp.float64), row: int, column: int, depth: wp.float64) -> wp.float64:
+    """The early test and the atomic together in a helper, on a 2-D target."""
+    if depth < grid[row, column]:
+        return wp.atomic_min(grid, row, column, depth)
+    return depth
+
+
+@wp.kernel
+def nearest_on_a_grid(
+    x: wp.array[wp.float64], pixel: wp.array[wp.int32], grid: wp.array2d(dtype=wp.float64), shade: wp.array[wp.float64]
+):
+    tid = wp.tid()
+    depth = x[tid] * x[tid] + wp.float64(0.5)
+    nearest = deposit(grid, pixel[tid], tid % 2, depth)
+    shade[tid] = wp.float64(3.0) * depth + nearest * nearest
+
+
+@wp.func
+def in_front_on_a_grid(grid: wp.array2d(dtype=wp.float64), row: int, column: int, depth: wp.float64) -> bool:
+    return depth < grid[row, column]
+
+
+@wp.kernel
+def early_grid_test_in_a_helper(
+    x: wp.array[wp.float64], pixel: wp.array[wp.int32], grid: wp.array2d(dtype=wp.float64), shade: wp.array[wp.float64]
+):
+    tid = wp.tid()
+    depth = x[tid] * x[tid] + wp.float64(0.5)
+    if in_front_on_a_grid(grid, pixel[tid], tid % 2, depth):
+        nearest = wp.atomic_min(grid, pixel[tid], tid % 2, depth)
+        shade[tid] = nearest * depth
