@@ -2,7 +2,8 @@
 
 Every generated kernel is checked against the invariants of tests/support/invariants.py too (a breach is a
 failure). Prints every failure (with the kernel's source, to minimize into tests/regressions/test_fuzz_regressions.py),
-how many of the kernels exercised each feature the fuzzer generates (tests/fuzz/features.py), and the line
+how many of the kernels exercised each feature the fuzzer generates (tests/fuzz/features.py), each form of the
+fence's table (tests/fuzz/grammar.py) and each form of loop Warp does not unroll (tests/fuzz/loops.py), and the line
 ``fuzz: N passed, N failed (N refused)``; exits non-zero on any failure. ``--show INDEX`` prints one kernel.
 """
 
@@ -20,6 +21,7 @@ import warp as wp
 from tests.fuzz.features import exercised
 from tests.fuzz.generator import generate_kernel
 from tests.fuzz.grammar import exercised_forms
+from tests.fuzz.loops import forms_of_loops
 from tests.fuzz.runner import FAILED, PASSED, REFUSED, Outcome, Summary, run
 from tests.support.invariants import checking_every_generated_kernel
 
@@ -67,6 +69,13 @@ def main(argv: list[str] | None = None) -> int:
     print("kernels using each form of the fence's table (passed / refused / failed):")
     by_status = {
         status: exercised_forms([o.case for o in summary.outcomes if o.status == status])
+        for status in (PASSED, REFUSED, FAILED)
+    }
+    for name in by_status[PASSED]:
+        print(f"  {by_status[PASSED][name]:6d} / {by_status[REFUSED][name]:<5d} / {by_status[FAILED][name]:<3d} {name}")
+    print("kernels using each form of loop Warp does not unroll (passed / refused / failed):")
+    by_status = {
+        status: forms_of_loops([o.case for o in summary.outcomes if o.status == status])
         for status in (PASSED, REFUSED, FAILED)
     }
     for name in by_status[PASSED]:

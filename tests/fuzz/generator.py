@@ -81,6 +81,7 @@ class KernelCase:
     arrays: list[ArraySpec]  # the kernel's array arguments, then the struct arguments' fields
     source: str
     structs: list[StructSpec] = field(default_factory=list)  # arguments after the arrays
+    loop_forms: frozenset[str] = frozenset()  # the forms of loops Warp does not unroll it has (tests/fuzz/loops.py)
 
     @property
     def arguments(self) -> list[ArraySpec]:
@@ -183,6 +184,7 @@ class _KernelWriter:
         self.targets: list[_FloatTarget] = []
         self.helpers: list[str] = []
         self.names = 0
+        self.loop_forms: set[str] = set()
 
     # --- names and values ---------------------------------------------------------------------------
 
@@ -647,11 +649,18 @@ class _KernelWriter:
         scope = _Scope(lines, 1)
         scope.line("tid = wp.tid()")
         scope.line("xv = x[tid]")
-        kinds = [self.block(scope) for _ in range(self.rng.randint(1, 3))]
-        if set(kinds) <= {"peek"}:  # the rewrite takes kernels that consume an atomic's return
-            self.int_block(scope)
-        for _ in range(self.rng.randint(1, 3)):
-            self.form_block(scope)
+        from tests.fuzz.loops import ALONE, WITH_ATOMICS, write_loops  # (it builds on this module)
+
+        if self.rng.random() < ALONE:  # a kernel whose only hazard is its loops
+            write_loops(self, scope, consumed=False)
+        else:
+            kinds = [self.block(scope) for _ in range(self.rng.randint(1, 3))]
+            if set(kinds) <= {"peek"}:  # the rewrite takes kernels that consume an atomic's return
+                self.int_block(scope)
+            for _ in range(self.rng.randint(1, 3)):
+                self.form_block(scope)
+            if self.rng.random() < WITH_ATOMICS:
+                write_loops(self, scope, consumed=True)
         scope.line(f"y[tid] += xv * xv * {self.constant()}")
         self.finish()
         for struct in self.structs:
@@ -666,7 +675,7 @@ class _KernelWriter:
             for s in self.structs
         ]
         source = "\n\n".join([*classes, *self.helpers, kernel])
-        return KernelCase(self.name, 0, 0, self.dim, self.arrays, source, self.structs)
+        return KernelCase(self.name, 0, 0, self.dim, self.arrays, source, self.structs, frozenset(self.loop_forms))
 
 
 def generate_kernel(seed: int, index: int) -> KernelCase:

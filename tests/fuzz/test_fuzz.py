@@ -11,6 +11,7 @@ import pytest
 from tests.fuzz.features import FEATURES, exercised
 from tests.fuzz.generator import THRESHOLD_GAP, generate_kernel
 from tests.fuzz.grammar import GENERATORS, KNOWN_FAILURES, exercised_forms, forms_of
+from tests.fuzz.loops import LOOP_FORMS, forms_of_loops
 from tests.fuzz.runner import FAILED, PASSED, REFUSED, Outcome, agrees, richardson, run
 from warp_rewrite.passes.fence import BY_NAME
 
@@ -84,6 +85,12 @@ def test_the_slice_exercises_every_form_of_the_fence():
     """Every form of the fence's table, accepted or refused, appears in the slice (no compile needed)."""
     counts = exercised_forms([generate_kernel(SEED, i) for i in range(COUNT)])
     assert not [name for name in BY_NAME if not counts[name]], counts
+
+
+def test_the_slice_exercises_every_form_of_loop():
+    """Every form of loop Warp does not unroll the fuzzer writes (tests/fuzz/loops.py) appears in the slice."""
+    counts = forms_of_loops([generate_kernel(SEED, i) for i in range(COUNT)])
+    assert not [name for name in LOOP_FORMS if not counts[name]], counts
 
 
 def test_inputs_keep_away_from_a_tie_at_one():
