@@ -110,7 +110,7 @@ def is_vector_or_quaternion(dtype: Any) -> bool:
 def is_exported(dtype: Any) -> bool:
     """Is ``dtype`` a value type Warp exports by name (``wp.float32``, ``wp.vec3d``, ``wp.transformf``)?"""
     name = getattr(dtype, "__name__", None)
-    return bool(name) and getattr(wp, name, None) is dtype and warp_types.type_is_value(dtype)
+    return isinstance(name, str) and getattr(wp, name, None) is dtype and warp_types.type_is_value(dtype)
 
 
 def exported(dtype: Any) -> Any:

@@ -304,7 +304,8 @@ class Fence:
         if id(unit.tree) not in self._memories:
             types = self.frontend.parameter_types(unit)
             structs = {name: self.frontend.element_struct(unit, name) for name in types}
-            self._memories[id(unit.tree)] = _Memory.of(unit.tree, types, structs)
+            names = self.frontend.warp_names(unit)
+            self._memories[id(unit.tree)] = _Memory.of(unit.tree, types, structs, names)
         return self._memories[id(unit.tree)]
 
     def _in_struct_element(self, unit: Unit, node: ast.Attribute) -> bool:
@@ -361,16 +362,16 @@ class _Memory:
     rebound: frozenset[str]  # locals assigned more than once (``dataflow.rebound_locals``)
 
     @classmethod
-    def of(cls, function: ast.FunctionDef, types: dict[str, Any], structs: dict[str, Any]) -> _Memory:
+    def of(cls, function: ast.FunctionDef, types: dict[str, Any], structs: dict[str, Any], names: WarpNames) -> _Memory:
         """``types``: the function's parameter types; ``structs``: the struct type of each array parameter's
-        elements, where they are structs (``Frontend.element_struct``)."""
+        elements, where they are structs (``Frontend.element_struct``); ``names``: how the function spells Warp."""
         arrays, struct_arrays = {}, {}
         for name, annotation in types.items():
             if (array := dtypes.array_info(annotation)) is not None:
                 arrays[name] = array.ndim or 1
                 if structs.get(name) is not None:
                     struct_arrays[name] = (structs[name], array.ndim or 1)
-        memory = cls(arrays, struct_arrays, {}, frozenset(rebound_locals(function)))
+        memory = cls(arrays, struct_arrays, {}, frozenset(rebound_locals(function, names=names)))
         bindings = [
             (node.targets[0].id, node.value)
             for node in walk(function)

@@ -524,6 +524,11 @@ def _carried(
                 "over it (for j in query:), and read nothing else of it",
             )
     into, out = into - queries, out - queries
+    written_in_place = {
+        local.id: call
+        for call in (node for node in walk(loop) if isinstance(node, ast.Call))
+        for local in builtins.written_arguments(call, facts.names)
+    }
     for name in sorted(into | out):
         kind = types.get(name)
         if kind is None:
@@ -543,6 +548,17 @@ def _carried(
                 f"{getattr(kind, '__name__', kind)}: the replay restores carried locals of Warp's scalar, vector, "
                 "matrix, quaternion and transform types",
                 "Carry the struct's fields in locals of their own",
+            )
+        if name in written_in_place and not (dtypes.is_int(kind) or kind is dtypes.BOOL):
+            builtin = ast.unparse(written_in_place[name].func)
+            raise Refusal(
+                unit,
+                written_in_place[name],
+                f"'{name}', which this loop carries, is written in place by {builtin}(): Warp's adjoint of that write "
+                f"passes the gradient on to the value '{name}' held before the call, which the replay restores from "
+                "another trip",
+                f"Let the builtin write a fresh local and copy it: {name}_out = {dtypes.source(kind, 'wp')}(...); "
+                f"{builtin}(..., {name}_out); {name} = {name}_out",
             )
         if (
             name in out - into

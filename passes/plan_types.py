@@ -49,6 +49,10 @@ class Frontend(Protocol[UnitT]):
     def return_type(self, unit: UnitT) -> Any:
         """The function's declared return type, where known."""
 
+    def named_type(self, unit: UnitT, expr: ast.expr) -> Any:
+        """The Warp type ``expr`` names in the function (``F`` after ``F = wp.float64``, ``wp.vec3``, a struct),
+        where it names one and that is known; a call of it makes a value of that type."""
+
     def element_struct(self, unit: UnitT, name: str) -> Any:
         """The struct type of the elements of the function's array parameter ``name``; None where they are no
         structs, or where it is not known."""

@@ -91,7 +91,10 @@ class Analysis:
             helper = self.frontend.resolve_helper(self.unit, call)
             return None if helper is None else self.frontend.return_type(helper)
 
-        return ValueTypes(self.tree, self.names, self.parameter_types, self.nodes, local_types, declared)
+        def named_type(expr: ast.expr) -> Any:
+            return self.frontend.named_type(self.unit, expr)
+
+        return ValueTypes(self.tree, self.names, self.parameter_types, self.nodes, local_types, declared, named_type)
 
     @property
     def value_types(self) -> dict[str, Any]:

@@ -125,12 +125,15 @@ class ValueTypes:
         nodes: list[ast.AST] | None = None,
         local_types: dict[str, Any] | None = None,
         call_types: Callable[[ast.Call], Any] | None = None,
+        named_type: Callable[[ast.expr], Any] | None = None,
     ):
         """``parameter_types``: the function's parameters' Warp types; ``local_types``: what the front end knows of
-        its locals; ``call_types``: the declared return type of a call of a helper (None: not a helper's call)."""
+        its locals; ``call_types``: the declared return type of a call of a helper (None: not a helper's call);
+        ``named_type``: the Warp type a name or attribute names (``F`` after ``F = wp.float64``), if any."""
         self.names = names
         self.parameters = {name: dtypes.normalized(kind) for name, kind in parameter_types.items()}
         self.call_types = call_types or (lambda call: None)
+        self.named_type = named_type or (lambda expr: None)
         assignments: dict[str, list[ast.expr | None]] = {}
         for node in walk(func) if nodes is None else nodes:
             for name, value in _assigned_values(node):
@@ -220,6 +223,9 @@ class ValueTypes:
         declared = self.call_types(call)
         if declared is not None:
             return dtypes.normalized(declared)
+        named = self.named_type(call.func) if isinstance(call.func, ast.Name | ast.Attribute) else None
+        if named is not None and warp_types.type_is_value(named):
+            return dtypes.exported(named)  # a constructor under another name: F(0.5) after F = wp.float64
         builtin = self._builtin_name(call)
         if builtin is None:
             return None

@@ -225,6 +225,10 @@ class LiveFrontend:
         adjoint = self.built_adjoint
         return {} if adjoint is None else {name: var.type for name, var in adjoint.symbols.items()}
 
+    def named_type(self, unit: FunctionSource, expr: ast.expr) -> Any:
+        named = dtypes.normalized(unit.resolve(expr))
+        return named if dtypes.is_value_type(named) or isinstance(named, Struct) else None
+
     def return_type(self, unit: FunctionSource) -> Any:
         # Warp's reading of the annotation: evaluated where it was written (a string under ``from __future__ import
         # annotations``, as Newton writes them)

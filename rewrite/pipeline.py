@@ -153,6 +153,9 @@ class DesugaredFrontend:
     def return_type(self, unit: Unit) -> Any:
         return self.frontend.return_type(self._own_source(unit))
 
+    def named_type(self, unit: Unit, expr: ast.expr) -> Any:
+        return self.frontend.named_type(self._own_source(unit), expr)
+
     def is_builtin(self, unit: Unit, call: ast.Call) -> bool:
         return self.frontend.is_builtin(self._own_source(unit), call)
 

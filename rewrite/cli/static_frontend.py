@@ -138,18 +138,18 @@ def _module_type(project: Project, module: StaticModule, dotted: list[str], dept
     """The type a module-level name of the file stands for (``dotted``: the name, or a name the file imports and
     attributes of it): a ``@wp.struct`` class, or a value type made by one of Warp's type constructors
     (``mat61 = wp.types.matrix(shape=(6, 1), dtype=wp.float32)``), in this file or one of the project's that it
-    imports it from; None for anything else."""
+    imports it from, or another name for one of Warp's types (``F = wp.float64``); None for anything else."""
     name, *rest = dotted
     for node in module_level(module.tree) if not rest else ():
         if isinstance(node, ast.ClassDef) and node.name == name:
             return StaticStruct(project, module, node) if module.warp.decorated(node, "struct") else None
-        if (
-            isinstance(node, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
-            and isinstance(node.value, ast.Call)
-            and _constructor(module, node.value.func)
-        ):
+        if not isinstance(node, ast.Assign) or not any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            continue
+        if isinstance(node.value, ast.Call) and _constructor(module, node.value.func):
             return _value_type(project, module, node.value)
+        if isinstance(node.value, ast.Attribute) and isinstance(node.value.value, ast.Name) and depth < 20:
+            named = resolve_annotation(project, module, node.value)  # F = wp.float64
+            return named if dtypes.is_value_type(named) else None
     source = module.imported.get(name)
     return None if source is None or depth > 20 else _imported_type(project, module, source, rest, depth + 1)
 
@@ -359,6 +359,10 @@ class StaticFrontend:
         if isinstance(resolve_annotation(self.project, owner, func), StaticStruct):
             return True
         return hasattr(builtins, func.id) and func.id not in owner.imported and func.id not in owner.helpers()
+
+    def named_type(self, unit: StaticUnit, expr: ast.expr) -> Any:
+        named = resolve_annotation(self.project, unit.owner, expr)
+        return None if named is typing.Any else named
 
     def local_types(self, unit: StaticUnit) -> dict[str, Any]:
         return {}  # not known without running the module: the passes infer ints from the source

@@ -123,8 +123,9 @@ def refusal(kernel: wp.Kernel) -> str:
 
 def test_loop_over_something_other_than_range():
     assert refusal(loops_over_an_array) == (
-        f"{where('non-range', 'for')}: kernel 'loops_over_an_array': a for loop over something other than range() "
-        "around a consumed atomic. Loop over range(...) with a single loop variable"
+        f"{where('non-range', 'for')}: kernel 'loops_over_an_array': a for loop over something other than range() or "
+        "a spatial query around a consumed atomic. Loop over range(...) or a query (for j in wp.hash_grid_query(...)) "
+        "with a single loop variable"
     )
 
 

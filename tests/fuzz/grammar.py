@@ -530,6 +530,13 @@ class _SourceFrontend:
     def return_type(self, unit: _Unit) -> Any:
         return self._type(unit.tree.returns)
 
+    def named_type(self, unit: _Unit, expr: ast.expr) -> Any:
+        try:
+            named = self._type(expr)
+        except (NameError, AttributeError):  # a helper or a local's name
+            return None
+        return named if isinstance(named, type) else None
+
     def element_struct(self, unit: _Unit, name: str) -> Any:
         annotation = self.parameter_types(unit).get(name)
         return annotation.dtype if wp._src.types.is_array(annotation) and hasattr(annotation.dtype, "vars") else None

@@ -176,13 +176,12 @@ BUILTIN_REFUSALS = {
                   "aliases its tile"),
     "raw_array": (39, 11, "'wp.array' (wp.array(ptr=address, shape=(4,), dtype=F)) is not supported by warp-rewrite "
                   "yet: an array made from a raw address"),
-    "out_argument_carried": (50, 5, "'angle' is changed in a loop around a consumed atomic and read by later "
-                             "iterations or after the loop, and is not an int"),
-    "query_carried": (62, 5, "'query' is changed in a loop around a consumed atomic and read by later iterations or "
-                      "after the loop, and is not an int"),
-    "reads_written_array": (71, 27, "'wp.lower_bound' reads 'out', which this launch also writes"),
-    "loop_variable_written": (85, 5, "the loop variable 'j' is reassigned in the loop"),
-    "address_taken": (78, 15, "'wp.address_of' (wp.address_of(out[i])) is not supported by warp-rewrite yet: takes "
+    "out_argument_carried": (78, 9, "'angle', which this loop carries, is written in place by "
+                             "wp.quat_to_axis_angle(): Warp's adjoint of that write passes the gradient on to the "
+                             "value 'angle' held before the call, which the replay restores from another trip"),
+    "reads_written_array": (48, 27, "'wp.lower_bound' reads 'out', which this launch also writes"),
+    "loop_variable_written": (62, 5, "the loop variable 'j' is reassigned in the loop"),
+    "address_taken": (55, 15, "'wp.address_of' (wp.address_of(out[i])) is not supported by warp-rewrite yet: takes "
                       "the address of a local or an element"),
 }  # fmt: skip
 

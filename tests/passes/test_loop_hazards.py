@@ -13,7 +13,8 @@ import warp as wp
 
 from tests.support import loops
 from tests.support.emitted import Pattern, emitted_fixture, end_to_end_tests
-from tests.support.harness import Case, f64, finite_difference_gradients, i32, vec3d
+from tests.support.harness import Case, check, f64, finite_difference_gradients, i32, vec3d
+from warp_rewrite import rewrite_launches
 from warp_rewrite.passes.loop_carried import LoopFlow
 from warp_rewrite.passes.loop_hazards import Hazard, loop_hazards
 
@@ -43,6 +44,7 @@ KERNELS = {
     "gathered_sum": Pattern(lambda: [i32([0]), f64(X, True), zeros()], [2], [1]),
     "component_sums": Pattern(lambda: [i32([0]), f64(X, True), i32(COUNTS), zeros()], [3], [1]),
     "named_components": Pattern(lambda: [f64(X, True), i32(COUNTS), zeros()], [2], [0]),
+    "named_bound": Pattern(lambda: [f64(X, True), i32(COUNTS), zeros()], [2], [0]),
 }
 emitted = emitted_fixture(loops)
 test_through_the_api, test_through_the_command_line = end_to_end_tests(loops, N, KERNELS)
@@ -117,3 +119,22 @@ def test_a_constant_range_within_max_unroll_is_unrolled():
 
 def test_hazard_reasons_say_why():
     assert "evaluates again" in Hazard.WHILE.value and "jumping past" in Hazard.JUMPS.value
+
+
+def test_rewrite_launches_rewrites_a_kernel_whose_only_hazard_is_a_loop():
+    """Code one cannot edit: under ``rewrite_launches()``, ``wp.launch`` of a kernel with no atomic whose loop Warp
+    replays wrong, on a tape, gets the gradient of the original forward; off again, plain Warp's (0) comes back."""
+    pattern = KERNELS["substeps"]
+
+    def program(args, launcher):
+        wp.launch(loops.substeps, N, inputs=args, device="cpu")
+
+    rewrite_launches()
+    try:
+        check(Case(None, N, pattern.make, pattern.loss, pattern.wrt, program=program))
+    finally:
+        rewrite_launches(False)
+    args = pattern.make()
+    with wp.Tape() as tape:
+        wp.launch(loops.substeps, N, inputs=args, device="cpu")
+    assert tape.launches[0][0] is loops.substeps  # the original kernel, as before

@@ -1,6 +1,6 @@
-"""Kernels that consume an atomic's return and call a builtin the rewrite cannot replay right, or write through a
-builtin what a loop around a consumed atomic carries (tests/passes/test_fence.py): each is refused, with the same
-message through the API and the command line."""
+"""Kernels that consume an atomic's return and call a builtin the rewrite cannot replay right, or write a loop's own
+variable or a float it carries through a builtin (tests/passes/test_fence.py): each is refused, with the same message
+through the API and the command line (a query's index a loop's step writes is replayed: test_spatial_queries.py)."""
 
 import warp as wp
 
@@ -42,29 +42,6 @@ def raw_array(count: wp.array[int], address: wp.uint64, x: wp.array[F], out: wp.
 
 
 @wp.kernel
-def out_argument_carried(count: wp.array[int], trips: wp.array[int], q: wp.array[wp.quatd], out: wp.array[F]):
-    """``angle`` is read by the next trip and written by ``wp.quat_to_axis_angle``: a float the loop carries."""
-    i = wp.tid()
-    axis = wp.vec3d()
-    angle = F(0.0)
-    for k in range(trips[0]):
-        s = wp.atomic_add(count, 0, 1)
-        out[s] = angle * F(i)
-        wp.quat_to_axis_angle(q[k], axis, angle)
-
-
-@wp.kernel
-def query_carried(count: wp.array[int], grid: wp.uint64, points: wp.array[wp.vec3], out: wp.array[F]):
-    """The query and ``j`` live in the step's out-arguments: the loop carries ``query``, no int."""
-    i = wp.tid()
-    query = wp.hash_grid_query(grid, points[i], 1.0)
-    j = int(0)
-    while wp.hash_grid_query_next(query, j):
-        s = wp.atomic_add(count, 0, 1)
-        out[s] = F(j)
-
-
-@wp.kernel
 def reads_written_array(count: wp.array[int], x: wp.array[float], out: wp.array[float]):
     i = wp.tid()
     s = wp.atomic_add(count, 0, 1)
@@ -86,3 +63,16 @@ def loop_variable_written(count: wp.array[int], grid: wp.uint64, out: wp.array[F
         s = wp.atomic_add(count, 0, 1)
         wp.hash_grid_query_next(query, j)  # writes the loop variable
         out[s] = F(j)
+
+
+@wp.kernel
+def out_argument_carried(count: wp.array[int], trips: wp.array[int], q: wp.array[wp.quatd], out: wp.array[F]):
+    """``angle`` is written by ``wp.quat_to_axis_angle`` (an out-argument) and read by the next trip: a float the
+    loop carries, which no assignment statement changes."""
+    i = wp.tid()
+    axis = wp.vec3d()
+    angle = F(0.5)
+    for k in range(trips[0]):
+        s = wp.atomic_add(count, 0, 1)
+        out[s] = angle * angle * F(i + 1)
+        wp.quat_to_axis_angle(q[k], axis, angle)

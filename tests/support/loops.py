@@ -192,3 +192,15 @@ def named_components(x: wp.array[wp.float64], n: wp.array[wp.int32], out: wp.arr
         acc.x = acc.x * acc.y + x[i]
         acc.y = acc.y * acc.x
     out[i] = acc.x + acc.y
+
+
+@wp.kernel
+def named_bound(x: wp.array[wp.float64], n: wp.array[wp.int32], out: wp.array[wp.float64]):
+    """A range over a module-level name, which Warp unrolls (it looks the constant up), inside a loop it does not:
+    the rewrite counts it as a loop too, and replays it from records, right either way."""
+    i = wp.tid()
+    acc = wp.float64(1.0)
+    for _outer in range(n[i]):
+        for k in range(R):
+            acc = acc * x[(i + k) % 4] + wp.float64(0.05)
+    out[i] = acc * acc

@@ -3,6 +3,7 @@ before/after source pairs that compile and launch nothing."""
 
 import ast
 import textwrap
+from typing import Any
 
 import warp as wp
 
@@ -100,6 +101,9 @@ class Frontend:
 
     def return_type(self, unit: Unit) -> None:
         return None
+
+    def named_type(self, unit: Unit, expr: ast.expr) -> Any:
+        return getattr(wp, expr.attr, None) if isinstance(expr, ast.Attribute) else None  # wp.float64, wp.vec3
 
     def element_struct(self, unit: Unit, name: str) -> None:
         return None  # the test kernels take no arrays of structs
