@@ -741,8 +741,10 @@ def _outermost_calls(expr: ast.expr) -> list[ast.Call]:
 
 
 def _constructs(call: ast.Call) -> bool:
-    """Does the call only make a value of a type (``int(0)``, ``wp.float64(x)``, ``wp.vec3(...)``)?"""
-    return dtypes.is_type_name(called_name(call))
+    """Does the call only make a value: of a type (``int(0)``, ``wp.float64(x)``, ``wp.vec3(...)``), or the thread's
+    index (``wp.tid()``, the prologue's: a count function that records nothing needs no row)?"""
+    thread_index = isinstance(call.func, ast.Attribute) and call.func.attr == "tid" and not call.args
+    return thread_index or dtypes.is_type_name(called_name(call))
 
 
 def _replay_registration(twin: ast.FunctionDef, replay_name: str, warp: str) -> ast.FunctionDef:

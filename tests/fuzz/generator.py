@@ -3,7 +3,9 @@
 Each kernel is drawn from its own ``random.Random(f"{seed}:{index}")``, so any one of them can be written out
 again from its seed and index alone. Kernels are built from blocks: a consumed atomic and a few uses of what
 it returns (indices, conditions, arithmetic, other atomics), wrapped in ``if``s, ``for`` loops over ``range``
-(constant or array-read bounds) and ``@wp.func`` helpers, with unconsumed atomics on the same targets.
+(constant or array-read bounds) and ``@wp.func`` helpers, with unconsumed atomics on the same targets. Some
+kernels also carry locals through loops Warp does not unroll, or consist of such loops alone (``tests/fuzz/loops.py``,
+drawn from a stream of their own).
 
 Inputs are chosen so that finite differences of the original forward are a valid ground truth: float branch
 conditions only compare inputs whose magnitudes stay well away from the threshold, float min/max operands of
@@ -649,18 +651,19 @@ class _KernelWriter:
         scope = _Scope(lines, 1)
         scope.line("tid = wp.tid()")
         scope.line("xv = x[tid]")
-        from tests.fuzz.loops import ALONE, WITH_ATOMICS, write_loops  # (it builds on this module)
+        from tests.fuzz.loops import LoopDraw, write_loops  # (it builds on this module)
 
-        if self.rng.random() < ALONE:  # a kernel whose only hazard is its loops
-            write_loops(self, scope, consumed=False)
+        loops = LoopDraw.of(self.name)  # from a stream of its own: what the rest draws stays as it was
+        if loops.alone:  # a kernel whose only hazard is its loops
+            write_loops(self, scope, loops)
         else:
             kinds = [self.block(scope) for _ in range(self.rng.randint(1, 3))]
             if set(kinds) <= {"peek"}:  # the rewrite takes kernels that consume an atomic's return
                 self.int_block(scope)
             for _ in range(self.rng.randint(1, 3)):
                 self.form_block(scope)
-            if self.rng.random() < WITH_ATOMICS:
-                write_loops(self, scope, consumed=True)
+            if loops.with_atomics:
+                write_loops(self, scope, loops)
         scope.line(f"y[tid] += xv * xv * {self.constant()}")
         self.finish()
         for struct in self.structs:

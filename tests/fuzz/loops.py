@@ -20,6 +20,7 @@ each.
 from __future__ import annotations
 
 import math
+import random
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -93,12 +94,34 @@ def forms_of_loops(cases: list[KernelCase]) -> Counter:
     return counts
 
 
-def write_loops(writer: _KernelWriter, scope: _Scope, consumed: bool) -> None:
-    """One or two loop blocks; ``consumed``: the kernel consumes atomics' returns (so may its loops)."""
+@dataclass
+class LoopDraw:
+    """Whether a kernel gets loop blocks, and the stream they are drawn from: one of the kernel's own, so that adding
+    loops to a kernel leaves everything else it draws (from the generator's stream) as it was."""
+
+    rng: random.Random
+    alone: bool  # loops are the kernel's only hazard: it consumes no atomic's return
+    with_atomics: bool  # loops after the kernel's other blocks
+
+    @classmethod
+    def of(cls, kernel: str) -> LoopDraw:
+        rng = random.Random(f"{kernel}:loops")
+        alone = rng.random() < ALONE
+        return cls(rng, alone, not alone and rng.random() < WITH_ATOMICS)
+
+
+def write_loops(writer: _KernelWriter, scope: _Scope, draw: LoopDraw) -> None:
+    """One or two loop blocks, drawn from ``draw``'s stream; where the kernel consumes atomics' returns, so may its
+    loops."""
+    consumed = not draw.alone
     if not consumed:
         writer.loop_forms.add("no consumed atomic in the kernel")
-    for _ in range(writer.rng.randint(1, 2)):
-        _loop_block(writer, scope, consumed)
+    kept, writer.rng = writer.rng, draw.rng
+    try:
+        for _ in range(writer.rng.randint(1, 2)):
+            _loop_block(writer, scope, consumed)
+    finally:
+        writer.rng = kept
 
 
 def _loop_block(writer: _KernelWriter, scope: _Scope, consumed: bool) -> None:
