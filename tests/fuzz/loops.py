@@ -29,6 +29,7 @@ from tests.fuzz.generator import TRIPS_MAX, ArraySpec, KernelCase, _KernelWriter
 from tests.fuzz.grammar import _out
 from tests.fuzz.structures import BOXES, FACES, GRID_POINTS, StructureArgument
 
+QUERY_FORMS = ("hash-grid query (while)", "hash-grid query (for)", "BVH box query", "BVH ray query", "mesh box query")
 # The forms a kernel's loops exercise (``KernelCase.loop_forms``), in the order ``make fuzz`` prints them.
 LOOP_FORMS = (
     "float carried out, used linearly",
@@ -48,16 +49,11 @@ LOOP_FORMS = (
     "nested in a loop Warp does not unroll",
     "helper loop with a nonlinear return",
     "helper returning from inside while True",
-    "hash-grid query (while)",
-    "hash-grid query (for)",
-    "BVH box query",
-    "BVH ray query",
-    "mesh box query",
+    *QUERY_FORMS,
     "consumed atomic in the loop",
     "consumed atomic after the loop",
     "no consumed atomic in the kernel",
 )
-QUERY_FORMS = ("hash-grid query (while)", "hash-grid query (for)", "BVH box query", "BVH ray query", "mesh box query")
 ALONE = 0.25  # kernels whose only hazard is their loops: no atomic's return consumed anywhere
 WITH_ATOMICS = 0.4  # of the other kernels, those that get loop blocks too
 LONG_TRIPS = (17, 20)  # constant ranges longer than Warp's default max_unroll (16)
@@ -66,8 +62,8 @@ HALVINGS_GAP = 0.02  # no halving of an input comes closer to the threshold 1 th
 
 @dataclass
 class _Header:
-    """A loop's head, and what its body may use: an int that differs from trip to trip, a float64 term of the trip,
-    an index into a float64 array and an int score to compare (the argmax)."""
+    """A loop's head, and what its body may use: an int that differs from trip to trip, an index into a float64
+    array that differs too, and an int score to compare (the argmax)."""
 
     form: str
     setup: list[str]  # lines before the loop
@@ -127,14 +123,14 @@ def write_loops(writer: _KernelWriter, scope: _Scope, draw: LoopDraw) -> None:
 def _loop_block(writer: _KernelWriter, scope: _Scope, consumed: bool) -> None:
     rng = writer.rng
     shapes: dict[str, Callable[[_KernelWriter, _Scope, bool], None]] = {
-        "range": lambda w, s, c: _carried_loop(w, s, _range_header(w, s), c),
-        "names": lambda w, s, c: _carried_loop(w, s, _names_header(w, s), c),
-        "long": lambda w, s, c: _carried_loop(w, s, _long_header(w, s), c),
-        "while": lambda w, s, c: _carried_loop(w, s, _while_header(w, s), c),
+        "range": lambda w, s, c: _carried_loop(w, s, _range_header(w), c),
+        "names": lambda w, s, c: _carried_loop(w, s, _names_header(w), c),
+        "long": lambda w, s, c: _carried_loop(w, s, _long_header(w), c),
+        "while": lambda w, s, c: _carried_loop(w, s, _while_header(w), c),
         "halvings": _halvings,
         "helper": _helper_loop,
         "while True": _return_from_while_true,
-        "query": lambda w, s, c: _carried_loop(w, s, _query_header(w, s), c),
+        "query": lambda w, s, c: _carried_loop(w, s, _query_header(w), c),
     }
     shape = rng.choices(list(shapes), weights=(3, 2, 1.5, 2.5, 1.5, 2, 1, 5))[0]
     wrappers = [w for w in ("if", "for_trips", "for") if rng.random() < 0.15]
@@ -146,13 +142,13 @@ def _loop_block(writer: _KernelWriter, scope: _Scope, consumed: bool) -> None:
 # --- heads ------------------------------------------------------------------------------------------------
 
 
-def _range_header(writer: _KernelWriter, scope: _Scope) -> _Header:
+def _range_header(writer: _KernelWriter) -> _Header:
     k = writer.fresh("lk")
     bounds = writer.rng.choice(("trips[tid]", "keys[tid] % 2, keys[tid] % 2 + trips[tid]"))
     return _x_header(writer, "for over a data-dependent range", f"for {k} in range({bounds}):", k, TRIPS_MAX)
 
 
-def _names_header(writer: _KernelWriter, scope: _Scope) -> _Header:
+def _names_header(writer: _KernelWriter) -> _Header:
     """Bounds from module-level names: ``range(R * C)`` (a loop to Warp), or ``range(N)`` (Warp looks the constant
     up and unrolls it; the rewrite, erring on the safe side, replays it from records all the same)."""
     rng = writer.rng
@@ -172,13 +168,13 @@ def _names_header(writer: _KernelWriter, scope: _Scope) -> _Header:
     return _x_header(writer, "for over module-level names", f"for {k} in range({bounds}):", k, max(trips, 1))
 
 
-def _long_header(writer: _KernelWriter, scope: _Scope) -> _Header:
+def _long_header(writer: _KernelWriter) -> _Header:
     trips = writer.rng.randint(*LONG_TRIPS)
     k = writer.fresh("lk")
     return _x_header(writer, "for over a constant range beyond max_unroll", f"for {k} in range({trips}):", k, trips)
 
 
-def _while_header(writer: _KernelWriter, scope: _Scope) -> _Header:
+def _while_header(writer: _KernelWriter) -> _Header:
     w = writer.fresh("w")
     header = _x_header(writer, "while over a data-dependent count", f"while {w} < trips[tid] + keys[tid] % 2:", w, 0)
     header.setup, header.first, header.is_while, header.trips = [f"{w} = int(0)"], [f"{w} += 1"], True, TRIPS_MAX + 1
@@ -191,7 +187,7 @@ def _x_header(writer: _KernelWriter, form: str, line: str, variable: str, trips:
     return _Header(form, [], line, variable, trips, "x", writer.dim, index, f"keys[{index}]")
 
 
-def _query_header(writer: _KernelWriter, scope: _Scope) -> _Header:
+def _query_header(writer: _KernelWriter) -> _Header:
     """A walk of a spatial query: the index each step writes reads the structure's elements' values."""
     rng = writer.rng
     form = rng.choice(QUERY_FORMS)
@@ -398,7 +394,7 @@ def _helper_loop(writer: _KernelWriter, scope: _Scope, consumed: bool) -> None:
     """A helper whose loop carries locals, returning a nonlinear function of them (Warp's suggested workaround of
     moving the loop into a helper is wrong exactly there: its issue #1754)."""
     writer.loop_forms.add("helper loop with a nonlinear return")
-    header = writer.rng.choice((_range_header, _names_header, _long_header, _while_header))(writer, scope)
+    header = writer.rng.choice((_range_header, _names_header, _long_header, _while_header))(writer)
     writer.loop_forms.add(header.form)
     lines: list[str] = []
     inner = _Scope(lines, 1, scope.loops, in_helper=True)
