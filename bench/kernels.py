@@ -21,6 +21,7 @@ import warp as wp
 EMPTY_KEY = wp.constant(-1)
 MAX_PROBES = wp.constant(64)
 MAX_EMITTED = 4  # particles one emitter emits at most per launch
+MAX_NEIGHBOURS = 8  # neighbours one particle sums over at most
 
 
 # --- hand-written record/replay helpers --------------------------------------------------------------
@@ -353,6 +354,63 @@ def scatter_handwritten(
     y[tid] = wp.sqrt(before + 1.0) * w
 
 
+# --- a sum over a data-dependent neighbour count: a loop Warp does not unroll (issue 34) ---------------
+
+
+@wp.func
+def keep_carried(value: float, records: wp.array[float], row: int) -> float:
+    """Remember what a loop carries at this point, for backward."""
+    records[row] = value
+    return value
+
+
+@wp.func_replay(keep_carried)
+def restore_carried(value: float, records: wp.array(dtype=float), row: int):
+    """Backward's replay of the loop: the value the forward carried there, not the one the replay left."""
+    return records[row]
+
+
+@wp.func_grad(keep_carried)
+def adj_keep_carried(value: float, records: wp.array(dtype=float), row: int, adj_ret: float):
+    """The gradient passes on to the value carried in, so that it flows from trip to trip."""
+    wp.adjoint[value] += adj_ret
+
+
+@wp.kernel(module="unique")
+def neighbour_sum_original(
+    x: wp.array[float], starts: wp.array[wp.int32], counts: wp.array[wp.int32], energy: wp.array[float]
+):
+    tid = wp.tid()
+    xi = x[tid]
+    start = starts[tid]
+    e = float(0.0)
+    for k in range(counts[tid]):
+        d = x[start + k] - xi
+        e += d * d
+    energy[tid] = wp.sqrt(e + 1.0)
+
+
+@wp.kernel(module="unique")
+def neighbour_sum_handwritten(
+    x: wp.array[float],
+    starts: wp.array[wp.int32],
+    counts: wp.array[wp.int32],
+    energy: wp.array[float],
+    trip_records: wp.array[float],
+    after_records: wp.array[float],
+):
+    tid = wp.tid()
+    xi = x[tid]
+    start = starts[tid]
+    e = float(0.0)
+    for k in range(counts[tid]):
+        e = keep_carried(e, trip_records, tid * MAX_NEIGHBOURS + k)
+        d = x[start + k] - xi
+        e += d * d
+    e = keep_carried(e, after_records, tid)
+    energy[tid] = wp.sqrt(e + 1.0)
+
+
 # --- arguments ----------------------------------------------------------------------------------------
 
 
@@ -481,6 +539,18 @@ def scatter_arguments(n: int, device: str) -> Arguments:
     return _arguments(n, [cells, weights, grid, y], [records], [grid, y], [y], [weights])
 
 
+def neighbour_sum_arguments(n: int, device: str) -> Arguments:
+    """Each particle sums over 0 to MAX_NEIGHBOURS neighbours (a data-dependent count, as a neighbour list's), a run
+    of consecutive particles from a random start. The hand-written records have room for MAX_NEIGHBOURS trips."""
+    rng = np.random.default_rng(8)
+    x = _array(rng.uniform(-1.0, 1.0, size=n).astype(np.float32), float, device, grad=True)
+    starts = _array(rng.integers(0, max(n - MAX_NEIGHBOURS, 1), size=n).astype(np.int32), wp.int32, device)
+    counts = _array(rng.integers(0, MAX_NEIGHBOURS + 1, size=n).astype(np.int32), wp.int32, device)
+    energy = wp.zeros(n, dtype=float, device=device, requires_grad=True)
+    records = [wp.zeros(n * MAX_NEIGHBOURS, dtype=float, device=device), wp.zeros(n, dtype=float, device=device)]
+    return _arguments(n, [x, starts, counts, energy], records, [energy], [energy], [x])
+
+
 def running_sum_gradient(arguments: Arguments) -> list[np.ndarray]:
     """The exact dL/dx of ``running_sum`` in thread order (the CPU's): before_k = total + sum_{j<k} x_j^2,
     y_k = sin(before_k / 1000) x_k, so dL/dx_j = w_j sin(before_j / 1000) + 2 x_j sum_{k>j} w_k cos(.) x_k / 1000."""
@@ -555,6 +625,22 @@ BENCH_CASES = [
         hash_insert_original,
         hash_insert_handwritten,
         hash_insert_arguments,
+    ),
+    BenchCase(
+        "neighbour_sum",
+        f"a sum over 0-{MAX_NEIGHBOURS} neighbours in a loop Warp does not unroll (no atomic): without max_records, "
+        "a dry run counts the trips first",
+        neighbour_sum_original,
+        neighbour_sum_handwritten,
+        neighbour_sum_arguments,
+    ),
+    BenchCase(
+        "neighbour_sum_room",
+        f"the same with max_records={MAX_NEIGHBOURS}, the room the hand-written records have",
+        neighbour_sum_original,
+        neighbour_sum_handwritten,
+        neighbour_sum_arguments,
+        {"max_records": MAX_NEIGHBOURS},
     ),
     BenchCase(
         "exact_running_sum",

@@ -37,8 +37,10 @@ if TYPE_CHECKING:  # the passes import no runtime: the ABI's names come in throu
     from warp_rewrite.runtime.abi import RuntimeNames
 
 RECORD, REPLAY = "record", "replay"
-# The record kernel without its writes into arrays nothing in the launch reads back: what a dry run launches to
-# count the trips of loops of unknown length, without copies of those arrays (see warp_rewrite.runtime).
+# The record kernel without its writes into arrays nothing in the launch reads back, and without its records (a dry
+# run's are thrown away): what a dry run launches to count the trips of loops of unknown length, without copies of
+# those arrays (see warp_rewrite.runtime), and with nothing left of a loop's body but what decides trip counts and
+# what the launch reads back, which the compiler then leaves out.
 COUNT = "count"
 # A cloned helper's replay variant with no atomic at all: what backward's forward replay runs instead of it
 # (registered with @wp.func_replay), since Warp re-runs a helper's atomics when it replays a call.
@@ -162,7 +164,8 @@ class PhaseWriter(ast.NodeTransformer):
         self.plan = plan
         self.settings = settings
         self.phase = settings.phase
-        self.forward = settings.phase in (RECORD, COUNT)  # runs the forward, storing records
+        self.forward = settings.phase in (RECORD, COUNT)  # runs the forward (storing records, in the record phase)
+        self.records = settings.phase != COUNT  # stores or reads records
         self.coordinate = coordinate
         self.in_helper = in_helper
         self.kept_calls: set[int] = set()  # atomics and clone calls the phase keeps, by id
@@ -236,8 +239,10 @@ class PhaseWriter(ast.NodeTransformer):
             return self._exact_site(call, site)
         if self.forward:
             self.kept_calls.add(id(call))
-            recorder = _expr(self._recorder(site.loops))
             value = self._shadowed(call, site) if site.shadow else call
+            if not self.records:  # the count phase: the value as the forward reads it, nowhere stored
+                return value
+            recorder = _expr(self._recorder(site.loops))
             if site.marks and self.phase == RECORD:
                 value = self._pool_access(self._runtime.pool_read, call, site, value)
             return ast.Call(recorder, [value, _expr(site.records), _expr(self.coordinate)], [])
@@ -379,7 +384,7 @@ class PhaseWriter(ast.NodeTransformer):
         """The iteration's coordinate, then its loop-carried locals recorded (or, replaying, restored)."""
         coordinate = f"{self.coordinate} * {self.settings.capacities[loop.id]} + {iteration}"
         statements = [_stmt(f"{loop.coordinate} = {coordinate}")]
-        for carried in loop.carried_in:
+        for carried in loop.carried_in if self.records else ():
             if self.forward:
                 recorder = self._recorder((*loop.outer_loops, loop.id))
                 statements.append(_stmt(f"{recorder}({carried.local}, {carried.records}, {loop.coordinate})"))
@@ -413,7 +418,9 @@ class PhaseWriter(ast.NodeTransformer):
         return [new]
 
     def _after(self, loop: Loop) -> list[ast.stmt]:
-        """Record (or, replaying, restore) the trip count and the locals the loop hands on."""
+        """Record (or, replaying, restore) the trip count and the locals the loop hands on (counting, nothing)."""
+        if not self.records:
+            return []
         if self.forward:
             kept = [(loop.counter, loop.trips_records)] if loop.trips_records else []
             kept += [(carried.local, carried.records) for carried in loop.carried]
@@ -734,8 +741,10 @@ def _outermost_calls(expr: ast.expr) -> list[ast.Call]:
 
 
 def _constructs(call: ast.Call) -> bool:
-    """Does the call only make a value of a type (``int(0)``, ``wp.float64(x)``, ``wp.vec3(...)``)?"""
-    return dtypes.is_type_name(called_name(call))
+    """Does the call only make a value: of a type (``int(0)``, ``wp.float64(x)``, ``wp.vec3(...)``), or the thread's
+    index (``wp.tid()``, the prologue's: a count function that records nothing needs no row)?"""
+    thread_index = isinstance(call.func, ast.Attribute) and call.func.attr == "tid" and not call.args
+    return thread_index or dtypes.is_type_name(called_name(call))
 
 
 def _replay_registration(twin: ast.FunctionDef, replay_name: str, warp: str) -> ast.FunctionDef:

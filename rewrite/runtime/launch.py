@@ -468,6 +468,16 @@ class RewrittenKernel(wp.Kernel):
         self._compile(pair, request.device, request.block_dim)
         self._refuse_unshadowed_targets(pair.spec, request, exact)
         capacities = self._capacities(pair, request)
+        if key is not None and capacities.counted:
+            # Rooms a dry run counted: the PreparedLaunch of an earlier launch with these arguments and these rooms
+            key = (*key, tuple(sorted(capacities.rooms.items())))
+            prepared = self._launches.pop(key, None)  # out while it runs: one thread uses it
+            if prepared is not None and prepared.current():
+                try:
+                    prepared.launch(request, tape)
+                finally:
+                    self._launches[key] = prepared
+                return
         records = self._record(pair, request, capacities, exact, key)
         self._put_on_tape(tape, pair, request, capacities, records)
 
@@ -574,8 +584,8 @@ class RewrittenKernel(wp.Kernel):
         for shadow in records.shadows:
             shadow.load()
         outputs = [*request.outputs, *records.extra]
-        # A launch whose record sizes depend only on its signature is prepared for the next one like it.
-        if key is not None and not capacities.counted and not records.shadows:
+        # A launch is prepared for the next one like it: the same signature, and the same rooms where they are counted.
+        if key is not None and not records.shadows:
             command = warp_launch(
                 pair.record,
                 request.shape,

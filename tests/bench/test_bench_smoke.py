@@ -47,6 +47,17 @@ def test_handwritten_reference_has_the_exact_gradient():
     np.testing.assert_allclose(comparison.gradients["handwritten"][0], expected, rtol=1e-6)
 
 
+@pytest.mark.parametrize("name", ["neighbour_sum", "neighbour_sum_room"])
+def test_a_sum_carried_through_a_loop_keeps_what_the_hand_written_records_keep(name):
+    """Issue 34's cost case, with and without max_records: per thread, the sum at each trip's start and after the
+    loop (4 bytes each, room for the most trips any thread makes), as the hand-written record/replay keeps it; the
+    launch's status is a few bytes per launch, not per thread."""
+    case = next(c for c in BENCH_CASES if c.name == name)
+    record = run.time_case(case, SIZE, "cpu", 1)["record_bytes_per_thread"]
+    assert record["handwritten"] == 4 * (8 + 1)
+    assert record["rewritten"] == pytest.approx(record["handwritten"], abs=1.0)
+
+
 def test_smoke_run_writes_results(tmp_path, capsys):
     out, png = tmp_path / "results.json", tmp_path / "bench.png"
     results = run.main(["--smoke", "--device", "cpu", "--out", str(out), "--plot", str(png)])

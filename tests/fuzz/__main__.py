@@ -3,7 +3,8 @@
 Every generated kernel is checked against the invariants of tests/support/invariants.py too (a breach is a
 failure). Prints every failure (with the kernel's source, to minimize into tests/regressions/test_fuzz_regressions.py),
 how many of the kernels exercised each feature the fuzzer generates (tests/fuzz/features.py), each form of the fence's
-table and each combination cell (tests/fuzz/combinations.py), and the line
+table (tests/fuzz/grammar.py), each combination cell (tests/fuzz/combinations.py) and each form of loop Warp does not
+unroll (tests/fuzz/loops.py), and the line
 ``fuzz: N passed, N failed (N refused)``; exits non-zero on any failure. ``--show INDEX`` prints one kernel.
 """
 
@@ -22,6 +23,7 @@ from tests.fuzz.combinations import cell_counts
 from tests.fuzz.features import exercised
 from tests.fuzz.generator import generate_kernel
 from tests.fuzz.grammar import exercised_forms
+from tests.fuzz.loops import forms_of_loops
 from tests.fuzz.runner import FAILED, PASSED, REFUSED, Outcome, Summary, run
 from tests.support.invariants import checking_every_generated_kernel
 
@@ -77,6 +79,13 @@ def main(argv: list[str] | None = None) -> int:
     cells = {status: cell_counts([o.case for o in summary.outcomes if o.status == status]) for status in by_status}
     for cell in cells[PASSED]:
         print(f"  {cells[PASSED][cell]:6d} / {cells[REFUSED][cell]:<5d} / {cells[FAILED][cell]:<3d} {cell}")
+    print("kernels using each form of loop Warp does not unroll (passed / refused / failed):")
+    loops = {
+        status: forms_of_loops([o.case for o in summary.outcomes if o.status == status])
+        for status in (PASSED, REFUSED, FAILED)
+    }
+    for name in loops[PASSED]:
+        print(f"  {loops[PASSED][name]:6d} / {loops[REFUSED][name]:<5d} / {loops[FAILED][name]:<3d} {name}")
     print(summary.line())
     return 1 if summary.count(FAILED) else 0
 

@@ -3,7 +3,9 @@
 Each kernel is drawn from its own ``random.Random(f"{seed}:{index}")``, so any one of them can be written out
 again from its seed and index alone. Kernels are built from blocks: a consumed atomic and a few uses of what
 it returns (indices, conditions, arithmetic, other atomics), wrapped in ``if``s, ``for`` loops over ``range``
-(constant or array-read bounds) and ``@wp.func`` helpers, with unconsumed atomics on the same targets.
+(constant or array-read bounds) and ``@wp.func`` helpers, with unconsumed atomics on the same targets. Some
+kernels also carry locals through loops Warp does not unroll, or consist of such loops alone (``tests/fuzz/loops.py``,
+drawn from a stream of their own).
 
 Inputs are chosen so that finite differences of the original forward are a valid ground truth: float branch
 conditions only compare inputs whose magnitudes stay well away from the threshold, float min/max operands of
@@ -95,6 +97,7 @@ class KernelCase:
     structs: list[StructSpec] = field(default_factory=list)  # arguments after the arrays
     combination: Cell | None = None  # the cell of tests/fuzz/combinations.py the kernel drew
     projections: list[Projection] = field(default_factory=list)  # kernels the loss reads arrays of structs through
+    loop_forms: frozenset[str] = frozenset()  # the forms of loops Warp does not unroll it has (tests/fuzz/loops.py)
 
     @property
     def arguments(self) -> list[ArraySpec]:
@@ -182,9 +185,10 @@ def _distinct_inputs(rng: random.Random, n: int) -> list[float]:
 class _KernelWriter:
     """Writes one kernel. Every choice comes from ``rng``."""
 
-    def __init__(self, rng: random.Random, name: str, dim: int, cell: Cell | None = None):
+    def __init__(self, rng: random.Random, name: str, dim: int, cell: Cell | None = None, loops_alone: bool = False):
         self.rng = rng
         self.cell = cell
+        self.loops_alone = loops_alone
         self.name = name
         self.dim = dim
         self.x = ArraySpec("x", "float64", (dim,), _distinct_inputs(rng, dim), True, False, True)
@@ -199,6 +203,7 @@ class _KernelWriter:
         self.helpers: list[str] = []
         self.projections: list[Projection] = []
         self.names = 0
+        self.loop_forms: set[str] = set()
 
     # --- names and values ---------------------------------------------------------------------------
 
@@ -687,15 +692,23 @@ class _KernelWriter:
         scope = _Scope(lines, 1)
         scope.line("tid = wp.tid()")
         scope.line("xv = x[tid]")
-        kinds = [self.block(scope) for _ in range(self.rng.randint(1, 3))]
-        if set(kinds) <= {"peek"}:  # the rewrite takes kernels that consume an atomic's return
-            self.int_block(scope)
-        for _ in range(self.rng.randint(1, 3)):
-            self.form_block(scope)
-        if self.cell is not None:
-            write_combination(self, scope, self.cell)
-        if self.rng.random() < 0.1:
-            self.overloads_block(scope)
+        from tests.fuzz.loops import LoopDraw, write_loops  # (it builds on this module)
+
+        loops = LoopDraw.of(self.name, self.loops_alone)  # a stream of its own: what the rest draws stays as it was
+        if loops.alone:
+            write_loops(self, scope, loops)
+        else:
+            kinds = [self.block(scope) for _ in range(self.rng.randint(1, 3))]
+            if set(kinds) <= {"peek"}:  # the rewrite takes kernels that consume an atomic's return
+                self.int_block(scope)
+            for _ in range(self.rng.randint(1, 3)):
+                self.form_block(scope)
+            if self.cell is not None:
+                write_combination(self, scope, self.cell)
+            if self.rng.random() < 0.1:
+                self.overloads_block(scope)
+            if loops.with_atomics:
+                write_loops(self, scope, loops)
         scope.line(f"y[tid] += xv * xv * {self.constant()}")
         self.finish()
         for struct in self.structs:
@@ -710,13 +723,36 @@ class _KernelWriter:
             for s in self.structs
         ]
         source = "\n\n".join([*classes, *self.helpers, kernel])
-        return KernelCase(self.name, 0, 0, self.dim, self.arrays, source, self.structs, self.cell, self.projections)
+        return KernelCase(
+            self.name,
+            0,
+            0,
+            self.dim,
+            self.arrays,
+            source,
+            self.structs,
+            self.cell,
+            self.projections,
+            frozenset(self.loop_forms),
+        )
+
+
+def combination_of(index: int) -> Cell:
+    """The cell kernel ``index`` draws: the kernels that consume an atomic's return (all but those whose only hazard is
+    their loops, every ``ALONE_EVERY``-th) take the cells in turn, so that any 45 of them cover every cell."""
+    from tests.fuzz.loops import ALONE_EVERY  # (it builds on this module)
+
+    return CELLS[(index - index // ALONE_EVERY) % len(CELLS)]
 
 
 def generate_kernel(seed: int, index: int) -> KernelCase:
     """The kernel number ``index`` of the stream ``seed``: the same source and inputs every time."""
     rng = random.Random(f"{seed}:{index}")
-    case = _KernelWriter(rng, f"fz_{seed}_{index}", rng.randint(4, 8), CELLS[index % len(CELLS)]).write()
+    from tests.fuzz.loops import loops_alone  # (it builds on this module)
+
+    alone = loops_alone(index)
+    cell = None if alone else combination_of(index)
+    case = _KernelWriter(rng, f"fz_{seed}_{index}", rng.randint(4, 8), cell, alone).write()
     case.seed, case.index = seed, index
     return case
 

@@ -24,6 +24,7 @@ import numpy as np
 import warp as wp
 
 from tests.fuzz.generator import COMPONENTS, ArraySpec, KernelCase, generate_kernel, module_source
+from tests.fuzz.structures import StructureArgument, structure_id
 from tests.support import harness
 from tests.support.harness import Case, assert_same_forward, finite_difference_gradients, tape_gradients
 from warp_rewrite import RewriteError, wp_rewrite
@@ -88,9 +89,13 @@ def make_array(spec: ArraySpec, module: ModuleType) -> wp.array | wp.indexedarra
 
 
 def make_arguments(case: KernelCase, module: ModuleType) -> list:
-    """Fresh arguments for one launch: the arrays, then the struct arguments; an alias is the array it names."""
+    """Fresh arguments for one launch: the arrays, then the struct arguments; an alias is the array it names, a
+    spatial structure the batch's (``tests/fuzz/structures.py``)."""
     arrays = {}
     for spec in case.arrays:
+        if isinstance(spec, StructureArgument):
+            arrays[spec.name] = structure_id(spec.name, module)
+            continue
         arrays[spec.name] = arrays[spec.alias_of] if spec.alias_of else make_array(spec, module)
     structs = []
     for struct in case.structs:

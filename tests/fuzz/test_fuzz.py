@@ -5,6 +5,8 @@ original, or be refused with a ``RewriteError``. Longer runs: ``python -m tests.
 A failure found here or there is minimized by hand into tests/regressions/test_fuzz_regressions.py.
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -12,6 +14,7 @@ from tests.fuzz.combinations import CELLS, cell_counts
 from tests.fuzz.features import FEATURES, exercised
 from tests.fuzz.generator import THRESHOLD_GAP, generate_kernel
 from tests.fuzz.grammar import GENERATORS, KNOWN_FAILURES, exercised_forms, forms_of
+from tests.fuzz.loops import ALONE_EVERY, HALVINGS_GAP, LOOP_FORMS, forms_of_loops
 from tests.fuzz.runner import FAILED, PASSED, REFUSED, Outcome, agrees, richardson, run
 from warp_rewrite.passes.fence import BY_NAME
 
@@ -77,9 +80,11 @@ def test_the_slice_covers_every_pattern():
 
 
 def test_the_slice_draws_every_combination():
-    """Every cell of dtype x path x target (tests/fuzz/combinations.py) appears in the slice, several times."""
+    """Every cell of dtype x path x target (tests/fuzz/combinations.py) appears in the slice, several times: the
+    kernels consuming an atomic's return (all but every ALONE_EVERY-th) take the cells in turn."""
     counts = cell_counts([generate_kernel(SEED, i) for i in range(COUNT)])
-    assert set(counts) == set(CELLS) and min(counts.values()) >= COUNT // len(CELLS), counts
+    consuming = COUNT - COUNT // ALONE_EVERY
+    assert set(counts) == set(CELLS) and min(counts.values()) >= consuming // len(CELLS), counts
 
 
 def test_every_form_of_the_fence_has_a_generator():
@@ -91,6 +96,26 @@ def test_the_slice_exercises_every_form_of_the_fence():
     """Every form of the fence's table, accepted or refused, appears in the slice (no compile needed)."""
     counts = exercised_forms([generate_kernel(SEED, i) for i in range(COUNT)])
     assert not [name for name in BY_NAME if not counts[name]], counts
+
+
+def test_the_slice_exercises_every_form_of_loop():
+    """Every form of loop Warp does not unroll the fuzzer writes (tests/fuzz/loops.py) appears in the slice."""
+    counts = forms_of_loops([generate_kernel(SEED, i) for i in range(COUNT)])
+    assert not [name for name in LOOP_FORMS if not counts[name]], counts
+
+
+def test_halvings_keep_away_from_their_threshold():
+    """A while loop halving ``|x| * s`` until it is at most 1 (tests/fuzz/loops.py): no input's halvings come near 1,
+    where a step of the finite differences could change the trip count."""
+    scales = [
+        (case, float(scale))
+        for case in (generate_kernel(SEED, i) for i in range(COUNT))
+        for scale in re.findall(r"wp\.abs\(xv\) \* wp\.float64\(([\d.]+)\)", case.source)
+    ]
+    assert scales
+    for case, scale in scales:
+        halvings = [abs(v) * scale / 2**k for v in case.arrays[0].values for k in range(8)]
+        assert min(abs(h - 1) for h in halvings) > HALVINGS_GAP, case.name
 
 
 def test_inputs_keep_away_from_a_tie_at_one():

@@ -2,7 +2,8 @@
 
 Every gradient test already repeats its program on the same arrays (``tests/support/harness.py``). These cover what
 a repeat alone does not: several launches on one tape, values other than arrays that change, a gradient
-switched on, a loop that outgrows its records, a module Warp rebuilds, and what the prepared launches keep.
+switched on, a loop that outgrows its records, loops whose rooms a dry run counts, a module Warp rebuilds, and what
+the prepared launches keep.
 """
 
 import numpy as np
@@ -95,6 +96,24 @@ def test_a_loop_that_outgrows_its_records_is_refused_on_a_prepared_launch():
     assert next_free.numpy().tolist() == [5]
     # d/d origin of (origin^2 + 0.5 k origin) over k < counts: 2 origin counts + 0.5 (0 + 1 + ... + counts - 1)
     np.testing.assert_allclose(origin.grad.numpy(), [2 * 0.5 * 2 + 0.5, 2 * 1.5 * 2 + 0.5, 2 * -0.5, 0.0])
+
+
+def test_a_counted_launch_is_prepared_for_the_rooms_its_dry_run_counted():
+    """Without max_records a dry run counts the trips of each launch; a later launch with the same arrays whose
+    dry run counts the same rooms takes the launch prepared for them, one with other rooms a launch of its own."""
+    rewritten = wp_rewrite(emit_particles)
+    counts, origin, next_free = i32([0, 0, 0, 0]), f64([0.5, 1.5, -0.5, 2.5], True), i32([0])
+    positions = f64(np.zeros(16), True)
+    for trips, prepared in (([2, 0, 1, 2], 1), ([1, 2, 2, 0], 1), ([2, 3, 1, 0], 2)):
+        counts.assign(np.array(trips, dtype=np.int32))
+        next_free.zero_()
+        origin.grad.zero_()
+        with wp.Tape() as tape:
+            launch(rewritten, 4, inputs=[counts, origin, next_free, positions], device="cpu")
+        tape.backward(grads={positions: f64(np.ones(16))})
+        assert len(rewritten._launches) == prepared
+        o, n = origin.numpy(), np.array(trips)
+        np.testing.assert_allclose(origin.grad.numpy(), 2 * o * n + 0.5 * n * (n - 1) / 2)
 
 
 @wp.kernel

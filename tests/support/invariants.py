@@ -5,6 +5,8 @@
 - its record kernel is the original plus record stores, and its count kernel the record kernel less the writes
   nothing reads back (``record_kernels``);
 - its replay keeps every float atomic of the original (``replay_atomics``);
+- every loop of its replay that Warp does not unroll runs recorded trips, and sets each local it carries from a
+  record before reading it (``loop_restores``);
 - every array Warp's code generator sees it write is in its plan's written set (``written_arrays``);
 - it calls only the runtime names of the ABI (``generated_names``).
 """
@@ -15,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from tests.support.generated_names import unlisted_runtime_names
+from tests.support.loop_restores import unrestored_loop_locals
 from tests.support.record_kernels import count_kernel_differences, record_kernel_differences
 from tests.support.replay_atomics import dropped_float_atomics
 from tests.support.replay_reads import unrecorded_reads
@@ -28,6 +31,7 @@ def check_invariants(frontend: pipeline.Frontend, generated: pipeline.GeneratedK
         "unrecorded reads in its replay": unrecorded_reads,
         "record kernel": lambda f, g: record_kernel_differences(f, g) + count_kernel_differences(f, g),
         "float atomics its replay dropped": dropped_float_atomics,
+        "loops its replay runs without their records": unrestored_loop_locals,
         "writes the plan missed": unseen_writes,
         "runtime names not in the ABI": unlisted_runtime_names,
     }
