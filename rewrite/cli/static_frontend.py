@@ -381,6 +381,9 @@ class StaticFrontend:
     def is_generic(self, unit: StaticUnit) -> bool:
         return any(is_generic_annotation(self.project, unit.owner, a.annotation) for a in unit.tree.args.args)
 
+    def has_custom_gradient(self, unit: StaticUnit) -> bool:
+        return unit.owner.has_gradient(unit.tree)
+
     def array(self, path: str) -> dtypes.ArrayInfo | None:
         root, *fields = path.split(".")
         annotation = self.parameter_types(self.kernel).get(root)
