@@ -13,7 +13,7 @@ import warp as wp
 
 from tests.support import loops
 from tests.support.emitted import Pattern, emitted_fixture, end_to_end_tests
-from tests.support.harness import Case, f64, finite_difference_gradients, i32, vec3d
+from tests.support.harness import FLOAT32, Case, f64, finite_difference_gradients, i32, vec3d
 from warp_rewrite.passes.loop_carried import LoopFlow
 from warp_rewrite.passes.loop_hazards import ARRAY_WRITERS, INT_TYPES, Callees, Hazard, loop_hazards
 
@@ -24,6 +24,14 @@ COUNTS = [3, 0, 5, 2]
 
 def zeros(n=N):
     return wp.zeros(n, dtype=wp.float64, requires_grad=True, device="cpu")
+
+
+def zeros32(n=N):
+    return wp.zeros(n, dtype=wp.float32, requires_grad=True, device="cpu")
+
+
+def f32(values, grad, dtype):
+    return wp.array(np.asarray(values), dtype=dtype, requires_grad=grad, device="cpu")
 
 
 KERNELS = {
@@ -361,3 +369,46 @@ def test_the_table_of_builtins_writing_arrays_is_warps():
     for name in INT_TYPES - {"int", "bool"}:
         kind = getattr(wp, name)
         assert kind in wp._src.types.int_types or getattr(kind, "_wp_scalar_type_", None) in wp._src.types.int_types
+
+
+def test_check_the_command_line_and_the_api_agree_on_which_loops_are_hazards(capsys, tmp_path):
+    """``--check`` reports WR008 in the kernels whose loops are hazards and nowhere else; ``wp_rewrite`` leaves the
+    others as they are and rewrites these; the command line rewrites these alone."""
+    import json
+    import shutil
+
+    from tests.support import loop_precision
+    from tests.support.emitted import run_cli
+    from warp_rewrite import wp_rewrite
+
+    path = tmp_path / "loop_precision.py"
+    shutil.copy(loop_precision.__file__, path)
+    _, out, _ = run_cli(capsys, "--check", path, "--select", "ALL", "--output-format", "json")
+    reported = {finding["message"].split("'")[1] for finding in json.loads(out) if finding["code"] == "WR008"}
+    assert reported == {kernel.key for kernel in loop_precision.HAZARD}
+    assert all(wp_rewrite(kernel).pair is None for kernel in loop_precision.NO_HAZARD)
+    assert all(wp_rewrite(kernel).pair is not None for kernel in loop_precision.HAZARD)
+    _, _, err = run_cli(capsys, path, "-o", tmp_path / "out.py")
+    assert "rewrote 2 kernels (squared_window, scaled_by_count)" in err
+
+
+def test_the_loops_no_gradient_depends_on_get_plain_warps_gradient_which_is_right():
+    """What leaving them out relies on: plain Warp's tape gives finite differences' gradient on each."""
+    from tests.support import loop_precision
+    from tests.support.harness import plain_warp_gradients
+
+    keys = lambda: wp.array([3, 0, 1, 2], dtype=wp.int32, device="cpu")  # noqa: E731
+    x = lambda: f32(X, True, wp.float32)  # noqa: E731
+    counts = [3, 0, 4, 2]  # within x
+    launches = {
+        "count_above": (lambda: [x(), i32(counts), i32([0] * N)], (), (0,)),
+        "lookup": (lambda: [keys(), x(), zeros32()], (2,), (1,)),
+        "sum_of_squares": (lambda: [x(), i32(counts), 1.5, zeros32()], (3,), (0,)),
+        "smoothed_sums": (lambda: [x(), i32(counts), zeros32()], (2,), (0,)),
+    }
+    for kernel in loop_precision.NO_HAZARD:
+        make, loss, wrt = launches[kernel.key]
+        case = Case(kernel, N, make, loss, wrt)
+        expected = finite_difference_gradients(case, FLOAT32.epsilon)
+        assert (kernel.key == "count_above") == (not np.any(expected[wrt[0]]))
+        np.testing.assert_allclose(plain_warp_gradients(case)[wrt[0]], expected[wrt[0]], rtol=1e-2, atol=1e-3)
