@@ -12,6 +12,7 @@ import enum
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,7 @@ class Kind(enum.Enum):
     """Which kind of loop hazard the sample stands for (docs/realcode.md counts them)."""
 
     CARRIED_FLOAT = "a float carried out of the loop"
-    CARRIED_INT = "an int index carried out of the loop"
+    CARRIED_INT = "an int (an index, a flag) carried out of the loop"
     WHILE = "a while loop"
     JUMPS = "a loop that breaks or continues"
     HELPER = "a loop in a helper the kernel calls"
@@ -51,6 +52,7 @@ class Sample:
     reported: bool
     plain_warp_right: bool
     refused: str = ""
+    note: str = ""  # what the sample showed, for the table of docs/realcode.md
     tolerance: Tolerance = FLOAT32
     keep: list[Any] = field(default_factory=list, repr=False)  # what the arguments need alive (a hash grid)
 
@@ -374,6 +376,7 @@ def samples() -> list[Sample]:
             (0, 1, 2),
             reported=True,
             plain_warp_right=False,
+            note="a sum scaled by `bandwidth[dof]` after the loop: plain Warp gives `bandwidth` no gradient",
         ),
         Sample(
             f"{mujoco}:resolve_actuator_dampratio_kernel",
@@ -386,6 +389,10 @@ def samples() -> list[Sample]:
             reported=True,
             plain_warp_right=False,
             refused="reads 'actuator_biasprm', which the launch also writes",
+            note=(
+                "a sum under a square root; refused at a launch with grad: it reads the element of `actuator_biasprm`"
+                " it then writes (a read of what the launch writes)"
+            ),
         ),
         Sample(
             f"{mujoco}:update_kinematic_weld_reference_kernel",
@@ -398,6 +405,10 @@ def samples() -> list[Sample]:
             reported=True,
             plain_warp_right=False,
             refused="reads 'eq_data', which the launch also writes",
+            note=(
+                "a pose composed joint by joint; refused at a launch with grad: it reads the element of `eq_data` it "
+                "then writes"
+            ),
         ),
         Sample(
             "newton._src.sim.ik.ik_common:fk_accum",
@@ -410,6 +421,10 @@ def samples() -> list[Sample]:
             reported=True,
             plain_warp_right=False,
             refused="reads 'body_q', which the launch also writes",
+            note=(
+                "a transform composed up a chain; refused at a launch with grad: it reads `body_q` of a parent body, "
+                "which other threads of the launch write"
+            ),
         ),
         Sample(
             "newton._src.solvers.semi_implicit.kernels_contact:eval_particle_contact",
@@ -422,6 +437,10 @@ def samples() -> list[Sample]:
             reported=True,
             plain_warp_right=True,
             keep=keep,
+            note=(
+                "forces summed over a hash-grid query: Warp's backward runs the query again from its start, each trip"
+                " before its adjoint, which is right for a sum"
+            ),
         ),
         Sample(
             "newton._src.solvers.xpbd.kernels:solve_particle_particle_contacts",
@@ -434,6 +453,7 @@ def samples() -> list[Sample]:
             reported=True,
             plain_warp_right=False,
             keep=keep,
+            note="a sum scaled by the particle's inverse mass after the loop",
         ),
         Sample(
             "newton.examples.diffsim.example_diffsim_drone:sample_gaussian",
@@ -445,6 +465,10 @@ def samples() -> list[Sample]:
             (0,),
             reported=True,
             plain_warp_right=False,
+            note=(
+                "Newton's differentiable drone example draws by rejection: where a draw is rejected, plain Warp loses"
+                " the gradient of the one kept"
+            ),
         ),
         Sample(
             "newton._src.solvers.style3d.collision.kernels:handle_vertex_triangle_contacts_kernel",
@@ -456,6 +480,10 @@ def samples() -> list[Sample]:
             (2, 5),
             reported=True,
             plain_warp_right=False,
+            note=(
+                "a contact flag set in the loop decides whether the summed force is added: plain Warp's replay sees "
+                "the flag unset"
+            ),
         ),
         Sample(
             "newton.tests.kamino.test_kamino_lox_kernels:_compute_normalized_eigenvalues",
@@ -468,6 +496,10 @@ def samples() -> list[Sample]:
             reported=True,
             plain_warp_right=False,
             refused="'type' (type(D)) is not in the rewrite's table of Warp's builtins",
+            note=(
+                "a running maximum divides the matrix; refused when rewritten: `type(D)` in `warp.fem`'s eigenvalue "
+                "helper is not in the table of builtins (issue 35)"
+            ),
         ),
         Sample(
             "newton._src.sim.ik.ik_common:compute_costs",
@@ -479,6 +511,7 @@ def samples() -> list[Sample]:
             (0,),
             reported=False,
             plain_warp_right=True,
+            note="a sum of squares, stored",
         ),
         Sample(
             "newton._src.controllers.impl._common:_block_matrix_vector_multiply_kernel",
@@ -490,6 +523,7 @@ def samples() -> list[Sample]:
             (0, 1),
             reported=False,
             plain_warp_right=True,
+            note="a dot product, stored",
         ),
         Sample(
             "newton._src.sim.ik.ik_solver:_select_best_seed_indices",
@@ -501,6 +535,7 @@ def samples() -> list[Sample]:
             (0,),
             reported=False,
             plain_warp_right=True,
+            note="an argmin into an int array: no gradient",
         ),
         Sample(
             "warp.examples.core.example_sph:compute_density",
@@ -513,6 +548,7 @@ def samples() -> list[Sample]:
             reported=False,
             plain_warp_right=True,
             keep=keep,
+            note="a density summed over a hash-grid query, scaled by a value parameter",
         ),
         Sample(
             "warp.examples.core.example_sph:get_acceleration",
@@ -525,6 +561,7 @@ def samples() -> list[Sample]:
             reported=True,
             plain_warp_right=False,
             keep=keep,
+            note="summed forces divided by the density read after the loop",
         ),
         Sample(
             "warp.tests.test_codegen_continue:continue_nested",
@@ -536,6 +573,7 @@ def samples() -> list[Sample]:
             (0,),
             reported=False,
             plain_warp_right=True,
+            note="sums in nested loops with a `continue` before each trip's work",
         ),
         Sample(
             "warp.tests.test_noise:curlnoise_2d_reimpl_loss",
@@ -547,6 +585,7 @@ def samples() -> list[Sample]:
             (1,),
             reported=True,
             plain_warp_right=True,
+            note="octaves scaled by carried products: plain Warp matched finite differences on these inputs",
         ),
         Sample(
             "warp.tests.geometry.test_hash_grid:closest_hashgrid_neighbor_kernel_float32",
@@ -559,6 +598,10 @@ def samples() -> list[Sample]:
             reported=True,
             plain_warp_right=True,
             keep=keep,
+            note=(
+                "a nearest neighbour's index into an int array, through a helper whose int return is not annotated: "
+                "no gradient"
+            ),
         ),
         Sample(
             "warp.tests.geometry.test_mesh_query_point:sample_mesh_brute",
@@ -570,6 +613,7 @@ def samples() -> list[Sample]:
             (0, 3),
             reported=True,
             plain_warp_right=False,
+            note="the nearest face's index and distance, a running minimum",
         ),
         Sample(
             "warp.tests.geometry.test_mesh_query_point:sample_furthest_points_brute",
@@ -581,6 +625,7 @@ def samples() -> list[Sample]:
             (0, 1),
             reported=True,
             plain_warp_right=False,
+            note="a running maximum: plain Warp sends the gradient to the last point",
         ),
         Sample(
             "warp.tests.test_grad:for_loop_grad",
@@ -592,5 +637,49 @@ def samples() -> list[Sample]:
             (1,),
             reported=False,
             plain_warp_right=True,
+            note="Warp's own test of a sum over a dynamic range",
         ),
     ]
+
+
+def render(sampled: list[Sample]) -> str:
+    """The table of docs/realcode.md: each sampled kernel, what ``--check`` says, plain Warp and the rewrite."""
+    lines = [
+        "| tree | kernel | loop | `--check` | plain Warp | rewrite | what the sample showed |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for sample in sampled:
+        check = "WR008" if sample.reported else "left out"
+        plain = "right" if sample.plain_warp_right else "**wrong**"
+        if not sample.reported:
+            rewrite = "unchanged"
+        elif sample.refused:
+            rewrite = "refused"
+        else:
+            rewrite = "right"
+        cells = [sample.tree, f"`{sample.name}`", sample.kind.value, check, plain, rewrite, sample.note]
+        lines.append("| " + " | ".join(cells) + " |")
+    reported = [sample for sample in sampled if sample.reported]
+    real = [sample for sample in reported if not sample.plain_warp_right]
+    refused = [sample for sample in real if sample.refused]
+    lines += [
+        "",
+        f"{len(sampled)} kernels sampled: {len(reported)} reported, {len(real)} of them real hazards (plain Warp "
+        f"wrong), the rewrite right on {len(real) - len(refused)} and refusing {len(refused)}; "
+        f"{len(reported) - len(real)} reported with plain Warp right; {len(sampled) - len(reported)} left out by "
+        "the hazard's precision, plain Warp right on each.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+DOCUMENT = Path(__file__).parents[2] / "docs" / "realcode.md"
+BEGIN, END = "<!-- loop_samples.render() -->\n", "<!-- /loop_samples.render() -->\n"
+
+
+def shown(text: str) -> str:
+    return text[text.index(BEGIN) + len(BEGIN) : text.index(END)]
+
+
+if __name__ == "__main__":
+    text = DOCUMENT.read_text()
+    DOCUMENT.write_text(text.replace(BEGIN + shown(text) + END, BEGIN + render(samples()) + END))

@@ -10,7 +10,7 @@ from functools import cache
 
 import numpy as np
 import pytest
-from loop_samples import Kind, Sample, samples
+from loop_samples import DOCUMENT, Kind, Sample, render, samples, shown
 from trees import TREES, check, require
 
 from tests.support.harness import (
@@ -84,3 +84,8 @@ def test_plain_warp_is_wrong_exactly_where_the_sample_found_a_real_hazard(name):
     sample = SAMPLES[name]
     require(TREE[sample.tree])
     assert agrees(sample, plain_warp_gradients(case_of(sample))) == sample.plain_warp_right
+
+
+def test_the_docs_show_the_sample():
+    expected = render(list(SAMPLES.values()))
+    assert shown(DOCUMENT.read_text()) == expected, "docs/realcode.md: PYTHONPATH=. python tests/realcode/loop_samples.py"
