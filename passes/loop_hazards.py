@@ -96,14 +96,14 @@ def loop_hazards(
         carried = flow.carried(node)
         names = carried.into_iterations | carried.out_of_loop
         hazards = {Hazard.CARRIED} if names else set()
+        memory = memory or _Memory(function, callees.names)
         if _does_something(node):
             if isinstance(node, ast.While):
                 hazards.add(Hazard.WHILE)
-            if own_jumps(node.body):
+            if any(not _skips_nothing(node, jump, names, memory, callees) for jump in own_jumps(node.body)):
                 hazards.add(Hazard.JUMPS)
         if not hazards:
             continue
-        memory = memory or _Memory(function, callees.names)
         if _no_gradient_depends_on(function, node, hazards, carried, memory, callees):
             continue
         found.append(LoopHazard(node, frozenset(hazards), tuple(sorted(names))))
@@ -532,6 +532,27 @@ def _enclosing_loops(function: ast.FunctionDef) -> dict[ast.stmt, ast.For | ast.
             for jump in own_jumps(node.body):
                 found[jump] = node
     return found
+
+
+def _skips_nothing(
+    loop: ast.For | ast.While,
+    jump: ast.Break | ast.Continue,
+    carried: frozenset[str],
+    memory: _Memory,
+    callees: Callees,
+) -> bool:
+    """Does Warp's replay of ``jump`` skip no adjoint that matters? A replayed ``continue`` jumps past the adjoint of
+    what its trip ran before it: nothing is lost where that wrote no memory a gradient flows through, called no
+    helper that may, and changed no local the loop carries (a ``continue`` that skips a trip before its work:
+    ``if not active[i]: continue``). A ``break`` jumps past the adjoints of every earlier trip too."""
+    if isinstance(jump, ast.Break):
+        return False
+    at = (jump.lineno, jump.col_offset)
+    before = [n for n in walk(loop) if isinstance(n, ast.stmt) and n is not loop and (n.lineno, n.col_offset) < at]
+    return not any(
+        _gradient_sink(node, memory, callees, returns_value=True) or _assigned(node, memory) & carried
+        for node in before
+    )
 
 
 def _does_something(loop: ast.For | ast.While) -> bool:

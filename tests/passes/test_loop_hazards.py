@@ -412,3 +412,26 @@ def test_the_loops_no_gradient_depends_on_get_plain_warps_gradient_which_is_righ
         expected = finite_difference_gradients(case, FLOAT32.epsilon)
         assert (kernel.key == "count_above") == (not np.any(expected[wrt[0]]))
         np.testing.assert_allclose(plain_warp_gradients(case)[wrt[0]], expected[wrt[0]], rtol=1e-2, atol=1e-3)
+
+
+def test_a_continue_before_a_trips_work_skips_no_adjoint():
+    """A replayed ``continue`` jumps past the adjoint of what its trip ran before it (test_warp_loops.py): nothing,
+    where it skips the trip first (Newton's forward kinematics: ``if not joint_mask[i]: continue``)."""
+    source = """
+        def fk(order: wp.array(dtype=int), mask: wp.array(dtype=bool), q: wp.array(dtype=float),
+               n: int, body_q: wp.array(dtype=float)):
+            for joint in range(n):
+                i = order[joint]
+                if not mask[i]:
+                    continue
+                {before}
+                body_q[i] = q[i] * q[i]
+                {after}
+    """
+    assert loops_of(source.format(before="pass", after="pass")) == []
+    assert loops_of(source.format(before="pass", after="if q[i] > 1.0:\n                    continue")) == [
+        "for joint in range(n):"
+    ]
+    assert loops_of(source.format(before="pass", after="if q[i] > 1.0:\n                    break")) == [
+        "for joint in range(n):"
+    ]

@@ -88,4 +88,4 @@ def test_plain_warp_is_wrong_exactly_where_the_sample_found_a_real_hazard(name):
 
 def test_the_docs_show_the_sample():
     expected = render(list(SAMPLES.values()))
-    assert shown(DOCUMENT.read_text()) == expected, "docs/realcode.md: PYTHONPATH=. python tests/realcode/loop_samples.py"
+    assert shown(DOCUMENT.read_text()) == expected, "not current: PYTHONPATH=. python tests/realcode/loop_samples.py"
