@@ -136,13 +136,16 @@ class ValueTypes:
             for name, value in _assigned_values(node):
                 assignments.setdefault(name, []).append(value)
         # Optimistic fixpoint: every local starts unknown (compatible with anything), so that a local assigned from
-        # itself (``acc = acc * c + x[i]``) settles on the type its other assignments give it.
+        # itself (``acc = acc * c + x[i]``) settles on the type its other assignments give it. Warp gives a local one
+        # type (it refuses to assign a value of another: ``codegen.Adjoint.emit_Assign``), so an assignment whose
+        # type the source does not tell (a helper's undeclared return) leaves the type to the others.
         self.locals: dict[str, Any] = dict.fromkeys(assignments, _UNKNOWN)
         changed = True
         while changed:
             changed = False
             for name, values in assignments.items():
-                settled = unify([self.of(value) if value is not None else None for value in values])
+                kinds = [self.of(value) for value in values if value is not None]
+                settled = unify([kind for kind in kinds if kind is not None])
                 if settled is not self.locals[name] and settled != self.locals[name]:
                     self.locals[name] = settled
                     changed = True

@@ -13,6 +13,7 @@ import numpy as np
 import warp as wp
 
 from tests.support import harness
+from tests.support.emitted import through
 from tests.support.harness import Case, check, f64, i32
 from warp_rewrite.cli.main import main
 
@@ -250,3 +251,88 @@ def test_check_finds_a_kernel_made_through_a_helper(tmp_path, capsys):
     )
     main(["--check", str(path), "-q"])
     assert [line.split(": ")[1].split()[0] for line in capsys.readouterr().out.splitlines()] == ["WR001"]
+
+
+STRUCT_IN_A_LOOP_KERNEL = """\
+import warp as wp
+
+
+@wp.struct
+class Probe:
+    scale: wp.float64
+
+
+@wp.func
+def make_probe(scale: wp.float64) -> Probe:
+    probe = Probe()
+    probe.scale = scale
+    return probe
+
+
+@wp.kernel
+def damped(x: wp.array(dtype=wp.float64), n: wp.array(dtype=int), out: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    probe = make_probe(x[i])
+    acc = wp.float64(0.0)
+    for j in range(n[i]):
+        acc = acc * probe.scale + x[j]
+    out[i] = acc * acc
+"""
+
+
+def test_the_command_line_types_a_kernel_with_a_struct_local_and_a_loop(tmp_path, monkeypatch):
+    """Newton's soft_face_contact_kernel through the command line: a kernel with a struct-typed local, rewritten for a
+    loop Warp does not unroll, crashed when the locals' types were unified (``TypeError: unhashable type:
+    'Project'``: the command line's struct type could not be hashed)."""
+    (tmp_path / "probes.py").write_text(STRUCT_IN_A_LOOP_KERNEL)
+    assert main([str(tmp_path / "probes.py"), "-o", str(tmp_path / "probes_rewritten.py"), "-q"]) == 0
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import probes
+    import probes_rewritten
+
+    counts = [3, 0, 5, 2, 1, 4]
+    make = lambda: [f64(X, True), i32(counts), f64(np.zeros(N), True)]  # noqa: E731
+    check(Case(probes.damped, N, make, [2], [0], program=through(probes_rewritten, "damped", N)))
+
+
+BEST_OF_A_HELPER = """\
+import warp as wp
+
+
+@wp.func
+def nearest(points: wp.array(dtype=wp.vec3d), j: int, p: wp.vec3d):
+    return points[j], j
+
+
+@wp.kernel
+def closest(points: wp.array(dtype=wp.vec3d), n: wp.array(dtype=int), out: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    best = wp.float64(1.0e20)
+    for j in range(n[i]):
+        y, _ = nearest(points, j, points[i])
+        distance = wp.length_sq(points[i] - y)
+        if distance < best and j != i:
+            best = distance
+    out[i] = wp.sqrt(best)
+"""
+
+
+def test_the_command_line_types_a_carried_local_by_its_typed_assignment(tmp_path, monkeypatch):
+    """Newton's closest_point_heightfield (create_soft_contacts) through the command line: ``best_sq =
+    float(1.0e20)`` names the type, but a later ``best_sq = distance_sq`` of a value the source does not type (a
+    helper's undeclared return) left the local untyped, and the kernel refused. Warp gives a local one type (it
+    refuses an assignment of another), so one typed assignment types it."""
+    (tmp_path / "nearest.py").write_text(BEST_OF_A_HELPER)
+    assert main([str(tmp_path / "nearest.py"), "-o", str(tmp_path / "nearest_rewritten.py"), "-q"]) == 0
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import nearest
+    import nearest_rewritten
+
+    rng = np.random.default_rng(5)
+    points = rng.uniform(-1.0, 1.0, size=(N, 3))
+
+    def make():
+        positions = wp.array(points, dtype=wp.vec3d, requires_grad=True, device="cpu")
+        return [positions, i32([N] * N), f64(np.zeros(N), True)]
+
+    check(Case(nearest.closest, N, make, [2], [0], program=through(nearest_rewritten, "closest", N)))
