@@ -278,7 +278,11 @@ def _assigned_values(node: ast.AST) -> list[tuple[str, ast.expr | None]]:
             if isinstance(target, ast.Name) and node.value is not None:
                 found.append((target.id, node.value))
             elif isinstance(target, ast.Tuple):
-                values = node.value.elts if isinstance(node.value, ast.Tuple) else [None] * len(target.elts)
+                values: list[ast.expr | None] = [None] * len(target.elts)
+                if isinstance(node.value, ast.Tuple):
+                    values = list(node.value.elts)
+                elif _is_tid(node.value):  # i, j = wp.tid(): an int each
+                    values = [ast.Call(ast.Name("int", ast.Load()), [], []) for _ in target.elts]
                 for element, value in zip(target.elts, values, strict=False):
                     if isinstance(element, ast.Name):
                         found.append((element.id, value))
@@ -291,3 +295,8 @@ def _assigned_values(node: ast.AST) -> list[tuple[str, ast.expr | None]]:
         )
         return [(node.target.id, ast.Call(ast.Name("int", ast.Load()), [], []) if over_range else None)]
     return []
+
+
+def _is_tid(expr: ast.expr | None) -> bool:
+    """``wp.tid()`` (or ``tid()`` imported from Warp), spelled any way."""
+    return isinstance(expr, ast.Call) and getattr(expr.func, "attr", getattr(expr.func, "id", None)) == "tid"

@@ -336,3 +336,41 @@ def test_the_command_line_types_a_carried_local_by_its_typed_assignment(tmp_path
         return [positions, i32([N] * N), f64(np.zeros(N), True)]
 
     check(Case(nearest.closest, N, make, [2], [0], program=through(nearest_rewritten, "closest", N)))
+
+
+DRAWS_BY_REJECTION = """\
+import warp as wp
+
+
+@wp.kernel
+def draws(mean: wp.array2d(dtype=float), seed: int, out: wp.array2d(dtype=float)):
+    i, j = wp.tid()
+    state = wp.rand_init(seed, i * 8 + j)
+    sample = mean[i, j] + wp.randn(state)
+    for _ in range(10):
+        if sample < -1.0 or sample > 1.0:
+            sample = mean[i, j] + wp.randn(state)
+        else:
+            break
+    out[i, j] = sample * sample
+"""
+
+
+def test_the_command_line_types_the_indices_wp_tid_unpacks(tmp_path, monkeypatch):
+    """Newton's differentiable drone example (sample_gaussian) through the command line: ``i, j = wp.tid()`` left
+    ``i`` and ``j`` untyped, and with them the random state and the draw the loop carries, so the kernel was
+    refused."""
+    (tmp_path / "rejection.py").write_text(DRAWS_BY_REJECTION)
+    assert main([str(tmp_path / "rejection.py"), "-o", str(tmp_path / "rejection_rewritten.py"), "-q"]) == 0
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import rejection
+    import rejection_rewritten
+
+    means = np.random.default_rng(6).uniform(-0.2, 0.2, size=(3, 4))
+
+    def make():
+        mean = wp.array(means, dtype=float, requires_grad=True, device="cpu")
+        return [mean, 11, wp.zeros((3, 4), dtype=float, requires_grad=True, device="cpu")]
+
+    case = Case(rejection.draws, (3, 4), make, [2], [0], program=through(rejection_rewritten, "draws", (3, 4)))
+    check(case, harness.FLOAT32)
