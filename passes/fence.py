@@ -180,8 +180,10 @@ class Fence:
         self.frontend = frontend
         self._memories: dict[int, _Memory] = {}
 
-    def reached(self) -> list[Unit]:
-        """The kernel and every helper it reaches, each once, in the order first reached."""
+    def reached(self, through_custom_gradients: bool = True) -> list[Unit]:
+        """The kernel and every helper it reaches, each once, in the order first reached; without
+        ``through_custom_gradients``, not what a helper with a hand-written ``@wp.func_grad`` calls (Warp's backward
+        replays none of it)."""
         units, pending, seen = [], [self.frontend.kernel], set()
         while pending:
             unit = pending.pop(0)
@@ -189,6 +191,9 @@ class Fence:
                 continue
             seen.add(id(unit.tree))
             units.append(unit)
+            kernel = unit is self.frontend.kernel
+            if not through_custom_gradients and not kernel and self.frontend.has_custom_gradient(unit):
+                continue
             for node in walk(unit.tree):
                 if isinstance(node, ast.Call) and (helper := self.frontend.resolve_helper(unit, node)) is not None:
                     pending.append(helper)
@@ -198,7 +203,8 @@ class Fence:
         """Refuse the first node, in source order, of a refused or unknown form, in a kernel that consumes an
         atomic's return or holds a loop Warp's backward replays wrong (any other kernel runs as plain Warp)."""
         units = self.reached()
-        if not any(self._consumes(unit) or self._replayed_wrong(unit) for unit in units):
+        replayed = self.reached(through_custom_gradients=False)
+        if not any(map(self._consumes, units)) and not any(map(self._replayed_wrong, replayed)):
             return
         for unit in units:
             for node, form in self.forms(unit):

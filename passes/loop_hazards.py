@@ -17,16 +17,30 @@ with the locals the loop changes at whatever value the replay left them (``codeg
 The rewrite records what such a loop needs and replays it from the records (``passes.plan``, ``passes.two_phase``);
 ``--check`` reports the hazard. Loops Warp unrolls are straight code to its backward, and a loop whose body does
 nothing at all (``while spin(): pass`` style, no locals carried) hands nothing wrong to the replay.
+
+Nor does a loop no gradient depends on (``_no_gradient_depends_on``): the values Warp's backward sees wrong are those
+the loop computes (every one in a ``while`` loop or one that jumps, else those it carries) and whatever depends on
+them, in data or in control. Warp's backward does not store again (``array_store`` is skipped in its replay), so
+such a value changes a gradient only where it reaches something whose adjoint carries one: a store or atomic into
+memory that is not known to hold ints, a helper that may write such memory, or a helper's return of a value not
+known to be an int. A loop that only counts, searches or flags into int arrays, or a helper's probe loop returning
+an int slot, is then no hazard. The rule reads only the source (annotations, Warp's spelling, the helpers the front
+end resolves), the same for ``--check``, the command line and the API; what it cannot tell counts as a gradient.
+A ``while`` loop with a ``return`` inside stays a hazard whatever it computes: Warp's backward evaluates its
+condition again on values it replays, and may never leave it.
 """
 
 from __future__ import annotations
 
 import ast
 import enum
-from dataclasses import dataclass
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TypeGuard
 
-from warp_rewrite.passes.loop_carried import LoopFlow
+from warp_rewrite.passes.atomics import PLAIN, WarpNames, positional_arguments
+from warp_rewrite.passes.loop_carried import CarriedLocals, LoopFlow
 from warp_rewrite.passes.syntax import walk
 
 
@@ -52,24 +66,493 @@ class LoopHazard:
         return " and ".join(h.value.format(carried=carried) for h in Hazard if h in self.hazards)
 
 
-def loop_hazards(function: ast.FunctionDef, flow: LoopFlow, max_unroll: int) -> list[LoopHazard]:
+# Whether a call of a helper (a ``@wp.func`` the front end resolves; True where it cannot follow the call) may write
+# memory a gradient flows through (``writes_gradient_memory``, by the front end's resolution of its own calls).
+HelperWrites = Callable[[ast.Call], bool]
+
+
+@dataclass(frozen=True)
+class Callees:
+    """What the hazard's precision needs beyond the function's tree: how its module spells Warp, what the helpers
+    it calls write, and whether it is a kernel (whose value parameters get no gradient in Warp). The default follows
+    no helper: each may write anything."""
+
+    names: WarpNames = PLAIN
+    helper_writes: HelperWrites = field(default=lambda call: True)
+    kernel: bool = False
+
+
+def loop_hazards(
+    function: ast.FunctionDef, flow: LoopFlow, max_unroll: int, callees: Callees = Callees()
+) -> list[LoopHazard]:
     """The loops of ``function`` that Warp does not unroll and replays wrong, in source order; ``flow``: the
-    function's ``LoopFlow``; ``max_unroll``: its module's option."""
+    function's ``LoopFlow``; ``max_unroll``: its module's option; ``callees``: what its calls do (a loop no gradient
+    depends on is left out)."""
     found = []
+    memory: _Memory | None = None
     for node in walk(function):
         if not isinstance(node, ast.For | ast.While) or unrolled_by_warp(node, max_unroll):
             continue
         carried = flow.carried(node)
         names = carried.into_iterations | carried.out_of_loop
         hazards = {Hazard.CARRIED} if names else set()
+        memory = memory or _Memory(function, callees.names)
         if _does_something(node):
             if isinstance(node, ast.While):
                 hazards.add(Hazard.WHILE)
-            if own_jumps(node.body):
+            if any(not _skips_nothing(node, jump, names, memory, callees) for jump in own_jumps(node.body)):
                 hazards.add(Hazard.JUMPS)
-        if hazards:
-            found.append(LoopHazard(node, frozenset(hazards), tuple(sorted(names))))
+        if not hazards:
+            continue
+        if _no_gradient_depends_on(function, node, hazards, carried, memory, callees):
+            continue
+        found.append(LoopHazard(node, frozenset(hazards), tuple(sorted(names))))
     return found
+
+
+# Warp's builtins that write the arrays they are handed, atomics aside (``passes.builtins``: those of the class
+# "writes arrays"; tests/passes/test_loop_hazards.py keeps the two in step). Named here, not read off Warp's registry:
+# ``--check`` reads loops without importing Warp.
+ARRAY_WRITERS = frozenset(
+    {
+        *("address", "array_store", "view"),
+        *("dense_chol", "dense_chol_batched", "dense_gemm", "dense_gemm_batched"),
+        *("dense_solve", "dense_solve_batched", "dense_subs"),
+        *("tile_atomic_add", "tile_atomic_add_indexed", "tile_store", "tile_store_indexed"),
+    }
+)
+# Warp's int and bool types (scalars and vectors), whose values carry no gradient: by the names Warp exports.
+INT_TYPES = frozenset(
+    ["int", "bool", *(f"{u}int{bits}" for u in ("", "u") for bits in (8, 16, 32, 64))]
+    + [f"vec{n}{kind}" for n in (2, 3, 4) for kind in ("b", "ub", "s", "us", "i", "ui", "l", "ul")]
+)
+# Warp's value types (scalars, vectors, matrices, quaternions, transforms, spatial types): a parameter of such a type
+# is a copy, which a store into a component changes; any other (arrays, structs, Any) counts as memory.
+_VALUE_TYPE = re.compile(
+    r"int|float|bool|half|float(16|32|64)|u?int(8|16|32|64)|vec\d\w*|mat\d\d\w*|quat[dfh]?|transform[dfh]?"
+    r"|spatial_(vector|matrix)[dfh]?"
+)
+_ARRAY_TYPES = re.compile(r"(indexed)?(fabric)?array(\dd)?|fixedarray(\dd)?")
+# Python's builtins a kernel may call, functions of their arguments' values.
+_PYTHON_PURE = frozenset({"int", "float", "bool", "min", "max", "abs", "len", "range", "round", "print"})
+
+
+def _last_name(expr: ast.expr | None) -> str | None:
+    """``wp.int32`` -> ``int32``; ``int`` -> ``int``; anything but a name or an attribute -> None."""
+    if isinstance(expr, ast.Attribute):
+        return expr.attr
+    return expr.id if isinstance(expr, ast.Name) else None
+
+
+def _root(expr: ast.expr) -> ast.Name | None:
+    """The name an expression of fields and elements starts from: ``model.body_q[i].p`` -> ``model``."""
+    while isinstance(expr, ast.Attribute | ast.Subscript):
+        expr = expr.value
+    return expr if isinstance(expr, ast.Name) else None
+
+
+_NOT_AN_ARRAY = ast.Constant(None)  # what ``_array_dtype`` gives for an annotation of no array
+
+
+def _array_dtype(annotation: ast.expr) -> ast.expr | None:
+    """The dtype an array annotation names (``wp.array(dtype=int)``, ``wp.array2d[wp.int32]``); None where it
+    names none; ``_NOT_AN_ARRAY`` where the annotation is no array."""
+    head = annotation.func if isinstance(annotation, ast.Call) else annotation
+    head = head.value if isinstance(head, ast.Subscript) else head
+    name = _last_name(head)
+    if name is None or not _ARRAY_TYPES.fullmatch(name):
+        return _NOT_AN_ARRAY
+    if isinstance(annotation, ast.Subscript):
+        dtype = annotation.slice
+        return dtype.elts[0] if isinstance(dtype, ast.Tuple) and dtype.elts else dtype
+    if isinstance(annotation, ast.Call):
+        keyword = next((k.value for k in annotation.keywords if k.arg == "dtype"), None)
+        return keyword if keyword is not None else (annotation.args[0] if annotation.args else None)
+    return None
+
+
+class _Memory:
+    """Which names of a function hold memory (arrays, structs, anything whose type the source does not tell as a
+    value) and which of those hold only ints, read off the annotations and the assignments: a local bound to
+    memory (``row = grid[i]``, ``q = model.body_q``) or to what a helper returns is memory, of ints where every such
+    binding is."""
+
+    def __init__(self, function: ast.FunctionDef, names: WarpNames):
+        self.memory: set[str] = set()
+        self.ints: set[str] = set()
+        self.arrays: set[str] = set()  # the parameters annotated as arrays
+        self.constants: set[str] = set()  # the parameters of a value type the function never rebinds
+        for argument in function.args.args:
+            annotation = argument.annotation
+            dtype = _NOT_AN_ARRAY if annotation is None else _array_dtype(annotation)
+            if dtype is _NOT_AN_ARRAY:
+                if not _VALUE_TYPE.fullmatch(_last_name(annotation) or ""):
+                    self.memory.add(argument.arg)  # a struct, Any, or a type the source does not name plainly
+            else:
+                self.memory.add(argument.arg)
+                self.arrays.add(argument.arg)
+                if dtype is not None and _last_name(dtype) in INT_TYPES:
+                    self.ints.add(argument.arg)
+        bindings: dict[str, list[ast.expr]] = {}
+        for node in walk(function):
+            if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    for name in _bound_names(target):
+                        bindings.setdefault(name, []).append(node.value)
+        parameters = {a.arg for a in function.args.args}
+        rebound = {name for node in walk(function) for name in _bindings(node)} | set(bindings)
+        self.constants = parameters - self.memory - rebound
+        changed = True
+        while changed:
+            changed = False
+            for name, values in bindings.items():
+                if name in parameters:
+                    continue
+                held = [value for value in values if self._holds_memory(value, names)]
+                if held and name not in self.memory:
+                    self.memory.add(name)
+                    changed = True
+                all_ints = all((root := _root(value)) is not None and root.id in self.ints for value in held)
+                if held and all_ints and name not in self.ints:
+                    self.ints.add(name)
+                    changed = True
+                elif held and not all_ints and name in self.ints:
+                    self.ints.discard(name)
+                    changed = True
+
+    def _holds_memory(self, value: ast.expr, names: WarpNames) -> bool:
+        root = _root(value)
+        if root is not None and root.id in self.memory:
+            return True
+        if isinstance(value, ast.Call):
+            builtin = _warp_builtin(value, names)
+            return builtin in ("view", "address") or (builtin is None and _last_name(value.func) not in _PYTHON_PURE)
+        return False
+
+    def writes_gradient(self, target: ast.expr) -> bool:
+        """Is a store into ``target`` (a field or element) a write into memory a gradient may flow through?"""
+        root = _root(target)
+        return root is None or (root.id in self.memory and root.id not in self.ints)
+
+    def holds_ints(self, expr: ast.expr) -> bool:
+        root = _root(expr)
+        return root is not None and root.id in self.ints
+
+
+def _bound_names(target: ast.expr) -> list[str]:
+    """The names an assignment target binds (``a, b = ...``), not those it stores into."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Tuple | ast.List):
+        return [name for element in target.elts for name in _bound_names(element)]
+    return []
+
+
+def _warp_builtin(call: ast.Call, names: WarpNames) -> str | None:
+    """Warp's name of the builtin ``call`` calls (``wp.X(...)``, or a bare name imported from Warp), else None."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        root = func.value
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        return func.attr if isinstance(root, ast.Name) and root.id in names.modules else None
+    return names.member(func.id) if isinstance(func, ast.Name) else None
+
+
+def writes_gradient_memory(function: ast.FunctionDef, callees: Callees) -> bool:
+    """Does ``function`` (a helper) write memory a gradient may flow through, itself or in a helper it calls? Where
+    it stores, what its atomics target and what its calls write, as ``_no_gradient_depends_on`` reads them."""
+    memory = _Memory(function, callees.names)
+    statements = [node for node in walk(function) if isinstance(node, ast.stmt) and node is not function]
+    return any(_gradient_sink(statement, memory, callees, returns_value=False) for statement in statements)
+
+
+def _no_gradient_depends_on(
+    function: ast.FunctionDef,
+    loop: ast.For | ast.While,
+    hazards: set[Hazard],
+    carried: CarriedLocals,
+    memory: _Memory,
+    callees: Callees,
+) -> bool:
+    """Does no gradient depend on what Warp's backward sees wrong in ``loop``? See the module's docstring: the
+    statements that depend on the loop (in data, through locals, or in control) write no memory but ints, call no
+    helper that may, and return no value but an int from a helper.
+
+    A sum the loop carries (``_sums``) is wrong in backward too, but its adjoint is right: statements that use it
+    only linearly (``_linear_uses``: a copy, a sum, a store, an atomic add) pass it on as such, and only a statement
+    that needs its value depends on it."""
+    if isinstance(loop, ast.While) and any(isinstance(node, ast.Return) for node in walk(loop)):
+        return False  # Warp's backward may never leave it (see the module's docstring)
+    statements = [node for node in walk(function) if isinstance(node, ast.stmt) and node is not function]
+    enclosing = _enclosing_loops(function)
+    influenced: set[ast.stmt] = set()
+    names = carried.into_iterations | carried.out_of_loop
+    summed: set[str] = set()  # wrong in backward, but only ever summed, copied or stored: the adjoint is right
+    wrong: set[str] = set(names)  # wrong in backward, and maybe needed
+
+    def influence(statement: ast.stmt) -> None:
+        for node in walk(statement):
+            if isinstance(node, ast.stmt) and node not in influenced:
+                influenced.add(node)
+                wrong.update(_assigned(node, memory))
+                if isinstance(node, ast.Break | ast.Continue) and node in enclosing:
+                    influence(enclosing[node])  # which trips run depends on it
+                elif isinstance(node, ast.Return):
+                    influenced.update(statements)  # whether anything after runs depends on it
+                    for other in statements:
+                        wrong.update(_assigned(other, memory))
+
+    constants = memory.constants if callees.kernel else set()
+    if hazards & {Hazard.WHILE, Hazard.JUMPS}:  # the trips themselves are wrong
+        influence(loop)
+    else:
+        summed = _sums(loop, names - carried.assigned_in_loop_only)
+        wrong -= summed
+    changed = True
+    while changed:
+        changed = False
+        for statement in statements:
+            if statement in influenced:
+                continue
+            read = _read(statement)
+            if read & wrong:
+                influence(statement)
+                changed = True
+            elif read & summed:
+                passed_on = _linear_uses(statement, summed, memory, callees.names, constants)
+                if passed_on is None:
+                    influence(statement)
+                    changed = True
+                elif passed_on - summed - wrong:
+                    summed.update(passed_on - wrong)
+                    changed = True
+        summed -= wrong
+    returns_int = function.returns is not None and _last_name(function.returns) in INT_TYPES
+    return not any(
+        _gradient_sink(statement, memory, callees, returns_value=not returns_int) for statement in influenced
+    )
+
+
+def _sums(loop: ast.For | ast.While, candidates: frozenset[str]) -> set[str]:
+    """The locals among ``candidates`` (carried by ``loop``, and assigned before it) that the loop only adds to:
+    every binding of one in the loop is ``s += e``, ``s -= e``, ``s = s + e`` or ``s = s - e`` (``e`` free of ``s``,
+    ``s`` taken once: each trip passes the sum's adjoint on unchanged). Warp's
+    reverse pass keeps such a local's adjoint across the trips it replays, so each trip's ``e`` gets it right,
+    whatever value the replay gives the sum (tests/passes/test_warp_loops.py)."""
+    sums = set(candidates)
+    for node in walk(loop):
+        if node is loop:
+            continue
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            if not isinstance(node.op, ast.Add | ast.Sub) or _mentions(node.value, {node.target.id}):
+                sums.discard(node.target.id)
+            continue
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            if not _adds_to(node.value, node.targets[0].id):
+                sums.discard(node.targets[0].id)
+            continue
+        sums -= _bindings(node)  # any other binding, a component store, a local handed to a call
+    return sums
+
+
+def _adds_to(value: ast.expr, name: str) -> bool:
+    """Is ``value`` the local ``name`` plus or minus terms free of it (``s + a - b``, ``a + s``)?"""
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add | ast.Sub):
+        left = (isinstance(value.left, ast.Name) and value.left.id == name) or _adds_to(value.left, name)
+        if left and not _mentions(value.right, {name}):
+            return True
+        right = (isinstance(value.right, ast.Name) and value.right.id == name) or _adds_to(value.right, name)
+        return isinstance(value.op, ast.Add) and right and not _mentions(value.left, {name})
+    return False
+
+
+def _bindings(node: ast.AST) -> set[str]:
+    """The locals a node binds or may change other than by a plain assignment of a name: targets of for loops,
+    tuples, walrus, annotated assignments and component stores, and the locals handed to a call."""
+    found: set[str] = set()
+    if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.For):
+        for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+            found.update(_bound_names(target))
+            found.update(root.id for stored in _stored(target) if (root := _root(stored)) is not None)
+    elif isinstance(node, ast.NamedExpr):
+        found.add(node.target.id)
+    elif isinstance(node, ast.Call):
+        found.update(a.id for a in node.args if isinstance(a, ast.Name))
+    return found
+
+
+def _mentions(expr: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(node, ast.Name) and node.id in names for node in walk(expr))
+
+
+def _linear(expr: ast.expr, summed: set[str], constants: set[str]) -> bool:
+    """Is ``expr`` linear in the ``summed`` locals, so that its adjoint needs none of their values? Sums and
+    differences, negation, products and quotients by a literal or by one of the ``constants`` (a kernel's value
+    parameters, which Warp gives no gradient); any expression free of them."""
+    if not _mentions(expr, summed) or isinstance(expr, ast.Name):
+        return True
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub | ast.UAdd):
+        return _linear(expr.operand, summed, constants)
+    if isinstance(expr, ast.BinOp):
+        constant = lambda side: _is_number(side) or (isinstance(side, ast.Name) and side.id in constants)  # noqa: E731
+        if isinstance(expr.op, ast.Add | ast.Sub):
+            return _linear(expr.left, summed, constants) and _linear(expr.right, summed, constants)
+        if isinstance(expr.op, ast.Mult):
+            return (constant(expr.left) and _linear(expr.right, summed, constants)) or (
+                constant(expr.right) and _linear(expr.left, summed, constants)
+            )
+        if isinstance(expr.op, ast.Div):
+            return constant(expr.right) and _linear(expr.left, summed, constants)
+    return False
+
+
+def _is_number(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Constant) and type(expr.value) in (int, float)
+
+
+def _linear_uses(
+    statement: ast.stmt, summed: set[str], memory: _Memory, names: WarpNames, constants: set[str]
+) -> set[str] | None:
+    """The locals a statement that reads some of the ``summed`` locals makes sums in turn, where it uses them only
+    linearly: ``y = s + e`` (``y``), ``y += s``, ``out[i] = s``, ``out[i] += s``, ``wp.atomic_add(out, i, s)`` with
+    the return unused, a helper's ``return s``. None where it needs the value of one (any other use)."""
+    if isinstance(statement, ast.Return):
+        return set() if statement.value is not None and _linear(statement.value, summed, constants) else None
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        call = statement.value
+        arguments = positional_arguments(call)
+        if names.atomic_op(call) in ("add", "sub") and not call.keywords and arguments:
+            *place, value = arguments
+            return set() if _linear(value, summed, constants) and not any(_mentions(p, summed) for p in place) else None
+        return None
+    if isinstance(statement, ast.AugAssign) and not isinstance(statement.op, ast.Add | ast.Sub):
+        return None
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+        target, value = statement.targets[0], statement.value
+    elif isinstance(statement, ast.AugAssign | ast.AnnAssign) and statement.value is not None:
+        target, value = statement.target, statement.value
+    else:
+        return None
+    if not _linear(value, summed, constants):
+        return None
+    if isinstance(target, ast.Name):
+        return {target.id}
+    root = _root(target)
+    if root is None or not isinstance(target, ast.Attribute | ast.Subscript):
+        return None
+    places = [target.slice] if isinstance(target, ast.Subscript) else []
+    inner = target.value
+    while isinstance(inner, ast.Attribute | ast.Subscript):
+        places += [inner.slice] if isinstance(inner, ast.Subscript) else []
+        inner = inner.value
+    if any(_mentions(place, summed) for place in places):
+        return None  # an index that needs the value
+    return set() if root.id in memory.memory else {root.id}
+
+
+def _own_expressions(statement: ast.stmt) -> list[ast.AST]:
+    """The nodes a statement evaluates itself, not those of the statements in its body."""
+    if isinstance(statement, ast.If | ast.While):
+        return walk(statement.test)
+    if isinstance(statement, ast.For):
+        return walk(statement.iter) + walk(statement.target)
+    if isinstance(statement, ast.FunctionDef | ast.With | ast.Try):
+        return []
+    return walk(statement)
+
+
+def _read(statement: ast.stmt) -> set[str]:
+    return {
+        node.id for node in _own_expressions(statement) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    }
+
+
+def _assigned(statement: ast.stmt, memory: _Memory) -> set[str]:
+    """The locals a statement may change: those it binds, those whose components it stores into (a store into
+    memory changes no local), and every name but an array parameter that it hands to a call (Warp's builtins write
+    the arguments they take by reference: ``wp.bvh_query_next(query, i)``)."""
+    names = set()
+    targets: list[ast.expr] = []
+    if isinstance(statement, ast.Assign):
+        targets = statement.targets
+    elif isinstance(statement, ast.AnnAssign | ast.AugAssign | ast.For):
+        targets = [statement.target]
+    for target in targets:
+        names.update(_bound_names(target))
+        names.update(root.id for stored in _stored(target) if (root := _root(stored)) and root.id not in memory.memory)
+    for node in _own_expressions(statement):
+        if isinstance(node, ast.NamedExpr):
+            names.add(node.target.id)
+        elif isinstance(node, ast.Call):
+            names.update(a.id for a in node.args if isinstance(a, ast.Name) and a.id not in memory.arrays)
+    return names
+
+
+def _gradient_sink(statement: ast.stmt, memory: _Memory, callees: Callees, returns_value: bool) -> bool:
+    """Does the statement itself write memory a gradient may flow through, call a helper that may, or (with
+    ``returns_value``) return a value that may carry one?"""
+    if isinstance(statement, ast.Return) and statement.value is not None and returns_value:
+        return True
+    stored: list[ast.expr] = []
+    if isinstance(statement, ast.Assign):
+        stored = [t for target in statement.targets for t in _stored(target)]
+    elif isinstance(statement, ast.AnnAssign | ast.AugAssign):
+        stored = _stored(statement.target)
+    if any(memory.writes_gradient(target) for target in stored):
+        return True
+    for node in _own_expressions(statement):
+        if isinstance(node, ast.Call) and _call_writes_gradient(node, memory, callees):
+            return True
+    return False
+
+
+def _stored(target: ast.expr) -> list[ast.expr]:
+    """The fields and elements an assignment target stores into (not the locals it binds)."""
+    if isinstance(target, ast.Tuple | ast.List):
+        return [stored for element in target.elts for stored in _stored(element)]
+    return [target] if isinstance(target, ast.Attribute | ast.Subscript) else []
+
+
+def _call_writes_gradient(call: ast.Call, memory: _Memory, callees: Callees) -> bool:
+    builtin = _warp_builtin(call, callees.names)
+    if callees.names.atomic_op(call) is not None or builtin in ARRAY_WRITERS:
+        arguments = positional_arguments(call)
+        return not (arguments and memory.holds_ints(arguments[0]) and builtin not in ARRAY_WRITERS)
+    if builtin is not None or (isinstance(call.func, ast.Name) and call.func.id in _PYTHON_PURE):
+        return False
+    return callees.helper_writes(call)
+
+
+def _enclosing_loops(function: ast.FunctionDef) -> dict[ast.stmt, ast.For | ast.While]:
+    """Each break and continue of the function, with the loop it leaves or continues."""
+    found: dict[ast.stmt, ast.For | ast.While] = {}
+    for node in walk(function):
+        if isinstance(node, ast.For | ast.While):
+            for jump in own_jumps(node.body):
+                found[jump] = node
+    return found
+
+
+def _skips_nothing(
+    loop: ast.For | ast.While,
+    jump: ast.Break | ast.Continue,
+    carried: frozenset[str],
+    memory: _Memory,
+    callees: Callees,
+) -> bool:
+    """Does Warp's replay of ``jump`` skip no adjoint that matters? A replayed ``continue`` jumps past the adjoint of
+    what its trip ran before it: nothing is lost where that wrote no memory a gradient flows through, called no
+    helper that may, and changed no local the loop carries (a ``continue`` that skips a trip before its work:
+    ``if not active[i]: continue``). A ``break`` jumps past the adjoints of every earlier trip too."""
+    if isinstance(jump, ast.Break):
+        return False
+    at = (jump.lineno, jump.col_offset)
+    before = [n for n in walk(loop) if isinstance(n, ast.stmt) and n is not loop and (n.lineno, n.col_offset) < at]
+    return not any(
+        _gradient_sink(node, memory, callees, returns_value=True) or _assigned(node, memory) & carried
+        for node in before
+    )
 
 
 def _does_something(loop: ast.For | ast.While) -> bool:

@@ -466,8 +466,8 @@ class Planner(MemoryAccesses):
         key = id(unit.tree)
         if key in self._replayed_wrong:
             return self._replayed_wrong[key]
-        if key in seen:
-            return False
+        if key in seen or (unit is not self.kernel and self.frontend.has_custom_gradient(unit)):
+            return False  # (a hand-written gradient: Warp never replays the helper's body, nor what it calls)
         seen.add(key)
         facts = self.analysis(unit)
         found = bool(facts.loop_hazards) or any(

@@ -65,6 +65,10 @@ class Frontend(Protocol[UnitT]):
         """Is the function generic to Warp (a parameter of type ``Any``, an array of ``Any``)? Warp then lets it
         have no ``@wp.func_replay``."""
 
+    def has_custom_gradient(self, unit: UnitT) -> bool:
+        """Does a hand-written ``@wp.func_grad`` give the function its adjoint? Warp's backward then calls that
+        instead of replaying the function's body: no loop of it (or of what it calls) is replayed."""
+
     def array(self, path: str) -> dtypes.ArrayInfo | None:
         """What is known of the array argument (or struct field of one) at ``path``; None if it is no array."""
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,7 @@ from warp_rewrite.passes.builtins import BuiltinEffect, Effect, call_effect, cal
 from warp_rewrite.passes.dataflow import argument_path, is_view, path_parts, rebound_locals, single_assignments
 from warp_rewrite.passes.int_types import IntLocals
 from warp_rewrite.passes.loop_carried import LoopFlow
-from warp_rewrite.passes.loop_hazards import LoopHazard, loop_hazards
+from warp_rewrite.passes.loop_hazards import Callees, LoopHazard, loop_hazards, writes_gradient_memory
 from warp_rewrite.passes.plan_types import Frontend, FunctionPlan, Unit, array_at, is_int_path
 from warp_rewrite.passes.refusals import Refusal
 from warp_rewrite.passes.syntax import called_name, parent_map, walk
@@ -124,8 +125,21 @@ class Analysis:
 
     @functools.cached_property
     def loop_hazards(self) -> list[LoopHazard]:
-        """The loops of the function Warp's backward replays wrong (``passes.loop_hazards``)."""
-        return loop_hazards(self.tree, self.flow, self.frontend.max_unroll)
+        """The loops of the function Warp's backward replays wrong and some gradient depends on
+        (``passes.loop_hazards``)."""
+        if self.unit is not self.frontend.kernel and self.frontend.has_custom_gradient(self.unit):
+            return []  # Warp's backward calls the hand-written gradient, never this body
+        return loop_hazards(self.tree, self.flow, self.frontend.max_unroll, self.callees)
+
+    @functools.cached_property
+    def callees(self) -> Callees:
+        """What the function's calls write, for ``passes.loop_hazards``: a helper the front end resolves is read
+        (``writes_gradient_memory``), anything else it calls is no ``@wp.func`` (builtins, structs, constructors)."""
+        return Callees(self.names, self._helper_writes, kernel=self.unit is self.frontend.kernel)
+
+    def _helper_writes(self, call: ast.Call) -> bool:
+        helper = self.frontend.resolve_helper(self.unit, call)
+        return helper is not None and _writes_gradient(helper, self.frontend)
 
     def holds_a_value(self, name: str) -> bool:
         """Does ``name`` hold a value (a vector, matrix or struct the function makes or reads), which a store into a
@@ -544,3 +558,15 @@ def _root_name(expr: ast.expr) -> str | None:
     """The local an expression reaches memory through: ``buf`` in ``buf``, ``buf[i]`` or ``buf.f[i]``."""
     parts = path_parts(expr)
     return parts[0] if parts else None
+
+
+# A helper's tree (each front end reads its own) -> may it write memory a gradient flows through.
+_WRITES_GRADIENT: weakref.WeakKeyDictionary[ast.FunctionDef, bool] = weakref.WeakKeyDictionary()
+
+
+def _writes_gradient(helper: Unit, frontend: Frontend) -> bool:
+    """``passes.loop_hazards.writes_gradient_memory`` of a helper, its own calls resolved by ``frontend``."""
+    if helper.tree not in _WRITES_GRADIENT:
+        _WRITES_GRADIENT[helper.tree] = False  # a recursive call adds nothing (Warp compiles none)
+        _WRITES_GRADIENT[helper.tree] = writes_gradient_memory(helper.tree, Analysis(helper, frontend).callees)
+    return _WRITES_GRADIENT[helper.tree]

@@ -79,7 +79,8 @@ def check_loop(
         raise Refusal(
             unit,
             loop,
-            "a for loop over something other than range() or a spatial query around a consumed atomic",
+            "a for loop over something other than range() or a spatial query, where the rewrite replays the loop "
+            "(around a consumed atomic, or one Warp's backward replays wrong)",
             "Loop over range(...) or a query (for j in wp.hash_grid_query(...)) with a single loop variable",
         )
     nodes = [node for statement in loop.body for node in walk(statement)]
@@ -102,7 +103,7 @@ def check_returns(unit: Unit, loop: ast.For | ast.While) -> None:
         raise Refusal(
             unit,
             returns[0],
-            "a 'return' inside a loop around a consumed atomic (Warp's backward cannot replay a return from a loop "
-            "it does not unroll)",
+            "a 'return' inside a loop the rewrite replays (Warp's backward cannot replay a return from a loop it "
+            "does not unroll)",
             "Leave the loop with 'break', setting a flag, and return after the loop",
         )

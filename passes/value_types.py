@@ -145,13 +145,16 @@ class ValueTypes:
             for name, value in _assigned_values(node):
                 assignments.setdefault(name, []).append(value)
         # Optimistic fixpoint: every local starts unknown (compatible with anything), so that a local assigned from
-        # itself (``acc = acc * c + x[i]``) settles on the type its other assignments give it.
+        # itself (``acc = acc * c + x[i]``) settles on the type its other assignments give it. Warp gives a local one
+        # type (it refuses to assign a value of another: ``codegen.Adjoint.emit_Assign``), so an assignment whose
+        # type the source does not tell (a helper's undeclared return) leaves the type to the others.
         self.locals: dict[str, Any] = dict.fromkeys(assignments, _UNKNOWN)
         changed = True
         while changed:
             changed = False
             for name, values in assignments.items():
-                settled = unify([self.of(value) if value is not None else None for value in values])
+                kinds = [self.of(value) for value in values if value is not None]
+                settled = unify([kind for kind in kinds if kind is not None])
                 if settled is not self.locals[name] and settled != self.locals[name]:
                     self.locals[name] = settled
                     changed = True
@@ -313,11 +316,12 @@ def _assigned_values(node: ast.AST) -> list[tuple[str, ast.expr | None]]:
                 found.append((target.id, node.value))
             elif isinstance(target, ast.Tuple) and node.value is not None:
                 whole = node.value
-                values = (
-                    whole.elts
-                    if isinstance(whole, ast.Tuple)
-                    else [_element(whole, k) for k in range(len(target.elts))]
-                )
+                if isinstance(whole, ast.Tuple):
+                    values = list(whole.elts)
+                elif _is_tid(whole):  # i, j = wp.tid(): an int each
+                    values = [ast.Call(ast.Name("int", ast.Load()), [], []) for _ in target.elts]
+                else:
+                    values = [_element(whole, k) for k in range(len(target.elts))]
                 for element, value in zip(target.elts, values, strict=False):
                     if isinstance(element, ast.Name):
                         found.append((element.id, value))
@@ -330,3 +334,8 @@ def _assigned_values(node: ast.AST) -> list[tuple[str, ast.expr | None]]:
         )
         return [(node.target.id, ast.Call(ast.Name("int", ast.Load()), [], []) if over_range else None)]
     return []
+
+
+def _is_tid(expr: ast.expr | None) -> bool:
+    """``wp.tid()`` (or ``tid()`` imported from Warp), spelled any way."""
+    return isinstance(expr, ast.Call) and getattr(expr.func, "attr", getattr(expr.func, "id", None)) == "tid"

@@ -263,6 +263,9 @@ class LiveFrontend:
     def is_generic(self, unit: FunctionSource) -> bool:
         return any(dtypes.is_generic(arg.type) for arg in unit.obj.adj.args)
 
+    def has_custom_gradient(self, unit: FunctionSource) -> bool:
+        return isinstance(unit.obj, Function) and unit.obj.custom_grad_func is not None
+
     def array(self, path: str) -> dtypes.ArrayInfo | None:
         root, *fields = path.split(".")
         arg_type = self.warp_kernel.adj.arg_types.get(root)

@@ -147,6 +147,9 @@ class DesugaredFrontend:
     def is_generic(self, unit: Unit) -> bool:
         return self.frontend.is_generic(self._own_source(unit))
 
+    def has_custom_gradient(self, unit: Unit) -> bool:
+        return self.frontend.has_custom_gradient(self._own_source(unit))
+
     def local_types(self, unit: Unit) -> dict[str, Any]:
         return self.frontend.local_types(self._own_source(unit))
 

@@ -128,7 +128,7 @@ def choose_kernels(module: StaticModule, finder: HazardFinder) -> Choice:
             choice.already.append(kernel)
             continue
         calls = finder.kernel_calls(module, kernel)
-        hazardous = bool(module.consumed(kernel) or calls.hazards or module.loop_hazards(kernel) or calls.loops)
+        hazardous = bool(module.consumed(kernel) or calls.hazards or finder.loop_hazards(module, kernel) or calls.loops)
         if module.backward_disabled(kernel):
             continue  # no backward pass: nothing to make right
         choice.warnings += [_unknown_warning(module, kernel, unknown) for unknown in calls.unknown]

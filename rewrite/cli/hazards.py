@@ -6,11 +6,13 @@ and which calls cannot be followed: what
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from warp_rewrite.cli.project import Project, Unfollowed, Unresolved
 from warp_rewrite.cli.source_file import position
 from warp_rewrite.cli.static_module import StaticModule
+from warp_rewrite.passes.loop_hazards import Callees, LoopHazard, writes_gradient_memory
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,34 @@ class HazardFinder:
     def __init__(self, project: Project):
         self.project = project
         self._scans: dict[int, _Scan] = {}
+        self._writes: dict[int, bool] = {}  # helper -> may it write memory a gradient flows through
+
+    def loop_hazards(self, module: StaticModule, function: ast.FunctionDef) -> list[LoopHazard]:
+        """The loops of ``function`` (in ``module``) Warp's backward replays wrong and some gradient depends on
+        (``passes.loop_hazards``), with the helpers its calls reach followed across the project."""
+        if module.has_gradient(function):
+            return []  # Warp's backward calls the hand-written gradient, never this body
+        return module.loop_hazards(function, self._helper_writes(module, function))
+
+    def _helper_writes(self, module: StaticModule, function: ast.FunctionDef) -> Callable[[ast.Call], bool]:
+        """Whether a call in ``function`` of a helper may write memory a gradient flows through: True where the
+        call cannot be followed; False for what is no ``@wp.func`` (Warp's builtins, structs, constructors)."""
+        scopes = module.scopes_in(function, module.function_nodes(function))
+
+        def writes(call: ast.Call) -> bool:
+            found = self.project.resolve(module, call, scopes)
+            if isinstance(found, Unfollowed | Unresolved):
+                return True
+            return found is not None and self._writes_gradient(*found)
+
+        return writes
+
+    def _writes_gradient(self, owner: StaticModule, helper: ast.FunctionDef) -> bool:
+        if id(helper) not in self._writes:
+            self._writes[id(helper)] = False  # a recursive call adds nothing (Warp compiles none)
+            callees = Callees(owner.warp.names(), self._helper_writes(owner, helper))
+            self._writes[id(helper)] = writes_gradient_memory(helper, callees)
+        return self._writes[id(helper)]
 
     def kernel_calls(self, module: StaticModule, function: ast.FunctionDef) -> KernelCalls:
         """Each call in ``function`` of a helper that consumes an atomic's return (at any depth), in source
@@ -122,7 +152,7 @@ class HazardFinder:
         consumed = owner.consumed(helper)
         if consumed:
             scan.consumer = (helper.name, owner.location(consumed[0].node), consumed[0].op)
-        loops = owner.loop_hazards(helper)
+        loops = self.loop_hazards(owner, helper)
         if loops:
             scan.loop = (helper.name, owner.location(loops[0].loop))
         nodes = owner.function_nodes(helper)
@@ -134,7 +164,7 @@ class HazardFinder:
             elif found is not None:
                 inner = self._scan(*found)
                 scan.consumer = scan.consumer or inner.consumer
-                scan.loop = scan.loop or inner.loop
+                scan.loop = scan.loop or (None if owner.has_gradient(helper) else inner.loop)
                 self._merge(scan.misses, inner.misses)
                 scan.reached |= inner.reached
         return scan

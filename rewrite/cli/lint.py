@@ -49,6 +49,7 @@ from warp_rewrite.cli.source_file import ParseError, Region
 from warp_rewrite.cli.staleness import stale
 from warp_rewrite.cli.static_module import StaticModule
 from warp_rewrite.passes.atomics import TILE_ATOMIC_RETURN
+from warp_rewrite.passes.loop_hazards import LoopHazard
 from warp_rewrite.passes.syntax import called_name, walk
 
 _WRONG = "gradients through it are wrong in plain Warp"
@@ -144,13 +145,17 @@ def syntax_error(error: ParseError, path: Path) -> Finding:
 
 
 def _loop_findings(
-    module: StaticModule, kernel: ast.FunctionDef, through_helpers: list[HelperLoop], disabled: str | None
+    module: StaticModule,
+    kernel: ast.FunctionDef,
+    hazards: list[LoopHazard],
+    through_helpers: list[HelperLoop],
+    disabled: str | None,
 ) -> list[Finding]:
     """WR008 (or WR103 where Warp builds no backward) for each loop of the kernel Warp's backward replays wrong, and
     for each call of a helper that holds one."""
     code, extra = ("WR103", {"disabled": disabled}) if disabled else ("WR008", {})
     findings = []
-    for hazard in module.loop_hazards(kernel):
+    for hazard in hazards:
         findings.append(_finding(module, code, hazard.loop, name=kernel.name, holds="holds", why=hazard.why(), **extra))
     for loop in through_helpers:
         holder = "" if loop.holder == loop.helper else f" (through '{loop.holder}')"
@@ -231,7 +236,8 @@ class Checker:
                 else:
                     findings.append(_finding(module, "WR001", call.node, name=kernel.name, op=call.op))
             findings += _tile_findings(module, kernel, "kernel", disabled)
-            findings += _loop_findings(module, kernel, calls.loops, disabled)
+            hazards = self.finder.loop_hazards(module, kernel)
+            findings += _loop_findings(module, kernel, hazards, calls.loops, disabled)
             for hazard in calls.hazards:
                 where = f"at {hazard.where}"
                 if hazard.consumer != hazard.helper:

@@ -52,10 +52,11 @@ class StaticUnit:
 @dataclass(frozen=True)
 class StaticStruct:
     """A ``@wp.struct`` class read from its file. Its ``vars`` are its fields by name, each with its ``type``, as
-    Warp's own struct types have them (``passes.dtypes.field_type`` reads both)."""
+    Warp's own struct types have them (``passes.dtypes.field_type`` reads both). A type, compared and hashed by its
+    class's definition alone, as Warp's struct types are (the passes keep sets of types)."""
 
-    project: Project
-    owner: StaticModule
+    project: Project = field(compare=False)
+    owner: StaticModule = field(compare=False)
     node: ast.ClassDef
 
     @property
@@ -409,6 +410,9 @@ class StaticFrontend:
 
     def is_generic(self, unit: StaticUnit) -> bool:
         return any(is_generic_annotation(self.project, unit.owner, a.annotation) for a in unit.tree.args.args)
+
+    def has_custom_gradient(self, unit: StaticUnit) -> bool:
+        return unit.owner.has_gradient(unit.tree)
 
     def array(self, path: str) -> dtypes.ArrayInfo | None:
         root, *fields = path.split(".")

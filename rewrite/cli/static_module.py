@@ -16,7 +16,7 @@ from warp_rewrite.cli.scopes import Scope, ScopedModule, own_returns, own_statem
 from warp_rewrite.cli.source_file import Region, module_level, position, read_imports
 from warp_rewrite.passes.atomics import AtomicCall, find_atomic_calls, find_consumed_tile_atomics
 from warp_rewrite.passes.loop_carried import LoopFlow
-from warp_rewrite.passes.loop_hazards import LoopHazard, loop_hazards
+from warp_rewrite.passes.loop_hazards import Callees, HelperWrites, LoopHazard, loop_hazards
 from warp_rewrite.passes.syntax import end_line, walk
 
 _REWRITE = "KernelRewrite"  # the runtime's class that a constructed kernel's block binds (warp_rewrite.runtime)
@@ -334,22 +334,34 @@ class StaticModule(ScopedModule):
             if isinstance(n, ast.FunctionDef) and self.warp.decorated(n, "func") and not self.generated(n)
         ]
 
-    @cached_property
-    def _replayed(self) -> set[int]:
-        """Helpers with a hand-written ``@wp.func_replay(helper)`` twin, by id of their definition."""
+    def _twinned(self, kind: str) -> set[int]:
+        """Helpers the file gives a hand-written ``@wp.<kind>(helper)`` twin, by id of their definition."""
         found = set()
         for node in self.definitions:
-            decorator = self.warp.decorator(node, "func_replay")
+            decorator = self.warp.decorator(node, kind)
             if isinstance(decorator, ast.Call) and decorator.args and isinstance(decorator.args[0], ast.Name):
                 helper = self.binding(decorator.args[0].id, self.scopes(node))
                 if isinstance(helper, ast.FunctionDef):
                     found.add(id(helper))
         return found
 
+    @cached_property
+    def _replayed(self) -> set[int]:
+        return self._twinned("func_replay")
+
+    @cached_property
+    def _with_gradient(self) -> set[int]:
+        return self._twinned("func_grad")
+
     def has_replay(self, helper: ast.FunctionDef) -> bool:
         """True if the file gives ``helper`` a ``@wp.func_replay``: Warp's backward then calls that instead, so
         the atomics inside do not run again and their returns are what the replay makes them."""
         return id(helper) in self._replayed
+
+    def has_gradient(self, helper: ast.FunctionDef) -> bool:
+        """True if the file gives ``helper`` a ``@wp.func_grad``: Warp's backward then calls that for its adjoint
+        and never replays its body, so no loop of it (or of what it calls) is replayed wrong."""
+        return id(helper) in self._with_gradient
 
     # --- which kernels have a backward pass ------------------------------------------------------------------
 
@@ -523,9 +535,13 @@ class StaticModule(ScopedModule):
     def consumed(self, function: ast.FunctionDef) -> list[AtomicCall]:
         return [c for c in find_atomic_calls(function, self.warp.names(), self.function_nodes(function)) if c.consumed]
 
-    def loop_hazards(self, function: ast.FunctionDef) -> list[LoopHazard]:
+    def loop_hazards(
+        self, function: ast.FunctionDef, helper_writes: HelperWrites = lambda call: True
+    ) -> list[LoopHazard]:
         """The loops of ``function`` Warp's backward replays wrong (``passes.loop_hazards``), read off the source: a
-        name holds memory, not a value, where it is a parameter annotated as an array or a local bound to one."""
+        name holds memory, not a value, where it is a parameter annotated as an array or a local bound to one.
+        ``helper_writes``: whether a call of a helper may write memory a gradient flows through (the project's
+        ``HazardFinder`` follows it; on its own, the module assumes every helper may)."""
         arrays = {a.arg for a in function.args.args if a.annotation is not None and _names_an_array(a.annotation)}
         for node in self.function_nodes(function):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -536,7 +552,9 @@ class StaticModule(ScopedModule):
                     arrays.add(node.targets[0].id)
         max_unroll = self.module_options.get("max_unroll", WARP_MAX_UNROLL)
         flow = LoopFlow(function, lambda name: name not in arrays)
-        return loop_hazards(function, flow, max_unroll if isinstance(max_unroll, int) else WARP_MAX_UNROLL)
+        unroll = max_unroll if isinstance(max_unroll, int) else WARP_MAX_UNROLL
+        callees = Callees(self.warp.names(), helper_writes, kernel=self.is_kernel(function))
+        return loop_hazards(function, flow, unroll, callees)
 
     def consumed_tiles(self, function: ast.FunctionDef) -> list[ast.Call]:
         """The tile atomics whose returned tile ``function`` uses."""

@@ -123,9 +123,9 @@ def refusal(kernel: wp.Kernel) -> str:
 
 def test_loop_over_something_other_than_range():
     assert refusal(loops_over_an_array) == (
-        f"{where('non-range', 'for')}: kernel 'loops_over_an_array': a for loop over something other than range() or "
-        "a spatial query around a consumed atomic. Loop over range(...) or a query (for j in wp.hash_grid_query(...)) "
-        "with a single loop variable"
+        f"{where('non-range', 'for')}: kernel 'loops_over_an_array': a for loop over something other than range() "
+        "or a spatial query, where the rewrite replays the loop (around a consumed atomic, or one Warp's backward "
+        "replays wrong). Loop over range(...) or a query (for j in wp.hash_grid_query(...)) with a single loop variable"
     )
 
 
@@ -140,8 +140,8 @@ def test_atomic_in_the_condition_of_a_while_loop_with_else():
 
 def test_float_returned_from_a_loop():
     assert refusal(returns_a_float_from_a_loop) == (
-        f"{where('float-return', 'return')}: kernel 'returns_a_float_from_a_loop': a 'return' inside a loop around a "
-        "consumed atomic (Warp's backward cannot replay a return from a loop it does not unroll) (in helper "
+        f"{where('float-return', 'return')}: kernel 'returns_a_float_from_a_loop': a 'return' inside a loop the "
+        "rewrite replays (Warp's backward cannot replay a return from a loop it does not unroll) (in helper "
         "'first_claimed'). Leave the loop with 'break', setting a flag, and return after the loop"
     )
 

@@ -110,6 +110,36 @@ def restored_product(
     y[0] = p * p
 
 
+@wp.kernel
+def sums_used_linearly(x: wp.array[wp.float64], n: wp.array[wp.int32], scale: wp.float64, y: wp.array[wp.float64]):
+    """Sums carried out of a loop Warp does not unroll, each only added to and then used linearly: stored, added,
+    scaled by a literal or by a value parameter (x = 1, 2, 3: a = 14, b = -6, c = 6)."""
+    a = wp.float64(0.0)
+    b = wp.float64(0.0)
+    c = wp.float64(0.0)
+    for j in range(n[0]):
+        a += x[j] * x[j]
+        b = b - x[j]
+        if j > 0:
+            c = x[j] * wp.float64(2.0) + c
+    y[0] = a
+    y[1] = wp.float64(2.0) * b + x[0]
+    y[2] = scale * (c - a)
+
+
+@wp.kernel
+def count_then_square(
+    x: wp.array[wp.float64], n: wp.array[wp.int32], found: wp.array[wp.int32], y: wp.array[wp.float64]
+):
+    """A count Warp's backward sees wrong (0: its replay leaves the loop out), stored into an int array."""
+    k = int(0)
+    for j in range(n[0]):
+        if x[j] > wp.float64(1.5):
+            k += 1
+    found[0] = k
+    y[0] = x[0] * x[0]
+
+
 def gradient(kernel: wp.Kernel, x: list[float], *more: wp.array) -> np.ndarray:
     xs = wp.array(np.array(x), dtype=wp.float64, requires_grad=True, device="cpu")
     y = wp.zeros(4, dtype=wp.float64, requires_grad=True, device="cpu")
@@ -173,6 +203,23 @@ def test_a_restored_local_passes_its_gradient_from_trip_to_trip():
     concrete ``@wp.func`` replaces its adjoint: restored from records, p = x^3 gets d(p^2)/dx = 6 x^5 = 192."""
     trips = wp.array([1.0, 2.0, 4.0, 8.0], dtype=wp.float64, device="cpu")
     np.testing.assert_allclose(gradient(restored_product, [2.0, 0.0, 0.0, 0.0], count(3), trips), [192.0, 0, 0, 0])
+
+
+def test_a_sum_carried_out_of_a_loop_and_used_linearly_gets_its_gradient():
+    """A local assigned before the loop keeps its adjoint across the reverse trips, and a sum passes it on unchanged
+    from trip to trip: each trip's term gets it, whatever value the replay gives the sum (0 here). So a sum used
+    only linearly after the loop needs no record (``passes.loop_hazards``): y0 = a, y1 = -2 sum x + x0 and
+    y2 = 3 (2 (x1 + x2) - sum x^2) give [2 - 2 + 1 - 3 * 2, 4 - 2 + 3 * (2 - 4), 6 - 2 + 3 * (2 - 6), 0]."""
+    scale = wp.float64(3.0)
+    np.testing.assert_allclose(gradient(sums_used_linearly, X, count(3), scale), [-5.0, -4.0, -8.0, 0.0])
+
+
+def test_a_store_runs_once_and_backward_does_not_store_again():
+    """Warp's replay skips ``array_store``: a value its backward sees wrong and stores only into an int array changes
+    nothing, neither memory nor any gradient (``passes.loop_hazards`` leaves such a loop out)."""
+    found = wp.zeros(1, dtype=wp.int32, device="cpu")
+    np.testing.assert_allclose(gradient(count_then_square, X, count(4), found), [2.0, 0.0, 0.0, 0.0])
+    assert found.numpy()[0] == 3
 
 
 @pytest.mark.parametrize("kernel", [sum_of_17, sum_over_an_expression, sum_that_breaks, while_loop])

@@ -40,7 +40,7 @@ PLAIN = "plain read or write of a target of float atomics whose returns are used
 
 REASONS = (
     Reason(
-        r"a 'return' inside a loop around a consumed atomic",
+        r"a 'return' inside a loop (around a consumed atomic|the rewrite replays)",
         RETURNED,
         "right: Kamino's `_atomic_max_if_finite` returns a float from a float compare-and-swap loop (a float "
         "carried out of the loop, whose target it also reads plainly)",

@@ -41,10 +41,17 @@ def flagged_modules(tree: Tree) -> list[str]:
 
 
 @cache
+def unimportable(tree: Tree) -> list[Outcome]:
+    """The flagged modules that do not import here (``through_api.unimportable``)."""
+    return through_api.unimportable(tree, flagged_modules(tree))
+
+
+@cache
 def api_kernels(tree: Tree) -> list[through_api.RealKernel]:
     """The kernels of the flagged modules' bodies, those made when they were imported (Warp's tests build
     kernels per dtype with ``wp.Kernel(func)`` at import), and those their factories make."""
-    modules = flagged_modules(tree)
+    failed = {outcome.kernel for outcome in unimportable(tree)}
+    modules = [name for name in flagged_modules(tree) if name not in failed]
     found = through_api.module_level_kernels(modules)
     at_module_level = {real.kernel for real in found}
     for name in modules:
@@ -61,7 +68,7 @@ def api_kernels(tree: Tree) -> list[through_api.RealKernel]:
 @cache
 def api_outcomes(tree: Tree) -> list[Outcome]:
     with timed(f"{tree}: wp_rewrite and compile"):
-        return through_api.rewrite_and_compile(tree, api_kernels(tree))
+        return through_api.rewrite_and_compile(tree, api_kernels(tree)) + unimportable(tree)
 
 
 @cache

@@ -45,6 +45,19 @@ def import_quietly(module: str):
         return importlib.import_module(module)
 
 
+def unimportable(tree: Tree, module_names: Iterable[str]) -> list[Outcome]:
+    """The modules that do not import here, each an outcome of its own: an example importing a package this
+    environment lacks (scipy, jax, Pillow, OpenUSD), a test that needs a debug build of Warp. Their kernels are not
+    there to rewrite; the command line still rewrites their files, whose import fails the same way."""
+    found = []
+    for name in module_names:
+        try:
+            import_quietly(name)
+        except Exception as error:
+            found.append(Outcome(tree.name, WAY, name, ORIGINAL_FAILS, f"does not import: {_first_line(error)}"))
+    return found
+
+
 def module_level_kernels(module_names: Iterable[str]) -> list[RealKernel]:
     """The kernels defined in the body of each module (factory-made ones are ``factories.py``'s)."""
     found = []

@@ -13,6 +13,7 @@ import numpy as np
 import warp as wp
 
 from tests.support import harness
+from tests.support.emitted import through
 from tests.support.harness import Case, check, f64, i32
 from warp_rewrite.cli.main import main
 
@@ -277,3 +278,126 @@ def test_a_dry_run_beside_an_array_argument_passed_as_none():
             [0],
         )
     )
+
+
+STRUCT_IN_A_LOOP_KERNEL = """\
+import warp as wp
+
+
+@wp.struct
+class Probe:
+    scale: wp.float64
+
+
+@wp.func
+def make_probe(scale: wp.float64) -> Probe:
+    probe = Probe()
+    probe.scale = scale
+    return probe
+
+
+@wp.kernel
+def damped(x: wp.array(dtype=wp.float64), n: wp.array(dtype=int), out: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    probe = make_probe(x[i])
+    acc = wp.float64(0.0)
+    for j in range(n[i]):
+        acc = acc * probe.scale + x[j]
+    out[i] = acc * acc
+"""
+
+
+def test_the_command_line_types_a_kernel_with_a_struct_local_and_a_loop(tmp_path, monkeypatch):
+    """Newton's soft_face_contact_kernel through the command line: a kernel with a struct-typed local, rewritten for a
+    loop Warp does not unroll, crashed when the locals' types were unified (``TypeError: unhashable type:
+    'Project'``: the command line's struct type could not be hashed)."""
+    (tmp_path / "probes.py").write_text(STRUCT_IN_A_LOOP_KERNEL)
+    assert main([str(tmp_path / "probes.py"), "-o", str(tmp_path / "probes_rewritten.py"), "-q"]) == 0
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import probes
+    import probes_rewritten
+
+    counts = [3, 0, 5, 2, 1, 4]
+    make = lambda: [f64(X, True), i32(counts), f64(np.zeros(N), True)]  # noqa: E731
+    check(Case(probes.damped, N, make, [2], [0], program=through(probes_rewritten, "damped", N)))
+
+
+BEST_OF_A_HELPER = """\
+import warp as wp
+
+
+@wp.func
+def nearest(points: wp.array(dtype=wp.vec3d), j: int, p: wp.vec3d):
+    return points[j], j
+
+
+@wp.kernel
+def closest(points: wp.array(dtype=wp.vec3d), n: wp.array(dtype=int), out: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    best = wp.float64(1.0e20)
+    for j in range(n[i]):
+        y, _ = nearest(points, j, points[i])
+        distance = wp.length_sq(points[i] - y)
+        if distance < best and j != i:
+            best = distance
+    out[i] = wp.sqrt(best)
+"""
+
+
+def test_the_command_line_types_a_carried_local_by_its_typed_assignment(tmp_path, monkeypatch):
+    """Newton's closest_point_heightfield (create_soft_contacts) through the command line: ``best_sq =
+    float(1.0e20)`` names the type, but a later ``best_sq = distance_sq`` of a value the source does not type (a
+    helper's undeclared return) left the local untyped, and the kernel refused. Warp gives a local one type (it
+    refuses an assignment of another), so one typed assignment types it."""
+    (tmp_path / "nearest.py").write_text(BEST_OF_A_HELPER)
+    assert main([str(tmp_path / "nearest.py"), "-o", str(tmp_path / "nearest_rewritten.py"), "-q"]) == 0
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import nearest
+    import nearest_rewritten
+
+    rng = np.random.default_rng(5)
+    points = rng.uniform(-1.0, 1.0, size=(N, 3))
+
+    def make():
+        positions = wp.array(points, dtype=wp.vec3d, requires_grad=True, device="cpu")
+        return [positions, i32([N] * N), f64(np.zeros(N), True)]
+
+    check(Case(nearest.closest, N, make, [2], [0], program=through(nearest_rewritten, "closest", N)))
+
+
+DRAWS_BY_REJECTION = """\
+import warp as wp
+
+
+@wp.kernel
+def draws(mean: wp.array2d(dtype=float), seed: int, out: wp.array2d(dtype=float)):
+    i, j = wp.tid()
+    state = wp.rand_init(seed, i * 8 + j)
+    sample = mean[i, j] + wp.randn(state)
+    for _ in range(10):
+        if sample < -1.0 or sample > 1.0:
+            sample = mean[i, j] + wp.randn(state)
+        else:
+            break
+    out[i, j] = sample * sample
+"""
+
+
+def test_the_command_line_types_the_indices_wp_tid_unpacks(tmp_path, monkeypatch):
+    """Newton's differentiable drone example (sample_gaussian) through the command line: ``i, j = wp.tid()`` left
+    ``i`` and ``j`` untyped, and with them the random state and the draw the loop carries, so the kernel was
+    refused."""
+    (tmp_path / "rejection.py").write_text(DRAWS_BY_REJECTION)
+    assert main([str(tmp_path / "rejection.py"), "-o", str(tmp_path / "rejection_rewritten.py"), "-q"]) == 0
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import rejection
+    import rejection_rewritten
+
+    means = np.random.default_rng(6).uniform(-0.2, 0.2, size=(3, 4))
+
+    def make():
+        mean = wp.array(means, dtype=float, requires_grad=True, device="cpu")
+        return [mean, 11, wp.zeros((3, 4), dtype=float, requires_grad=True, device="cpu")]
+
+    case = Case(rejection.draws, (3, 4), make, [2], [0], program=through(rejection_rewritten, "draws", (3, 4)))
+    check(case, harness.FLOAT32)
