@@ -11,7 +11,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import warp as wp
 
@@ -173,6 +173,17 @@ def remember(launches: dict, key: tuple, prepared: PreparedLaunch, most: int = 8
 _making_detached = threading.Lock()
 
 
+class Freshness(Protocol):
+    """Whether what a kernel's generated kernels were made from may have changed since (``stale``, asked at every
+    launch: it must cost next to nothing), and the making of them again from what the kernel reaches now (``renew``,
+    which hands them to ``RewrittenKernel.adopt``). ``wp_rewrite`` gives its kernels one (``warp_rewrite.api``); the
+    blocks of an emitted module are checked against their source when it is imported."""
+
+    def stale(self) -> bool: ...
+
+    def renew(self, rewritten: "RewrittenKernel") -> None: ...
+
+
 class RewrittenKernel(wp.Kernel):
     """A kernel rewritten into a record kernel (forward) and a replay kernel (backward).
 
@@ -199,6 +210,7 @@ class RewrittenKernel(wp.Kernel):
         source: str = "",
         refusal: RewriteError | None = None,
         verify: bool = False,
+        freshness: Freshness | None = None,
     ):
         self.kernel = kernel
         self.pair = pair
@@ -212,6 +224,16 @@ class RewrittenKernel(wp.Kernel):
         self.max_records = max_records  # room per execution of loops of unknown length without one compiled in
         self.source = source  # the generated source (API), for reading
         self._launches: dict = {}  # this kernel's PreparedLaunch per signature of arguments
+        self.freshness = freshness
+
+    def adopt(self, fresh: "RewrittenKernel") -> None:
+        """Take over ``fresh``'s generated kernels: those of this same kernel, made again after a helper, struct or
+        constant it reaches was redefined (``Freshness.renew``). Nothing prepared for the old ones is kept."""
+        self.pair, self.refusal, self.source, self.freshness = fresh.pair, fresh.refusal, fresh.source, fresh.freshness
+        with _making_detached:
+            self._make_detached = fresh._make_detached
+            self.__dict__.pop("_detached_pair", None)
+        self._launches = {}
 
     @property
     def _generated(self) -> KernelPair:  # the generated kernels, for the steps a refused kernel never reaches
@@ -297,6 +319,8 @@ class RewrittenKernel(wp.Kernel):
         records per execution of a loop of unknown length whose kernels do not have a room compiled in (default:
         the kernel's ``max_records``; None: counted by a dry run at each launch).
         """
+        if self.freshness is not None and self.freshness.stale():
+            self.freshness.renew(self)  # a helper it calls was redefined (a notebook's cell run again)
         if record_cmd:
             arguments = {
                 "dim": dim,
