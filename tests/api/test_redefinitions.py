@@ -224,3 +224,32 @@ def test_two_modules_defining_a_kernel_and_a_helper_of_the_same_names():
     for notebook in notebooks:
         check(case(notebook.compact))
     assert forward(wp_rewrite(notebooks[0].compact)) != forward(wp_rewrite(notebooks[1].compact))
+
+
+THROUGH_STATIC = """
+@wp.kernel
+def through_static(x: wp.array(dtype=wp.float64), count: wp.array(dtype=wp.int32), out: wp.array(dtype=wp.float64)):
+    tid = wp.tid()
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = wp.static(weigh)(x[tid]) + wp.float64(slot) * x[tid]
+"""
+
+
+def test_a_helper_named_in_wp_static_is_the_one_warp_found_or_the_kernel_must_be_defined_again():
+    """Warp evaluates ``wp.static(weigh)`` when the kernel is defined and keeps that helper after ``weigh`` is
+    redefined; so does a rewrite made before. One made after could not name it: it asks for the kernel's cell."""
+    notebook = Notebook()
+    notebook.run(HELPER.format(factor=2.0))
+    notebook.run(THROUGH_STATIC)
+    kernel = notebook.through_static
+    rewritten = wp_rewrite(kernel)
+    check(case(kernel))
+    notebook.run(HELPER.format(factor=3.0))
+    check(kept(rewritten, kernel))
+    with pytest.raises(RewriteError) as refusal:
+        wp_rewrite(kernel, detach_returns=True)
+    assert refusal.value.problem.startswith("wp.static(weigh) names another object now than when 'through_static'")
+    assert refusal.value.advice.startswith("Run the cell that defines 'through_static' again")
+    assert refusal.value.location.endswith(":6:17")
+    notebook.run(THROUGH_STATIC)
+    check(case(notebook.through_static))
