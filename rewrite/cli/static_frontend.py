@@ -150,7 +150,7 @@ def _module_type(project: Project, module: StaticModule, dotted: list[str], dept
             and _constructor(module, node.value.func)
         ):
             return _value_type(project, module, node.value)
-    source = module.imported.get(name)
+    source = module.imported.get(name) or project.star_import(module, name)
     return None if source is None or depth > 20 else _imported_type(project, module, source, rest, depth + 1)
 
 
@@ -489,7 +489,7 @@ class StaticFrontend:
             return name in module.warp.modules
         if name in owner.warp.members:
             return owner.warp.members[name] == module.warp.members.get(name)
-        imported = module.imported.get(name)
+        imported = module.imported.get(name) or self.project.star_import(module, name)
         if imported is None:
             return False
         if imported.level == 0 and imported == owner.imported.get(name):
@@ -502,6 +502,8 @@ class StaticFrontend:
         (``from .contact_data import ContactData`` and ``from pkg.contact_data import ContactData`` lead to the same
         class): (file, name there); None where the trail leaves the project's files or is not a name in a file."""
         imported = module.imported.get(name)
+        if imported is None and module.binding(name, []) is None:
+            imported = self.project.star_import(module, name)
         if imported is None:
             return (module.path.resolve(), name) if module.binding(name, []) is not None else None
         if imported.name is None or depth > 20:
