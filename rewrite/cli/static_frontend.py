@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import os
 import typing
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -450,7 +451,10 @@ class StaticFrontend:
 
     def _import_of(self, owner: StaticModule) -> tuple[ast.stmt, str] | None:
         """The module's first import (at module level) of something from ``owner``'s file, and how ``from ... import``
-        spells that file there (``.hashtable``, ``pkg.hashtable``); None if it imports nothing from it."""
+        spells that file there (``.hashtable``, ``pkg.hashtable``). Where it imports nothing from that file itself
+        (the helper came through a package's ``__init__``, which re-exports it), a spelling of the file that finds it
+        from the module (``_spelling``), after the module's last import before the kernel. None if there is
+        neither."""
         module, path = self.source, owner.path.resolve()
         for node in module_level(module.tree):
             if isinstance(node, ast.ImportFrom):
@@ -464,6 +468,34 @@ class StaticFrontend:
                 found = self.project.module_file(module, level, dotted) if level or dotted else None
                 if found is not None and found.resolve() == path:
                     return node, "." * level + dotted
+        imports = [
+            node
+            for node in module.tree.body
+            if isinstance(node, ast.Import | ast.ImportFrom) and node.lineno < self.definition.lineno
+        ]
+        spelled = self._spelling(path)
+        return (imports[-1], spelled) if imports and spelled is not None else None
+
+    def _spelling(self, path: Path) -> str | None:
+        """How ``from ... import`` in the module spells the file ``path``: relative where both are in one package
+        (``.helpers``, ``..helpers``, ``.`` for the package's ``__init__``), else by its dotted name below the first
+        folder above it that is no package (``pkg.helpers``); only a spelling that finds that file from the module,
+        as the import would."""
+        module = self.source
+        here = module.path.resolve().parent
+        named = path.parent if path.name == "__init__.py" else path.with_suffix("")  # the module's own path
+        root = named.parent
+        while (root / "__init__.py").is_file() and root.parent != root:
+            root = root.parent
+        candidates = [(0, ".".join(named.relative_to(root).parts))]
+        common = Path(os.path.commonpath([here, named.parent]))
+        if (common / "__init__.py").is_file() and (here / "__init__.py").is_file():
+            level = len(here.relative_to(common).parts) + 1
+            candidates.insert(0, (level, ".".join(named.relative_to(common).parts)))
+        for level, dotted in candidates:
+            found = self.project.module_file(module, level, dotted) if level or dotted else None
+            if found is not None and found.resolve() == path:
+                return "." * level + dotted
         return None
 
     def _check_visible(self, helper: ast.FunctionDef, node: ast.Name) -> None:

@@ -1,6 +1,7 @@
 """Package trees through the command line: relative imports, star imports and re-exports, helpers imported through
-the package's ``__init__``, one kernel defined once and launched from several modules and a script, and two modules
-defining a kernel (and its helper) of one name. Each launch of the tree rewritten with ``wp-rewrite TREE -o OUT``
+the package's ``__init__`` (a copied helper's own helper then imported from its file, which the module did not
+import), one kernel defined once and launched from several modules and a script, and two modules defining a kernel
+(and its helper) of one name. Each launch of the tree rewritten with ``wp-rewrite TREE -o OUT``
 and with ``--in-place`` is checked against finite differences of the original tree's forward (``PKG_original``, a
 copy left as it is)."""
 
@@ -44,8 +45,13 @@ def weigh(v: wp.float64) -> wp.float64:
 
 
 @wp.func
+def _first() -> int:
+    return 0
+
+
+@wp.func
 def take_slot(count: wp.array(dtype=wp.int32)) -> int:
-    return wp.atomic_add(count, 0, 1)
+    return wp.atomic_add(count, 0, 1) + _first()
 
 
 @wp.func
@@ -215,6 +221,8 @@ def test_a_tree_written_elsewhere(tmp_path, capsys, monkeypatch, original):
     assert status == 0, err
     for kernel in ("kernels.py: rewrote 1 kernel (compact)", "more.py: rewrote 1 kernel (gather)", "(chained)"):
         assert kernel in err
+    kernels = (tmp_path / "out" / "ptree_out" / "kernels.py").read_text()
+    assert "from . import take_slot, weigh\nfrom .helpers import _first\n" in kernels  # _first came with take_slot
     check_every_step(steps(tmp_path / "out", "ptree_out"), original)
 
 
