@@ -11,6 +11,7 @@ and docs/design.md lists it (``form_list``).
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -171,6 +172,10 @@ class Fence:
 
     def reached(self) -> list[Unit]:
         """The kernel and every helper it reaches, each once, in the order first reached."""
+        return self._reached
+
+    @functools.cached_property
+    def _reached(self) -> list[Unit]:
         units, pending, seen = [], [self.frontend.kernel], set()
         while pending:
             unit = pending.pop(0)
@@ -183,13 +188,18 @@ class Fence:
                     pending.append(helper)
         return units
 
+    @functools.cached_property
+    def needs_rewrite(self) -> bool:
+        """Does the kernel, or a helper it reaches, use an atomic's return (a tile atomic's too)? Any other kernel
+        runs as plain Warp: the one answer both front ends go by (``pipeline.needs_rewrite``)."""
+        return any(self._consumes(unit) for unit in self.reached())
+
     def check(self) -> None:
         """Refuse the first node, in source order, of a refused or unknown form, in a kernel that consumes an
         atomic's return (any other kernel runs as plain Warp)."""
-        units = self.reached()
-        if not any(self._consumes(unit) for unit in units):
+        if not self.needs_rewrite:
             return
-        for unit in units:
+        for unit in self.reached():
             for node, form in self.forms(unit):
                 # A part without a position of its own (a comprehension's ``for``) is reported at the function.
                 where = node if isinstance(node, Located) else unit.tree

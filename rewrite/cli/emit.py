@@ -115,19 +115,21 @@ class Choice:
     warnings: list[str] = field(default_factory=list)
 
 
-def choose_kernels(module: StaticModule, finder: HazardFinder) -> Choice:
-    """Which kernels consume an atomic's return and get a block; which have one; which cannot have one."""
+def choose_kernels(
+    module: StaticModule, finder: HazardFinder, frontend: Callable[[ast.FunctionDef], StaticFrontend]
+) -> Choice:
+    """Which kernels consume an atomic's return and get a block; which have one; which cannot have one. Which need
+    a rewrite the pipeline says, as it says it for ``wp_rewrite`` (``pipeline.needs_rewrite``)."""
     choice = Choice()
     for kernel in module.kernels():
         if module.rewritten(kernel):
             choice.already.append(kernel)
             continue
         calls = finder.kernel_calls(module, kernel)
-        hazardous = bool(module.consumed(kernel) or calls.hazards)
         if module.backward_disabled(kernel):
             continue  # no backward pass: nothing to make right
         choice.warnings += [_unknown_warning(module, kernel, unknown) for unknown in calls.unknown]
-        if not hazardous:
+        if not pipeline.needs_rewrite(frontend(kernel)):
             continue
         scopes = module.scopes(kernel)
         refusal = _construction_refusal(module, kernel) if module.constructed(kernel) else None
@@ -598,7 +600,18 @@ def emit_module(
         module = StaticModule.parse(path, display, text)
         project.modules[path.resolve()] = module
         finder = HazardFinder(project)
-    choice = choose_kernels(module, finder)
+    taken = set().union(*(_bound_names(m.tree) for m in project.modules.values() if m is not None and m is not module))
+    taken |= _taken_names(module)
+    free = _only_read(module.tree)
+    names, imports = _module_names(module, taken, runtime_up, config.line_length)
+    frontends: dict[int, StaticFrontend] = {}
+
+    def frontend(kernel: ast.FunctionDef) -> StaticFrontend:
+        if id(kernel) not in frontends:
+            frontends[id(kernel)] = StaticFrontend(module, project, kernel, names, taken)
+        return frontends[id(kernel)]
+
+    choice = choose_kernels(module, finder, frontend)
     emitted = Emitted(
         original,
         refusals=choice.refusals,
@@ -606,10 +619,6 @@ def emit_module(
         already=[k.name for k in choice.already],
         regenerated=[k.name for k in regenerated],
     )
-    taken = set().union(*(_bound_names(m.tree) for m in project.modules.values() if m is not None and m is not module))
-    taken |= _taken_names(module)
-    free = _only_read(module.tree)
-    names, imports = _module_names(module, taken, runtime_up, config.line_length)
     imported = runtime_level(module)
     emitted.runtime_up = runtime_up if imported is None else imported
     offsets = Offsets(module)
@@ -619,9 +628,8 @@ def emit_module(
     for kernel in choice.to_rewrite:
         nested = bool(module.scopes(kernel))
         constructed = module.constructed(kernel)
-        frontend = StaticFrontend(module, project, kernel, names, taken)
         try:
-            made = generate(frontend, detach_returns)
+            made = generate(frontend(kernel), detach_returns)
         except RewriteError as error:
             emitted.refusals.append(error)
             continue
