@@ -209,9 +209,13 @@ def _rewrite(kernel: wp.Kernel, options: Options) -> RewrittenKernel:
 
 def content(kernel: wp.Kernel) -> bytes:
     """Warp's hash of the kernel as its module cache keys it: its key, options, source and types, and the content of
-    every helper, struct and constant it reaches, as its namespace binds them now."""
+    every helper, struct and constant it reaches, as its namespace binds them now. Empty where Warp cannot hash it
+    (nor then build it): such a kernel is never made again."""
     digest = hashlib.sha256()
-    ModuleHasher([], {})._hash_kernel_identity(digest, kernel)
+    try:
+        ModuleHasher([], {})._hash_kernel_identity(digest, kernel)
+    except Exception:  # Warp's own error, which its launch raises too
+        return b""
     return digest.digest()
 
 
