@@ -253,3 +253,27 @@ def test_a_helper_named_in_wp_static_is_the_one_warp_found_or_the_kernel_must_be
     assert refusal.value.location.endswith(":6:17")
     notebook.run(THROUGH_STATIC)
     check(case(notebook.through_static))
+
+
+CONSTANT_KERNEL = """
+@wp.kernel
+def scaled_by_constant(x: wp.array(dtype=wp.float64), count: wp.array(dtype=wp.int32), out: wp.array(dtype=wp.float64)):
+    tid = wp.tid()
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = x[tid] * x[tid] * SCALE + wp.float64(slot)
+"""
+
+
+def test_a_constant_redefined_is_used_when_warp_builds_the_kernel_again():
+    """Warp reads a constant when it hashes the kernel's module, which it does again once anything is defined there:
+    a constant's cell run again is seen at the next launch after that, by plain Warp and the rewrite alike."""
+    notebook = Notebook()
+    notebook.run("SCALE = wp.constant(wp.float64(2.0))")
+    notebook.run(CONSTANT_KERNEL)
+    kernel = notebook.scaled_by_constant
+    rewritten = wp_rewrite(kernel)
+    check(case(kernel))
+    notebook.run("SCALE = wp.constant(wp.float64(-3.0))")
+    notebook.run(HELPER.format(factor=1.0))  # any definition: Warp hashes the module again at the next launch
+    check(kept(rewritten, kernel))
+    assert forward(rewritten) == forward(kernel) and forward(kernel)[0] < 0
