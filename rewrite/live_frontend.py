@@ -156,7 +156,8 @@ def redefined_static(source: FunctionSource) -> ast.Call | None:
         named = expr
         while isinstance(named, ast.Attribute):
             named = named.value
-        if then is not None and isinstance(named, ast.Name) and source.resolve(expr) is not then:
+        now = source.resolve(expr) if isinstance(named, ast.Name) else None
+        if then is not None and now is not None and now is not then:
             return node
     return None
 
