@@ -669,7 +669,7 @@ def emit_module(
         and kernel.name not in emitted.rewritten
         and not any(refusal.kernel == kernel.name for refusal in emitted.refusals)
     ]
-    helper_lines = helper_import_lines(module, helper_imports, config)
+    helper_lines = helper_import_lines(module, helper_imports, config, Sections.for_folder(folder, config))
     inserted, merged = list(helper_lines.added), helper_lines.merged  # added: (input line after which, text)
     if (blocks or emitted.already) and imports.warp:
         inserted.append(placement(module.tree, module.lines, imports.warp, Sections.for_folder(folder, config)))

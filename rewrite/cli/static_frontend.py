@@ -449,12 +449,11 @@ class StaticFrontend:
             imports.append(HelperImport(*spelled, name))
         return imports
 
-    def _import_of(self, owner: StaticModule) -> tuple[ast.stmt, str] | None:
+    def _import_of(self, owner: StaticModule) -> tuple[ast.stmt | None, str] | None:
         """The module's first import (at module level) of something from ``owner``'s file, and how ``from ... import``
         spells that file there (``.hashtable``, ``pkg.hashtable``). Where it imports nothing from that file itself
-        (the helper came through a package's ``__init__``, which re-exports it), a spelling of the file that finds it
-        from the module (``_spelling``), after the module's last import before the kernel. None if there is
-        neither."""
+        (the helper came through a package's ``__init__``, which re-exports it), None and a spelling of the file that
+        finds it from the module (``_spelling``). None if there is neither."""
         module, path = self.source, owner.path.resolve()
         for node in module_level(module.tree):
             if isinstance(node, ast.ImportFrom):
@@ -468,30 +467,27 @@ class StaticFrontend:
                 found = self.project.module_file(module, level, dotted) if level or dotted else None
                 if found is not None and found.resolve() == path:
                     return node, "." * level + dotted
-        imports = [
-            node
-            for node in module.tree.body
-            if isinstance(node, ast.Import | ast.ImportFrom) and node.lineno < self.definition.lineno
-        ]
         spelled = self._spelling(path)
-        return (imports[-1], spelled) if imports and spelled is not None else None
+        return (None, spelled) if spelled is not None else None
 
     def _spelling(self, path: Path) -> str | None:
-        """How ``from ... import`` in the module spells the file ``path``: relative where both are in one package
-        (``.helpers``, ``..helpers``, ``.`` for the package's ``__init__``), else by its dotted name below the first
-        folder above it that is no package (``pkg.helpers``); only a spelling that finds that file from the module,
-        as the import would."""
+        """How ``from ... import`` in the module spells the file ``path``: by its dotted name from the topmost package
+        above it (``pkg.helpers``, namespace packages on the way included), or, where both are in one package and the
+        module spells its imports so, relatively (``.helpers``, ``..helpers``, ``.`` for the package's
+        ``__init__``); only a spelling that finds that file from the module, as the import would."""
         module = self.source
         here = module.path.resolve().parent
         named = path.parent if path.name == "__init__.py" else path.with_suffix("")  # the module's own path
-        root = named.parent
-        while (root / "__init__.py").is_file() and root.parent != root:
-            root = root.parent
+        packages = [folder for folder in named.parents if (folder / "__init__.py").is_file()]  # namespace ones between
+        root = packages[-1].parent if packages else named.parent
         candidates = [(0, ".".join(named.relative_to(root).parts))]
         common = Path(os.path.commonpath([here, named.parent]))
         if (common / "__init__.py").is_file() and (here / "__init__.py").is_file():
             level = len(here.relative_to(common).parts) + 1
-            candidates.insert(0, (level, ".".join(named.relative_to(common).parts)))
+            relative = (level, ".".join(named.relative_to(common).parts))
+            # as the module spells its own imports: relatively if it has a relative import, else absolutely
+            spells_relatively = any(isinstance(n, ast.ImportFrom) and n.level for n in module_level(module.tree))
+            candidates.insert(0 if spells_relatively else 1, relative)
         for level, dotted in candidates:
             found = self.project.module_file(module, level, dotted) if level or dotted else None
             if found is not None and found.resolve() == path:
@@ -550,8 +546,9 @@ class StaticFrontend:
 @dataclass(frozen=True)
 class HelperImport:
     """A name a helper copied into the rewritten module uses, imported from the helper's file: ``from <source>
-    import <name>``, placed after ``after``, the module's own import from that file."""
+    import <name>``, placed after ``after``, the module's own import from that file (or, where there is none, where
+    isort puts it)."""
 
-    after: ast.stmt
+    after: ast.stmt | None  # None: the module imports nothing from that file; a new import goes where isort puts it
     source: str  # the file as the module's import spells it: ".hashtable"
     name: str

@@ -8,6 +8,7 @@ copy left as it is)."""
 from __future__ import annotations
 
 import importlib
+import subprocess
 import sys
 from pathlib import Path
 
@@ -102,6 +103,22 @@ def chained(x: wp.array(dtype=wp.float64), count: wp.array(dtype=wp.int32), out:
 def step(x, count, out):
     wp.launch(chained, x.shape[0], inputs=[x, count, out])
 """,
+    "PKG/absolute.py": """\
+import warp as wp
+
+from PKG import take_slot, weigh
+
+
+@wp.kernel
+def absolute(x: wp.array(dtype=wp.float64), count: wp.array(dtype=wp.int32), out: wp.array(dtype=wp.float64)):
+    tid = wp.tid()
+    slot = take_slot(count)
+    out[slot] = weigh(x[tid]) - x[tid] * wp.float64(slot)
+
+
+def step(x, count, out):
+    wp.launch(absolute, x.shape[0], inputs=[x, count, out])
+""",
     "PKG/sub/__init__.py": "",
     "PKG/sub/stepper.py": """\
 import warp as wp
@@ -165,6 +182,7 @@ STEPS = [  # (module, function) of each launch checked
     ("go", "imported_step"),
     ("PKG.more", "step"),
     ("PKG.chain", "step"),
+    ("PKG.absolute", "step"),
     ("PKG.left", "step"),
     ("PKG.right", "step"),
 ]
@@ -221,8 +239,15 @@ def test_a_tree_written_elsewhere(tmp_path, capsys, monkeypatch, original):
     assert status == 0, err
     for kernel in ("kernels.py: rewrote 1 kernel (compact)", "more.py: rewrote 1 kernel (gather)", "(chained)"):
         assert kernel in err
+    # _first came with take_slot, through __init__: imported from its file as the module spells its imports, where
+    # isort puts it
     kernels = (tmp_path / "out" / "ptree_out" / "kernels.py").read_text()
-    assert "from . import take_slot, weigh\nfrom .helpers import _first\n" in kernels  # _first came with take_slot
+    assert "from . import take_slot, weigh\nfrom .helpers import _first\n" in kernels
+    absolute = (tmp_path / "out" / "ptree_out" / "absolute.py").read_text()
+    assert "from ptree_out import take_slot, weigh\nfrom ptree_out.helpers import _first\n" in absolute
+    for module in ("kernels.py", "absolute.py"):
+        isort = [sys.executable, "-m", "ruff", "check", "--select", "I", "--no-cache", f"out/ptree_out/{module}"]
+        assert subprocess.run(isort, capture_output=True, check=False).returncode == 0
     check_every_step(steps(tmp_path / "out", "ptree_out"), original)
 
 
@@ -240,4 +265,4 @@ def test_the_check_follows_helpers_through_star_imports_and_reexports(tmp_path, 
     status, out, _ = run_cli(capsys, "--check", "ptree_checked")
     assert status == 1
     found = {line.split(" WR003 kernel ")[1].split()[0] for line in out.splitlines() if " WR003 " in line}
-    assert found == {"'compact'", "'gather'", "'chained'"}
+    assert found == {"'compact'", "'gather'", "'chained'", "'absolute'"}
