@@ -1,8 +1,10 @@
 """A fixed slice of the differential fuzzer (tests/fuzz): random kernels that consume atomic returns.
 
 Each kernel must give the original's forward exactly and tape gradients equal to finite differences of the
-original, or be refused with a ``RewriteError``. Longer runs: ``python -m tests.fuzz --seed S --count N``.
-A failure found here or there is minimized by hand into tests/regressions/test_fuzz_regressions.py.
+original, or be refused with a ``RewriteError``; and the command line (``wp-rewrite FILE -o OUT``) must give it the
+same verdict, forward results and gradients as ``wp_rewrite``. Longer runs: ``python -m tests.fuzz --seed S --count
+N`` (``--cli`` for the command line too). A failure found here or there is minimized by hand into
+tests/regressions/test_fuzz_regressions.py.
 """
 
 import numpy as np
