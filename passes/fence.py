@@ -12,6 +12,7 @@ and docs/design.md lists it (``form_list``).
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -179,11 +180,14 @@ class Fence:
     def __init__(self, frontend: Frontend):
         self.frontend = frontend
         self._memories: dict[int, _Memory] = {}
+        self._reached: dict[bool, list[Unit]] = {}  # reached()'s answers, by through_custom_gradients
 
     def reached(self, through_custom_gradients: bool = True) -> list[Unit]:
         """The kernel and every helper it reaches, each once, in the order first reached; without
         ``through_custom_gradients``, not what a helper with a hand-written ``@wp.func_grad`` calls (Warp's backward
         replays none of it)."""
+        if through_custom_gradients in self._reached:
+            return self._reached[through_custom_gradients]
         units, pending, seen = [], [self.frontend.kernel], set()
         while pending:
             unit = pending.pop(0)
@@ -197,16 +201,24 @@ class Fence:
             for node in walk(unit.tree):
                 if isinstance(node, ast.Call) and (helper := self.frontend.resolve_helper(unit, node)) is not None:
                     pending.append(helper)
+        self._reached[through_custom_gradients] = units
         return units
+
+    @functools.cached_property
+    def needs_rewrite(self) -> bool:
+        """Does the kernel, or a helper it reaches, use an atomic's return (a tile atomic's too), or hold a loop
+        Warp's backward replays wrong (not in what a helper with a hand-written gradient calls)? Any other kernel
+        runs as plain Warp: the one answer both front ends go by (``pipeline.needs_rewrite``)."""
+        if any(map(self._consumes, self.reached())):
+            return True
+        return any(map(self._replayed_wrong, self.reached(through_custom_gradients=False)))
 
     def check(self) -> None:
         """Refuse the first node, in source order, of a refused or unknown form, in a kernel that consumes an
         atomic's return or holds a loop Warp's backward replays wrong (any other kernel runs as plain Warp)."""
-        units = self.reached()
-        replayed = self.reached(through_custom_gradients=False)
-        if not any(map(self._consumes, units)) and not any(map(self._replayed_wrong, replayed)):
+        if not self.needs_rewrite:
             return
-        for unit in units:
+        for unit in self.reached():
             for node, form in self.forms(unit):
                 # A part without a position of its own (a comprehension's ``for``) is reported at the function.
                 where = node if isinstance(node, Located) else unit.tree

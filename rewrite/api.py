@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import threading
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, overload
 
 import warp as wp
+from warp._src.context import ModuleHasher
 
 from warp_rewrite import pipeline
 from warp_rewrite.live_frontend import LiveFrontend, compile_generated
@@ -17,9 +20,40 @@ from warp_rewrite.runtime import KernelPair, RewriteError, RewrittenKernel, hook
 from warp_rewrite.switch import switched_on
 
 _defined_in_module: dict[str, set[str]] = {}  # Warp module -> names the generated code defined there
-_generated: weakref.WeakKeyDictionary[wp.Kernel, dict[tuple, tuple[KernelPair, str] | None]] = (
-    weakref.WeakKeyDictionary()
-)
+
+
+@dataclass(frozen=True)
+class Options:
+    """``wp_rewrite``'s options: one ``RewrittenKernel`` per kernel and options."""
+
+    max_records: int | None
+    detach_returns: bool
+    on_refusal: str
+    verify: bool
+
+
+@dataclass(frozen=True)
+class Generated:
+    """The compiled record and replay kernels of one kernel for some options, their source, and where they went."""
+
+    pair: KernelPair
+    text: str
+    module: str  # the Warp module they joined
+    definitions: tuple[str, ...]  # the names they defined there
+
+
+@dataclass(frozen=True)
+class Made:
+    """What the rewrite made of a kernel as it was (``content``): the generated kernels, or None where it consumes
+    no atomic's return."""
+
+    content: bytes
+    generated: Generated | None
+
+
+# The generated kernels per kernel and (detach_returns, max_records), each kept while its content is the kernel's.
+_generated: weakref.WeakKeyDictionary[wp.Kernel, dict[tuple[bool, int | None], Made]] = weakref.WeakKeyDictionary()
+# The rewritten kernel per kernel and options (``Options``' fields, in order).
 _rewritten: weakref.WeakKeyDictionary[wp.Kernel, dict[tuple, RewrittenKernel]] = weakref.WeakKeyDictionary()
 
 
@@ -111,9 +145,9 @@ def wp_rewrite(
         raise TypeError(f"wp_rewrite() expects a Warp kernel (the object @wp.kernel returns), got {_what(kernel)}")
     with _lock:
         by_option = _rewritten.setdefault(kernel, {})
-        key = (max_records, detach_returns, on_refusal, verify)
+        key = (max_records, detach_returns, on_refusal, verify)  # a tuple: rewrite_launches() asks at every launch
         if key not in by_option:
-            by_option[key] = _rewrite(kernel, max_records, detach_returns, on_refusal, verify)
+            by_option[key] = _rewrite(kernel, Options(*key))
         return by_option[key]
 
 
@@ -144,23 +178,75 @@ def _what(value: object) -> str:
     return repr(type(value).__name__)
 
 
-def _rewrite(
-    kernel: wp.Kernel, max_records: int | None, detach_returns: bool, on_refusal: str, verify: bool
-) -> RewrittenKernel:
+def _rewrite(kernel: wp.Kernel, options: Options) -> RewrittenKernel:
+    """The kernel rewritten as it is now: helpers, structs and constants as its namespace holds them."""
+    freshness = Freshness(kernel, options, kernel.module, kernel.module.hashers, content(kernel))
+    max_records = options.max_records
     try:
-        generated = _generated_for(kernel, detach_returns, max_records)
+        generated = _generated_for(kernel, options.detach_returns, max_records, freshness.content)
     except RewriteError as refusal:
-        if on_refusal == "raise":
+        if options.on_refusal == "raise":
             raise
         source = f"# kernel '{kernel.key}' refused, launched as it is where no gradient can flow: {refusal}\n"
-        return RewrittenKernel(kernel, None, max_records=max_records, source=source, refusal=refusal)
+        return RewrittenKernel(
+            kernel, None, max_records=max_records, source=source, refusal=refusal, freshness=freshness
+        )
     if generated is None:
         source = f"# kernel '{kernel.key}' uses no atomic's return: launched unchanged\n"
-        return RewrittenKernel(kernel, None, max_records=max_records, source=source)
-    pair, source = generated
-    exact = any(site.exact for site in pair.spec.sites)
+        return RewrittenKernel(kernel, None, max_records=max_records, source=source, freshness=freshness)
+    exact = any(site.exact for site in generated.pair.spec.sites)
     detached = (lambda: _detached(kernel, max_records)) if exact else None
-    return RewrittenKernel(kernel, pair, detached=detached, max_records=max_records, source=source, verify=verify)
+    return RewrittenKernel(
+        kernel,
+        generated.pair,
+        detached=detached,
+        max_records=max_records,
+        source=generated.text,
+        verify=options.verify,
+        freshness=freshness,
+    )
+
+
+def content(kernel: wp.Kernel) -> bytes:
+    """Warp's hash of the kernel as its module cache keys it: its key, options, source and types, and the content of
+    every helper, struct and constant it reaches, as its namespace binds them now. Empty where Warp cannot hash it
+    (nor then build it): such a kernel is never made again."""
+    digest = hashlib.sha256()
+    try:
+        ModuleHasher([], {})._hash_kernel_identity(digest, kernel)
+    except Exception:  # Warp's own error, which its launch raises too
+        return b""
+    return digest.digest()
+
+
+@dataclass
+class Freshness:
+    """Whether a helper, struct or constant the kernel reaches was redefined since its rewrite was made (a notebook
+    cell run again), as Warp tells it for its own module cache: defining anything in a Warp module replaces the
+    module's ``hashers``. Only then is the kernel's ``content`` read again, and the rewrite made again where it
+    differs, from the kernel's own body: a kept ``RewrittenKernel`` runs its own body with the current helpers, as
+    plain Warp runs a kernel object. A launch costs one identity check."""
+
+    kernel: wp.Kernel
+    options: Options
+    module: wp._src.context.Module  # the kernel's
+    hashers: dict  # the module's ``hashers`` when ``content`` was read
+    content: bytes
+
+    def stale(self) -> bool:
+        return self.module.hashers is not self.hashers
+
+    def renew(self, rewritten: RewrittenKernel) -> None:
+        """Make the rewrite again if the kernel's content changed; raises its ``RewriteError`` if it is now refused
+        (``on_refusal="raise"``), at every launch until it is not."""
+        with _lock:
+            if rewritten.freshness is not self or not self.stale():
+                return  # another thread renewed it
+            hashers = self.module.hashers
+            if content(self.kernel) == self.content:
+                self.hashers = hashers  # something else of the module was defined
+                return
+            rewritten.adopt(_rewrite(self.kernel, self.options))
 
 
 def rewrite_launches(enabled: bool = True) -> None:
@@ -178,15 +264,21 @@ def _rewrite_or_keep(kernel: wp.Kernel) -> RewrittenKernel:
     return wp_rewrite(kernel, on_refusal="original")
 
 
-def _generated_for(kernel: wp.Kernel, detach_returns: bool, max_records: int | None) -> tuple[KernelPair, str] | None:
-    """The generated kernels for these options: one with no loop of unknown length serves every max_records."""
+def _generated_for(kernel: wp.Kernel, detach_returns: bool, max_records: int | None, now: bytes) -> Generated | None:
+    """The generated kernels for these options, made from the kernel's content ``now``: one with no loop of unknown
+    length serves every max_records. Kernels made from other content give their names back to their module, for
+    the new ones: Warp then keeps only the newest of each name compiled."""
     by_options = _generated.setdefault(kernel, {})
-    for (detached, _), generated in by_options.items():
-        if detached == detach_returns and (generated is None or not _takes_room(generated[0])):
-            return generated
-    if (detach_returns, max_records) not in by_options:
-        by_options[detach_returns, max_records] = generate(kernel, detach_returns, max_records)
-    return by_options[detach_returns, max_records]
+    for (detached, _), made in by_options.items():
+        usable = made.generated is None or not _takes_room(made.generated.pair)
+        if made.content == now and detached == detach_returns and usable:
+            return made.generated
+    old = by_options.get((detach_returns, max_records))
+    if old is None or old.content != now:
+        if old is not None and old.generated is not None:
+            _defined_in_module[old.generated.module].difference_update(old.generated.definitions)
+        by_options[detach_returns, max_records] = Made(now, generate(kernel, detach_returns, max_records))
+    return by_options[detach_returns, max_records].generated
 
 
 def _takes_room(pair: KernelPair) -> bool:
@@ -201,12 +293,12 @@ def _detached(kernel: wp.Kernel, max_records: int | None) -> KernelPair | None:
     """
     with _lock:
         generated = generate(kernel, True, max_records, ".detached")
-    return generated[0] if generated else None
+    return generated.pair if generated else None
 
 
 def generate(
     kernel: wp.Kernel, detach_returns: bool = False, max_records: int | None = None, module_suffix: str = ""
-) -> tuple[KernelPair, str] | None:
+) -> Generated | None:
     """The compiled record/replay kernels of ``kernel`` and their source, or None when it consumes no atomic's
     return.
 
@@ -238,7 +330,8 @@ def generate(
     scope = compile_generated(text, frontend.namespace(), kernel.key, module)
     wp.get_module(module).options.update(kernel.module.options)
     count = scope[generated.count_kernel] if generated.count_kernel else None
-    return KernelPair(scope[generated.record_kernel], scope[generated.replay_kernel], generated.spec, count), text
+    pair = KernelPair(scope[generated.record_kernel], scope[generated.replay_kernel], generated.spec, count)
+    return Generated(pair, text, module, tuple(generated.definitions))
 
 
 launch = hook.launch  # wp.launch, which takes rewritten kernels once warp_rewrite is imported

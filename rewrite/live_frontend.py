@@ -116,9 +116,10 @@ class FunctionSource:
 def read_source(
     obj: wp.Kernel | Function, unit: FunctionSource | None = None, node: ast.Call | None = None
 ) -> FunctionSource:
-    """``FunctionSource.of(obj)``; a kernel whose source cannot be read is refused (a helper, where it is called)."""
+    """``FunctionSource.of(obj)``; a kernel whose source cannot be read is refused (a helper, where it is called), and
+    so is one whose ``wp.static`` expressions name something redefined since (``redefined_static``)."""
     try:
-        return FunctionSource.of(obj)
+        source = FunctionSource.of(obj)
     except (OSError, TypeError, SyntaxError, StopIteration) as error:
         if unit is not None and node is not None:
             problem = f"the source of helper '{obj.key}' cannot be read ({error})"
@@ -127,6 +128,38 @@ def read_source(
         raise RewriteError(
             obj.key, where, f"its source cannot be read ({error})", "Define the kernel with @wp.kernel in a .py file"
         ) from None
+    static = redefined_static(source)
+    if static is not None:
+        problem = (
+            f"wp.static({ast.unparse(static.args[0])}) names another object now than when '{source.name}' was "
+            "defined (it was redefined since, as when a notebook cell runs again): Warp keeps the one of then, which "
+            "the generated code cannot name"
+        )
+        advice = f"Run the cell that defines '{source.name}' again (define it again), so that it takes the current one"
+        if unit is not None and node is not None:
+            raise Refusal(unit, node, f"helper '{obj.key}': {problem}", advice)
+        raise RewriteError(obj.key, source.location(static), problem, advice)
+    return source
+
+
+def redefined_static(source: FunctionSource) -> ast.Call | None:
+    """A ``wp.static(name)`` or ``wp.static(module.name)`` of the function whose name Warp looked up when the function
+    was defined and that means another object now. Warp keeps what it found then; the generated code, which Warp
+    evaluates when it is made, would take what the name means now. (A ``wp.static`` of anything else, a factory's
+    call, makes a new object each time: that it differs tells nothing.)"""
+    resolved = getattr(source.obj.adj, "resolved_static_expressions", {})
+    for node in walk(source.tree):
+        if not (isinstance(node, ast.Call) and len(node.args) == 1 and source.resolve(node.func) is wp.static):
+            continue
+        expr = node.args[0]
+        then = resolved.get(ast.unparse(expr), resolved.get(ast.get_source_segment(source.text, expr) or "", None))
+        named = expr
+        while isinstance(named, ast.Attribute):
+            named = named.value
+        now = source.resolve(expr) if isinstance(named, ast.Name) else None
+        if then is not None and now is not None and now is not then:
+            return node
+    return None
 
 
 class _TypeProbe(ModuleBuilder):

@@ -177,12 +177,27 @@ class Desugared:
     options: RewriteOptions
 
 
-def fence(given: Given) -> Given:
+@dataclass(frozen=True)
+class Fenced(Given):
+    """The kernel past the fence: ``needed`` where it uses an atomic's return (``needs_rewrite``)."""
+
+    needed: bool
+
+
+def needs_rewrite(frontend: Frontend) -> bool:
+    """Does the kernel, or a helper it reaches, use an atomic's return (a tile atomic's too)? The one answer both
+    front ends go by: ``rewrite_kernel`` makes nothing of a kernel that does not, and the command line rewrites or
+    refuses exactly the kernels that do (``passes.fence.Fence.needs_rewrite``)."""
+    return Fence(frontend).needs_rewrite
+
+
+def fence(given: Given) -> Fenced:
     """Every form of the kernel and of the helpers it reaches is one the fence's table accepts
     (``passes.fence``), where the kernel consumes an atomic's return: any other form is refused before any
-    transformation."""
-    Fence(given.frontend).check()
-    return given
+    transformation. A kernel that does not needs no rewrite: the pipeline stops here."""
+    checked = Fence(given.frontend)
+    checked.check()
+    return Fenced(given.frontend, given.options, checked.needs_rewrite)
 
 
 def _hoisted_conditions(frontend: Frontend, unit: Unit) -> ast.FunctionDef | None:
@@ -194,7 +209,7 @@ def _hoisted_conditions(frontend: Frontend, unit: Unit) -> ast.FunctionDef | Non
     return hoist_conditions(unit.tree, calls_out)
 
 
-def while_conditions(given: Given) -> Desugared:
+def while_conditions(given: Fenced) -> Desugared:
     """While conditions that call an atomic or a helper moved into their loops (``passes.while_conditions``)."""
     return Desugared(DesugaredFrontend(given.frontend, _hoisted_conditions), given.options)
 
@@ -521,7 +536,7 @@ def _functions(state: Recorded) -> list[str]:
 
 
 STAGES: tuple[Stage[Any, Any], ...] = (
-    Stage("fence", fence, lambda state: [ast.unparse(state.frontend.kernel.tree)]),
+    Stage("fence", fence, lambda state: [ast.unparse(state.frontend.kernel.tree)], lambda state: not state.needed),
     Stage("while_conditions", while_conditions, _kernel_tree),
     Stage("loop_returns", loop_returns, _kernel_tree),
     Stage("local_components", local_components, _kernel_tree),

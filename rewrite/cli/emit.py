@@ -118,21 +118,22 @@ class Choice:
     warnings: list[str] = field(default_factory=list)
 
 
-def choose_kernels(module: StaticModule, finder: HazardFinder) -> Choice:
+def choose_kernels(
+    module: StaticModule, finder: HazardFinder, frontend: Callable[[ast.FunctionDef], StaticFrontend]
+) -> Choice:
     """Which kernels consume an atomic's return or hold a loop Warp's backward replays wrong, and get a block (the
     pipeline may still find nothing to record: the kernel is then left as it is); which have one; which cannot have
-    one."""
+    one. Which need a rewrite the pipeline says, as it says it for ``wp_rewrite`` (``pipeline.needs_rewrite``)."""
     choice = Choice()
     for kernel in module.kernels():
         if module.rewritten(kernel):
             choice.already.append(kernel)
             continue
         calls = finder.kernel_calls(module, kernel)
-        hazardous = bool(module.consumed(kernel) or calls.hazards or finder.loop_hazards(module, kernel) or calls.loops)
         if module.backward_disabled(kernel):
             continue  # no backward pass: nothing to make right
         choice.warnings += [_unknown_warning(module, kernel, unknown) for unknown in calls.unknown]
-        if not hazardous:
+        if not pipeline.needs_rewrite(frontend(kernel)):
             continue
         scopes = module.scopes(kernel)
         refusal = _construction_refusal(module, kernel) if module.constructed(kernel) else None
@@ -272,6 +273,35 @@ class ModuleImports:
 
     warp: NewImport | None = None
     runtime: str = ""  # the text of runtime_import(), if the module has none
+
+
+def _taken_in_project(module: StaticModule, project: Project) -> set[str]:
+    """The names generated code must not take: those the module uses, and those bound in the files it reads."""
+    taken = set().union(*(_bound_names(m.tree) for m in project.modules.values() if m is not None and m is not module))
+    return taken | _taken_names(module)
+
+
+def _frontends(
+    module: StaticModule, project: Project, names: ModuleNames, taken: set[str]
+) -> Callable[[ast.FunctionDef], StaticFrontend]:
+    """The front end of each kernel of ``module``, made once."""
+    made: dict[int, StaticFrontend] = {}
+
+    def frontend(kernel: ast.FunctionDef) -> StaticFrontend:
+        if id(kernel) not in made:
+            made[id(kernel)] = StaticFrontend(module, project, kernel, names, taken)
+        return made[id(kernel)]
+
+    return frontend
+
+
+def _any_to_rewrite(
+    module: StaticModule, project: Project, finder: HazardFinder, runtime_up: int, config: LintConfig
+) -> bool:
+    """Does a kernel of ``module`` that has no block yet need one?"""
+    taken = _taken_in_project(module, project)
+    names, _ = _module_names(module, taken, runtime_up, config.line_length)
+    return bool(choose_kernels(module, finder, _frontends(module, project, names, taken)).to_rewrite)
 
 
 def _module_names(
@@ -612,7 +642,9 @@ def emit_module(
     finder = HazardFinder(project)  # also loads the files the kernels' helpers come from
     regenerated = stale_kernels(module, finder, options)
     current: list[str] = []  # kernels whose blocks were current, made again with the others
-    if module.regions and (regenerated or choose_kernels(module, finder).to_rewrite or _dangling(module)):
+    if module.regions and (
+        regenerated or _any_to_rewrite(module, project, finder, runtime_up, config) or _dangling(module)
+    ):
         # Blocks share their helpers' clones (``shared_clones``): where one block is made, all are, as a first run
         # makes them (as if the user had deleted them: the next steps bring them back, under the names they had).
         current = [k.name for k in module.kernels() if module.region_of(k) is not None and k not in regenerated]
@@ -620,7 +652,11 @@ def emit_module(
         module = StaticModule.parse(path, display, text)
         project.modules[path.resolve()] = module
         finder = HazardFinder(project)
-    choice = choose_kernels(module, finder)
+    taken = _taken_in_project(module, project)
+    free = _only_read(module.tree)
+    names, imports = _module_names(module, taken, runtime_up, config.line_length)
+    frontend = _frontends(module, project, names, taken)
+    choice = choose_kernels(module, finder, frontend)
     emitted = Emitted(
         original,
         refusals=choice.refusals,
@@ -628,10 +664,6 @@ def emit_module(
         already=[k.name for k in choice.already] + current,
         regenerated=[k.name for k in regenerated],
     )
-    taken = set().union(*(_bound_names(m.tree) for m in project.modules.values() if m is not None and m is not module))
-    taken |= _taken_names(module)
-    free = _only_read(module.tree)
-    names, imports = _module_names(module, taken, runtime_up, config.line_length)
     imported = runtime_level(module)
     emitted.runtime_up = runtime_up if imported is None else imported
     offsets = Offsets(module)
@@ -641,9 +673,8 @@ def emit_module(
     for kernel in choice.to_rewrite:
         nested = bool(module.scopes(kernel))
         constructed = module.constructed(kernel)
-        frontend = StaticFrontend(module, project, kernel, names, taken)
         try:
-            made = generate(frontend, detach_returns)
+            made = generate(frontend(kernel), detach_returns)
         except RewriteError as error:
             emitted.refusals.append(error)
             continue
@@ -685,7 +716,7 @@ def emit_module(
         and kernel.name not in emitted.rewritten
         and not any(refusal.kernel == kernel.name for refusal in emitted.refusals)
     ]
-    helper_lines = helper_import_lines(module, helper_imports, config)
+    helper_lines = helper_import_lines(module, helper_imports, config, Sections.for_folder(folder, config))
     inserted, merged = list(helper_lines.added), helper_lines.merged  # added: (input line after which, text)
     if blocks:
         inserted += _shared_clones(module, blocks, names, {i.name for i in helper_imports}, config)

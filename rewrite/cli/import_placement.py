@@ -206,10 +206,21 @@ def leading_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
 def placement(tree: ast.Module, lines: list[str], added: NewImport, sections: Sections) -> tuple[int, str]:
     """(0-based line index, text) that inserts ``added`` where isort would put it; the text ends in a newline and
     carries the blank lines that separate sections."""
-    imports = leading_imports(tree)
-    section = sections.of_module(added.module)
     key = _sort_key(False, 0, added.module)
-    line = added.text + "\n"
+    return _placed(tree, lines, sections.of_module(added.module), key, added.text + "\n", sections)
+
+
+def from_placement(tree: ast.Module, lines: list[str], source: str, text: str, sections: Sections) -> tuple[int, str]:
+    """``placement`` for ``text``, a ``from <source> import ...`` statement (``source`` with its leading dots)."""
+    level = len(source) - len(source.lstrip("."))
+    module = source[level:]
+    return _placed(tree, lines, sections.of_module(module, level), _sort_key(True, level, module), text, sections)
+
+
+def _placed(
+    tree: ast.Module, lines: list[str], section: int, key: tuple[bool, int, str], line: str, sections: Sections
+) -> tuple[int, str]:
+    imports = leading_imports(tree)
     same = [node for node in imports if sections.of_statement(node) == section]
     if same:
         # After its ties: for ``from . import x`` isort would merge the two into one statement (not done here).
@@ -254,36 +265,42 @@ class ImportLines:
     merged: list[tuple[ast.ImportFrom, str]] = field(default_factory=list)
 
 
-def helper_import_lines(module: StaticModule, imports: list[HelperImport], config: LintConfig) -> ImportLines:
+def helper_import_lines(
+    module: StaticModule, imports: list[HelperImport], config: LintConfig, sections: Sections
+) -> ImportLines:
     """The imports of the names the helpers copied into the module use: each module's names added to the module's
     own ``from`` import of it where it has one that can be written again (no comment in it), else one ``from ...
-    import`` after the import the helper came through (indented as it is); with isort's ``force-single-line``, one
-    statement a name, sorted together."""
+    import`` after the import the helper came through (indented as it is), or, where the module imports nothing from
+    the helper's file, where isort puts it (``from_placement``); with isort's ``force-single-line``, one statement a
+    name, sorted together."""
     own: dict[str, ast.ImportFrom] = {}
-    for node in module_level(module.tree):
-        if isinstance(node, ast.ImportFrom) and _rewritable(module, node):
-            own.setdefault("." * node.level + (node.module or ""), node)
-    groups: dict[int, tuple[ast.stmt, str, set[str]]] = {}
+    for statement in module_level(module.tree):
+        if isinstance(statement, ast.ImportFrom) and _rewritable(module, statement):
+            own.setdefault("." * statement.level + (statement.module or ""), statement)
+    groups: dict[int | str, tuple[ast.stmt | None, str, set[str]]] = {}
     for found in imports:
         target = own.get(found.source)
-        key = id(target) if target is not None else id(found.after)
+        key: int | str = id(target) if target is not None else id(found.after) if found.after else found.source
         groups.setdefault(key, (target or found.after, found.source, set()))[2].add(found.name)
     lines = ImportLines()
     for node, source, names in groups.values():
-        indent = " " * node.col_offset
-        if node is own.get(source):
-            have = {alias.name for alias in node.names if alias.asname is None}
-            aliases = [*node.names, *(ast.alias(name) for name in sorted(names - have))]
+        indent = " " * node.col_offset if node is not None else ""
+        mine = own.get(source) if node is not None and node is own.get(source) else None  # written again with them
+        if mine is not None:
+            have = {alias.name for alias in mine.names if alias.asname is None}
+            aliases = [*mine.names, *(ast.alias(name) for name in sorted(names - have))]
         else:
             aliases = [ast.alias(name) for name in sorted(names)]
         if config.force_single_line:  # one name a statement, sorted together
             text = "".join(from_import(indent, source, [alias], config) for alias in sorted_members(aliases, config))
         else:
-            written = module.lines[node.lineno - 1 : end_line(node)]
-            split = end_line(node) > node.lineno and re.search(r",\s*\)\s*$", "".join(written)) is not None
-            text = from_import(indent, source, aliases, config, split and node is own.get(source))
-        if node is own.get(source):
-            lines.merged.append((node, text))
+            written = module.lines[mine.lineno - 1 : end_line(mine)] if mine is not None else []
+            split = len(written) > 1 and re.search(r",\s*\)\s*$", "".join(written)) is not None
+            text = from_import(indent, source, aliases, config, split)
+        if node is None:
+            lines.added.append(from_placement(module.tree, module.lines, source, text, sections))
+        elif mine is not None:
+            lines.merged.append((mine, text))
         else:
             lines.added.append((end_line(node), text))
     return ImportLines(sorted(lines.added, key=lambda line: line[0]), lines.merged)

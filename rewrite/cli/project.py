@@ -214,6 +214,34 @@ class Project:
                     return candidate
         return installed_file(parts) if level == 0 else None
 
+    def binding(self, module: StaticModule, name: str, scopes: list[Scope]) -> ast.AST | Imported | None:
+        """``module.binding``; where the file binds ``name`` nowhere, what one of its star imports binds it to
+        (``star_import``)."""
+        found = module.binding(name, scopes)
+        return found if found is not None else self.star_import(module, name)
+
+    def star_import(self, module: StaticModule, name: str, depth: int = 0) -> Imported | None:
+        """Where ``name``, which ``module`` binds nowhere itself, comes from through its ``from ... import *``
+        statements: as an import of that name from the last of them whose file exports it (``StaticModule.exports``:
+        it binds it, itself or through its own star imports); failing that, from the last whose file was not found,
+        which following it reports (``Unfollowed``). None where no star import can bind it."""
+        if depth > 20 or name in PYTHON_BUILTINS:
+            return None
+        unfound = None
+        for node in reversed(module.star_imports):
+            source = Imported(node.level, node.module or "", name)
+            if node.level == 0 and _is_standard(source.module):
+                continue
+            path = self.module_file(module, node.level, source.module)
+            target = self.load(path) if path is not None else None
+            if target is None:
+                unfound = unfound or source
+            elif target.exports(name) and (
+                target.binding(name, []) is not None or self.star_import(target, name, depth + 1) is not None
+            ):
+                return source
+        return unfound
+
     def resolve(self, module: StaticModule, call: ast.Call, scopes: list[Scope] | None = None) -> Resolved:
         """The ``@wp.func`` a call (in ``module``'s tree) refers to; ``Unfollowed`` if it is imported from a file
         not found, ``Unresolved`` if only running the code would tell; None for anything else (Warp's builtins,
@@ -233,7 +261,7 @@ class Project:
         if isinstance(expr, ast.Name):
             return self._name(module, expr.id, call, scopes[1:], depth)  # scopes[0]: the kernel or helper itself
         if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
-            bound = module.binding(expr.value.id, scopes[1:])
+            bound = self.binding(module, expr.value.id, scopes[1:])
             if isinstance(bound, Imported):  # ``helpers.bump(...)`` after ``import pkg.helpers as helpers``
                 return self._in_module(module, bound, expr.attr, call, depth)
             if isinstance(bound, ast.ClassDef):
@@ -254,7 +282,7 @@ class Project:
         return None
 
     def _name(self, module: StaticModule, name: str, call: ast.Call, scopes: list[Scope], depth: int) -> Resolved:
-        bound = module.binding(name, scopes)
+        bound = self.binding(module, name, scopes)
         if isinstance(bound, Imported):
             return self._imported(module, bound, name, call, depth)
         if isinstance(bound, ast.FunctionDef):
@@ -345,13 +373,13 @@ class Project:
         if not isinstance(expr, ast.Name):
             return None
         owner: StaticModule | None = module
-        bound = module.binding(expr.id, scopes)
+        bound = self.binding(module, expr.id, scopes)
         for _ in range(20):  # through re-exports: ``from ._src.geometry.narrow_phase import NarrowPhase``
             if not (isinstance(bound, Imported) and bound.name is not None and owner is not None):
                 break
             path = self.module_file(owner, bound.level, bound.module)
             owner = self.load(path) if path is not None else None
-            bound = owner.binding(bound.name, []) if owner is not None else None
+            bound = self.binding(owner, bound.name, []) if owner is not None else None
         if owner is None or not isinstance(bound, ast.FunctionDef | ast.ClassDef):
             return None
         return owner, owner.full_body(bound) if isinstance(bound, ast.FunctionDef) else bound
@@ -362,7 +390,7 @@ class Project:
         """The kernel ``expr`` names (``k``, ``sim.k``) where ``scopes`` surround it, in this file or one it
         imports; None if it names none the project defines."""
         if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
-            bound = module.binding(expr.value.id, scopes)
+            bound = self.binding(module, expr.value.id, scopes)
             if not isinstance(bound, Imported):
                 return None
             path = self.module_file(module, bound.level, ".".join(p for p in (bound.module, bound.name) if p))
@@ -370,7 +398,7 @@ class Project:
             return self.kernel_named(target, ast.Name(expr.attr), [], depth + 1) if target else None
         if not isinstance(expr, ast.Name) or depth > 20:
             return None
-        bound = module.binding(expr.id, scopes)
+        bound = self.binding(module, expr.id, scopes)
         if isinstance(bound, Imported) and bound.name is not None:
             path = self.module_file(module, bound.level, bound.module)
             target = self.load(path) if path is not None else None
@@ -398,7 +426,7 @@ class Project:
         if path is None and source.name is not None:  # ``from pkg.mod import SomeVector``: a name, not a module
             owner = self.module_file(module, source.level, source.module)
             target = self.load(owner) if owner is not None else None
-            found = target.binding(source.name, []) if target is not None else None
+            found = self.binding(target, source.name, []) if target is not None else None
             if target is not None and isinstance(found, ast.ClassDef):
                 return _class_member(target, found, attr)
             if target is not None and isinstance(found, Imported):

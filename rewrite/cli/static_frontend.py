@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import os
 import typing
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -153,7 +154,7 @@ def _module_type(project: Project, module: StaticModule, dotted: list[str], dept
         if isinstance(node.value, ast.Attribute) and isinstance(node.value.value, ast.Name) and depth < 20:
             named = resolve_annotation(project, module, node.value)  # F = wp.float64
             return named if dtypes.is_value_type(named) else None
-    source = module.imported.get(name)
+    source = module.imported.get(name) or project.star_import(module, name)
     return None if source is None or depth > 20 else _imported_type(project, module, source, rest, depth + 1)
 
 
@@ -481,9 +482,11 @@ class StaticFrontend:
             imports.append(HelperImport(*spelled, name))
         return imports
 
-    def _import_of(self, owner: StaticModule) -> tuple[ast.stmt, str] | None:
+    def _import_of(self, owner: StaticModule) -> tuple[ast.stmt | None, str] | None:
         """The module's first import (at module level) of something from ``owner``'s file, and how ``from ... import``
-        spells that file there (``.hashtable``, ``pkg.hashtable``); None if it imports nothing from it."""
+        spells that file there (``.hashtable``, ``pkg.hashtable``). Where it imports nothing from that file itself
+        (the helper came through a package's ``__init__``, which re-exports it), None and a spelling of the file that
+        finds it from the module (``_spelling``). None if there is neither."""
         module, path = self.source, owner.path.resolve()
         for node in module_level(module.tree):
             if isinstance(node, ast.ImportFrom):
@@ -497,6 +500,31 @@ class StaticFrontend:
                 found = self.project.module_file(module, level, dotted) if level or dotted else None
                 if found is not None and found.resolve() == path:
                     return node, "." * level + dotted
+        spelled = self._spelling(path)
+        return (None, spelled) if spelled is not None else None
+
+    def _spelling(self, path: Path) -> str | None:
+        """How ``from ... import`` in the module spells the file ``path``: by its dotted name from the topmost package
+        above it (``pkg.helpers``, namespace packages on the way included), or, where both are in one package and the
+        module spells its imports so, relatively (``.helpers``, ``..helpers``, ``.`` for the package's
+        ``__init__``); only a spelling that finds that file from the module, as the import would."""
+        module = self.source
+        here = module.path.resolve().parent
+        named = path.parent if path.name == "__init__.py" else path.with_suffix("")  # the module's own path
+        packages = [folder for folder in named.parents if (folder / "__init__.py").is_file()]  # namespace ones between
+        root = packages[-1].parent if packages else named.parent
+        candidates = [(0, ".".join(named.relative_to(root).parts))]
+        common = Path(os.path.commonpath([here, named.parent]))
+        if (common / "__init__.py").is_file() and (here / "__init__.py").is_file():
+            level = len(here.relative_to(common).parts) + 1
+            relative = (level, ".".join(named.relative_to(common).parts))
+            # as the module spells its own imports: relatively if it has a relative import, else absolutely
+            spells_relatively = any(isinstance(n, ast.ImportFrom) and n.level for n in module_level(module.tree))
+            candidates.insert(0 if spells_relatively else 1, relative)
+        for level, dotted in candidates:
+            found = self.project.module_file(module, level, dotted) if level or dotted else None
+            if found is not None and found.resolve() == path:
+                return "." * level + dotted
         return None
 
     def _check_visible(self, helper: ast.FunctionDef, node: ast.Name) -> None:
@@ -522,7 +550,7 @@ class StaticFrontend:
             return name in module.warp.modules
         if name in owner.warp.members:
             return owner.warp.members[name] == module.warp.members.get(name)
-        imported = module.imported.get(name)
+        imported = module.imported.get(name) or self.project.star_import(module, name)
         if imported is None:
             return False
         if imported.level == 0 and imported == owner.imported.get(name):
@@ -535,6 +563,8 @@ class StaticFrontend:
         (``from .contact_data import ContactData`` and ``from pkg.contact_data import ContactData`` lead to the same
         class): (file, name there); None where the trail leaves the project's files or is not a name in a file."""
         imported = module.imported.get(name)
+        if imported is None and module.binding(name, []) is None:
+            imported = self.project.star_import(module, name)
         if imported is None:
             return (module.path.resolve(), name) if module.binding(name, []) is not None else None
         if imported.name is None or depth > 20:
@@ -549,8 +579,9 @@ class StaticFrontend:
 @dataclass(frozen=True)
 class HelperImport:
     """A name a helper copied into the rewritten module uses, imported from the helper's file: ``from <source>
-    import <name>``, placed after ``after``, the module's own import from that file."""
+    import <name>``, placed after ``after``, the module's own import from that file (or, where there is none, where
+    isort puts it)."""
 
-    after: ast.stmt
+    after: ast.stmt | None  # None: the module imports nothing from that file; a new import goes where isort puts it
     source: str  # the file as the module's import spells it: ".hashtable"
     name: str

@@ -326,6 +326,30 @@ class StaticModule(ScopedModule):
             if isinstance(node, ast.FunctionDef) and self.warp.decorated(node, "func") and not self.generated(node)
         }
 
+    @cached_property
+    def star_imports(self) -> list[ast.ImportFrom]:
+        """The module's ``from ... import *`` statements run at import time, in order."""
+        return [
+            node
+            for node in module_level(self.tree)
+            if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names)
+        ]
+
+    def exports(self, name: str) -> bool:
+        """Does ``from <this module> import *`` bind ``name``: it is in the module's ``__all__`` where that is a
+        literal list or tuple of strings, else it does not start with an underscore?"""
+        for node in module_level(self.tree):
+            if not isinstance(node, ast.Assign):
+                continue
+            if any(isinstance(target, ast.Name) and target.id == "__all__" for target in node.targets):
+                try:
+                    listed = ast.literal_eval(node.value)
+                except (ValueError, TypeError, SyntaxError, RecursionError):
+                    break
+                if isinstance(listed, list | tuple) and all(isinstance(item, str) for item in listed):
+                    return name in listed
+        return not name.startswith("_")
+
     def all_helpers(self) -> list[ast.FunctionDef]:
         """Every ``@wp.func`` the user wrote in the file, at any depth."""
         return [

@@ -4,6 +4,7 @@
 memory the kernel writes."""
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import warp as wp
@@ -94,6 +95,71 @@ def scratch_copy(value: Any, path: str, written: frozenset[str]) -> Any:
         # The ignore: Warp declares indexedarray's data Optional and its indices a list of None.
         return wp.indexedarray(wp.clone(value.data, requires_grad=False), value.indices[: value.ndim])  # type: ignore[arg-type]
     return UNCOPYABLE if value is not None else None  # (the caller refuses what cannot be copied)
+
+
+@dataclass
+class AdjointStandIns:
+    """What an adjoint launch runs both phases on instead of the arguments (``adjoint_stand_ins``), and the adjoints
+    to write back afterwards: (the user's adjoint, the contiguous copy of it the stand-in carried)."""
+
+    args: list[Any]
+    write_backs: list[tuple[wp.array, wp.array]] = field(default_factory=list)
+
+    def write_back(self) -> None:
+        for adjoint, carried in self.write_backs:
+            adjoint.assign(carried)
+
+
+def adjoint_stand_ins(
+    kernel: str, location: str, parameters: Sequence[str], args: Sequence[Any], adjoints: Sequence[Any]
+) -> AdjointStandIns:
+    """Copies of the arguments, each array carrying the adjoint given for its parameter as its gradient (a struct's
+    arrays, the adjoint struct's fields): what ``adjoint=True`` runs both phases on. Memory stays as it was, an array
+    passed for two parameters takes each one's adjoint, and what requires grad is exactly what was given an
+    adjoint, as in Warp's adjoint launch, which reads neither ``requires_grad`` nor ``.grad``. Raises
+    ``RewriteError`` for an adjoint a copy cannot carry (an indexed array's)."""
+    stand_ins = AdjointStandIns([])
+    for path, value, adjoint in zip(parameters, args, adjoints, strict=True):
+        stand_ins.args.append(_stand_in(kernel, location, path, value, adjoint, stand_ins))
+    return stand_ins
+
+
+def _stand_in(kernel: str, location: str, path: str, value: Any, adjoint: Any, stand_ins: AdjointStandIns) -> Any:
+    if isinstance(value, wp._src.codegen.StructInstance):
+        copy = type(value)()  # type: ignore[call-arg]  # (as in scratch_copy)
+        for name in value._cls.vars:  # type: ignore[attr-defined]  # (as in argument_arrays)
+            field_adjoint = getattr(adjoint, name, None) if adjoint is not None else None
+            setattr(
+                copy,
+                name,
+                _stand_in(kernel, location, f"{path}.{name}", getattr(value, name), field_adjoint, stand_ins),
+            )
+        return copy
+    if not isinstance(value, wp._src.types.Array):
+        return value  # a value: Warp's adjoint of it goes nowhere the caller sees
+    given = isinstance(adjoint, wp.array) and adjoint.size > 0
+    if given and type(value) is not wp.array:
+        raise RewriteError(
+            kernel,
+            location,
+            f"an adjoint launch was given an adjoint for '{path}', a {type(value).__name__}, which cannot carry one",
+            f"Pass None for its adjoint, or pass '{path}' as a wp.array",
+        )
+    copy = scratch_copy(value, path, frozenset({path}))
+    if copy is None:
+        raise RewriteError(
+            kernel,
+            location,
+            f"an adjoint launch runs the forward on a copy of its arguments, and '{path}', a {type(value).__name__}, "
+            "cannot be copied",
+            "Pass a wp.array, or launch forward on a wp.Tape and call tape.backward()",
+        )
+    if given:
+        carried = adjoint if adjoint.strides == copy.strides else wp.clone(adjoint)
+        if carried is not adjoint:
+            stand_ins.write_backs.append((adjoint, carried))
+        copy.grad = carried
+    return copy
 
 
 def requires_grad_path(parameters: Sequence[str], args: Sequence[Any], site: SiteSpec) -> str | None:

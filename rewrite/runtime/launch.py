@@ -11,12 +11,20 @@ import weakref
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import warp as wp
 
 from .abi import Op, RecordKind
-from .arguments import UNCOPYABLE, argument_arrays, argument_at, check_aliasing, requires_grad_path, scratch_copy
+from .arguments import (
+    UNCOPYABLE,
+    adjoint_stand_ins,
+    argument_arrays,
+    argument_at,
+    check_aliasing,
+    requires_grad_path,
+    scratch_copy,
+)
 from .checks import device_checks, explain_status, host_view, trips_of, unbounded_chain
 from .errors import RewriteError
 from .exact import ExactBackward
@@ -167,6 +175,17 @@ def remember(launches: dict, key: tuple, prepared: PreparedLaunch, most: int = 8
 _making_detached = threading.RLock()  # reentrant: an overload's variant is made by the generic kernel's (add_overload)
 
 
+class Freshness(Protocol):
+    """Whether what a kernel's generated kernels were made from may have changed since (``stale``, asked at every
+    launch: it must cost next to nothing), and the making of them again from what the kernel reaches now (``renew``,
+    which hands them to ``RewrittenKernel.adopt``). ``wp_rewrite`` gives its kernels one (``warp_rewrite.api``); the
+    blocks of an emitted module are checked against their source when it is imported."""
+
+    def stale(self) -> bool: ...
+
+    def renew(self, rewritten: "RewrittenKernel") -> None: ...
+
+
 class RewrittenKernel(wp.Kernel):
     """A kernel rewritten into a record kernel (forward) and a replay kernel (backward).
 
@@ -193,6 +212,7 @@ class RewrittenKernel(wp.Kernel):
         source: str = "",
         refusal: RewriteError | None = None,
         verify: bool = False,
+        freshness: Freshness | None = None,
     ):
         self.kernel = kernel
         self.pair = pair
@@ -206,6 +226,16 @@ class RewrittenKernel(wp.Kernel):
         self.max_records = max_records  # room per execution of loops of unknown length without one compiled in
         self.source = source  # the generated source (API), for reading
         self._launches: dict = {}  # this kernel's PreparedLaunch per signature of arguments
+        self.freshness = freshness
+
+    def adopt(self, fresh: "RewrittenKernel") -> None:
+        """Take over ``fresh``'s generated kernels: those of this same kernel, made again after a helper, struct or
+        constant it reaches was redefined (``Freshness.renew``). Nothing prepared for the old ones is kept."""
+        self.pair, self.refusal, self.source, self.freshness = fresh.pair, fresh.refusal, fresh.source, fresh.freshness
+        with _making_detached:
+            self._make_detached = fresh._make_detached
+            self.__dict__.pop("_detached_pair", None)
+        self._launches = {}
 
     @property
     def _generated(self) -> KernelPair:  # the generated kernels, for the steps a refused kernel never reaches
@@ -305,6 +335,8 @@ class RewrittenKernel(wp.Kernel):
         records per execution of a loop of unknown length whose kernels do not have a room compiled in (default:
         the kernel's ``max_records``; None: counted by a dry run at each launch).
         """
+        if self.freshness is not None and self.freshness.stale():
+            self.freshness.renew(self)  # a helper it calls was redefined (a notebook's cell run again)
         if record_cmd:
             arguments = {
                 "dim": dim,
@@ -323,7 +355,11 @@ class RewrittenKernel(wp.Kernel):
         tape = wp._src.context.runtime.tape if record_tape else None  # type: ignore[attr-defined]
         args = [*inputs, *outputs]
         original = {"device": device, "stream": stream, "block_dim": block_dim, "max_blocks": max_blocks}
-        if self.refusal is not None and not adjoint:
+        if self.refusal is not None and adjoint:
+            check_like_warp(self.kernel, args, device, [*adj_inputs, *adj_outputs])
+            refusal = self.refusal  # the original kernel's adjoint would give wrong gradients
+            raise RewriteError(refusal.kernel, refusal.location, refusal.problem, refusal.advice)
+        if self.refusal is not None:
             parameters = [parameter.label for parameter in self.kernel.adj.args]
             if tape is not None:
                 check_like_warp(self.kernel, args, device)  # raises where wp.launch would
@@ -358,8 +394,10 @@ class RewrittenKernel(wp.Kernel):
             tuple(shape), inputs, outputs, device, stream, block_dim, max_blocks, max_records, verifies
         )
         if adjoint:
-            check_like_warp(self.kernel, args, device)
-            self._launch_adjoint(dataclasses.replace(request, verify=False), [*adj_inputs, *adj_outputs])
+            adjoints = [*adj_inputs, *adj_outputs]
+            check_like_warp(self.kernel, args, device, adjoints)
+            self._check_arguments(args, shape, device)
+            self._launch_adjoint(dataclasses.replace(request, verify=False), adjoints)
             return None
         # A CPU launch on a tape with the arrays of an earlier one takes the PreparedLaunch that one left.
         preparable = device.is_cpu and not device.is_capturing and not wp.config.verify_autograd_array_access
@@ -380,47 +418,22 @@ class RewrittenKernel(wp.Kernel):
         return None
 
     def _launch_adjoint(self, request: LaunchRequest, adjoints: Sequence[Any]) -> None:
-        """``adjoint=True``, as Warp's tools launch a kernel they were handed (``wp.autograd.jacobian`` records it
-        on a tape without running it): the gradient of the forward from memory as it is now, which stays as it is.
+        """``adjoint=True``, as custom autograd functions and Warp's tools launch a kernel (``wp.autograd.jacobian``
+        records it on a tape without running it): adds the gradient of the forward from memory as it is now into
+        ``adjoints``, as Warp's adjoint launch adds into them, and leaves memory as it is.
 
-        Both phases run on a tape of their own, its backward adds into ``adjoints`` (standing in for the arrays'
-        gradients meanwhile), then what the forward wrote is put back.
+        Both phases run on a tape of their own, on stand-ins for the arguments (``adjoint_stand_ins``): copies whose
+        gradients are the adjoints given, so that nothing of the user's arrays changes, their ``.grad`` included.
         """
-        args = request.args
-        if len(adjoints) != len(args):
-            raise RuntimeError(
-                f"Error launching kernel '{self.kernel.key}' with adjoint=True: passed {len(args)} arguments "
-                f"but {len(adjoints)} adjoints"
-            )
-        self._check_arguments(args, request.shape, request.device)
         spec = self._generated.spec
-        snapshots = []
-        for path, array in argument_arrays(spec.parameters, args):
-            if path in spec.written:
-                if type(array) is not wp.array:
-                    raise RewriteError(
-                        self.kernel.key,
-                        spec.location,
-                        f"an adjoint launch puts back what the forward writes, here into '{path}', a "
-                        f"{type(array).__name__}, which it cannot copy",
-                        "Pass a wp.array, or launch forward on a wp.Tape and call tape.backward()",
-                    )
-                snapshots.append((array, wp.clone(array, requires_grad=False)))
-        gradients = [(value, value.grad) for value in args if isinstance(value, wp.array)]
-        try:
-            for value, adjoint in zip(args, adjoints, strict=True):
-                if isinstance(value, wp.array) and adjoint is not value.grad:
-                    value.grad = adjoint if isinstance(adjoint, wp.array) and adjoint.size else None
-            tape = wp.Tape()
-            with wp.ScopedStream(request.stream) if request.stream is not None else nullcontext():
-                self._launch_on_tape(tape, request, None)
-                tape.backward()
-        finally:
-            for array, snapshot in snapshots:
-                array.assign(snapshot)
-            for value, gradient in gradients:
-                if value.grad is not gradient:
-                    value.grad = gradient
+        stand_ins = adjoint_stand_ins(self.kernel.key, spec.location, spec.parameters, request.args, adjoints)
+        split = len(request.inputs)
+        on_copies = dataclasses.replace(request, inputs=stand_ins.args[:split], outputs=stand_ins.args[split:])
+        tape = wp.Tape()
+        with wp.ScopedStream(request.stream) if request.stream is not None else nullcontext():
+            self._launch_on_tape(tape, on_copies, None)
+            tape.backward()
+        stand_ins.write_back()
 
     def _compile(self, pair: KernelPair, device: wp.Device, block_dim: int | None) -> None:
         """Load the generated kernels' module; where it does not compile but the kernel's own does, say whose fault
@@ -644,20 +657,31 @@ class RewrittenKernel(wp.Kernel):
             tape._check_kernel_array_access(pair.replay, [*request.args, *records.extra])
 
 
-def check_like_warp(kernel: wp.Kernel, args: Sequence[Any], device: wp.Device) -> None:
+def check_like_warp(
+    kernel: wp.Kernel, args: Sequence[Any], device: wp.Device, adjoints: Sequence[Any] | None = None
+) -> None:
     """Refuse arguments ``wp.launch`` would refuse for the original kernel, as it refuses them (its exception types
-    and messages, which name the user's kernel and parameter), before anything compiles or runs."""
+    and messages, which name the user's kernel and parameter), before anything compiles or runs. ``adjoints``: those
+    of an adjoint launch, checked as Warp checks them; there must be one per parameter (Warp would read past the
+    ones given)."""
     parameters = kernel.adj.args
     if len(args) != len(parameters):
         raise RuntimeError(
             f"Error launching kernel '{kernel.key}', passed {len(args)} arguments but kernel "
             f"requires {len(parameters)}."
         )
+    if adjoints is not None and len(adjoints) != len(parameters):
+        raise RuntimeError(
+            f"Error launching kernel '{kernel.key}' with adjoint=True: passed {len(adjoints)} adjoints (adj_inputs "
+            f"and adj_outputs) but kernel requires {len(parameters)}."
+        )
     if kernel.is_generic:
         kernel.infer_argument_types(list(args))  # each overload checks its own when it is launched
         return
     for parameter, value in zip(parameters, args, strict=True):
         wp._src.context.pack_arg(kernel, parameter.type, parameter.label, value, device)
+    for parameter, adjoint in zip(parameters, adjoints or (), strict=False):
+        wp._src.context.pack_arg(kernel, parameter.type, parameter.label, adjoint, device, adjoint=True)
 
 
 @dataclass

@@ -38,6 +38,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--show", type=int, metavar="INDEX", help="print kernel INDEX of the stream and exit")
     parser.add_argument("--verbose", action="store_true", help="let Warp log each module's load and compile time")
     parser.add_argument("--refusals", action="store_true", help="print every refusal's message too")
+    parser.add_argument(
+        "--cli", action="store_true", help="each batch through wp-rewrite too: a verdict unlike the API's fails"
+    )
     return parser.parse_args(argv)
 
 
@@ -58,11 +61,15 @@ def main(argv: list[str] | None = None) -> int:
         for outcome in outcomes:
             if outcome.status == FAILED or (args.refusals and outcome.status == REFUSED):
                 print(f"{outcome.status.upper()} {outcome.report()}", flush=True)
+            if outcome.divergence is not None:
+                print(f"DIVERGED {outcome.divergence}\n{outcome.report()}", flush=True)
         elapsed = time.perf_counter() - began
         print(f"  ... {len(summary.outcomes)} kernels, {elapsed:.0f} s: {summary.line()}", file=sys.stderr, flush=True)
 
     with checking_every_generated_kernel():
-        summary = run(args.seed, args.count, args.batch, args.start, progress, max_records=args.max_records)
+        summary = run(
+            args.seed, args.count, args.batch, args.start, progress, max_records=args.max_records, cli=args.cli
+        )
     print("kernels exercising each feature (checked / refused):")
     checked = exercised([o.case for o in summary.outcomes if o.status == PASSED])
     refused = exercised([o.case for o in summary.outcomes if o.status == REFUSED])
@@ -87,7 +94,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in loops[PASSED]:
         print(f"  {loops[PASSED][name]:6d} / {loops[REFUSED][name]:<5d} / {loops[FAILED][name]:<3d} {name}")
     print(summary.line())
-    return 1 if summary.count(FAILED) else 0
+    diverged = sum(outcome.divergence is not None for outcome in summary.outcomes)
+    if args.cli:
+        print(f"fuzz: {diverged} kernels with another verdict through wp-rewrite")
+    return 1 if summary.count(FAILED) or diverged else 0
 
 
 if __name__ == "__main__":

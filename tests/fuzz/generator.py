@@ -29,6 +29,7 @@ MOD = 16  # slots of non-monotone counters index outputs modulo this
 TRIPS_MAX = 3  # array-read loop bounds are drawn from 0..TRIPS_MAX
 KEYS_MAX = 9
 THRESHOLD_GAP = 0.006  # inputs stay this far from the thresholds branches and min/max ties compare them with
+FORM_SEED = 0  # the stream of ``generate_form_kernel``'s kernels, one per form of the fence's table, alone or not
 
 
 @dataclass
@@ -710,6 +711,24 @@ class _KernelWriter:
             if loops.with_atomics:
                 write_loops(self, scope, loops)
         scope.line(f"y[tid] += xv * xv * {self.constant()}")
+        return self.case(lines)
+
+    def write_form(self, form: str, consumed: bool) -> KernelCase:
+        """A kernel with one use of the fence's form ``form`` (``fuzz.grammar``), no wrapper around it, after a
+        consumed int atomic where ``consumed``, else alone (only a form that consumes an atomic makes the kernel
+        need a rewrite)."""
+        lines: list[str] = []
+        scope = _Scope(lines, 1)
+        scope.line("tid = wp.tid()")
+        scope.line("xv = x[tid]")
+        if consumed:
+            self.int_block(scope)
+        GENERATORS[form](self, scope)
+        scope.line(f"y[tid] += xv * xv * {self.constant()}")
+        return self.case(lines)
+
+    def case(self, lines: list[str]) -> KernelCase:
+        """The kernel of the body ``lines``, with its arguments, structs and helpers."""
         self.finish()
         for struct in self.structs:
             struct.fields = [a for a in self.arrays if a.struct == struct.name]
@@ -754,6 +773,16 @@ def generate_kernel(seed: int, index: int) -> KernelCase:
     cell = None if alone else combination_of(index)
     case = _KernelWriter(rng, f"fz_{seed}_{index}", rng.randint(4, 8), cell, alone).write()
     case.seed, case.index = seed, index
+    return case
+
+
+def generate_form_kernel(form: str, consumed: bool) -> KernelCase:
+    """The kernel of ``_KernelWriter.write_form``, drawn from its own stream (the form's index in the fence's table
+    stands for the seed's index; the seed is ``FORM_SEED``)."""
+    index = 2 * list(GENERATORS).index(form) + consumed
+    rng = random.Random(f"{FORM_SEED}:{form}:{consumed}")
+    case = _KernelWriter(rng, f"fz_{FORM_SEED}_{index}", rng.randint(4, 8)).write_form(form, consumed)
+    case.seed, case.index = FORM_SEED, index
     return case
 
 

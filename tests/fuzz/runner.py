@@ -3,13 +3,18 @@ differences of the original forward (``tests/support/harness.py``), or a ``Rewri
 
 Kernels are written in batches, one Python file per batch imported with ``importlib``, so that Warp compiles
 one module per batch (plus one generated module for the rewritten kernels): compiling a module costs seconds,
-running a kernel on the CPU milliseconds.
+running a kernel on the CPU milliseconds. With ``cli``, each batch's file also goes through the command line
+(``wp-rewrite FILE -o OUT``), compiled with the rest: both front ends must give each kernel one verdict, rewritten
+with the same forward results and gradients, or refused with the same message (``Outcome.divergence``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
+import importlib
 import importlib.util
+import io
 import itertools
 import re
 import sys
@@ -26,8 +31,10 @@ import warp as wp
 from tests.fuzz.generator import COMPONENTS, ArraySpec, KernelCase, generate_kernel, module_source
 from tests.fuzz.structures import StructureArgument, structure_id
 from tests.support import harness
+from tests.support.emitted import import_file
 from tests.support.harness import Case, assert_same_forward, finite_difference_gradients, tape_gradients
 from warp_rewrite import RewriteError, wp_rewrite
+from warp_rewrite.cli.main import _command_line_spelling, main
 
 RTOL = 1e-5
 ATOL = 1e-6  # losses sum many outputs: float64 finite differences carry ~1e-8 of rounding noise
@@ -37,6 +44,7 @@ REFERENCE_OPTIONS = {"enable_backward": False, "optimization_level": OPTIMIZATIO
 
 PASSED, FAILED, REFUSED = "passed", "failed", "refused"
 OWN_FAULT = "a bug in warp-rewrite"  # what a RewriteError says where the rewrite, not the kernel, is at fault
+UNCHANGED = "unchanged"  # uses no atomic's return: the rewrite leaves it to plain Warp (a form's kernel alone)
 
 
 @dataclass
@@ -46,6 +54,7 @@ class Outcome:
     case: KernelCase
     status: str
     detail: str = ""
+    divergence: str | None = None  # how the command line's verdict differs from the API's (``Batch(cli=True)``)
 
     def report(self) -> str:
         """What failed, and the kernel, so that the failure can be reproduced and minimized by hand."""
@@ -217,6 +226,8 @@ def check_case(case: KernelCase, kernel: wp.Kernel, reference: ModuleType, max_r
     one that says the rewrite is at fault (a device check of the exact backward that failed: once the only sign of
     gradients read twice, where the fuzzer counted it as a refusal)."""
     checked = harness_case(case, kernel, reference, max_records)
+    if wp_rewrite(kernel, max_records=max_records).pair is None:
+        return Outcome(case, UNCHANGED)
     try:
         assert_same_forward(checked)
         # Warp's Tape.backward cannot take an indexed array's gradient (it has none): those kernels end here.
@@ -227,6 +238,99 @@ def check_case(case: KernelCase, kernel: wp.Kernel, reference: ModuleType, max_r
     except Exception as error:
         return Outcome(case, FAILED, f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=4)}")
     return Outcome(case, FAILED, problem) if problem else Outcome(case, PASSED)
+
+
+class VerdictKind(enum.Enum):
+    REWRITTEN = "rewritten"
+    UNCHANGED = "unchanged"  # consumes no atomic's return: launched as it is
+    REFUSED = "refused"  # a RewriteError when rewriting
+
+
+@dataclass
+class Verdict:
+    """What one front end made of a kernel, and, rewritten, what one launch of it on a tape gave: the arrays after
+    its forward and the gradients of the loss, or the ``RewriteError`` it raised."""
+
+    kind: VerdictKind
+    refusal: str = ""  # the RewriteError's message, as the command line prints it
+    forward: dict[str, np.ndarray] = field(default_factory=dict)
+    gradients: dict[int, np.ndarray] = field(default_factory=dict)
+
+    def differences(self, other: Verdict) -> list[str]:
+        if (self.kind, self.refusal) != (other.kind, other.refusal):
+            return [f"{self.kind.value} {self.refusal}".strip(), f"{other.kind.value} {other.refusal}".strip()]
+        named = [("forward", self.forward, other.forward), ("gradient", self.gradients, other.gradients)]
+        return [
+            f"{what} of {key}: {mine[key].tolist()} != {theirs[key].tolist()}"
+            for what, mine, theirs in named
+            for key in mine
+            if not np.array_equal(mine[key], theirs[key])
+        ]
+
+
+def launched(case: KernelCase, checked: Case, rewritten) -> Verdict:
+    """A launch of ``rewritten`` (either front end's ``RewrittenKernel``) on fresh arguments on a tape, and its
+    backward (where Warp's tape can take it: not through an indexed array). A refusal there is told by what it
+    says, not where: an emitted module's launch names the lines of the emitted file."""
+    runtime = importlib.import_module(type(rewritten).__module__.rpartition(".")[0])  # the package or a copy
+    args = checked.make_args()
+    tape = wp.Tape()
+    try:
+        with tape:
+            wp.launch(rewritten, case.dim, inputs=args, device="cpu")
+        if not any(spec.layout == "indexed" for spec in case.arrays):
+            weights = {args[i]: wp.array(checked.weight(i, args[i]), dtype=args[i].dtype) for i in checked.loss_outputs}
+            tape.backward(grads=weights)
+    except runtime.RewriteError as error:
+        said = f"kernel '{error.kernel}': {error.problem}. {error.advice}"
+        return Verdict(VerdictKind.REWRITTEN, _command_line_spelling(said))
+    gradients = {i: args[i].grad.numpy().copy() for i in checked.wrt if args[i].grad is not None}
+    return Verdict(VerdictKind.REWRITTEN, forward=harness.arrays_of(args), gradients=gradients)
+
+
+@dataclass
+class CommandLineCopy:
+    """A batch's file rewritten by the command line (``wp-rewrite FILE -o OUT``), imported, and what it printed of
+    each kernel it refused."""
+
+    module: ModuleType
+    refusals: dict[str, str]  # kernel -> the message
+
+    @classmethod
+    def of(cls, path: Path, max_records: int | None) -> CommandLineCopy:
+        out = path.with_name(f"{path.stem}_cli.py")
+        printed = io.StringIO()
+        room = ["--max-records", str(max_records)] if max_records is not None else []
+        with contextlib.redirect_stderr(printed):
+            main([str(path), "-o", str(out), "-q", *room])
+        refusals = {}
+        for line in printed.getvalue().splitlines():
+            found = re.match(r".*?: kernel '(fz_\d+_\d+)': ", line)
+            if found is not None and ": warning: " not in line:
+                refusals[found[1]] = line
+        module = import_file(out, out.stem)
+        for value in vars(module).values():  # the originals only run forward here, as the reference
+            if hasattr(value, "launches_rewritten"):
+                value.kernel.options["enable_backward"] = False
+        return cls(module, refusals)
+
+    def verdict(self, case: KernelCase, checked: Case) -> Verdict:
+        if case.name in self.refusals:
+            return Verdict(VerdictKind.REFUSED, self.refusals[case.name])
+        rewritten = getattr(self.module, case.name)
+        if not hasattr(rewritten, "launches_rewritten"):
+            return Verdict(VerdictKind.UNCHANGED)
+        return launched(case, checked, rewritten)
+
+
+def api_verdict(case: KernelCase, checked: Case, max_records: int | None) -> Verdict:
+    try:
+        rewritten = wp_rewrite(checked.kernel, max_records=max_records)
+    except RewriteError as error:
+        return Verdict(VerdictKind.REFUSED, _command_line_spelling(str(error)))
+    if rewritten.pair is None:
+        return Verdict(VerdictKind.UNCHANGED)
+    return launched(case, checked, rewritten)
 
 
 def compile_cheaply(modules: set) -> None:
@@ -269,21 +373,25 @@ class Batch:
     is built again without it.
     """
 
-    def __init__(self, cases: list[KernelCase], directory: Path, max_records: int | None):
+    def __init__(self, cases: list[KernelCase], directory: Path, max_records: int | None, cli: bool = False):
         self.cases = cases
         self.directory = directory
         self.max_records = max_records
+        self.cli = cli  # also through the command line, whose verdict must be the API's (``Outcome.divergence``)
         self.broken: dict[str, Outcome] = {}
         self.prepare([*cases])
 
     def prepare(self, remaining: list[KernelCase]) -> None:
         self.remaining = remaining
         if not remaining:
-            self.outcomes, self.modules = {}, set()
+            self.outcomes, self.modules, self.copy = {}, set(), None
             return
         self.module = load_batch(remaining, self.directory)
         self.reference = load_batch(remaining, self.directory, primary=self.module)
         self.outcomes, self.modules = _rewrite_all(remaining, self.module, self.max_records)
+        self.copy = CommandLineCopy.of(Path(self.module.__file__), self.max_records) if self.cli else None
+        if self.copy is not None:
+            self.modules.add(wp.get_module(self.copy.module.__name__))
         compile_cheaply(self.modules)
         self.modules.add(getattr(self.reference, remaining[0].name).module)
 
@@ -306,6 +414,10 @@ class Batch:
             if case.name not in self.outcomes:
                 kernel = getattr(self.module, case.name)
                 self.outcomes[case.name] = check_case(case, kernel, self.reference, self.max_records)
+            if self.copy is not None:
+                checked = harness_case(case, getattr(self.module, case.name), self.reference, self.max_records)
+                api, cli = api_verdict(case, checked, self.max_records), self.copy.verdict(case, checked)
+                self.outcomes[case.name].divergence = "\n".join(api.differences(cli)) or None
         results = {**self.outcomes, **self.broken}
         return [results[case.name] for case in self.cases]
 
@@ -328,19 +440,30 @@ def run(
     progress: Callable[[Summary, list[Outcome]], None] | None = None,
     wave: int = 4,
     max_records: int | None = None,
+    cli: bool = False,
 ) -> Summary:
-    """Generate and check kernels ``start .. start+count-1`` of the stream ``seed``.
+    """Generate and check kernels ``start .. start+count-1`` of the stream ``seed`` (``check_cases``)."""
+    cases = [generate_kernel(seed, i) for i in range(start, start + count)]
+    return check_cases(cases, batch_size, progress, wave, max_records, cli)
 
-    Batches are prepared ``wave`` at a time, their modules compiled together, then checked one by one.
-    ``max_records``: wp_rewrite's option for every kernel (None: each launch counts its loops' trips).
-    """
+
+def check_cases(
+    cases: list[KernelCase],
+    batch_size: int = 50,
+    progress: Callable[[Summary, list[Outcome]], None] | None = None,
+    wave: int = 4,
+    max_records: int | None = None,
+    cli: bool = False,
+) -> Summary:
+    """Check generated kernels, ``batch_size`` to a file; batches are prepared ``wave`` at a time, their modules
+    compiled together, then checked one by one. ``max_records``: wp_rewrite's option for every kernel (None: each
+    launch counts its loops' trips). ``cli``: each file also through the command line, whose verdict on each
+    kernel must be the API's (``Outcome.divergence``)."""
     summary = Summary()
-    end = start + count
-    ranges = [range(first, min(first + batch_size, end)) for first in range(start, end, batch_size)]
+    batches_of_cases = [cases[first : first + batch_size] for first in range(0, len(cases), batch_size)]
     with tempfile.TemporaryDirectory(prefix="wp-fuzz-") as directory:
-        for w in range(0, len(ranges), wave):
-            cases = [[generate_kernel(seed, i) for i in r] for r in ranges[w : w + wave]]
-            batches = [Batch(batch, Path(directory), max_records) for batch in cases]
+        for w in range(0, len(batches_of_cases), wave):
+            batches = [Batch(batch, Path(directory), max_records, cli) for batch in batches_of_cases[w : w + wave]]
             precompile(batches)
             for batch in batches:
                 outcomes = batch.check()

@@ -1,8 +1,10 @@
 """A fixed slice of the differential fuzzer (tests/fuzz): random kernels that consume atomic returns.
 
 Each kernel must give the original's forward exactly and tape gradients equal to finite differences of the
-original, or be refused with a ``RewriteError``. Longer runs: ``python -m tests.fuzz --seed S --count N``.
-A failure found here or there is minimized by hand into tests/regressions/test_fuzz_regressions.py.
+original, or be refused with a ``RewriteError``; and the command line (``wp-rewrite FILE -o OUT``) must give it the
+same verdict, forward results and gradients as ``wp_rewrite``. Longer runs: ``python -m tests.fuzz --seed S --count
+N`` (``--cli`` for the command line too). A failure found here or there is minimized by hand into
+tests/regressions/test_fuzz_regressions.py.
 """
 
 import re
@@ -26,8 +28,9 @@ MAX_RECORDS = 4
 
 @pytest.fixture(scope="module")
 def outcomes() -> dict[int, Outcome]:
-    """All kernels of the slice, checked once: compiling their modules dominates the cost."""
-    summary = run(SEED, COUNT)
+    """All kernels of the slice, checked once, through the API and the command line: compiling their modules
+    dominates the cost."""
+    summary = run(SEED, COUNT, cli=True)
     return {outcome.case.index: outcome for outcome in summary.outcomes}
 
 
@@ -41,6 +44,14 @@ def _check(outcome: Outcome) -> None:
 @pytest.mark.parametrize("index", range(COUNT))
 def test_fuzzed_kernel(outcomes, index):
     _check(outcomes[index])
+
+
+@pytest.mark.parametrize("index", range(COUNT))
+def test_fuzzed_kernel_has_one_verdict_through_both_front_ends(outcomes, index):
+    """``wp_rewrite`` and ``wp-rewrite FILE -o OUT``: refused with the same message, or rewritten with the same
+    forward results and gradients (tests/fuzz/test_verdicts.py: the same for every form of the fence's table)."""
+    outcome = outcomes[index]
+    assert outcome.divergence is None, f"{outcome.divergence}\n{outcome.case.source}"
 
 
 @pytest.fixture(scope="module")

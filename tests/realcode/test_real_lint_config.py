@@ -34,6 +34,7 @@ docstring-code-format = true
 """
 FILES = [  # every file of Newton that the command line rewrites (test_the_files_are_those_rewritten)
     "newton/_src/geometry/edge_redundancy.py",
+    "newton/_src/geometry/kernels.py",
     "newton/_src/geometry/raycast.py",
     "newton/_src/geometry/remesh.py",
     "newton/_src/geometry/soft_contacts_sdf.py",

@@ -119,7 +119,7 @@ def _compiled_alone(real: RealKernel, suffix: str) -> tuple[str, str]:
     """The result of generating ``real``'s kernels into a module of their own, and compiling them."""
     cpu = wp.get_device("cpu")
     try:
-        pair, _ = generate(real.kernel, module_suffix=suffix)
+        pair = generate(real.kernel, module_suffix=suffix).pair
         for kernel in _generated(pair) if real.kernel.is_generic else ():
             _overload(kernel, real.launch_types)
         pair.record.module.load(cpu)
