@@ -69,6 +69,9 @@ def _settled(kind: Any) -> Any:
     return kind.alone if isinstance(kind, _Literal) else kind
 
 
+_MOST_CHANGES = 3  # unknown, a literal's type, a concrete type: no settling local changes more often (ValueTypes)
+
+
 def unify(kinds: Sequence[Any]) -> Any:
     """The one type a set of values makes: a concrete type they all have (literals adapting to it), a literal
     where all are literals, ``_UNKNOWN`` while only unsettled locals are known, None where they disagree or none
@@ -137,7 +140,10 @@ class ValueTypes:
         its locals; ``call_types``: the declared return type of a call of a helper (None: not a helper's call);
         ``named_type``: the Warp type a name or attribute names (``F`` after ``F = wp.float64``), if any."""
         self.names = names
-        self.parameters = {name: dtypes.normalized(kind) for name, kind in parameter_types.items()}
+        # A generic parameter (``v: Any``) has a type only per instantiation: it cannot be told from the source.
+        self.parameters = {
+            name: dtypes.normalized(kind) for name, kind in parameter_types.items() if not dtypes.is_generic(kind)
+        }
         self.call_types = call_types or (lambda call: None)
         self.named_type = named_type or (lambda expr: None)
         assignments: dict[str, list[ast.expr | None]] = {}
@@ -148,15 +154,21 @@ class ValueTypes:
         # itself (``acc = acc * c + x[i]``) settles on the type its other assignments give it. Warp gives a local one
         # type (it refuses to assign a value of another: ``codegen.Adjoint.emit_Assign``), so an assignment whose
         # type the source does not tell (a helper's undeclared return) leaves the type to the others.
+        # Leaving untold values out makes the iteration non-monotone (a local that becomes untold stops disagreeing
+        # with the others), so a local whose type changes more than ``_MOST_CHANGES`` times is untold for good.
         self.locals: dict[str, Any] = dict.fromkeys(assignments, _UNKNOWN)
+        changes = dict.fromkeys(assignments, 0)
         changed = True
         while changed:
             changed = False
             for name, values in assignments.items():
+                if changes[name] > _MOST_CHANGES:
+                    continue
                 kinds = [self.of(value) for value in values if value is not None]
                 settled = unify([kind for kind in kinds if kind is not None])
                 if settled is not self.locals[name] and settled != self.locals[name]:
-                    self.locals[name] = settled
+                    changes[name] += 1
+                    self.locals[name] = settled if changes[name] <= _MOST_CHANGES else None
                     changed = True
         self.locals = {
             name: _settled(kind) for name, kind in self.locals.items() if kind is not None and kind is not _UNKNOWN

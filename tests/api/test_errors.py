@@ -150,7 +150,7 @@ def test_tuple_returned_from_a_loop_as_a_call_rather_than_a_literal_tuple():
     """Only ``return a, b`` has elements the lowering can assign to a local each."""
     assert refusal(returns_a_tuple_valued_call_from_a_loop) == (
         f"{where('tuple-return', 'return')}: kernel 'returns_a_tuple_valued_call_from_a_loop': a 'return' inside a "
-        "loop around a consumed atomic (Warp's backward cannot replay a return from a loop it does not unroll) (in "
+        "loop the rewrite replays (Warp's backward cannot replay a return from a loop it does not unroll) (in "
         "helper 'first_hit'). Leave the loop with 'break', setting a flag, and return after the loop"
     )
 
