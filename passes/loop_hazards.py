@@ -267,6 +267,17 @@ def writes_gradient_memory(function: ast.FunctionDef, callees: Callees) -> bool:
     return any(_gradient_sink(statement, memory, callees, returns_value=False) for statement in statements)
 
 
+# Set by ``passes.loop_returns`` on a loop whose returns it made breaks: the loop is still one a return leaves.
+RETURNED_FROM = "wp_rewrite_returned_from"
+
+
+def returns_from(loop: ast.For | ast.While) -> bool:
+    """Does a return leave the loop, as written or before ``passes.loop_returns`` made it a break? A ``while`` loop
+    a return leaves is wrong in Warp's backward whatever it computes, lowered or not, so the rewrite records it
+    (``tests/api/test_coverage.py``: plain Warp's gradients are zero)."""
+    return getattr(loop, RETURNED_FROM, False) or any(isinstance(node, ast.Return) for node in walk(loop))
+
+
 def _no_gradient_depends_on(
     function: ast.FunctionDef,
     loop: ast.For | ast.While,
@@ -282,7 +293,7 @@ def _no_gradient_depends_on(
     A sum the loop carries (``_sums``) is wrong in backward too, but its adjoint is right: statements that use it
     only linearly (``_linear_uses``: a copy, a sum, a store, an atomic add) pass it on as such, and only a statement
     that needs its value depends on it."""
-    if isinstance(loop, ast.While) and any(isinstance(node, ast.Return) for node in walk(loop)):
+    if isinstance(loop, ast.While) and returns_from(loop):
         return False  # Warp's backward may never leave it (see the module's docstring)
     statements = [node for node in walk(function) if isinstance(node, ast.stmt) and node is not function]
     enclosing = _enclosing_loops(function)

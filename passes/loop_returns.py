@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from warp_rewrite.passes import dtypes
-from warp_rewrite.passes.loop_hazards import unrolled_by_warp
+from warp_rewrite.passes.loop_hazards import RETURNED_FROM, unrolled_by_warp
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.syntax import walk, with_blocks
 
@@ -126,6 +126,8 @@ class _Lowering:
         if not isinstance(node, ast.If | ast.For | ast.While) or not _returns(node):
             return node
         new = copy.copy(node)
+        if isinstance(new, ast.For | ast.While):
+            setattr(new, RETURNED_FROM, True)  # (passes.loop_hazards: still a loop a return leaves)
         for name in ("body", "orelse"):
             block: list[ast.stmt] = []
             for statement in getattr(node, name):

@@ -49,6 +49,7 @@ KERNELS = {
         lambda: [vec3d(np.arange(12.0).reshape(4, 3) * 0.1 + 0.05, True), i32(COUNTS), i32([0]), zeros()], [3], [0]
     ),
     "probe_while_true": Pattern(lambda: [f64(X, True), zeros()], [1], [0]),
+    "argmax_while_true": Pattern(lambda: [f64(X, True), i32([3, 9, 1, 7]), i32(COUNTS), zeros()], [3], [0]),
     "gathered_sum": Pattern(lambda: [i32([0]), f64(X, True), zeros()], [2], [1]),
     "component_sums": Pattern(lambda: [i32([0]), f64(X, True), i32(COUNTS), zeros()], [3], [1]),
     "named_components": Pattern(lambda: [f64(X, True), i32(COUNTS), zeros()], [2], [0]),
@@ -58,7 +59,9 @@ emitted = emitted_fixture(loops)
 test_through_the_api, test_through_the_command_line = end_to_end_tests(loops, N, KERNELS)
 
 
-@pytest.mark.parametrize("name", ["squared_sum_alone", "substeps", "halvings", "windows", "argmax_of_grid"])
+@pytest.mark.parametrize(
+    "name", ["squared_sum_alone", "substeps", "halvings", "windows", "argmax_of_grid", "argmax_while_true"]
+)
 def test_plain_warp_is_wrong_on_these(name):
     """What the rewrite fixes: plain Warp's tape gives another gradient than finite differences of its forward."""
     pattern = KERNELS[name]

@@ -4,7 +4,8 @@ Warp's backward leaves such a loop out of its forward replay and then runs its t
 the loop changes at whatever value the replay left them, and runs a ``while`` loop's condition again on those values.
 So, in the replay kernel and every function it calls (not the ``@wp.func_replay`` twins of cloned helpers: Warp runs
 those forward only, in backward's forward replay, and differentiates the clone itself), for each loop Warp does not
-unroll that does something:
+unroll that does something and that some gradient depends on (``passes.loop_hazards``, asked of the replay as printed,
+as the planner asks it of the kernel: a loop whose wrong values reach only ints needs no records):
 
 - it is a ``for`` over ``range()``, with no ``break`` or ``continue`` of its own: a ``while`` loop, or a loop over a
   spatial query (whose state is gone in backward), runs its recorded trips instead; and each loop of the plan that
@@ -27,7 +28,7 @@ import ast
 from tests.support.record_kernels import _runtime_call
 from warp_rewrite.passes.builtins import written_arguments
 from warp_rewrite.passes.loop_carried import LoopFlow
-from warp_rewrite.passes.loop_hazards import own_jumps, unrolled_by_warp
+from warp_rewrite.passes.loop_hazards import Callees, loop_hazards, own_jumps
 from warp_rewrite.passes.read_back import Analysis
 from warp_rewrite.passes.syntax import walk
 from warp_rewrite.pipeline import Frontend, GeneratedKernel
@@ -79,17 +80,25 @@ def _check(frontend, unit, function, records, runtime, generated, problems, seen
     analysis = Analysis(unit, frontend)
     names = frontend.warp_names(unit)
     flow = LoopFlow(function, analysis.holds_a_value, lambda call: written_arguments(call, names))
+    # A loop no gradient depends on needs no records (``passes.loop_hazards``, as the planner asks it); a call of a
+    # generated function may write anything.
+    writes = lambda call: _callee(call) in generated or analysis.callees.helper_writes(call)  # noqa: E731
+    callees = Callees(names, writes, kernel=analysis.callees.kernel)
+    hazards = {id(found.loop) for found in loop_hazards(function, flow, frontend.max_unroll, callees)}
     for statements in _statement_lists(function):
         for at, loop in enumerate(statements):
-            if isinstance(loop, ast.For | ast.While) and not unrolled_by_warp(loop, frontend.max_unroll):
+            if isinstance(loop, ast.For | ast.While) and id(loop) in hazards:
                 where = f"{function.name}:{loop.lineno}"
                 found = _loop_problems(loop) + _restores(loop, statements[at + 1 :], flow, records, runtime)
                 problems += [f"{where}: {problem}" for problem in found]
     for call in (n for n in walk(function) if isinstance(n, ast.Call)):
-        callee = call.func.id if isinstance(call.func, ast.Name) else None
-        helper = None if callee in generated else frontend.resolve_helper(unit, call)
+        helper = None if _callee(call) in generated else frontend.resolve_helper(unit, call)
         if helper is not None:
             _check(frontend, helper, helper.tree, records, runtime, generated, problems, seen)
+
+
+def _callee(call: ast.Call) -> str | None:
+    return call.func.id if isinstance(call.func, ast.Name) else None
 
 
 def _statement_lists(function: ast.FunctionDef) -> list[list[ast.stmt]]:

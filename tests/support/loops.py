@@ -158,6 +158,32 @@ def probe_while_true(x: wp.array[wp.float64], out: wp.array[wp.float64]):
     out[i] = x[at] * x[at] * x[i]
 
 
+@wp.func
+def best_of_window(keys: wp.array[wp.int32], n: wp.array[wp.int32], i: int) -> int:
+    """A return inside ``while True`` in a helper, with ints carried from trip to trip: the index of the largest key
+    in a window. Plain Warp's backward loses every gradient of a kernel that calls it (all zeros), although the
+    helper returns only an int; made a break (``passes.loop_returns``), the loop is still recorded."""
+    step = int(0)
+    at = i
+    best = int(-1)
+    while True:
+        step += 1
+        if keys[(i + step) % 4] > best:
+            best = keys[(i + step) % 4]
+            at = (i + step) % 4
+        if step >= n[i] + 1:
+            return at
+
+
+@wp.kernel
+def argmax_while_true(
+    x: wp.array[wp.float64], keys: wp.array[wp.int32], n: wp.array[wp.int32], out: wp.array[wp.float64]
+):
+    i = wp.tid()
+    at = best_of_window(keys, n, i)
+    out[i] = x[at] * x[at] * x[i]
+
+
 @wp.kernel
 def gathered_sum(count: wp.array[wp.int32], x: wp.array[wp.float64], out: wp.array[wp.float64]):
     """A float carried through a constant range Warp unrolls, around a consumed atomic whose slot picks what is
