@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import warp as wp
@@ -275,9 +276,13 @@ def launched(case: KernelCase, checked: Case, rewritten) -> Verdict:
     runtime = importlib.import_module(type(rewritten).__module__.rpartition(".")[0])  # the package or a copy
     args = checked.make_args()
     tape = wp.Tape()
+
+    def launch_rewritten(_kernel: wp.Kernel, dim: Any, inputs: list) -> None:
+        wp.launch(rewritten, dim, inputs=inputs, device="cpu")
+
     try:
         with tape:
-            wp.launch(rewritten, case.dim, inputs=args, device="cpu")
+            checked.run(args, launch_rewritten)  # the kernel, then the projections of its arrays of structs
         if not any(spec.layout == "indexed" for spec in case.arrays):
             weights = {args[i]: wp.array(checked.weight(i, args[i]), dtype=args[i].dtype) for i in checked.loss_outputs}
             tape.backward(grads=weights)
