@@ -152,6 +152,13 @@ def harness_case(case: KernelCase, kernel: wp.Kernel, reference: ModuleType, max
 _loaded = itertools.count()
 
 
+def sharing_structs(text: str, primary: str) -> str:
+    """A batch's module text (or the command line's copy of it) whose structs are those of the module ``primary``
+    (``import primary`` added): arguments made for one module's kernels are then the other's too."""
+    text = re.sub(r"@wp\.struct\nclass (\w+):\n(?:    [^\n]*\n)+", rf"\1 = {primary}.\1\n", text)
+    return text.replace("import warp as wp\n", f"import warp as wp\nimport {primary}\n", 1)
+
+
 def load_batch(cases: list[KernelCase], directory: Path, primary: ModuleType | None = None) -> ModuleType:
     """Write the batch's kernels into one file and import it: its kernels form one Warp module. With ``primary``
     (the batch imported before), a copy for the ground truth: built without backward code, at -O0 (about 5x faster
@@ -160,8 +167,8 @@ def load_batch(cases: list[KernelCase], directory: Path, primary: ModuleType | N
     path = directory / f"{name}.py"
     text = module_source(cases)
     if primary is not None:
-        text = re.sub(r"@wp\.struct\nclass (\w+):\n(?:    [^\n]*\n)+", rf"\1 = {primary.__name__}.\1\n", text)
-        header = f"import warp as wp\nimport {primary.__name__}\n\nwp.set_module_options({REFERENCE_OPTIONS})\n"
+        text = sharing_structs(text, primary.__name__)
+        header = f"import warp as wp\n\nwp.set_module_options({REFERENCE_OPTIONS})\n"
         text = text.replace("import warp as wp\n", header, 1)
     path.write_text(text)
     spec = importlib.util.spec_from_file_location(name, path)
@@ -313,6 +320,7 @@ class CommandLineCopy:
             found = re.match(r".*?: kernel '(fz_\d+_\d+)': ", line)
             if found is not None and ": warning: " not in line:
                 refusals[found[1]] = line
+        out.write_text(sharing_structs(out.read_text(), path.stem))  # (the batch's module is imported as its stem)
         module = import_file(out, out.stem)
         for value in vars(module).values():  # the originals only run forward here, as the reference
             if hasattr(value, "launches_rewritten"):
