@@ -1,9 +1,9 @@
 """Bugs the real-code suite (tests/realcode, ``make realcode``) found in warp-rewrite, each reduced to a kernel written
 here. A new one is added as ``xfail(strict=True)``: whoever fixes it sees it pass, removes its mark, and updates
 tests/realcode/ledger.py and the tables of docs/realcode.md, where the real kernels it affects are counted. Of the
-ten found so far, eight are fixed; open (found by Newton's own tests on the rewritten tree,
-tests/realcode/newton_suite.py): a kernel followed by comments at its body's indentation, and a factory's helper
-from another file that reads the factory's parameters."""
+eleven found so far, eight are fixed; open (found by Newton's own tests on the rewritten tree,
+tests/realcode/newton_suite.py): a kernel followed by comments at its body's indentation, a factory's helper from
+another file that reads the factory's parameters, and a recorded launch given new parameters."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import warp as wp
 from tests.support import harness
 from tests.support.emitted import through
 from tests.support.harness import Case, check, f64, i32
+from warp_rewrite import wp_rewrite
 from warp_rewrite.cli.main import main
 
 X = np.array([0.7, 1.3, 1.9, 0.4, 0.6, 1.1])
@@ -476,3 +477,24 @@ def test_a_helper_a_factory_of_another_file_makes_keeps_its_closure_values(tmp_p
     assert main([str(tmp_path / "sim.py"), "--in-place", "-q"]) == 0
     ran = subprocess.run([sys.executable, "-c", "import sim"], cwd=tmp_path, capture_output=True, text=True)
     assert ran.returncode == 0, ran.stderr
+
+
+@wp.kernel
+def compact_float64(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = x[wp.tid()]
+
+
+@pytest.mark.xfail(strict=True, reason="the launch object of record_cmd=True has launch() only")
+def test_a_recorded_launch_takes_new_parameters():
+    """Newton's implicit MPM (``solve_rheology.py``, ``_batched_sum_max_kernel``) records a launch once
+    (``record_cmd=True``) and runs it again on other arrays: ``set_param_at_index(0, data)``, then ``launch()``, as
+    Warp's ``Launch`` allows (with ``set_param_by_name``, ``set_params``, ``set_dim``). The rewritten kernel's
+    ``RewrittenLaunch`` has ``launch()`` only: AttributeError, 5 of test_implicit_mpm's tests."""
+    rewritten = wp_rewrite(compact_float64)
+    first, second = f64(X), f64(X[::-1] * 2.0)
+    count, out = i32([0]), f64(np.zeros(N))
+    recorded = rewritten.launch(N, inputs=[first, count, out], device="cpu", record_cmd=True)
+    recorded.set_param_at_index(0, second)
+    recorded.launch()
+    assert sorted(out.numpy()) == sorted(X * 2.0)
