@@ -60,8 +60,8 @@ UNTIMED = "not timed here: the 24 modules of the default set take the run to its
 LEFT_OUT_BY_DEFAULT: dict[str, str] = {
     "test_collision_pipeline": "7,800 lines, the pipeline for every pair of shape types: " + UNTIMED,
     "test_solver_vbd": "9,100 lines of cloth and rigid solves: " + UNTIMED,
-    "test_mujoco_solver": "every test needs mujoco_warp, which the realcode extra does not install",
-    "test_coupled_solver": "its MuJoCo parts need mujoco_warp: " + UNTIMED,
+    "test_mujoco_solver": "15,300 lines; MuJoCo Warp, its solver, is not installed by the realcode extra: " + UNTIMED,
+    "test_coupled_solver": "its MuJoCo parts need MuJoCo Warp, not installed by the realcode extra: " + UNTIMED,
     "test_examples:example_mpm_pinch_carry": "registered for CUDA devices only",
     "test_examples:example_robot_asroballet": "registered for CUDA devices only",
     "test_examples:robot_playback": "a helper of the surface gripper example, registered for CUDA devices only",
