@@ -454,8 +454,8 @@ class StaticFrontend:
             name = node.id
             if id(node) in cloned:
                 continue
+            self._check_visible(owner, helper, node)
             if owner is module:
-                self._check_visible(helper, node)
                 continue
             if self._same_binding(owner, name):
                 continue
@@ -527,17 +527,19 @@ class StaticFrontend:
                 return "." * level + dotted
         return None
 
-    def _check_visible(self, helper: ast.FunctionDef, node: ast.Name) -> None:
-        """Refuse a helper of this file whose copy, put beside the kernel, would not see a name it uses: one bound in
-        a function around the helper (a factory's closure) that is not also around the kernel."""
-        module = self.source
-        scope = module.binding_scope(node.id, module.scopes(helper))
-        if scope is None or isinstance(scope, ast.Module) or scope in module.scopes(self.definition):
+    def _check_visible(self, owner: StaticModule, helper: ast.FunctionDef, node: ast.Name) -> None:
+        """Refuse a helper (of ``owner``'s file) whose copy, put beside the kernel, would not see a name it uses: one
+        bound in a function around the helper (a factory's closure) that is not also around the kernel. (From another
+        file, no import can bring such a name: Newton's ``create_prepare_convex_pair(external_aabb, speculative)``.)"""
+        scope = owner.binding_scope(node.id, owner.scopes(helper))
+        if scope is None or isinstance(scope, ast.Module):
+            return
+        if owner is self.source and scope in owner.scopes(self.definition):
             return
         function = "<lambda>" if isinstance(scope, ast.Lambda) else scope.name
         raise RewriteError(
             self.definition.name,
-            module.location(node),
+            owner.location(node),
             f"helper '{helper.name}' must be copied beside the rewritten kernel, but it uses '{node.id}', a name "
             f"of '{function}' around the helper, which the kernel cannot see",
             f"Pass '{node.id}' to the helper as an argument, or rewrite the kernel at run time with wp_rewrite()",

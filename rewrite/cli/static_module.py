@@ -605,7 +605,23 @@ class StaticModule(ScopedModule):
             if not self._declares_overload(statement, kernel.name):
                 break
             end = end_line(statement)
-        return end
+        return self._comments_after(end, kernel.col_offset)
+
+    def _comments_after(self, end: int, indent: int) -> int:
+        """The last line of the comments indented deeper than ``indent`` right after line ``end`` (blank lines
+        between them): ``inspect.getsource``, whose text the block's fingerprint is of, counts them in the definition
+        (Newton's XPBD ``solve_tetrahedra`` ends with such comments), so the block goes after them."""
+        lines = self.lines
+        last = end
+        for number in range(end + 1, len(lines) + 1):
+            text = lines[number - 1]
+            code = text.lstrip()
+            if not code.strip():
+                continue
+            if not code.startswith("#") or len(text) - len(code) <= indent:
+                break
+            last = number
+        return last
 
     def _declares_overload(self, statement: ast.stmt, kernel: str) -> bool:
         if isinstance(statement, ast.FunctionDef):  # @wp.overload def kernel(...): ...

@@ -1,9 +1,8 @@
 """Bugs the real-code suite (tests/realcode, ``make realcode``) found in warp-rewrite, each reduced to a kernel written
 here. A new one is added as ``xfail(strict=True)``: whoever fixes it sees it pass, removes its mark, and updates
 tests/realcode/ledger.py and the tables of docs/realcode.md, where the real kernels it affects are counted. Of the
-eleven found so far, eight are fixed; open (found by Newton's own tests on the rewritten tree,
-tests/realcode/newton_suite.py): a kernel followed by comments at its body's indentation, a factory's helper from
-another file that reads the factory's parameters, and a recorded launch given new parameters."""
+eleven found so far, ten are fixed; open (found by Newton's own tests on the rewritten tree,
+tests/realcode/newton_suite.py): a recorded launch given new parameters."""
 
 from __future__ import annotations
 
@@ -421,7 +420,6 @@ def compact(x: wp.array(dtype=float), count: wp.array(dtype=int), out: wp.array(
 """
 
 
-@pytest.mark.xfail(strict=True, reason="the block goes in before the comments that inspect.getsource counts in")
 def test_a_kernel_followed_by_comments_at_its_bodys_indentation_imports_once_rewritten(tmp_path):
     """Newton's XPBD ``solve_tetrahedra`` ends with 60 lines of commented-out code at its body's indentation. The
     command line hashes the kernel's text as ``inspect.getsource`` reads it in the original file, those comments
@@ -465,16 +463,18 @@ def compact(x: wp.array(dtype=float), count: wp.array(dtype=int), out: wp.array(
 """
 
 
-@pytest.mark.xfail(strict=True, reason="the clone's closure value is imported from the helper's file as a module name")
-def test_a_helper_a_factory_of_another_file_makes_keeps_its_closure_values(tmp_path):
+def test_a_helper_a_factory_of_another_file_makes_is_refused_not_imported_wrong(tmp_path, capsys):
     """Newton's tests/test_speculative_contacts.py: its kernels call ``wp.static(_prepare_speculative_convex_pair)``,
     made at import by narrow_phase.py's ``create_prepare_convex_pair(external_aabb=True, speculative=True)``. The
-    command line clones the factory's helper into the module and takes the parameters it reads, ``external_aabb`` and
+    command line cloned the factory's helper into the module and took the parameters it reads, ``external_aabb`` and
     ``speculative``, for names of narrow_phase.py, adding them to the module's import from there: ``from
-    newton._src.geometry.narrow_phase import (..., external_aabb, ..., speculative, ...)``, an ImportError."""
+    newton._src.geometry.narrow_phase import (..., external_aabb, ..., speculative, ...)``, an ImportError. Now it
+    refuses the kernel, as it does for a factory of the kernel's own file, and the module still imports."""
     (tmp_path / "helpers.py").write_text(FACTORY_HELPERS)
     (tmp_path / "sim.py").write_text(KERNEL_OF_A_MADE_HELPER)
-    assert main([str(tmp_path / "sim.py"), "--in-place", "-q"]) == 0
+    assert main([str(tmp_path / "sim.py"), "--in-place", "-q"]) == 1
+    said = capsys.readouterr().err
+    assert "helper 'pick' must be copied beside the rewritten kernel, but it uses 'doubled', a name of" in said
     ran = subprocess.run([sys.executable, "-c", "import sim"], cwd=tmp_path, capture_output=True, text=True)
     assert ran.returncode == 0, ran.stderr
 
