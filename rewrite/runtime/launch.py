@@ -687,13 +687,42 @@ def check_like_warp(
 @dataclass
 class RewrittenLaunch:
     """A launch of a rewritten kernel made ready by ``launch(..., record_cmd=True)``: ``launch()`` runs it, both
-    phases on the tape active then, as ``wp.launch``'s ``Launch`` objects do for plain kernels."""
+    phases on the tape active then, as ``wp.launch``'s ``Launch`` objects do for plain kernels, whose parameters and
+    dimensions may be set again between launches (Newton's implicit MPM runs one recorded launch on other arrays)."""
 
     kernel: RewrittenKernel
     arguments: dict[str, Any]
 
-    def launch(self) -> None:
-        self.kernel.launch(**self.arguments)
+    def set_dim(self, dim: int | list[int] | tuple[int, ...]) -> None:
+        self.arguments["dim"] = dim
+
+    def set_param_at_index(self, index: int, value: Any, adjoint: bool = False) -> None:
+        """The kernel's parameter ``index`` (its inputs, then its outputs), as ``Launch.set_param_at_index``."""
+        if adjoint:
+            raise RewriteError(
+                self.kernel.key,
+                self.kernel._generated.spec.location,
+                "a recorded launch of a rewritten kernel takes no adjoints (its backward runs from the tape that "
+                "recorded its launch)",
+                "Launch it on a wp.Tape and call tape.backward(), or launch the kernel with adjoint=True",
+            )
+        inputs, outputs = list(self.arguments["inputs"] or []), list(self.arguments["outputs"] or [])
+        parameters = inputs + outputs
+        parameters[index] = value  # an IndexError past the last, as Warp's
+        self.arguments["inputs"], self.arguments["outputs"] = parameters[: len(inputs)], parameters[len(inputs) :]
+
+    def set_param_by_name(self, name: str, value: Any, adjoint: bool = False) -> None:
+        labels = [parameter.label for parameter in self.kernel.adj.args]
+        if name not in labels:
+            raise ValueError(f"Argument '{name}' not found in kernel '{self.kernel.key}'")
+        self.set_param_at_index(labels.index(name), value, adjoint)
+
+    def set_params(self, values: Sequence[Any]) -> None:
+        for index, value in enumerate(values):
+            self.set_param_at_index(index, value)
+
+    def launch(self, stream: wp.Stream | None = None) -> None:
+        self.kernel.launch(**{**self.arguments, "stream": stream or self.arguments["stream"]})
 
 
 @dataclass(frozen=True)

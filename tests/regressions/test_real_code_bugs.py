@@ -1,8 +1,8 @@
 """Bugs the real-code suite (tests/realcode, ``make realcode``) found in warp-rewrite, each reduced to a kernel written
 here. A new one is added as ``xfail(strict=True)``: whoever fixes it sees it pass, removes its mark, and updates
 tests/realcode/ledger.py and the tables of docs/realcode.md, where the real kernels it affects are counted. Of the
-eleven found so far, ten are fixed; open (found by Newton's own tests on the rewritten tree,
-tests/realcode/newton_suite.py): a recorded launch given new parameters."""
+eleven found so far, all are fixed (the last three by Newton's own tests on the rewritten tree,
+tests/realcode/newton_suite.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import sys
 import textwrap
 
 import numpy as np
-import pytest
 import warp as wp
 
 from tests.support import harness
@@ -485,12 +484,11 @@ def compact_float64(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.
     out[slot] = x[wp.tid()]
 
 
-@pytest.mark.xfail(strict=True, reason="the launch object of record_cmd=True has launch() only")
 def test_a_recorded_launch_takes_new_parameters():
     """Newton's implicit MPM (``solve_rheology.py``, ``_batched_sum_max_kernel``) records a launch once
     (``record_cmd=True``) and runs it again on other arrays: ``set_param_at_index(0, data)``, then ``launch()``, as
     Warp's ``Launch`` allows (with ``set_param_by_name``, ``set_params``, ``set_dim``). The rewritten kernel's
-    ``RewrittenLaunch`` has ``launch()`` only: AttributeError, 5 of test_implicit_mpm's tests."""
+    ``RewrittenLaunch`` had ``launch()`` only: AttributeError, 5 of test_implicit_mpm's tests."""
     rewritten = wp_rewrite(compact_float64)
     first, second = f64(X), f64(X[::-1] * 2.0)
     count, out = i32([0]), f64(np.zeros(N))
@@ -498,3 +496,8 @@ def test_a_recorded_launch_takes_new_parameters():
     recorded.set_param_at_index(0, second)
     recorded.launch()
     assert sorted(out.numpy()) == sorted(X * 2.0)
+    recorded.set_params([first, i32([0]), out])
+    recorded.set_param_by_name("out", f64(np.zeros(N)))
+    recorded.set_dim(2)
+    recorded.launch()
+    assert sorted(recorded.arguments["inputs"][2].numpy()[:2]) == sorted(X[:2]) and count.numpy()[0] == N
