@@ -220,7 +220,7 @@ def poison_allocations() -> None:
 
 
 # kernels of the fuzzer's slice run under each checker: the first 60, which draw every combination cell
-# (tests/fuzz/combinations.py; every fourth kernel's only hazard is its loops, and draws none)
+# (tests/fuzz/combinations.py; every sixth kernel's only hazard is its loops, and draws none)
 FUZZ_SEED, FUZZ_COUNT = 2026, 60
 CHECKERS = {"verify_fp": {"verify_fp": True}, "debug": {"mode": "debug"}}
 FP_REPORT = re.compile(r"\.h:\d+ - \w+\(")  # how native/array.h and builtin.h report a value that is not finite

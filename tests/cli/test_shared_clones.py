@@ -111,8 +111,8 @@ def region(text: str, begin: str, end: str) -> str:
 
 
 def test_each_variant_is_defined_once(emitted):
-    """``take`` and ``take_first`` as the record and replay kernels of compact_squares and compact_scaled call them:
-    one definition each, at module level before the first kernel that calls them, without their helpers'
+    """``take`` and ``take_first`` as the record, count and replay kernels of compact_squares and compact_scaled call
+    them: one definition each, at module level before the first kernel that calls them, without their helpers'
     docstrings; those blocks define no clone of their own. compact_twice's calls record into loops of their own
     (other loop numbers, other record parameters): its variants stay in its block. The factory's own helper reads
     its closure: its clone stays in its block, one for its two call sites."""
@@ -120,7 +120,14 @@ def test_each_variant_is_defined_once(emitted):
     text = path.read_text()
     shared = region(text, "helpers the generated blocks below share ----\n", "# ---- wp-rewrite: end of the helpers")
     assert text.index("helpers the generated blocks below share") < text.index("def compact_squares(")
-    assert sorted(definitions(shared)) == ["take_first_record", "take_first_replay", "take_record", "take_replay"]
+    assert sorted(definitions(shared)) == [
+        "take_count",  # the dry run's (a loop of unknown length: take_first's) counts trips with these
+        "take_first_count",
+        "take_first_record",
+        "take_first_replay",
+        "take_record",
+        "take_replay",
+    ]
     assert "Claim the next slot" not in shared and text.count('"""Claim the next slot."""') == 1
     for kernel in ("compact_squares", "compact_scaled"):
         block = region(text, f"generated from kernel '{kernel}'", f"end of the code generated from kernel '{kernel}'")

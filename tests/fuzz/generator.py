@@ -186,10 +186,19 @@ def _distinct_inputs(rng: random.Random, n: int) -> list[float]:
 class _KernelWriter:
     """Writes one kernel. Every choice comes from ``rng``."""
 
-    def __init__(self, rng: random.Random, name: str, dim: int, cell: Cell | None = None, loops_alone: bool = False):
+    def __init__(
+        self,
+        rng: random.Random,
+        name: str,
+        dim: int,
+        cell: Cell | None = None,
+        loops_alone: bool = False,
+        refused_form: str | None = None,
+    ):
         self.rng = rng
         self.cell = cell
         self.loops_alone = loops_alone
+        self.refused_form = refused_form
         self.name = name
         self.dim = dim
         self.x = ArraySpec("x", "float64", (dim,), _distinct_inputs(rng, dim), True, False, True)
@@ -638,6 +647,8 @@ class _KernelWriter:
         """One use of a form of the fence's table (``fuzz.grammar``), inside random wrappers: a refused form
         rarely (the kernel is then refused), an accepted one otherwise."""
         name = self.rng.choice(REFUSED if self.rng.random() < 0.03 else ACCEPTED)
+        if self.refused_form is not None:  # (see refused_form_of)
+            name, self.refused_form = self.refused_form, None
         wrappers = [] if name in KERNEL_LEVEL else [w for w in ("if", "for", "helper") if self.rng.random() < 0.2]
         self.rng.shuffle(wrappers)
 
@@ -756,6 +767,17 @@ class _KernelWriter:
         )
 
 
+REFUSED_EVERY = 20  # one kernel in this many has its first form block use a refused form of the fence's table
+
+
+def refused_form_of(index: int) -> str | None:
+    """The refused form kernel ``index`` uses for sure, taken in turn (each is drawn rarely otherwise, and a slice of
+    a few hundred kernels must use every one: ``fuzz/test_fuzz.py``); None for most kernels."""
+    if index % REFUSED_EVERY != REFUSED_EVERY // 2:
+        return None
+    return REFUSED[(index // REFUSED_EVERY) % len(REFUSED)]
+
+
 def combination_of(index: int) -> Cell:
     """The cell kernel ``index`` draws: the kernels that consume an atomic's return (all but those whose only hazard is
     their loops, every ``ALONE_EVERY``-th) take the cells in turn, so that any 45 of them cover every cell."""
@@ -771,7 +793,8 @@ def generate_kernel(seed: int, index: int) -> KernelCase:
 
     alone = loops_alone(index)
     cell = None if alone else combination_of(index)
-    case = _KernelWriter(rng, f"fz_{seed}_{index}", rng.randint(4, 8), cell, alone).write()
+    writer = _KernelWriter(rng, f"fz_{seed}_{index}", rng.randint(4, 8), cell, alone, refused_form_of(index))
+    case = writer.write()
     case.seed, case.index = seed, index
     return case
 

@@ -54,7 +54,7 @@ LOOP_FORMS = (
     "consumed atomic after the loop",
     "no consumed atomic in the kernel",
 )
-ALONE_EVERY = 4  # every fourth kernel's only hazard is its loops: no atomic's return consumed anywhere
+ALONE_EVERY = 6  # every sixth kernel's only hazard is its loops: no atomic's return consumed anywhere
 WITH_ATOMICS = 0.4  # of the other kernels, those that get loop blocks too
 LONG_TRIPS = (17, 20)  # constant ranges longer than Warp's default max_unroll (16)
 HALVINGS_GAP = 0.02  # no halving of an input comes closer to the threshold 1 than this, relatively

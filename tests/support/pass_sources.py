@@ -111,6 +111,9 @@ class Frontend:
     def is_builtin(self, unit: Unit, call: ast.Call) -> bool:
         return True  # the test kernels call only Warp's builtins and the helpers they are given
 
+    def has_custom_gradient(self, unit: Unit) -> bool:
+        return False  # the test helpers have no @wp.func_grad
+
     def array(self, path: str) -> dtypes.ArrayInfo | None:
         return dtypes.array_info(parameter_types(self.kernel).get(path))
 
