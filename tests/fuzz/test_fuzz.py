@@ -79,9 +79,10 @@ def test_finite_differences_too_noisy_to_tell_are_not_a_failure():
 def test_most_kernels_are_checked_rather_than_refused(outcomes):
     """Refusals are acceptable, but a slice that is mostly refused would check little. The generator makes some
     shapes that must be refused on purpose (aliased arguments, float reads of what other threads write, atomics of
-    different kinds on one float target, the fence's refused forms): 35 of this slice's 200."""
+    different kinds on one float target, the fence's refused forms, one kernel in twenty for sure): 42 of this
+    slice's 200."""
     refused = sum(1 for o in outcomes.values() if o.status == REFUSED)
-    assert refused <= COUNT // 5, f"{refused} of {COUNT} kernels refused"
+    assert refused <= COUNT // 4, f"{refused} of {COUNT} kernels refused"
 
 
 def test_the_slice_covers_every_pattern():
