@@ -25,12 +25,13 @@ import copy
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import positional_arguments
 from warp_rewrite.passes.layout import RecordParam
 from warp_rewrite.passes.plan_types import Carried, FunctionPlan, KernelPlan, Loop, Site, needs_forward_twin
+from warp_rewrite.passes.pruning import constructs, pruned
 from warp_rewrite.passes.syntax import called_name, walk
 
 if TYPE_CHECKING:  # the passes import no runtime: the ABI's names come in through ModuleNames
@@ -665,43 +666,6 @@ def phase_function(
     return function
 
 
-def _pruned(function: ast.FunctionDef) -> ast.FunctionDef:
-    """A replay, count or twin function without what leaving statements out left behind: ``pass`` beside other
-    statements, and assignments to locals nothing reads any more (a call in one stays, as a statement of its own:
-    it may keep an adjoint or a side effect); so that generated code reads as written, and lints clean."""
-    while True:
-        read = {n.id for n in walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-        body = _pruned_body(function.body, read)
-        if body is function.body:
-            return function
-        function = copy.copy(function)
-        function.body = body
-
-
-def _pruned_body(body: list[ast.stmt], read: set[str]) -> list[ast.stmt]:
-    """``body`` pruned (the same list if nothing changes; never changed in place)."""
-    kept: list[ast.stmt] = []
-    for statement in body:
-        if isinstance(statement, ast.Pass):
-            continue
-        if _assigns_unread(statement, read):
-            if any(isinstance(n, ast.Call) and not _constructs(n) for n in walk(statement.value)):
-                kept.append(ast.copy_location(ast.Expr(statement.value), statement))
-            continue
-        for name in ("body", "orelse"):
-            inner = getattr(statement, name, None)
-            if isinstance(inner, list) and inner:
-                pruned = _pruned_body(inner, read)
-                if pruned is not inner:
-                    statement = copy.copy(statement)
-                    setattr(statement, name, pruned or ([] if name == "orelse" else [ast.Pass()]))
-        kept.append(statement)
-    if not kept:  # nothing but passes and dead assignments: one pass
-        return body if len(body) == 1 and isinstance(body[0], ast.Pass) else [ast.Pass()]
-    unchanged = len(kept) == len(body) and all(k is b for k, b in zip(kept, body, strict=True))
-    return body if unchanged else kept
-
-
 def mentioning(function: ast.FunctionDef, closure_variable: Callable[[str], bool]) -> ast.FunctionDef:
     """``function`` whose body names, in a statement of its own that Warp evaluates to nothing, each closure variable
     its annotations name and its body does not, so that Python captures it (see ``pipeline.keep_closures``)."""
@@ -718,33 +682,13 @@ def mentioning(function: ast.FunctionDef, closure_variable: Callable[[str], bool
     return function
 
 
-def _assigns_unread(statement: ast.stmt, read: set[str]) -> TypeGuard[ast.Assign | ast.AugAssign]:
-    """Does the statement only assign locals nothing reads? ``x += v`` counts as an assignment: it reads ``x`` only
-    to write it back, so it dies with the assignments before it (dropping one and not the other leaves ``x += v``
-    on a name nothing defines)."""
-    if isinstance(statement, ast.Assign):
-        targets = statement.targets
-    elif isinstance(statement, ast.AugAssign):
-        targets = [statement.target]
-    else:
-        return False
-    return all(isinstance(t, ast.Name) and t.id not in read for t in targets)
-
-
 def _outermost_calls(expr: ast.expr) -> list[ast.Call]:
     """The calls in ``expr`` that are not inside another one, but those that only make a value, in order."""
-    if isinstance(expr, ast.Call) and not _constructs(expr):
+    if isinstance(expr, ast.Call) and not constructs(expr):
         return [expr]
     return [
         call for child in ast.iter_child_nodes(expr) if isinstance(child, ast.expr) for call in _outermost_calls(child)
     ]
-
-
-def _constructs(call: ast.Call) -> bool:
-    """Does the call only make a value: of a type (``int(0)``, ``wp.float64(x)``, ``wp.vec3(...)``), or the thread's
-    index (``wp.tid()``, the prologue's: a count function that records nothing needs no row)?"""
-    thread_index = isinstance(call.func, ast.Attribute) and call.func.attr == "tid" and not call.args
-    return thread_index or dtypes.is_type_name(called_name(call))
 
 
 def _replay_registration(twin: ast.FunctionDef, replay_name: str, warp: str) -> ast.FunctionDef:
@@ -796,10 +740,10 @@ def phase_functions(
         dropped=plan.written - plan.copied if phase == COUNT else frozenset(),
     )
     functions = []
-    tidy = _pruned if phase != RECORD else lambda function: function  # the record phase is the user's forward
+    tidy = pruned if phase != RECORD else lambda function: function  # the record phase is the user's forward
     for clone in reversed([p for p in plan.root.walk() if p is not plan.root]):
         functions.append(tidy(phase_function(clone, settings, records)))
         if phase == REPLAY and needs_forward_twin(clone, int_paths):
-            twin = _pruned(phase_function(clone, dataclasses.replace(settings, phase=REPLAY_FORWARD), records))
+            twin = pruned(phase_function(clone, dataclasses.replace(settings, phase=REPLAY_FORWARD), records))
             functions += [twin, _replay_registration(twin, functions[-1].name, module.warp)]
     return [*functions, tidy(phase_function(plan.root, settings, records, options))]

@@ -26,7 +26,7 @@ from typing import Any
 
 from warp_rewrite import pipeline, runtime
 from warp_rewrite.cli.call_edits import Edit, Offsets, apply_edits, construction_edits, launch_edits
-from warp_rewrite.cli.hazards import HazardFinder, Unknown
+from warp_rewrite.cli.hazards import HazardFinder
 from warp_rewrite.cli.import_placement import (
     DEFAULT_LINE_LENGTH,
     LintConfig,
@@ -36,9 +36,10 @@ from warp_rewrite.cli.import_placement import (
     helper_import_lines,
     placement,
 )
+from warp_rewrite.cli.kernel_choice import choose_kernels, warning
 from warp_rewrite.cli.layout import laid_out, quoted
 from warp_rewrite.cli.markers import begin_marker, end_marker, shared_markers
-from warp_rewrite.cli.project import SEARCHED, Project, Unfollowed
+from warp_rewrite.cli.project import Project
 from warp_rewrite.cli.shared_clones import share
 from warp_rewrite.cli.source_file import Imported, Region, module_level
 from warp_rewrite.cli.staleness import MadeFrom, made_from, option_flags, stale
@@ -46,8 +47,6 @@ from warp_rewrite.cli.static_frontend import (
     HelperImport,
     StaticFrontend,
     StaticUnit,
-    construction_options,
-    construction_problem,
 )
 from warp_rewrite.cli.static_module import StaticModule
 from warp_rewrite.passes import dtypes
@@ -78,124 +77,6 @@ class Emitted:
     def has_blocks(self) -> bool:
         """True if the emitted module calls the runtime (and needs it beside it)."""
         return bool(self.rewritten or self.already)
-
-
-def _warning(module: StaticModule, node: Located, message: str) -> str:
-    return f"{module.location(node)}: warning: {message}"
-
-
-def _unknown_warning(module: StaticModule, kernel: ast.FunctionDef, unknown: Unknown) -> str:
-    miss = unknown.miss
-    through = f" (through helper '{unknown.via}')" if unknown.via else ""
-    if isinstance(miss, Unfollowed):
-        what = f"{miss.callee.value} '{miss.helper}' from '{miss.module}', whose file wp-rewrite could not find"
-        what += f" ({SEARCHED})"
-    else:
-        what = (
-            f"{miss.callee.value} '{miss.helper}'{through}, {miss.reason}, which wp-rewrite cannot follow from "
-            "the source"
-        )
-        through = ""
-    return _warning(
-        module,
-        unknown.call,
-        f"kernel '{kernel.name}' calls {what}{through}; if it uses an atomic's returned value, "
-        f"its gradients stay wrong: launch wp_rewrite({kernel.name}) instead, which sees the value at run time",
-    )
-
-
-def _refusal(module: StaticModule, kernel: ast.FunctionDef, problem: str, advice: str) -> RewriteError:
-    return RewriteError(kernel.name, module.location(kernel), problem, advice)
-
-
-@dataclass
-class Choice:
-    """The file's kernels sorted by what this run does with them."""
-
-    to_rewrite: list[ast.FunctionDef] = field(default_factory=list)
-    already: list[ast.FunctionDef] = field(default_factory=list)
-    refusals: list[RewriteError] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-
-def choose_kernels(
-    module: StaticModule, finder: HazardFinder, frontend: Callable[[ast.FunctionDef], StaticFrontend]
-) -> Choice:
-    """Which kernels consume an atomic's return or hold a loop Warp's backward replays wrong, and get a block (the
-    pipeline may still find nothing to record: the kernel is then left as it is); which have one; which cannot have
-    one. Which need a rewrite the pipeline says, as it says it for ``wp_rewrite`` (``pipeline.needs_rewrite``)."""
-    choice = Choice()
-    for kernel in module.kernels():
-        if module.rewritten(kernel):
-            choice.already.append(kernel)
-            continue
-        calls = finder.kernel_calls(module, kernel)
-        if module.backward_disabled(kernel):
-            continue  # no backward pass: nothing to make right
-        choice.warnings += [_unknown_warning(module, kernel, unknown) for unknown in calls.unknown]
-        if not pipeline.needs_rewrite(frontend(kernel)):
-            continue
-        scopes = module.scopes(kernel)
-        refusal = _construction_refusal(module, kernel) if module.constructed(kernel) else None
-        if refusal is not None:
-            choice.refusals.append(refusal)
-        elif scopes and isinstance(scopes[0], ast.ClassDef):
-            choice.refusals.append(
-                _refusal(
-                    module,
-                    kernel,
-                    "a kernel defined in a class body cannot be rewritten to a file (the generated "
-                    "kernels could not see the class's names)",
-                    "Define the kernel at module level or in a function, or rewrite it at run time with wp_rewrite()",
-                )
-            )
-        else:
-            choice.to_rewrite.append(kernel)
-    return choice
-
-
-def _shown(call: ast.Call, most: int = 70) -> str:
-    """The call as written (shortened), for messages that say what was seen."""
-    text = ast.unparse(call)
-    return text if len(text) <= most else text[: most - 5] + "...)"
-
-
-def _construction_refusal(module: StaticModule, kernel: ast.FunctionDef) -> RewriteError | None:
-    """Why the calls that make a kernel of the plain function ``kernel`` cannot be made to give the rewritten
-    kernel, or None if each can (each is then wrapped in the block's ``KernelRewrite``)."""
-    advice = "decorate the function with @wp.kernel, or rewrite the kernel at run time with wp_rewrite()"
-    first, first_options = None, None
-    for made in module.constructions(kernel):
-        seen = f"{_shown(made.site)} ({module.location(made.site)})"
-        if made.maker is not None and not module.returns_kernel(made.maker):
-            maker = made.maker.function.name
-            return _refusal(
-                module,
-                kernel,
-                f"it is made a kernel by {seen}, and '{maker}' does not return the kernel "
-                "it makes (at every return), so wp-rewrite cannot hand on the rewritten one",
-                f"Make '{maker}' return the kernel, {advice}",
-            )
-        problem = construction_problem(module, made)
-        if problem is not None:
-            return _refusal(
-                module,
-                kernel,
-                f"it is made a kernel by {seen} with {problem}",
-                f"Write the options as literals in that call, {advice}",
-            )
-        options = construction_options(module, made)
-        if first is None:
-            first, first_options = seen, options
-        elif options != first_options:
-            return _refusal(
-                module,
-                kernel,
-                f"it is made a kernel by {first} and by {seen} with other options: one "
-                "pair of generated kernels cannot serve both",
-                f"Give both calls the same options, {advice}",
-            )
-    return None
 
 
 def _bound_names(tree: ast.Module, skip: Callable[[ast.AST], bool] = lambda node: False) -> set[str]:
@@ -691,7 +572,7 @@ def emit_module(
         if constructed:
             wrappers[id(kernel)] = launch.rewritten
             emitted.warnings += [
-                _warning(
+                warning(
                     module,
                     use,
                     f"kernel '{kernel.name}' is a plain function named here, where "
@@ -705,7 +586,7 @@ def emit_module(
         if kernel.name not in current:
             emitted.rewritten.append(kernel.name)
     emitted.warnings += [
-        _warning(
+        warning(
             module,
             kernel,
             f"kernel '{kernel.name}' no longer uses an atomic's returned value: its stale block "
@@ -736,7 +617,7 @@ def emit_module(
         Edit(offsets.line_start(node.lineno), offsets.line_start(end_line(node) + 1), text) for node, text in merged
     ]
     calls, kept = launch_edits(module, launches, offsets)
-    emitted.warnings += [_warning(module, call, why) for call, why in kept]
+    emitted.warnings += [warning(module, call, why) for call, why in kept]
     emitted.launches = len(calls)
     edits += [edit for pair in calls for edit in pair]
     wrapped = construction_edits(module, wrappers, offsets)

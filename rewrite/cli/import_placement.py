@@ -12,7 +12,6 @@ its ``known-first-party`` names; without one, ruff takes the folder it runs in, 
 from __future__ import annotations
 
 import ast
-import importlib
 import re
 import sys
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from warp_rewrite.cli.layout import QuoteStyle
 from warp_rewrite.cli.source_file import module_level
+from warp_rewrite.cli.toml_files import text_of, toml_reader
 from warp_rewrite.passes.syntax import end_column, end_line
 
 if TYPE_CHECKING:
@@ -92,17 +92,11 @@ class LintConfig:
 def _ruff_settings(path: Path) -> dict | None:
     """Ruff's settings in ``path`` (``[tool.ruff]`` of a ``pyproject.toml``), None where it has none; ``{}`` where
     it has some that cannot be read (no ``tomllib``, a syntax error): the folder still is the configuration's."""
-    try:
-        if not path.is_file():
-            return None
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    text = text_of(path)
+    if text is None or (path.name == "pyproject.toml" and "[tool.ruff" not in text):
         return None
-    if path.name == "pyproject.toml" and "[tool.ruff" not in text:
-        return None
-    try:
-        tomllib = importlib.import_module("tomllib")  # Python 3.11 and later (a module mypy's 3.10 does not know)
-    except ImportError:
+    tomllib = toml_reader()
+    if tomllib is None:
         return {}
     try:
         data = tomllib.loads(text)

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from warp_rewrite.cli.finding_formats import github_line, json_finding
 from warp_rewrite.cli.lint import (
     DEFAULT_SELECT,
     Checker,
@@ -60,7 +61,6 @@ from warp_rewrite.cli.lint import (
     Selection,
     SelectorError,
     noqa_of,
-    rule_url,
     sort_key,
     suppressed,
     syntax_error,
@@ -69,6 +69,7 @@ from warp_rewrite.cli.project import Project
 from warp_rewrite.cli.settings import TABLE, Exclusion, Settings, SettingsError
 from warp_rewrite.cli.source_file import ParseError, SourceFile
 from warp_rewrite.cli.static_module import StaticModule
+from warp_rewrite.cli.tree_walk import excluded, walk_python_files
 from warp_rewrite.cli.writes import Writes, runtime_diff
 from warp_rewrite.passes.naming import RUNTIME_FOLDER
 
@@ -251,40 +252,20 @@ def _read(path: Path, display: str) -> SourceFile:
         raise UserError(f"{display}: cannot read: {error}") from None
 
 
-def _skipped_folder(name: str) -> bool:
-    """Folders never walked into: hidden ones, caches and the runtime copies ``Writes.runtime`` puts there (its
-    atomics' returns are the tool's own, never differentiated)."""
-    return name.startswith(".") or name in ("__pycache__", RUNTIME_FOLDER)
-
-
-def _walk(folder: Path, exclusion: Exclusion) -> Iterator[Path]:
-    """The Python files below ``folder``, not in a ``_skipped_folder`` nor left out by ``exclusion``; symbolic links
-    to folders are not followed."""
-    for at, folders, files in os.walk(folder):
-        here = Path(at)
-        folders[:] = [name for name in folders if not _skipped_folder(name) and not exclusion.excludes(here / name)]
-        yield from (here / name for name in files if name.endswith(".py") and not exclusion.excludes(here / name))
-
-
-def _excluded(path: Path, exclusion: Exclusion) -> bool:
-    """True if ``exclusion`` leaves out ``path`` or a folder above it (``--force-exclude``, for the paths named)."""
-    return any(exclusion.excludes(folder) for folder in (path, *path.absolute().parents))
-
-
 def _python_files(paths: list[str], exclusion: Exclusion, force: bool) -> Iterator[tuple[Path, str]]:
-    """Every ``.py`` file named or under a named folder, sorted; in folders, skipping ``_skipped_folder``s and what
+    """Every ``.py`` file named or under a named folder, sorted; in folders, skipping what ``tree_walk`` skips and what
     ``exclusion`` leaves out (also the files named, with ``force``: ruff's ``--force-exclude``)."""
     for name in paths:
         path = Path(name)
         if not path.exists():
             raise UserError(f"{name}: no such file or directory")
-        if force and _excluded(path, exclusion):
+        if force and excluded(path, exclusion):
             continue
         if path.is_file():
             yield path, name
             continue
         found = False
-        for file in sorted(_walk(path, exclusion)):
+        for file in sorted(walk_python_files(path, exclusion)):
             if file.is_symlink() and not file.exists():  # dangling, or a loop of links
                 print(f"wp-rewrite: warning: {file}: a symbolic link to no file, skipped", file=sys.stderr)
             elif file.name != f"{RUNTIME_FOLDER}.py":  # an earlier version's single-file copy
@@ -295,39 +276,6 @@ def _python_files(paths: list[str], exclusion: Exclusion, force: bool) -> Iterat
 
 
 # --- --check ---------------------------------------------------------------------------------------------------
-
-
-def _github_escape(text: str, property_value: bool = False) -> str:
-    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return text.replace(":", "%3A").replace(",", "%2C") if property_value else text
-
-
-def _json_finding(finding: Finding) -> dict:
-    """A finding as ruff's ``--output-format json`` writes one."""
-    return {
-        "cell": None,
-        "code": finding.code,
-        "end_location": {"column": finding.end_column, "row": finding.end_row},
-        "filename": str(finding.path.resolve()),
-        "fix": None,
-        "location": {"column": finding.column, "row": finding.row},
-        "message": finding.message,
-        "noqa_row": finding.row,
-        "url": rule_url(finding.code),
-    }
-
-
-def _github_line(finding: Finding) -> str:
-    properties = {
-        "file": str(finding.path.resolve()),
-        "line": finding.row,
-        "col": finding.column,
-        "endLine": finding.end_row,
-        "endColumn": finding.end_column,
-        "title": f"wp-rewrite ({finding.code})",
-    }
-    listed = ",".join(f"{key}={_github_escape(str(value), True)}" for key, value in properties.items())
-    return f"::error {listed}::{_github_escape(str(finding))}"
 
 
 # A file can hold a finding only if its code names a kernel (``@wp.kernel``, ``wp.Kernel(...)``), a launch or an
@@ -372,7 +320,7 @@ def _check(args: argparse.Namespace, held: list[object] | None) -> int:
     checker, output_format = Checker(project), args.output_format or "concise"
     files: list[tuple[StaticModule | None, list[Finding]]] = []
     paths = list(_python_files(args.paths, args.exclusion, args.force_exclude))
-    if not paths and args.force_exclude and all(_excluded(Path(name), args.exclusion) for name in args.paths):
+    if not paths and args.force_exclude and all(excluded(Path(name), args.exclusion) for name in args.paths):
         print("wp-rewrite: warning: every path named is excluded (--force-exclude): nothing to check", file=sys.stderr)
         return OK  # as ruff: a pre-commit hook handed only excluded files passes
     if not paths:
@@ -414,10 +362,10 @@ def _check(args: argparse.Namespace, held: list[object] | None) -> int:
             if output_format == "concise":
                 print(finding)
             elif output_format == "github":
-                print(_github_line(finding))
+                print(github_line(finding))
         shown += found
     if output_format == "json":
-        print(json.dumps([_json_finding(f) for f in shown], indent=2))
+        print(json.dumps([json_finding(f) for f in shown], indent=2))
     errors = sum(args.selection.is_error(f.code) for f in shown)
     if not args.quiet:
         print(_check_summary(errors, len(shown) - errors, unreadable), file=sys.stderr)

@@ -14,11 +14,12 @@ options come on top: ``--select`` replaces the table's ``select`` and ``extend-s
 
 from __future__ import annotations
 
-import importlib
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+
+from warp_rewrite.cli.toml_files import text_of, toml_reader
 
 TABLE = "wp-rewrite"
 # ruff's default ``exclude``: folders of tools and environments, never a project's own code.
@@ -165,21 +166,12 @@ class Settings:
 
 def _table(path: Path) -> dict | None:
     """``[tool.wp-rewrite]`` of ``path``, None where the file or the table is missing."""
-    try:
-        if not path.is_file():
-            return None
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    text = text_of(path)
+    if text is None or (f"[tool.{TABLE}" not in text and f'[tool."{TABLE}"' not in text):
         return None
-    if f"[tool.{TABLE}" not in text and f'[tool."{TABLE}"' not in text:
-        return None
-    try:
-        tomllib = importlib.import_module("tomllib")  # Python 3.11 and later (a module mypy's 3.10 does not know)
-    except ImportError:
-        try:
-            tomllib = importlib.import_module("tomli")  # the same, installed on Python 3.10
-        except ImportError:
-            raise SettingsError(f"{path}: [tool.{TABLE}] is read with tomllib (Python 3.11) or tomli") from None
+    tomllib = toml_reader()
+    if tomllib is None:
+        raise SettingsError(f"{path}: [tool.{TABLE}] is read with tomllib (Python 3.11) or tomli")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:

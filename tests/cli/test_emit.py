@@ -372,7 +372,7 @@ def test_emitted_files_pass_ruffs_default_rules(adoption, tmp_path, monkeypatch)
 @pytest.mark.skipif(not RUFF.exists(), reason="ruff (a dev dependency) is not installed")
 def test_emitted_pattern_kernels_add_no_ruff_finding(tmp_path, monkeypatch):
     """Findings of the emitted pattern kernels are those of the input's own lines (Warp needs ``int(0)``): the
-    generated code adds none (what leaving statements out leaves behind is pruned, passes.two_phase._pruned)."""
+    generated code adds none (what leaving statements out leaves behind is pruned, passes.pruning.pruned)."""
     monkeypatch.chdir(REPO)
     out = tmp_path / "patterns_rewritten.py"
     assert main([str(PATTERNS), "-o", str(out), "-q"]) == 0

@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: tests.fuzz, tests.support
@@ -21,7 +23,7 @@ import warp as wp
 
 from tests.fuzz.combinations import cell_counts
 from tests.fuzz.features import exercised
-from tests.fuzz.generator import generate_kernel
+from tests.fuzz.generator import KernelCase, generate_kernel
 from tests.fuzz.grammar import exercised_forms
 from tests.fuzz.loops import forms_of_loops
 from tests.fuzz.runner import FAILED, PASSED, REFUSED, Outcome, Summary, run
@@ -75,29 +77,23 @@ def main(argv: list[str] | None = None) -> int:
     refused = exercised([o.case for o in summary.outcomes if o.status == REFUSED])
     for name, count in checked.items():
         print(f"  {count:6d} / {refused[name]:<5d} {name}")
-    print("kernels using each form of the fence's table (passed / refused / failed):")
-    by_status = {
-        status: exercised_forms([o.case for o in summary.outcomes if o.status == status])
-        for status in (PASSED, REFUSED, FAILED)
-    }
-    for name in by_status[PASSED]:
-        print(f"  {by_status[PASSED][name]:6d} / {by_status[REFUSED][name]:<5d} / {by_status[FAILED][name]:<3d} {name}")
-    print("kernels drawing each combination, dtype x path x target (passed / refused / failed):")
-    cells = {status: cell_counts([o.case for o in summary.outcomes if o.status == status]) for status in by_status}
-    for cell in cells[PASSED]:
-        print(f"  {cells[PASSED][cell]:6d} / {cells[REFUSED][cell]:<5d} / {cells[FAILED][cell]:<3d} {cell}")
-    print("kernels using each form of loop Warp does not unroll (passed / refused / failed):")
-    loops = {
-        status: forms_of_loops([o.case for o in summary.outcomes if o.status == status])
-        for status in (PASSED, REFUSED, FAILED)
-    }
-    for name in loops[PASSED]:
-        print(f"  {loops[PASSED][name]:6d} / {loops[REFUSED][name]:<5d} / {loops[FAILED][name]:<3d} {name}")
+    _print_by_status("kernels using each form of the fence's table", exercised_forms, summary)
+    _print_by_status("kernels drawing each combination, dtype x path x target", cell_counts, summary)
+    _print_by_status("kernels using each form of loop Warp does not unroll", forms_of_loops, summary)
     print(summary.line())
     diverged = sum(outcome.divergence is not None for outcome in summary.outcomes)
     if args.cli:
         print(f"fuzz: {diverged} kernels with another verdict through wp-rewrite")
     return 1 if summary.count(FAILED) or diverged else 0
+
+
+def _print_by_status(title: str, count: Callable[[list[KernelCase]], Counter], summary: Summary) -> None:
+    """A table of what ``count`` counts in the kernels that passed, were refused and failed."""
+    print(f"{title} (passed / refused / failed):")
+    statuses = (PASSED, REFUSED, FAILED)
+    counts = {status: count([o.case for o in summary.outcomes if o.status == status]) for status in statuses}
+    for name in counts[PASSED]:
+        print(f"  {counts[PASSED][name]:6d} / {counts[REFUSED][name]:<5d} / {counts[FAILED][name]:<3d} {name}")
 
 
 if __name__ == "__main__":

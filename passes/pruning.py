@@ -1,0 +1,68 @@
+"""What leaving statements out of a generated function leaves behind, taken out: ``pass`` beside other statements,
+and assignments to locals nothing reads any more, so that generated code reads as written and lints clean."""
+
+from __future__ import annotations
+
+import ast
+import copy
+from typing import TypeGuard
+
+from warp_rewrite.passes import dtypes
+from warp_rewrite.passes.syntax import called_name, walk
+
+
+def pruned(function: ast.FunctionDef) -> ast.FunctionDef:
+    """A replay, count or twin function without what leaving statements out left behind: ``pass`` beside other
+    statements, and assignments to locals nothing reads any more (a call in one stays, as a statement of its own:
+    it may keep an adjoint or a side effect); so that generated code reads as written, and lints clean."""
+    while True:
+        read = {n.id for n in walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        body = _pruned_body(function.body, read)
+        if body is function.body:
+            return function
+        function = copy.copy(function)
+        function.body = body
+
+
+def _pruned_body(body: list[ast.stmt], read: set[str]) -> list[ast.stmt]:
+    """``body`` pruned (the same list if nothing changes; never changed in place)."""
+    kept: list[ast.stmt] = []
+    for statement in body:
+        if isinstance(statement, ast.Pass):
+            continue
+        if _assigns_unread(statement, read):
+            if any(isinstance(n, ast.Call) and not constructs(n) for n in walk(statement.value)):
+                kept.append(ast.copy_location(ast.Expr(statement.value), statement))
+            continue
+        for name in ("body", "orelse"):
+            inner = getattr(statement, name, None)
+            if isinstance(inner, list) and inner:
+                pruned = _pruned_body(inner, read)
+                if pruned is not inner:
+                    statement = copy.copy(statement)
+                    setattr(statement, name, pruned or ([] if name == "orelse" else [ast.Pass()]))
+        kept.append(statement)
+    if not kept:  # nothing but passes and dead assignments: one pass
+        return body if len(body) == 1 and isinstance(body[0], ast.Pass) else [ast.Pass()]
+    unchanged = len(kept) == len(body) and all(k is b for k, b in zip(kept, body, strict=True))
+    return body if unchanged else kept
+
+
+def _assigns_unread(statement: ast.stmt, read: set[str]) -> TypeGuard[ast.Assign | ast.AugAssign]:
+    """Does the statement only assign locals nothing reads? ``x += v`` counts as an assignment: it reads ``x`` only
+    to write it back, so it dies with the assignments before it (dropping one and not the other leaves ``x += v``
+    on a name nothing defines)."""
+    if isinstance(statement, ast.Assign):
+        targets = statement.targets
+    elif isinstance(statement, ast.AugAssign):
+        targets = [statement.target]
+    else:
+        return False
+    return all(isinstance(t, ast.Name) and t.id not in read for t in targets)
+
+
+def constructs(call: ast.Call) -> bool:
+    """Does the call only make a value: of a type (``int(0)``, ``wp.float64(x)``, ``wp.vec3(...)``), or the thread's
+    index (``wp.tid()``, the prologue's: a count function that records nothing needs no row)?"""
+    thread_index = isinstance(call.func, ast.Attribute) and call.func.attr == "tid" and not call.args
+    return thread_index or dtypes.is_type_name(called_name(call))
