@@ -21,6 +21,7 @@ from warp_rewrite.passes import builtins, dtypes
 from warp_rewrite.passes.atomics import TILE_ATOMIC_PREFIX, TILE_ATOMIC_RETURN, WarpNames, find_atomic_calls
 from warp_rewrite.passes.dataflow import rebound_locals
 from warp_rewrite.passes.memory import index_count
+from warp_rewrite.passes.overloads import Ambiguous
 from warp_rewrite.passes.plan_types import Frontend, Unit
 from warp_rewrite.passes.read_back import Analysis
 from warp_rewrite.passes.refusals import Refusal
@@ -181,6 +182,7 @@ class Fence:
         self.frontend = frontend
         self._memories: dict[int, _Memory] = {}
         self._reached: dict[bool, list[Unit]] = {}  # reached()'s answers, by through_custom_gradients
+        self.ambiguous: list[Ambiguous] = []  # calls whose overload the source does not tell (check raises them)
 
     def reached(self, through_custom_gradients: bool = True) -> list[Unit]:
         """The kernel and every helper it reaches, each once, in the order first reached; without
@@ -199,10 +201,20 @@ class Fence:
             if not through_custom_gradients and not kernel and self.frontend.has_custom_gradient(unit):
                 continue
             for node in walk(unit.tree):
-                if isinstance(node, ast.Call) and (helper := self.frontend.resolve_helper(unit, node)) is not None:
-                    pending.append(helper)
+                if isinstance(node, ast.Call):
+                    pending += self._callees(unit, node)
         self._reached[through_custom_gradients] = units
         return units
+
+    def _callees(self, unit: Unit, call: ast.Call) -> list[Unit]:
+        """The helper the call runs; every definition it may run, where the source does not tell which overload."""
+        try:
+            helper = self.frontend.resolve_helper(unit, call)
+        except Ambiguous as ambiguous:
+            if all(id(known.node) != id(call) for known in self.ambiguous):
+                self.ambiguous.append(ambiguous)
+            return ambiguous.candidates
+        return [] if helper is None else [helper]
 
     @functools.cached_property
     def needs_rewrite(self) -> bool:
@@ -218,6 +230,8 @@ class Fence:
         atomic's return or holds a loop Warp's backward replays wrong (any other kernel runs as plain Warp)."""
         if not self.needs_rewrite:
             return
+        if self.ambiguous:
+            raise self.ambiguous[0]
         for unit in self.reached():
             for node, form in self.forms(unit):
                 # A part without a position of its own (a comprehension's ``for``) is reported at the function.
@@ -343,8 +357,9 @@ class Fence:
     def _call_form(self, unit: Unit, call: ast.Call, parents: dict[ast.AST, ast.AST]) -> Form | None:
         used = not isinstance(parents.get(call), ast.Expr)
         name = called_name(call)
-        if (helper := self.frontend.resolve_helper(unit, call)) is not None:
-            if used and self._returns_memory(helper):
+        callees = self._callees(unit, call)
+        if callees:
+            if used and any(self._returns_memory(helper) for helper in callees):
                 return BY_NAME["helper returning memory"]
             static = isinstance(call.func, ast.Call) and called_name(call.func) == "static"
             return BY_NAME["helper through wp.static" if static else "helper call"]

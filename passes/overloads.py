@@ -110,14 +110,19 @@ def candidates(
     return kept
 
 
-def ambiguous(unit: Unit, call: ast.Call, name: str, kept: int, defined: int) -> Refusal:
-    """The refusal of a call whose overload the source does not tell (``kept`` of the ``defined`` fit it)."""
-    which = "none of" if kept == 0 else f"{kept} of"
-    return Refusal(
-        unit,
-        call,
-        f"'{name}' has {defined} definitions (overloads), and {which} them fit this call's arguments as far as the "
-        "source tells their types",
-        f"Give the overloads of '{name}' distinct names, or pass arguments whose types the source shows (parameters, "
-        "locals assigned a typed value, wp.int64(...) and the like)",
-    )
+class Ambiguous(Refusal):
+    """A call whose overload the source does not tell, with the definitions it may run (``candidates``, units of
+    the front end): the fence follows them all to decide whether the kernel needs a rewrite, and raises this only
+    where it does (a kernel that needs none runs as plain Warp, which picks the overload itself)."""
+
+    def __init__(self, unit: Unit, call: ast.Call, name: str, candidates: Sequence[Unit], defined: int):
+        which = "none of" if not candidates else f"{len(candidates)} of"
+        super().__init__(
+            unit,
+            call,
+            f"'{name}' has {defined} definitions (overloads), and {which} them fit this call's arguments as far as "
+            "the source tells their types",
+            f"Give the overloads of '{name}' distinct names, or pass arguments whose types the source shows "
+            "(parameters, locals assigned a typed value, wp.int64(...) and the like)",
+        )
+        self.candidates = list(candidates)

@@ -18,6 +18,7 @@ from warp_rewrite.passes.dataflow import argument_path, is_view, path_parts, reb
 from warp_rewrite.passes.int_types import IntLocals
 from warp_rewrite.passes.loop_carried import LoopFlow
 from warp_rewrite.passes.loop_hazards import Callees, LoopHazard, loop_hazards, writes_gradient_memory
+from warp_rewrite.passes.overloads import Ambiguous
 from warp_rewrite.passes.plan_types import Frontend, FunctionPlan, Unit, array_at, is_int_path
 from warp_rewrite.passes.refusals import Refusal
 from warp_rewrite.passes.syntax import called_name, parent_map, walk
@@ -93,7 +94,7 @@ class Analysis:
     @functools.cached_property
     def kinds(self) -> dict[str, str]:
         local_types = self.frontend.local_types(self.unit)
-        helpers = ((call, self.frontend.resolve_helper(self.unit, call)) for call in self.calls)
+        helpers = ((call, self._told_helper(call)) for call in self.calls)
         call_types = {call: self.frontend.return_type(helper) for call, helper in helpers if helper is not None}
         return IntLocals(self.tree, self.parameter_types, self.nodes, local_types, call_types, self.names).locals
 
@@ -103,7 +104,7 @@ class Analysis:
         local_types = self.frontend.local_types(self.unit)
 
         def declared(call: ast.Call) -> Any:
-            helper = self.frontend.resolve_helper(self.unit, call)
+            helper = self._told_helper(call)
             if helper is None:
                 return None
             declared = self.frontend.return_type(helper)
@@ -138,8 +139,19 @@ class Analysis:
         return Callees(self.names, self._helper_writes, kernel=self.unit is self.frontend.kernel)
 
     def _helper_writes(self, call: ast.Call) -> bool:
-        helper = self.frontend.resolve_helper(self.unit, call)
+        try:
+            helper = self.frontend.resolve_helper(self.unit, call)
+        except Ambiguous as ambiguous:  # any of the overloads it may run
+            return any(_writes_gradient(candidate, self.frontend) for candidate in ambiguous.candidates)
         return helper is not None and _writes_gradient(helper, self.frontend)
+
+    def _told_helper(self, call: ast.Call) -> Unit | None:
+        """The helper the call runs, None where it is no helper or the source does not tell which overload (its
+        return type is then not told: ``passes.fence`` refuses the call where the kernel needs a rewrite)."""
+        try:
+            return self.frontend.resolve_helper(self.unit, call)
+        except Ambiguous:
+            return None
 
     def holds_a_value(self, name: str) -> bool:
         """Does ``name`` hold a value (a vector, matrix or struct the function makes or reads), which a store into a

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import warp as wp
-from warp._src.codegen import Adjoint, Struct, get_closure_vars
+from warp._src.codegen import Adjoint, Struct, Var, get_closure_vars
 from warp._src.context import Function, Module, ModuleBuilder
 
 from warp_rewrite import runtime
@@ -29,6 +29,12 @@ from warp_rewrite.passes.syntax import Located, walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.runtime import RewriteError
 from warp_rewrite.runtime.abi import RuntimeNames
+
+
+def _symbol_types(adjoint: Adjoint) -> dict[str, Any]:
+    """Warp's types of a built function's locals; a local bound to a function (a function value handed to a helper,
+    as Warp's deterministic counter tests do) is no value and has none."""
+    return {name: var.type for name, var in getattr(adjoint, "symbols", {}).items() if isinstance(var, Var)}
 
 
 @dataclass
@@ -215,28 +221,35 @@ class LiveFrontend:
             return None
         if func.native_snippet is not None:
             return None  # @wp.func_native: its body is C++, which the passes cannot read (an opaque call)
-        func = self._overload(unit, call, func)
+        kept = self._overloads(unit, call, func)
+        if len(kept) != 1:
+            defined = len(self._definitions(func))
+            raise overloads.Ambiguous(unit, call, func.key, [self._source(f, unit, call) for f in kept], defined)
+        return self._source(kept[0], unit, call)
+
+    def _source(self, func: Function, unit: FunctionSource, call: ast.Call) -> FunctionSource:
         if id(func) not in self._helpers:
             self._helpers[id(func)] = self._fit(read_source(func, unit, call))
         return self._helpers[id(func)]
 
-    def _overload(self, unit: FunctionSource, call: ast.Call, func: Function) -> Function:
-        """The definition of ``func`` the call runs, where ``func`` has several (one name, several signatures): the
-        object a name binds is the first one's (``passes.overloads``). One definition (a generic one too, whose
+    def _overloads(self, unit: FunctionSource, call: ast.Call, func: Function) -> list[Function]:
+        """The definitions of ``func`` the call may run, where ``func`` has several (one name, several signatures):
+        the object a name binds is the first one's (``passes.overloads``). One definition (a generic one too, whose
         instantiations, ``generic_parent`` set, Warp keeps beside it) is ``func`` itself."""
-        defined = [
+        defined = self._definitions(func)
+        if len(defined) < 2:
+            return [func]
+        known_types = {**self.local_types(unit), **self.parameter_types(unit)}
+        choices = [overloads.Overload(f, [(a.label, dtypes.normalized(a.type)) for a in f.adj.args]) for f in defined]
+        return overloads.candidates(call, choices, known_types.get)
+
+    @staticmethod
+    def _definitions(func: Function) -> list[Function]:
+        return [
             overload
             for overload in [*func.user_templates.values(), *func.user_overloads.values()]
             if getattr(overload, "generic_parent", None) is None
         ]
-        if len(defined) < 2:
-            return func
-        known_types = {**self.local_types(unit), **self.parameter_types(unit)}
-        choices = [overloads.Overload(f, [(a.label, dtypes.normalized(a.type)) for a in f.adj.args]) for f in defined]
-        kept = overloads.candidates(call, choices, known_types.get)
-        if len(kept) != 1:
-            raise overloads.ambiguous(unit, call, func.key, len(kept), len(choices))
-        return kept[0]
 
     def is_builtin(self, unit: FunctionSource, call: ast.Call) -> bool:
         callee = unit.resolve(call.func)
@@ -254,7 +267,7 @@ class LiveFrontend:
         if unit is self.kernel:
             return self._kernel_locals
         adj = unit.obj.adj  # built for the kernel's (see _kernel_locals), unless generic
-        return {name: var.type for name, var in getattr(adj, "symbols", {}).items() if not dtypes.is_generic(var.type)}
+        return {name: kind for name, kind in _symbol_types(adj).items() if not dtypes.is_generic(kind)}
 
     @functools.cached_property
     def built_adjoint(self) -> Adjoint | None:
@@ -275,7 +288,7 @@ class LiveFrontend:
     def _kernel_locals(self) -> dict[str, Any]:
         """Warp's types of the kernel's locals (``built_adjoint``); empty where it could not be built."""
         adjoint = self.built_adjoint
-        return {} if adjoint is None else {name: var.type for name, var in adjoint.symbols.items()}
+        return {} if adjoint is None else _symbol_types(adjoint)
 
     def named_type(self, unit: FunctionSource, expr: ast.expr) -> Any:
         named = dtypes.normalized(unit.resolve(expr))

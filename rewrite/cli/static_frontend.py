@@ -353,27 +353,29 @@ class StaticFrontend:
         if not isinstance(found, tuple):
             return None
         owner, helper = found
-        return self.unit(owner, self._overload(unit, call, owner, helper))
+        kept, defined = self._overloads(unit, call, owner, helper)
+        if len(kept) != 1:  # (the cast: a StaticUnit's text is a property, which the protocol's variable is not)
+            candidates = [cast(Unit, self.unit(owner, node)) for node in kept]
+            raise overloads.Ambiguous(cast(Unit, unit), call, helper.name, candidates, defined)
+        return self.unit(owner, kept[0])
 
-    def _overload(
+    def _overloads(
         self, unit: StaticUnit, call: ast.Call, owner: StaticModule, helper: ast.FunctionDef
-    ) -> ast.FunctionDef:
-        """The definition the call runs, where the helper's file defines several of its name at module level (Warp
-        overloads them by signature; ``passes.overloads``)."""
+    ) -> tuple[list[ast.FunctionDef], int]:
+        """The definitions the call may run, where the helper's file defines several of its name at module level
+        (Warp overloads them by signature; ``passes.overloads``), and how many there are."""
         defined = [
             node
             for node in module_level(owner.tree)
             if isinstance(node, ast.FunctionDef) and node.name == helper.name and owner.warp.decorated(node, "func")
         ]
         if len(defined) < 2 or helper not in defined:
-            return helper
+            return [helper], 1
         caller = {**IntLocals(unit.tree, self.parameter_types(unit)).locals, **self.parameter_types(unit)}
         project = self.project
         parameters = lambda node: [(a.arg, resolve_annotation(project, owner, a.annotation)) for a in node.args.args]  # noqa: E731
         kept = overloads.candidates(call, [overloads.Overload(node, parameters(node)) for node in defined], caller.get)
-        if len(kept) != 1:  # (the cast: a StaticUnit's text is a property, which the protocol's variable is not)
-            raise overloads.ambiguous(cast(Unit, unit), call, helper.name, len(kept), len(defined))
-        return kept[0]
+        return kept, len(defined)
 
     def is_builtin(self, unit: StaticUnit, call: ast.Call) -> bool:
         owner, func = unit.owner, call.func

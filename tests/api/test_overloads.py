@@ -112,3 +112,39 @@ def test_a_call_whose_overload_the_source_does_not_tell_is_refused():
     with pytest.raises(RewriteError, match=r"'scale' has 2 definitions \(overloads\), and 2 of them fit this call"):
         wp_rewrite(compact_scaled)
     check(Case(compact_scaled_typed, N, compaction, [2], [0]))
+
+
+@wp.kernel
+def scaled_with_no_atomic(x: wp.array[wp.float64], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    out[tid] = scale(x[tid] + x[tid])  # the source does not say which overload, and nothing needs a rewrite
+
+
+def test_a_kernel_that_needs_no_rewrite_runs_as_plain_warp_whatever_overload_its_calls_run():
+    """Newton's implicit MPM calls Warp's overloaded ``bsr_row_index`` with arguments the source does not type: the
+    kernel needs no rewrite, so it runs as plain Warp, which picks the overload (it was refused, and with
+    ``rewrite_launches()`` its launch raised). The fence follows every overload the call may run to tell."""
+    assert wp_rewrite(scaled_with_no_atomic).pair is None
+
+
+@wp.func
+def claimed(count: wp.array[wp.int32], v: wp.float32) -> wp.float32:
+    return v * wp.float32(wp.atomic_add(count, 0, 1))  # uses an atomic's return
+
+
+@wp.func
+def claimed(count: wp.array[wp.int32], v: wp.float64) -> wp.float64:  # noqa: F811
+    return v * wp.float64(2.0)
+
+
+@wp.kernel
+def claimed_by_either(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    out[tid] = wp.float64(claimed(count, x[tid] + x[tid]))  # which one, the source does not say
+
+
+def test_a_call_that_may_run_an_overload_using_an_atomics_return_is_refused():
+    """One of the overloads the call may run uses an atomic's return: the kernel may need a rewrite, which cannot
+    tell the overload, so it is refused rather than left to plain Warp."""
+    with pytest.raises(RewriteError, match=r"'claimed' has 2 definitions \(overloads\), and 2 of them fit this call"):
+        wp_rewrite(claimed_by_either)
