@@ -78,6 +78,46 @@ REASONS = (
         "Warp's own negative tests",
     ),
     Reason(
+        r"a thread-local array, whose stores Warp's replay skips",
+        "a thread-local array (`wp.zeros` in a kernel)",
+        "right: Warp's replay skips the array's stores, so the replay would read zeros, and plain Warp's gradient "
+        "through it is wrong too (the table of builtins, issue 35; the narrow phase's contact buffers)",
+    ),
+    Reason(
+        r"the Warp type of '\w+', which this loop carries to later iterations or past its end, cannot be told",
+        "a local a loop carries whose type the source does not tell",
+        "documented limit of the command line, which reads types off the source (a helper's undeclared return, a "
+        "struct's or a tile's); `wp_rewrite` reads Warp's and rewrites these; the kernel is left as it was",
+    ),
+    Reason(
+        r"the spatial query '\w+' is used other than by its loop's own step",
+        "a spatial query used other than by its loop's step",
+        "documented limit: the replay runs the loop's recorded trips without the query object (the narrow phase "
+        "hands its mesh query to a helper)",
+    ),
+    Reason(
+        r"is not in the rewrite's table of Warp's builtins",
+        "a builtin the table does not have (`type(v)`)",
+        "documented limit (issue 35): the table refuses what it does not know; `type(row0)()` in the differential "
+        "IK's SVD",
+    ),
+    Reason(
+        r"an array made from a raw address",
+        "an array made from a raw address",
+        "right: the planner cannot tell which memory it names (Kamino's `wp.array(ptr=...)` views)",
+    ),
+    Reason(
+        r"has \d+ definitions \(overloads\), and \d+ of them fit this call",
+        "a call of an overloaded helper the source does not tell",
+        "documented limit, in kernels that need a rewrite only: pass arguments of told types",
+    ),
+    Reason(
+        r"writes the plan missed",
+        "a builtin called through a local (`operation = wp.atomic_xor`)",
+        "bug (`test_a_builtin_called_through_a_local_is_planned_or_refused`): the plan misses what the call "
+        "writes; Warp's deterministic-mode tests only, whose arrays are ints no gradient reads",
+    ),
+    Reason(
         r"no launch types known for its generic parameter",
         "a generic kernel no caller's types are known for",
         "not compiled: Warp compiles a generic kernel per overload, which its launch makes; give its factory call "

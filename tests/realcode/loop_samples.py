@@ -495,10 +495,10 @@ def samples() -> list[Sample]:
             (0,),
             reported=True,
             plain_warp_right=False,
-            refused="'type' (type(D)) is not in the rewrite's table of Warp's builtins",
+            refused="'_dtype_epsilon' has 4 definitions (overloads), and 4 of them fit this call's arguments",
             note=(
-                "a running maximum divides the matrix; refused when rewritten: `type(D)` in `warp.fem`'s eigenvalue "
-                "helper is not in the table of builtins (issue 35)"
+                "a running maximum divides the matrix; refused when rewritten: `warp.fem`'s eigenvalue helper calls "
+                "the overloaded `_dtype_epsilon` with an argument whose type the source does not tell"
             ),
         ),
         Sample(

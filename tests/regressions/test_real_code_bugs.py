@@ -1,8 +1,8 @@
 """Bugs the real-code suite (tests/realcode, ``make realcode``) found in warp-rewrite, each reduced to a kernel written
 here. A new one is added as ``xfail(strict=True)``: whoever fixes it sees it pass, removes its mark, and updates
 tests/realcode/ledger.py and the tables of docs/realcode.md, where the real kernels it affects are counted. Of the
-eleven found so far, all are fixed (the last three by Newton's own tests on the rewritten tree,
-tests/realcode/newton_suite.py)."""
+twelve found so far, eleven are fixed (three of them found by Newton's own tests on the rewritten tree,
+tests/realcode/newton_suite.py); open: a builtin called through a local."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 import warp as wp
 
 from tests.support import harness
@@ -501,3 +502,27 @@ def test_a_recorded_launch_takes_new_parameters():
     recorded.set_dim(2)
     recorded.launch()
     assert sorted(recorded.arguments["inputs"][2].numpy()[:2]) == sorted(X[:2]) and count.numpy()[0] == N
+
+
+@wp.func
+def flip_through_a_local(flag: wp.array[wp.int32]):
+    operation = wp.atomic_xor
+    operation(flag, 0, 1)
+
+
+@wp.kernel
+def flips_and_claims(
+    flag: wp.array[wp.int32], count: wp.array[wp.int32], x: wp.array[wp.float64], out: wp.array[wp.float64]
+):
+    tid = wp.tid()
+    flip_through_a_local(flag)
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = x[tid] * x[tid]
+
+
+@pytest.mark.xfail(strict=True, reason="the plan does not see the atomic a local names (the invariant reports it)")
+def test_a_builtin_called_through_a_local_is_planned_or_refused():
+    """Warp's deterministic-mode tests (``_det_set_flag``): ``operation = wp.atomic_xor; operation(flag, 0, mask)``.
+    The planner does not see that the call writes ``flag`` (tests/support/invariants.py: "writes the plan missed"):
+    it must list the write, or refuse the call as one it cannot see into."""
+    check(Case(flips_and_claims, N, lambda: [i32([0]), i32([0]), f64(X, True), f64(np.zeros(N), True)], [3], [2]))
