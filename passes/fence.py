@@ -109,6 +109,9 @@ FORMS: tuple[Form, ...] = (
     Form("helper returning memory", Kind.REFUSED, "buf = pick(a, b, k)",
          "the planner cannot tell which array what a helper returns names: index the array where the helper is "
          "called, or have the helper return the values it reads"),
+    Form("call of a local", Kind.REFUSED, "op = wp.atomic_xor; op(flag, 0, m)",
+         "the local names a function (a builtin, a helper) the rewrite cannot tell from the source, so it cannot see "
+         "what the call writes: call the function by its own name"),
     Form("opaque call", Kind.ACCEPTED, "native_op(v)",
          "a call the rewrite cannot read (@wp.func_native): accepted handed values only; handed memory it is refused "
          "(passes.read_back)"),
@@ -183,6 +186,7 @@ class Fence:
         self._memories: dict[int, _Memory] = {}
         self._reached: dict[bool, list[Unit]] = {}  # reached()'s answers, by through_custom_gradients
         self.ambiguous: list[Ambiguous] = []  # calls whose overload the source does not tell (check raises them)
+        self._assigned: dict[int, set[str]] = {}  # a function's tree -> the locals it assigns
 
     def reached(self, through_custom_gradients: bool = True) -> list[Unit]:
         """The kernel and every helper it reaches, each once, in the order first reached; without
@@ -220,10 +224,16 @@ class Fence:
     def needs_rewrite(self) -> bool:
         """Does the kernel, or a helper it reaches, use an atomic's return (a tile atomic's too), or hold a loop
         Warp's backward replays wrong (not in what a helper with a hand-written gradient calls)? Any other kernel
-        runs as plain Warp: the one answer both front ends go by (``pipeline.needs_rewrite``)."""
-        if any(map(self._consumes, self.reached())):
+        runs as plain Warp: the one answer both front ends go by (``pipeline.needs_rewrite``). A loop matters only
+        where Warp builds the kernel's backward pass: without one, nothing replays it."""
+        if self.consumes_returns:
             return True
-        return any(map(self._replayed_wrong, self.reached(through_custom_gradients=False)))
+        return self.frontend.backward and any(map(self._replayed_wrong, self.reached(through_custom_gradients=False)))
+
+    @functools.cached_property
+    def consumes_returns(self) -> bool:
+        """Does the kernel, or a helper it reaches, use an atomic's return (a tile atomic's too)?"""
+        return any(map(self._consumes, self.reached()))
 
     def check(self) -> None:
         """Refuse the first node, in source order, of a refused or unknown form, in a kernel that consumes an
@@ -354,6 +364,15 @@ class Fence:
         returns = [node.value for node in walk(helper.tree) if isinstance(node, ast.Return) and node.value]
         return any(memory.names_memory(value) for value in returns)
 
+    def _assigned_names(self, unit: Unit) -> set[str]:
+        """The locals the function assigns (a call of a local bound to a function is opaque to the rewrite)."""
+        if id(unit.tree) not in self._assigned:
+            tree = unit.tree
+            self._assigned[id(tree)] = {
+                n.id for n in walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            }
+        return self._assigned[id(unit.tree)]
+
     def _call_form(self, unit: Unit, call: ast.Call, parents: dict[ast.AST, ast.AST]) -> Form | None:
         used = not isinstance(parents.get(call), ast.Expr)
         name = called_name(call)
@@ -365,6 +384,8 @@ class Fence:
             return BY_NAME["helper through wp.static" if static else "helper call"]
         if name == "static" and isinstance(call.func, ast.Attribute):
             return BY_NAME["wp.static value"]
+        if isinstance(call.func, ast.Name) and call.func.id in self._assigned_names(unit):
+            return BY_NAME["call of a local"]
         if self.frontend.is_builtin(unit, call):
             tile_atomic = name is not None and name.startswith(TILE_ATOMIC_PREFIX)
             if tile_atomic and used:

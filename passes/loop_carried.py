@@ -10,7 +10,7 @@ read, on every path through an iteration, carries nothing, whatever it held befo
 component of a local value (``v[0] = x``, ``contact.depth = d``) reads the rest of it and assigns it; so does a
 builtin that writes a local it is handed (``wp.hash_grid_query_next(query, j)`` assigns ``query`` and ``j``:
 ``passes.builtins.written_arguments``, handed in: the command line's ``--check`` reads loops without importing Warp,
-and sees no builtin writes).
+and names them by ``passes.builtin_names``).
 """
 
 from __future__ import annotations

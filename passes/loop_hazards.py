@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import TypeGuard
 
 from warp_rewrite.passes.atomics import PLAIN, WarpNames, positional_arguments
+from warp_rewrite.passes.builtin_names import ARRAY_WRITERS
 from warp_rewrite.passes.loop_carried import CarriedLocals, LoopFlow
 from warp_rewrite.passes.syntax import walk
 
@@ -110,17 +111,6 @@ def loop_hazards(
     return found
 
 
-# Warp's builtins that write the arrays they are handed, atomics aside (``passes.builtins``: those of the class
-# "writes arrays"; tests/passes/test_loop_hazards.py keeps the two in step). Named here, not read off Warp's registry:
-# ``--check`` reads loops without importing Warp.
-ARRAY_WRITERS = frozenset(
-    {
-        *("address", "array_store", "view"),
-        *("dense_chol", "dense_chol_batched", "dense_gemm", "dense_gemm_batched"),
-        *("dense_solve", "dense_solve_batched", "dense_subs"),
-        *("tile_atomic_add", "tile_atomic_add_indexed", "tile_store", "tile_store_indexed"),
-    }
-)
 # Warp's int and bool types (scalars and vectors), whose values carry no gradient: by the names Warp exports.
 INT_TYPES = frozenset(
     ["int", "bool", *(f"{u}int{bits}" for u in ("", "u") for bits in (8, 16, 32, 64))]

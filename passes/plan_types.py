@@ -32,6 +32,7 @@ class Frontend(Protocol[UnitT]):
 
     kernel: UnitT
     max_unroll: int  # the longest constant range() Warp unrolls in the kernel's module (its option 'max_unroll')
+    backward: bool  # does Warp build the kernel's backward pass (its option 'enable_backward', its module's)?
 
     def warp_names(self, unit: UnitT) -> WarpNames:
         """How the function's module spells Warp and its atomics."""

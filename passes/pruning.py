@@ -49,16 +49,17 @@ def _pruned_body(body: list[ast.stmt], read: set[str]) -> list[ast.stmt]:
 
 
 def _assigns_unread(statement: ast.stmt, read: set[str]) -> TypeGuard[ast.Assign | ast.AugAssign]:
-    """Does the statement only assign locals nothing reads? ``x += v`` counts as an assignment: it reads ``x`` only
-    to write it back, so it dies with the assignments before it (dropping one and not the other leaves ``x += v``
-    on a name nothing defines)."""
+    """Does the statement only assign locals nothing reads (``coord0, coord1 = wp.tid()`` too)? ``x += v`` counts as
+    an assignment: it reads ``x`` only to write it back, so it dies with the assignments before it (dropping one and
+    not the other leaves ``x += v`` on a name nothing defines)."""
     if isinstance(statement, ast.Assign):
         targets = statement.targets
     elif isinstance(statement, ast.AugAssign):
         targets = [statement.target]
     else:
         return False
-    return all(isinstance(t, ast.Name) and t.id not in read for t in targets)
+    names = [n for t in targets for n in (t.elts if isinstance(t, ast.Tuple) else [t])]
+    return all(isinstance(n, ast.Name) and n.id not in read for n in names)
 
 
 def constructs(call: ast.Call) -> bool:

@@ -163,6 +163,8 @@ class PhaseWriter(ast.NodeTransformer):
 
     def __init__(self, plan: FunctionPlan, settings: PhaseSettings, coordinate: str, in_helper: bool):
         self.plan = plan
+        self._inner_loops: set[tuple[int, int]] | None = None  # where the loops inside another are (``_dynamic``)
+        self._locals: set[str] = set()  # the function's parameters and assigned locals
         self.settings = settings
         self.phase = settings.phase
         self.forward = settings.phase in (RECORD, COUNT)  # runs the forward (storing records, in the record phase)
@@ -464,6 +466,27 @@ class PhaseWriter(ast.NodeTransformer):
             return self._opaque(node, loop)
         return rewrite(copy.copy(node), loop)
 
+    def _dynamic(self, loop: ast.For, bound: ast.expr) -> ast.expr:
+        """A bound of a loop inside another, to assign to a local: in ``int(...)`` where it names no local or
+        parameter, so that Warp makes it a variable, not a constant, which it refuses to assign inside a dynamic loop
+        ("Error mutating a constant": Newton's surface gripper's elimination loops)."""
+        if self._inner_loops is None:
+            tree = self.plan.unit.tree
+            outer = [node for node in walk(tree) if isinstance(node, ast.For | ast.While)]
+            self._inner_loops = {
+                _position(inner)
+                for node in outer
+                for inner in walk(node)
+                if inner is not node and isinstance(inner, ast.For)
+            }
+            stored = {n.id for n in walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            self._locals = stored | {a.arg for a in tree.args.args}
+        if _position(loop) not in self._inner_loops or any(
+            isinstance(n, ast.Name) and n.id in self._locals for n in walk(bound)
+        ):
+            return bound
+        return ast.Call(ast.Name("int", ast.Load()), [bound], [])
+
     def _rewrite_for(self, node: ast.For, loop: Loop) -> list[ast.stmt]:
         assert isinstance(node.target, ast.Name)  # a loop over range() with one variable (refusals.check_loop)
         variable = node.target.id
@@ -477,6 +500,7 @@ class PhaseWriter(ast.NodeTransformer):
         if loop.static_trips is None:
             start, stop, step = loop.bounds
             values = [_expr("0"), *args, _expr("1")] if len(args) == 1 else [*args, _expr("1")][:3]
+            values = [self._dynamic(node, value) for value in values]
             before += [
                 ast.copy_location(ast.Assign([ast.Name(name, ast.Store())], value), node)  # (pruned when unread)
                 for name, value in zip(loop.bounds, values, strict=True)
@@ -547,6 +571,11 @@ def launch_arity(kernel: ast.FunctionDef) -> int:
         ):
             arity = max(arity, len(node.targets[0].elts))
     return arity
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    """Where a node is: the same for the copies the writer makes of it."""
+    return getattr(node, "lineno", -1), getattr(node, "col_offset", -1)
 
 
 def thread_index_prologue(names: KernelNames, warp: str) -> list[ast.stmt]:

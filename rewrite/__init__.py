@@ -16,12 +16,14 @@ _HOMES = {
     "rewrite_launches": "warp_rewrite.api",
     "wp_rewrite": "warp_rewrite.api",
     "RewriteError": "warp_rewrite.runtime",
+    "RewriteWarning": "warp_rewrite.runtime.errors",
     "RewrittenKernel": "warp_rewrite.runtime",
     "__version__": "warp_rewrite.runtime",
     "check": "warp_rewrite.runtime",
 }
 __all__ = [
     "RewriteError",
+    "RewriteWarning",
     "RewrittenKernel",
     "__version__",
     "check",

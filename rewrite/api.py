@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import threading
+import warnings
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,8 +16,9 @@ from warp._src.context import ModuleHasher
 
 from warp_rewrite import pipeline
 from warp_rewrite.live_frontend import LiveFrontend, compile_generated
-from warp_rewrite.pipeline import RewriteOptions
+from warp_rewrite.pipeline import LeftToWarp, RewriteOptions
 from warp_rewrite.runtime import KernelPair, RewriteError, RewrittenKernel, hook
+from warp_rewrite.runtime.errors import RewriteWarning, left_to_warp
 from warp_rewrite.switch import switched_on
 
 _defined_in_module: dict[str, set[str]] = {}  # Warp module -> names the generated code defined there
@@ -184,6 +186,10 @@ def _rewrite(kernel: wp.Kernel, options: Options) -> RewrittenKernel:
     max_records = options.max_records
     try:
         generated = _generated_for(kernel, options.detach_returns, max_records, freshness.content)
+    except LeftToWarp as left:
+        warnings.warn(f"{left.location}: {left_to_warp(left)}", RewriteWarning, stacklevel=3)
+        source = f"# kernel '{kernel.key}' left as plain Warp: {left}\n"
+        return RewrittenKernel(kernel, None, max_records=max_records, source=source, left=left, freshness=freshness)
     except RewriteError as refusal:
         if options.on_refusal == "raise":
             raise

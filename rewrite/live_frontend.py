@@ -202,7 +202,9 @@ class LiveFrontend:
         self.warp_kernel = kernel
         self.kernel = read_source(kernel)
         self.options = dict(kernel.options)
-        self.max_unroll = (kernel.module.options | kernel.options).get("max_unroll", wp.config.max_unroll)
+        options = kernel.module.options | kernel.options
+        self.max_unroll = options.get("max_unroll", wp.config.max_unroll)
+        self.backward = options.get("enable_backward", wp.config.enable_backward) is not False
         self.placement: dict[
             str, Any
         ] = {}  # the generated kernels join a Warp module the API chooses (warp_rewrite.api)

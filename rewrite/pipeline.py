@@ -111,6 +111,7 @@ class DesugaredFrontend:
         self.frontend, self.desugaring = frontend, desugaring
         self.module, self.taken = frontend.module, frontend.taken
         self.options, self.placement, self.max_unroll = frontend.options, frontend.placement, frontend.max_unroll
+        self.backward = frontend.backward
         self._desugared: dict[int, Unit] = {}  # id of a front end's unit -> the unit the passes see
         self._sources: dict[int, Unit] = {}  # and back
         self.kernel = self._desugar(frontend.kernel)
@@ -179,16 +180,33 @@ class Desugared:
 
 @dataclass(frozen=True)
 class Fenced(Given):
-    """The kernel past the fence: ``needed`` where it uses an atomic's return (``needs_rewrite``)."""
+    """The kernel past the fence: ``needed`` where it needs a rewrite (``needs_rewrite``), ``consumes`` where it uses
+    an atomic's return (``consumes_returns``)."""
 
     needed: bool
+    consumes: bool
+
+
+class LeftToWarp(RewriteError):
+    """A kernel that uses no atomic's return, with a loop Warp's backward replays wrong in a form the rewrite cannot
+    replay right: it runs as plain Warp, whose gradient through such a loop is Warp's own documented limitation, and
+    the front ends warn instead of refusing, so that a kernel that launches in plain Warp still launches. (Where a
+    kernel uses an atomic's return, the same form is refused: the promise covers the whole kernel.) The message is a
+    refusal's: where, what, and what to do (``runtime.errors.left_to_warp`` says it as the front ends warn it)."""
 
 
 def needs_rewrite(frontend: Frontend) -> bool:
-    """Does the kernel, or a helper it reaches, use an atomic's return (a tile atomic's too)? The one answer both
-    front ends go by: ``rewrite_kernel`` makes nothing of a kernel that does not, and the command line rewrites or
-    refuses exactly the kernels that do (``passes.fence.Fence.needs_rewrite``)."""
+    """Does the kernel, or a helper it reaches, use an atomic's return (a tile atomic's too), or hold a loop Warp's
+    backward replays wrong where Warp builds one? The one answer both front ends go by: ``rewrite_kernel`` makes
+    nothing of a kernel that does not, and the command line rewrites or refuses exactly the kernels that do
+    (``passes.fence.Fence.needs_rewrite``)."""
     return Fence(frontend).needs_rewrite
+
+
+def consumes_returns(frontend: Frontend) -> bool:
+    """Does the kernel, or a helper it reaches, use an atomic's return? Where it does not, what the rewrite cannot
+    handle is left to Warp (``LeftToWarp``), not refused."""
+    return Fence(frontend).consumes_returns
 
 
 def fence(given: Given) -> Fenced:
@@ -197,7 +215,7 @@ def fence(given: Given) -> Fenced:
     transformation. A kernel that does not needs no rewrite: the pipeline stops here."""
     checked = Fence(given.frontend)
     checked.check()
-    return Fenced(given.frontend, given.options, checked.needs_rewrite)
+    return Fenced(given.frontend, given.options, checked.needs_rewrite, checked.consumes_returns)
 
 
 def _hoisted_conditions(frontend: Frontend, unit: Unit) -> ast.FunctionDef | None:
@@ -313,6 +331,8 @@ def plan(surveyed: Surveyed) -> Planned:
     if surveyed.exact or (helpers and namer.issued & Namer.for_tree(ast.Module(helpers, [])).taken):
         namer = Namer.for_tree(ast.Module([f.unit.tree for f in result.root.walk()], []), frontend.taken)
         result = Planner(frontend, namer, surveyed.exact, surveyed.analyses).plan()
+    # The kernel's own generated names are parameters of every clone too (a helper's local 'status', Kamino's)
+    namer.taken |= Namer.for_tree(ast.Module([f.unit.tree for f in result.root.walk()], [])).taken
     names = KernelNames(
         thread=namer.fresh("thread"),
         coordinate=namer.fresh("coordinate"),
@@ -554,11 +574,13 @@ STAGES: tuple[Stage[Any, Any], ...] = (
 
 
 def rewrite_kernel(frontend: Frontend, options: RewriteOptions = RewriteOptions()) -> GeneratedKernel | None:
-    """The record and replay kernels of ``frontend.kernel``, or None when it consumes no atomic's return.
+    """The record and replay kernels of ``frontend.kernel``, or None when it needs no rewrite (``needs_rewrite``).
 
-    Raises ``RewriteError`` for what the rewrite cannot handle correctly.
+    Raises ``RewriteError`` for what the rewrite cannot handle correctly: ``LeftToWarp`` where the kernel uses no
+    atomic's return.
     """
     state: Any = Given(frontend, options)
+    consumes: bool | None = None  # known once past the fence
     for stage in STAGES:
         try:
             state = stage.run(state)
@@ -567,7 +589,8 @@ def rewrite_kernel(frontend: Frontend, options: RewriteOptions = RewriteOptions(
             source = state.frontend.source if isinstance(state.frontend, DesugaredFrontend) else lambda unit: unit
             if source(refusal.unit) is not frontend.kernel:
                 problem += f" (in helper '{refusal.unit.name}')"
-            raise RewriteError(frontend.kernel.name, refusal.location, problem, refusal.advice) from None
+            verdict = RewriteError if (consumes_returns(frontend) if consumes is None else consumes) else LeftToWarp
+            raise verdict(frontend.kernel.name, refusal.location, problem, refusal.advice) from None
         if DEBUG:
             print(
                 f"--- wp-rewrite: kernel '{frontend.kernel.name}' after stage '{stage.name}' ---",
@@ -575,6 +598,8 @@ def rewrite_kernel(frontend: Frontend, options: RewriteOptions = RewriteOptions(
                 sep="\n",
                 file=sys.stderr,
             )
+        if isinstance(state, Fenced):
+            consumes = state.consumes
         if stage.finished(state):
             return None
     done: Specified = state
@@ -586,7 +611,7 @@ def rewrite_kernel(frontend: Frontend, options: RewriteOptions = RewriteOptions(
         done.record_kernel,
         done.replay_kernel,
         done.count_kernel,
-        done.spec,
+        dataclasses.replace(done.spec, loops_only=not consumes),
         done.plan,
         done.max_records,
         done.frontend.source,

@@ -53,7 +53,7 @@ from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.naming import RUNTIME_FOLDER, RUNTIME_NAME, Namer
 from warp_rewrite.passes.syntax import Located, end_line, walk
 from warp_rewrite.passes.two_phase import ModuleNames
-from warp_rewrite.pipeline import GeneratedKernel, RewriteOptions
+from warp_rewrite.pipeline import GeneratedKernel, LeftToWarp, RewriteOptions
 from warp_rewrite.printing import string_lines
 from warp_rewrite.runtime import RewriteError
 from warp_rewrite.runtime.abi import RuntimeNames
@@ -66,6 +66,7 @@ class Emitted:
     text: str
     rewritten: list[str] = field(default_factory=list)  # kernels that got generated phases in this run
     refusals: list[RewriteError] = field(default_factory=list)  # kernels the rewrite cannot handle
+    left: list[LeftToWarp] = field(default_factory=list)  # kernels left as plain Warp (see ``pipeline.LeftToWarp``)
     warnings: list[str] = field(default_factory=list)
     launches: int = 0  # wp.launch calls now calling a rewritten launch
     constructions: int = 0  # calls making a kernel of a plain function now giving the rewritten kernel
@@ -540,7 +541,8 @@ def emit_module(
     choice = choose_kernels(module, finder, frontend)
     emitted = Emitted(
         original,
-        refusals=choice.refusals,
+        refusals=[refusal for refusal in choice.refusals if not isinstance(refusal, LeftToWarp)],
+        left=[refusal for refusal in choice.refusals if isinstance(refusal, LeftToWarp)],
         warnings=choice.warnings,
         already=[k.name for k in choice.already] + current,
         regenerated=[k.name for k in regenerated],
@@ -556,6 +558,9 @@ def emit_module(
         constructed = module.constructed(kernel)
         try:
             made = generate(frontend(kernel), detach_returns)
+        except LeftToWarp as left:
+            emitted.left.append(left)
+            continue
         except RewriteError as error:
             emitted.refusals.append(error)
             continue

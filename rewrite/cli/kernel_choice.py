@@ -15,6 +15,7 @@ from warp_rewrite.cli.project import SEARCHED, Unfollowed
 from warp_rewrite.cli.static_frontend import StaticFrontend, construction_options, construction_problem
 from warp_rewrite.cli.static_module import StaticModule
 from warp_rewrite.passes.syntax import Located
+from warp_rewrite.pipeline import LeftToWarp
 from warp_rewrite.runtime import RewriteError
 
 
@@ -42,8 +43,10 @@ def _unknown_warning(module: StaticModule, kernel: ast.FunctionDef, unknown: Unk
     )
 
 
-def _refusal(module: StaticModule, kernel: ast.FunctionDef, problem: str, advice: str) -> RewriteError:
-    return RewriteError(kernel.name, module.location(kernel), problem, advice)
+def _refusal(
+    module: StaticModule, kernel: ast.FunctionDef, problem: str, advice: str, verdict: type[RewriteError] = RewriteError
+) -> RewriteError:
+    return verdict(kernel.name, module.location(kernel), problem, advice)
 
 
 @dataclass
@@ -52,7 +55,7 @@ class Choice:
 
     to_rewrite: list[ast.FunctionDef] = field(default_factory=list)
     already: list[ast.FunctionDef] = field(default_factory=list)
-    refusals: list[RewriteError] = field(default_factory=list)
+    refusals: list[RewriteError] = field(default_factory=list)  # LeftToWarp where no atomic's return is used
     warnings: list[str] = field(default_factory=list)
 
 
@@ -73,8 +76,9 @@ def choose_kernels(
         choice.warnings += [_unknown_warning(module, kernel, unknown) for unknown in calls.unknown]
         if not pipeline.needs_rewrite(frontend(kernel)):
             continue
+        verdict = RewriteError if pipeline.consumes_returns(frontend(kernel)) else LeftToWarp
         scopes = module.scopes(kernel)
-        refusal = _construction_refusal(module, kernel) if module.constructed(kernel) else None
+        refusal = _construction_refusal(module, kernel, verdict) if module.constructed(kernel) else None
         if refusal is not None:
             choice.refusals.append(refusal)
         elif scopes and isinstance(scopes[0], ast.ClassDef):
@@ -85,6 +89,7 @@ def choose_kernels(
                     "a kernel defined in a class body cannot be rewritten to a file (the generated "
                     "kernels could not see the class's names)",
                     "Define the kernel at module level or in a function, or rewrite it at run time with wp_rewrite()",
+                    verdict,
                 )
             )
         else:
@@ -98,7 +103,9 @@ def _shown(call: ast.Call, most: int = 70) -> str:
     return text if len(text) <= most else text[: most - 5] + "...)"
 
 
-def _construction_refusal(module: StaticModule, kernel: ast.FunctionDef) -> RewriteError | None:
+def _construction_refusal(
+    module: StaticModule, kernel: ast.FunctionDef, verdict: type[RewriteError]
+) -> RewriteError | None:
     """Why the calls that make a kernel of the plain function ``kernel`` cannot be made to give the rewritten
     kernel, or None if each can (each is then wrapped in the block's ``KernelRewrite``)."""
     advice = "decorate the function with @wp.kernel, or rewrite the kernel at run time with wp_rewrite()"
@@ -113,6 +120,7 @@ def _construction_refusal(module: StaticModule, kernel: ast.FunctionDef) -> Rewr
                 f"it is made a kernel by {seen}, and '{maker}' does not return the kernel "
                 "it makes (at every return), so wp-rewrite cannot hand on the rewritten one",
                 f"Make '{maker}' return the kernel, {advice}",
+                verdict,
             )
         problem = construction_problem(module, made)
         if problem is not None:
@@ -121,6 +129,7 @@ def _construction_refusal(module: StaticModule, kernel: ast.FunctionDef) -> Rewr
                 kernel,
                 f"it is made a kernel by {seen} with {problem}",
                 f"Write the options as literals in that call, {advice}",
+                verdict,
             )
         options = construction_options(module, made)
         if first is None:
@@ -132,5 +141,6 @@ def _construction_refusal(module: StaticModule, kernel: ast.FunctionDef) -> Rewr
                 f"it is made a kernel by {first} and by {seen} with other options: one "
                 "pair of generated kernels cannot serve both",
                 f"Give both calls the same options, {advice}",
+                verdict,
             )
     return None

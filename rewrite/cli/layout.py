@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import enum
 import io
+import itertools
 import re
 import tokenize
 from collections.abc import Iterator
@@ -539,7 +540,7 @@ def _simple_statement(source: _Source) -> list[Doc | _Candidates]:
         targets = "".join(f"{source.segment(target)} = " for target in statement.targets)
         candidates = _value_doc(source, statement.value, _Fit.ALL).around(targets)
         (target, *others) = statement.targets
-        if others or not isinstance(target, ast.Subscript) or not _has_call(target.slice):
+        if others or not isinstance(target, ast.Subscript):
             return [candidates]
         # Where no layout of the value fits, ruff breaks the brackets of the target, the value on one line.
         flat = _Printer(len(source.text) * 2).print(source.doc(statement.value, False), 0)
@@ -554,10 +555,6 @@ def _simple_statement(source: _Source) -> list[Doc | _Candidates]:
     if isinstance(statement, ast.Expr) and not isinstance(statement.value, ast.Tuple | ast.BinOp):
         return [source.doc(statement.value, False)]  # (ruff adds no parentheses to break it)
     raise _Unsupported
-
-
-def _has_call(node: ast.expr) -> bool:
-    return any(isinstance(inner, ast.Call) for inner in ast.walk(node))
 
 
 def quoted(text: str, style: QuoteStyle) -> str:
@@ -620,14 +617,102 @@ def _docstring_lines(text: str, indent: str) -> dict[int, str]:
     return changed
 
 
+_SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)
+_MAGIC_TRAILING_COMMA = re.compile(r",\s*[)\]}]")
+
+
+def _rejoined_statements(text: str, indent: str, width: int) -> dict[int, tuple[int, str]]:
+    """The user's statements that span lines (kept as written, at another indentation now), where ruff would lay
+    them out otherwise: on one line where that fits, else split again where a line is too long. By their first line
+    (0-based): (their last line, their new text). A statement with a comment, a backslash, a string over lines or a
+    magic trailing comma is left as it is, as is one whose new text would parse to another tree."""
+    found: dict[int, tuple[int, str]] = {}
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return found
+    lines = text.splitlines()
+    inside = string_lines(text)
+    for node in ast.walk(tree):
+        if not isinstance(node, _SIMPLE) or node.end_lineno is None or node.end_lineno == node.lineno:
+            continue
+        first, last = node.lineno - 1, node.end_lineno - 1
+        written = lines[first : last + 1]
+        if any(
+            "#" in line or line.endswith("\\") or number + 1 in inside for number, line in enumerate(written, first)
+        ):
+            continue
+        joined = written[0].rstrip()
+        for line in written[1:]:
+            piece = line.strip()
+            tight = joined.endswith(("(", "[", "{")) or piece.startswith((")", "]", "}", "."))
+            joined += piece if tight else " " + piece
+        if _MAGIC_TRAILING_COMMA.search(joined) or _concatenates_strings(joined):
+            continue
+        joined = _without_redundant_parentheses(joined)
+        if not _same_tree(joined, node):
+            continue
+        too_long = any(len(indent) + len(line) > width for line in written)
+        if len(indent) + len(joined) <= width:
+            found[first] = (last, joined)
+        elif too_long and (split := statement_lines(joined, width - len(indent))) is not None:
+            found[first] = (last, split)
+    return found
+
+
+def _concatenates_strings(line: str) -> bool:
+    """Does the line hold two string literals in a row (implicit concatenation, which ruff lays out its own way)?"""
+    try:
+        kinds = [token.type for token in tokenize.generate_tokens(io.StringIO(line.strip()).readline)]
+    except (tokenize.TokenError, SyntaxError):
+        return True
+    return any(a == b == tokenize.STRING for a, b in itertools.pairwise(kinds))
+
+
+def _same_tree(line: str, statement: ast.stmt) -> bool:
+    try:
+        (parsed,) = ast.parse(line.strip()).body
+    except (SyntaxError, ValueError):
+        return False
+    return ast.dump(parsed) == ast.dump(statement)
+
+
+def _without_redundant_parentheses(line: str) -> str:
+    """A statement's line, the parentheses around an assigned or returned value dropped as ruff drops them (as it
+    is, where it does not parse)."""
+    try:
+        (statement,) = ast.parse(line.strip()).body
+    except (SyntaxError, ValueError):
+        return line
+    value = getattr(statement, "value", None)
+    if isinstance(statement, ast.Expr) or not isinstance(value, ast.expr) or isinstance(value, ast.Tuple):
+        return line
+    offset = len(line) - len(line.lstrip())
+    start, end = offset + value.col_offset, offset + (value.end_col_offset or 0)
+    before, after = line[:start].rstrip(), line[end:].lstrip()
+    if not (before.endswith("(") and after == ")"):
+        return line
+    unwrapped = before[:-1].rstrip() + " " + line[start:end]
+    try:
+        same = ast.dump(ast.parse(unwrapped.strip())) == ast.dump(ast.parse(line.strip()))
+    except SyntaxError:
+        return line
+    return unwrapped if same else line
+
+
 def laid_out(text: str, indent: str, width: int) -> str:
     """Generated functions (``text``, at column 0) as ruff would format them once indented by ``indent`` in lines
-    of ``width``: long statements split, docstrings re-indented (their text is the block's, so they get its
-    indentation here). Their strings are left to ``quoted``."""
+    of ``width``: long statements split, the user's statements over several lines laid out again
+    (``_rejoined_statements``), docstrings re-indented (their text is the block's, so they get its indentation
+    here). Their strings are left to ``quoted``."""
     inside = string_lines(text)
     docstrings = _docstring_lines(text, indent)
     lines = text.splitlines(keepends=True)
+    for first, (last, rejoined) in sorted(_rejoined_statements(text, indent, width).items(), reverse=True):
+        lines[first : last + 1] = [rejoined + "\n", *([""] * (last - first))]
     for number, line in enumerate(lines):
+        if not line:
+            continue
         if number in docstrings:
             lines[number] = docstrings[number] + "\n"
             continue

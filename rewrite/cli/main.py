@@ -424,6 +424,8 @@ def _summary(display: str, emitted: Emitted, written: Path | None) -> str:
         )
     if emitted.refusals:
         done.append(f"{_plural(len(emitted.refusals), 'kernel')} refused (see above)")
+    if emitted.left:
+        done.append(f"{_plural(len(emitted.left), 'kernel')} left as plain Warp (see above)")
     if not done and emitted.already:
         done.append(f"already rewritten ({', '.join(emitted.already)}): nothing to change")
     elif not done:
@@ -674,7 +676,11 @@ def _rewrite_file(
         if target.copy_if_unparsed and output is not None:
             _stage(writes, output, source_path.read_bytes())
         return USAGE, Outcome.REFUSED
-    for message in [*(_command_line_spelling(str(r)) for r in emitted.refusals), *emitted.warnings]:
+    refused = [_command_line_spelling(str(refusal)) for refusal in emitted.refusals]
+    from warp_rewrite.runtime.errors import left_to_warp  # (here: --check imports no Warp)
+
+    left = [f"{kernel.location}: warning: {_command_line_spelling(left_to_warp(kernel))}" for kernel in emitted.left]
+    for message in [*refused, *left, *emitted.warnings]:
         progress.say(message)
     home = _up(folder.absolute(), emitted.runtime_up)  # where the runtime copy the module imports is
     if args.diff:
@@ -706,7 +712,7 @@ def _rewrite_file(
             progress.say(
                 f"note: the rewritten module imports {RUNTIME_FOLDER}/; -o or --in-place write it where it looks"
             )
-        if not in_tree or emitted.has_blocks or emitted.refusals or emitted.regenerated:
+        if not in_tree or emitted.has_blocks or emitted.refusals or emitted.left or emitted.regenerated:
             progress.say(_summary(display, emitted, output if output != source_path else None))
     if emitted.refusals:
         return FINDINGS, Outcome.REFUSED

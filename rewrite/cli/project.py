@@ -286,7 +286,12 @@ class Project:
         if isinstance(bound, Imported):
             return self._imported(module, bound, name, call, depth)
         if isinstance(bound, ast.FunctionDef):
-            return (module, bound) if module.warp.decorated(bound, "func") else None
+            if module.warp.decorated(bound, "func"):
+                return module, bound
+            if bound.decorator_list:  # Newton's @fem.cache.dynamic_func(suffix=key) makes a @wp.func
+                decorator = ast.unparse(bound.decorator_list[0])
+                return Unresolved(call, name, f"made a Warp function by its decorator @{decorator} at run time")
+            return None
         if isinstance(bound, ast.arg):
             owner = next(s for s in scopes if not isinstance(s, ast.ClassDef) and bound in walk(s.args))
             if _used_as_type(owner, name):
@@ -316,9 +321,10 @@ class Project:
 
     def _returned_helper(
         self, module: StaticModule, expr: ast.Call, call: ast.Call, scopes: list[Scope], depth: int
-    ) -> tuple[StaticModule, ast.FunctionDef] | None:
+    ) -> Resolved:
         """The helper a function call returns, where that function (a helper factory) is in the project and each
-        of its ``return`` statements names the same ``@wp.func``."""
+        of its ``return`` statements names the same ``@wp.func``; ``Unresolved`` where one names a function only
+        running the code would tell."""
         factory = self.function_named(module, expr.func, scopes)
         if factory is None:
             return None
@@ -330,6 +336,9 @@ class Project:
             for node in own_returns(definition)
         ]
         helpers = {id(found[1]): found for found in returned if isinstance(found, tuple)}
+        unresolved = next((found for found in returned if isinstance(found, Unresolved)), None)
+        if unresolved is not None:
+            return unresolved
         return (
             next(iter(helpers.values()))
             if returned and len(helpers) == 1 and len(returned) == sum(isinstance(found, tuple) for found in returned)

@@ -131,7 +131,32 @@ def read_imports(tree: ast.Module) -> tuple[WarpImports, dict[str, Imported]]:
                 any_name = f"{local}.Any" if source.name is None else local
             else:
                 imported[local] = source
-    return WarpImports(frozenset(modules), members, any_name), imported
+    aliases = _decorator_aliases(tree, WarpImports(frozenset(modules), members, any_name))
+    return WarpImports(frozenset(modules), members | aliases, any_name), imported
+
+
+_ALIASED_DECORATORS = ("func", "kernel")
+
+
+def _decorator_aliases(tree: ast.Module, warp: WarpImports) -> dict[str, str]:
+    """Module-level names bound once to one of Warp's decorators, configured or chosen by a condition:
+    ``func_out_of_line = wp.func(inline=False) if new_warp else wp.func`` (Newton's ``support_map``). A function
+    decorated with the name is Warp's, as if decorated with the decorator itself."""
+
+    def decorator(value: ast.expr) -> str | None:
+        if isinstance(value, ast.IfExp):
+            chosen = {decorator(value.body), decorator(value.orelse)}
+            return chosen.pop() if len(chosen) == 1 else None
+        called = value.func if isinstance(value, ast.Call) else value
+        return next((attr for attr in _ALIASED_DECORATORS if warp.is_warp(called, attr)), None)
+
+    bound: dict[str, list[ast.expr]] = {}
+    for node in module_level(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            bound.setdefault(node.targets[0].id, []).append(node.value)
+    return {
+        name: attr for name, (value, *others) in bound.items() if not others and (attr := decorator(value)) is not None
+    }
 
 
 @dataclass(frozen=True)

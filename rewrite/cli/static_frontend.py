@@ -339,6 +339,7 @@ class StaticFrontend:
             wp.config.max_unroll,
         ]
         self.max_unroll = next(value for value in chosen if isinstance(value, int))
+        self.backward = self.source.backward_disabled(self.definition) is None
 
     def unit(self, owner: StaticModule, function: ast.FunctionDef) -> StaticUnit:
         if id(function) not in self.units:

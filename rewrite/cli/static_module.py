@@ -15,6 +15,7 @@ from warp_rewrite.cli.markers import has_markers
 from warp_rewrite.cli.scopes import Scope, ScopedModule, own_returns, own_statements
 from warp_rewrite.cli.source_file import Region, module_level, position, read_imports
 from warp_rewrite.passes.atomics import AtomicCall, find_atomic_calls, find_consumed_tile_atomics
+from warp_rewrite.passes.builtin_names import written_by_name
 from warp_rewrite.passes.loop_carried import LoopFlow
 from warp_rewrite.passes.loop_hazards import Callees, HelperWrites, LoopHazard, loop_hazards
 from warp_rewrite.passes.syntax import end_line, walk
@@ -498,17 +499,28 @@ class StaticModule(ScopedModule):
         ]
         assignments = [node for node in self.assignments if _literal_false(node.value)]
         for node in calls + assignments:  # what _disabling can count: the order is that of their finding only
-            if not self.generated(node):
+            if not self.generated(node) and id(node) not in self._run_as_program:
                 key = self._disabling(node)
                 if key is not None:
                     found.setdefault(key, "its module is set up with enable_backward=False")
         return found
 
     @cached_property
+    def _run_as_program(self) -> set[int]:
+        """The nodes under ``if __name__ == "__main__":``, which run only when the file is the program: a kernel
+        imported from it keeps the backward pass such a block turns off (Warp's examples do)."""
+        return {
+            id(node)
+            for statement in module_level(self.tree)
+            if isinstance(statement, ast.If) and _is_main_guard(statement.test)
+            for node in walk(statement)
+        }
+
+    @cached_property
     def _config_backward_off(self) -> str | None:
         """``wp.config.enable_backward = False`` at module level: modules made from then on have no backward pass."""
         for node in module_level(self.tree):
-            if isinstance(node, ast.Assign) and _literal_false(node.value):
+            if isinstance(node, ast.Assign) and _literal_false(node.value) and id(node) not in self._run_as_program:
                 for target in node.targets:
                     if (
                         isinstance(target, ast.Attribute)
@@ -575,9 +587,10 @@ class StaticModule(ScopedModule):
                 if isinstance(root, ast.Name) and root.id in arrays:
                     arrays.add(node.targets[0].id)
         max_unroll = self.module_options.get("max_unroll", WARP_MAX_UNROLL)
-        flow = LoopFlow(function, lambda name: name not in arrays)
+        names = self.warp.names()
+        flow = LoopFlow(function, lambda name: name not in arrays, lambda call: written_by_name(call, names))
         unroll = max_unroll if isinstance(max_unroll, int) else WARP_MAX_UNROLL
-        callees = Callees(self.warp.names(), helper_writes, kernel=self.is_kernel(function))
+        callees = Callees(names, helper_writes, kernel=self.is_kernel(function))
         return loop_hazards(function, flow, unroll, callees)
 
     def consumed_tiles(self, function: ast.FunctionDef) -> list[ast.Call]:
@@ -714,3 +727,11 @@ def _names_an_array(annotation: ast.expr) -> bool:
         for n in walk(annotation)
         if isinstance(n, ast.Attribute | ast.Name)
     )
+
+
+def _is_main_guard(test: ast.expr) -> bool:
+    """``__name__ == "__main__"``, either way round."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = {ast.unparse(test.left), ast.unparse(test.comparators[0])}
+    return sides in ({"__name__", "'__main__'"}, {"__name__", '"__main__"'})

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright (c) 2026 the warp-rewrite authors
-"""The one error warp-rewrite raises for a kernel it cannot make differentiable correctly."""
+"""The one error warp-rewrite raises for a kernel it cannot make differentiable correctly, and the warning for a kernel
+it leaves as plain Warp."""
 
 
 class RewriteError(Exception):
@@ -16,3 +17,18 @@ class RewriteError(Exception):
         self.problem = problem
         self.advice = advice
         super().__init__(f"{location}: kernel '{kernel}': {problem}. {advice}")
+
+
+class RewriteWarning(UserWarning):
+    """A kernel left as plain Warp: it uses no atomic's return, and a loop of it that Warp's backward replays wrong is
+    of a form the rewrite cannot replay right (said when it is rewritten, or at a launch it cannot make right). Its
+    gradients are plain Warp's, with Warp's own documented limitation of such loops; it launches as it always did."""
+
+
+def left_to_warp(refusal: RewriteError) -> str:
+    """The warning's text for a kernel left as plain Warp, from what the rewrite could not do (a refusal's parts),
+    without its location, which the API and the command line put before it in their own ways."""
+    return (
+        f"kernel '{refusal.kernel}' is left as plain Warp, whose backward replays a loop of it wrong (Warp's "
+        f"documented limitation), as the rewrite cannot: {refusal.problem}. {refusal.advice}"
+    )

@@ -7,6 +7,7 @@ import functools
 import inspect
 import sys
 import threading
+import warnings
 import weakref
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
@@ -26,7 +27,7 @@ from .arguments import (
     scratch_copy,
 )
 from .checks import device_checks, explain_status, host_view, trips_of, unbounded_chain
-from .errors import RewriteError
+from .errors import RewriteError, RewriteWarning, left_to_warp
 from .exact import ExactBackward
 from .hook import backward_enabled, warp_launch
 from .memory import requires_float_grad, written_first
@@ -211,6 +212,7 @@ class RewrittenKernel(wp.Kernel):
         max_records: int | None = None,
         source: str = "",
         refusal: RewriteError | None = None,
+        left: RewriteError | None = None,
         verify: bool = False,
         freshness: Freshness | None = None,
     ):
@@ -219,6 +221,9 @@ class RewrittenKernel(wp.Kernel):
         # Why the kernel could not be rewritten (``on_refusal="original"``): raised by launches a gradient could
         # flow through; the others run the original kernel, which is exact forward.
         self.refusal = refusal
+        # Why the kernel is left as plain Warp (``pipeline.LeftToWarp``, said by a ``RewriteWarning``): it runs as
+        # the original kernel everywhere, with Warp's own gradient through its loops.
+        self.left = left
         self.verify = verify  # check in backward that the memory the replay reads is unchanged (see ``verify``)
         # Kernels with exact float returns: makes the variant recording them as constants, for launches in which
         # no gradient can flow through them (it costs what a hand-written record costs).
@@ -231,7 +236,8 @@ class RewrittenKernel(wp.Kernel):
     def adopt(self, fresh: "RewrittenKernel") -> None:
         """Take over ``fresh``'s generated kernels: those of this same kernel, made again after a helper, struct or
         constant it reaches was redefined (``Freshness.renew``). Nothing prepared for the old ones is kept."""
-        self.pair, self.refusal, self.source, self.freshness = fresh.pair, fresh.refusal, fresh.source, fresh.freshness
+        self.pair, self.refusal, self.left, self.source = fresh.pair, fresh.refusal, fresh.left, fresh.source
+        self.freshness = fresh.freshness
         with _making_detached:
             self._make_detached = fresh._make_detached
             self.__dict__.pop("_detached_pair", None)
@@ -412,9 +418,27 @@ class RewrittenKernel(wp.Kernel):
             return None
         check_like_warp(self.kernel, args, device)
         self._check_arguments(args, shape, device)
+        if self._generated.spec.loops_only and (left := self._refusal_before_running(request)) is not None:
+            # It launched before it was rewritten: it runs as plain Warp, with Warp's gradient through its loops.
+            warnings.warn(f"{left.location}: {left_to_warp(left)}", RewriteWarning, stacklevel=2)
+            warp_launch(self.kernel, dim, inputs, outputs, record_tape=record_tape, **original)
+            return None
         # Records are allocated and filled, and both phases run, on the launch's stream (see the README: Streams).
         with wp.ScopedStream(stream) if stream is not None else nullcontext():
             self._launch_on_tape(tape, request, key)
+        return None
+
+    def _refusal_before_running(self, request: LaunchRequest) -> RewriteError | None:
+        """What ``_launch_on_tape`` would refuse before it runs anything (a read of memory the launch writes whose
+        gradient is needed, generated kernels that do not compile), or None."""
+        try:
+            with wp.ScopedStream(request.stream) if request.stream is not None else nullcontext():
+                self._refuse_constant_replays(request)
+                pair, exact = self._variant(request)
+                self._compile(pair, request.device, request.block_dim)
+                self._refuse_unshadowed_targets(pair.spec, request, exact)
+        except RewriteError as refusal:
+            return refusal
         return None
 
     def _launch_adjoint(self, request: LaunchRequest, adjoints: Sequence[Any]) -> None:

@@ -98,6 +98,35 @@ SPLIT = [
         )
         """,
     ),
+    (  # where the value in parentheses does not fit either, ruff breaks the target's brackets (Newton's kernels.py)
+        32,
+        "values[first_index + second_index] = v",
+        """
+        values[
+            first_index + second_index
+        ] = v
+        """,
+    ),
+    (
+        32,
+        "values[first_index + second_index + 1] = some_value",
+        """
+        values[
+            first_index
+            + second_index
+            + 1
+        ] = some_value
+        """,
+    ),
+    (
+        32,
+        "arr[idx_one_two_three_four][j_five_six] = v_value",
+        """
+        arr[idx_one_two_three_four][
+            j_five_six
+        ] = v_value
+        """,
+    ),
     (
         40,
         "def twin(x: wp.array(dtype=float), records: wp.array(dtype=int)) -> int:",
@@ -187,6 +216,35 @@ def test_a_block_is_laid_out_to_the_width_it_is_indented_to():
     assert laid_out(text, "        ", 40) == (
         "def k(a: int):\n    y = compute(\n        alpha_value, beta_value\n    )\n"
     )
+
+
+def test_the_users_statements_over_several_lines_are_laid_out_again_at_their_new_indentation():
+    """A statement kept as the user wrote it, over several lines, moves to another indentation in a generated
+    block (Newton's geometry/kernels.py, one level in): ruff joins what now fits on one line, dropping the
+    parentheses around a value, and keeps what a magic trailing comma holds broken. (A statement with a comment or
+    a backslash inside is left as written.)"""
+    written = textwrap.dedent("""\
+        def k(a: int):
+            fl_end = vertex_triangle_filtering_list_offsets[
+                v_index + 1
+            ]
+            x = (
+                v
+            )
+            y = compute(
+                alpha,
+                beta,
+            )
+            z = (first_long_name
+                 + second)
+            chained = thing.method(first_argument_here).other(
+                second_argument
+            )
+        """)
+    indent = "    "
+    expected = ruff_formatted(textwrap.indent(written, indent), 120)
+    assert textwrap.indent(laid_out(written, indent, 120), indent) == expected + "\n"
+    assert "fl_end = vertex_triangle_filtering_list_offsets[v_index + 1]" in expected
 
 
 def ruff_formatted(text: str, width: int) -> str:

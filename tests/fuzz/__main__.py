@@ -26,7 +26,7 @@ from tests.fuzz.features import exercised
 from tests.fuzz.generator import KernelCase, generate_kernel
 from tests.fuzz.grammar import exercised_forms
 from tests.fuzz.loops import forms_of_loops
-from tests.fuzz.runner import FAILED, PASSED, REFUSED, Outcome, Summary, run
+from tests.fuzz.runner import FAILED, LEFT, PASSED, REFUSED, Outcome, Summary, run
 from tests.support.invariants import checking_every_generated_kernel
 
 
@@ -89,11 +89,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _print_by_status(title: str, count: Callable[[list[KernelCase]], Counter], summary: Summary) -> None:
     """A table of what ``count`` counts in the kernels that passed, were refused and failed."""
-    print(f"{title} (passed / refused / failed):")
-    statuses = (PASSED, REFUSED, FAILED)
+    print(f"{title} (passed / refused / left as plain Warp / failed):")
+    statuses = (PASSED, REFUSED, LEFT, FAILED)
     counts = {status: count([o.case for o in summary.outcomes if o.status == status]) for status in statuses}
     for name in counts[PASSED]:
-        print(f"  {counts[PASSED][name]:6d} / {counts[REFUSED][name]:<5d} / {counts[FAILED][name]:<3d} {name}")
+        passed, refused, left, failed = (counts[status][name] for status in statuses)
+        print(f"  {passed:6d} / {refused:<5d} / {left:<5d} / {failed:<3d} {name}")
 
 
 if __name__ == "__main__":

@@ -348,6 +348,13 @@ def _builtin_refused(writer: _KernelWriter, scope: _Scope) -> None:
     scope.line(f"y[tid] += {kept}[0] * {kept}[0]")
 
 
+def _call_of_a_local(writer: _KernelWriter, scope: _Scope) -> None:
+    """A builtin bound to a local, as Warp's deterministic-mode tests call ``wp.atomic_xor``."""
+    operation = writer.fresh("operation")
+    scope.line(f"{operation} = wp.max")
+    scope.line(f"y[tid] += {operation}(xv, wp.float64(0.5))")
+
+
 def _opaque_call(writer: _KernelWriter, scope: _Scope) -> None:
     name = writer.fresh(f"{writer.name}_native")
     writer.helpers.append(f'@wp.func_native("return a * 2;")\ndef {name}(a: int) -> int: ...\n')
@@ -466,6 +473,7 @@ GENERATORS: dict[str, Generator] = {
     "builtin call": _builtin_call,
     "builtin writing its arguments": _builtin_writing_its_arguments,
     "builtin the rewrite cannot replay": _builtin_refused,
+    "call of a local": _call_of_a_local,
     "opaque call": _opaque_call,
     "wp.static value": _static_value,
     "if": _if,
@@ -510,6 +518,7 @@ class _SourceFrontend:
     the source defines (``wp.static(helper)`` too), its builtins Warp's and Python's."""
 
     max_unroll = 16
+    backward = True
 
     def __init__(self, case: KernelCase):
         tree = ast.parse(case.source)

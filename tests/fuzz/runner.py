@@ -20,6 +20,7 @@ import re
 import sys
 import tempfile
 import traceback
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,8 +35,9 @@ from tests.fuzz.structures import StructureArgument, structure_id
 from tests.support import harness
 from tests.support.emitted import import_file
 from tests.support.harness import Case, assert_same_forward, finite_difference_gradients, tape_gradients
-from warp_rewrite import RewriteError, wp_rewrite
+from warp_rewrite import RewriteError, RewriteWarning, wp_rewrite
 from warp_rewrite.cli.main import _command_line_spelling, main
+from warp_rewrite.runtime.errors import left_to_warp
 
 RTOL = 1e-5
 ATOL = 1e-6  # losses sum many outputs: float64 finite differences carry ~1e-8 of rounding noise
@@ -44,6 +46,8 @@ OPTIMIZATION_LEVEL = 0  # -O0 builds a batch's modules ~3x faster than Warp's CP
 REFERENCE_OPTIONS = {"enable_backward": False, "optimization_level": OPTIMIZATION_LEVEL}
 
 PASSED, FAILED, REFUSED = "passed", "failed", "refused"
+# Uses no atomic's return, and a loop the rewrite cannot replay right: left as plain Warp, with a RewriteWarning
+LEFT = "left as plain Warp"
 OWN_FAULT = "a bug in warp-rewrite"  # what a RewriteError says where the rewrite, not the kernel, is at fault
 UNCHANGED = "unchanged"  # uses no atomic's return: the rewrite leaves it to plain Warp (a form's kernel alone)
 
@@ -72,7 +76,8 @@ class Summary:
         return sum(1 for o in self.outcomes if o.status == status)
 
     def line(self) -> str:
-        return f"fuzz: {self.count(PASSED)} passed, {self.count(FAILED)} failed ({self.count(REFUSED)} refused)"
+        passed, failed, refused, left = (self.count(status) for status in (PASSED, FAILED, REFUSED, LEFT))
+        return f"fuzz: {passed} passed, {failed} failed ({refused} refused, {left} {LEFT})"
 
 
 def make_array(spec: ArraySpec, module: ModuleType) -> wp.array | wp.indexedarray:
@@ -237,10 +242,15 @@ def check_case(case: KernelCase, kernel: wp.Kernel, reference: ModuleType, max_r
     if wp_rewrite(kernel, max_records=max_records).pair is None:
         return Outcome(case, UNCHANGED)
     try:
-        assert_same_forward(checked)
-        # Warp's Tape.backward cannot take an indexed array's gradient (it has none): those kernels end here.
-        indexed = any(spec.layout == "indexed" for spec in case.arrays)
-        problem = None if indexed else compare_gradients(checked)
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always", RewriteWarning)
+            assert_same_forward(checked)
+            # Warp's Tape.backward cannot take an indexed array's gradient (it has none): those kernels end here.
+            indexed = any(spec.layout == "indexed" for spec in case.arrays)
+            problem = None if indexed else compare_gradients(checked)
+        left = _left(warned)
+        if left is not None:  # a launch the rewrite refused, run as plain Warp
+            return Outcome(case, LEFT, left)
     except RewriteError as error:
         return Outcome(case, FAILED if OWN_FAULT in str(error) else REFUSED, str(error))
     except Exception as error:
@@ -250,8 +260,16 @@ def check_case(case: KernelCase, kernel: wp.Kernel, reference: ModuleType, max_r
 
 class VerdictKind(enum.Enum):
     REWRITTEN = "rewritten"
-    UNCHANGED = "unchanged"  # consumes no atomic's return: launched as it is
+    UNCHANGED = "unchanged"  # needs no rewrite: launched as it is
     REFUSED = "refused"  # a RewriteError when rewriting
+    LEFT = "left as plain Warp"  # a RewriteWarning when rewriting
+
+
+def _left(warned: list[warnings.WarningMessage]) -> str | None:
+    """What the first ``RewriteWarning`` among ``warned`` says, from the kernel's name on (not where it is: the
+    command line names its own copy)."""
+    said = next((str(w.message) for w in warned if issubclass(w.category, RewriteWarning)), None)
+    return None if said is None else said[said.index("kernel '") :]
 
 
 @dataclass
@@ -288,8 +306,12 @@ def launched(case: KernelCase, checked: Case, rewritten) -> Verdict:
         wp.launch(rewritten, dim, inputs=inputs, device="cpu")
 
     try:
-        with tape:
+        with tape, warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always", RewriteWarning)
             checked.run(args, launch_rewritten)  # the kernel, then the projections of its arrays of structs
+        left = _left(warned)
+        if left is not None:  # a launch the rewrite refused, run as plain Warp
+            return Verdict(VerdictKind.LEFT, _command_line_spelling(left))
         if not any(spec.layout == "indexed" for spec in case.arrays):
             weights = {args[i]: wp.array(checked.weight(i, args[i]), dtype=args[i].dtype) for i in checked.loss_outputs}
             tape.backward(grads=weights)
@@ -307,6 +329,7 @@ class CommandLineCopy:
 
     module: ModuleType
     refusals: dict[str, str]  # kernel -> the message
+    left: dict[str, str]  # kernel -> what its warning says, from the kernel's name on
 
     @classmethod
     def of(cls, path: Path, max_records: int | None) -> CommandLineCopy:
@@ -315,21 +338,26 @@ class CommandLineCopy:
         room = ["--max-records", str(max_records)] if max_records is not None else []
         with contextlib.redirect_stderr(printed):
             main([str(path), "-o", str(out), "-q", *room])
-        refusals = {}
+        refusals, left = {}, {}
         for line in printed.getvalue().splitlines():
             found = re.match(r".*?: kernel '(fz_\d+_\d+)': ", line)
             if found is not None and ": warning: " not in line:
                 refusals[found[1]] = line
+            found = re.match(r".*?: warning: (kernel '(fz_\d+_\d+)' is left as plain Warp.*)", line)
+            if found is not None:
+                left[found[2]] = found[1]
         out.write_text(sharing_structs(out.read_text(), path.stem))  # (the batch's module is imported as its stem)
         module = import_file(out, out.stem)
         for value in vars(module).values():  # the originals only run forward here, as the reference
             if hasattr(value, "launches_rewritten"):
                 value.kernel.options["enable_backward"] = False
-        return cls(module, refusals)
+        return cls(module, refusals, left)
 
     def verdict(self, case: KernelCase, checked: Case) -> Verdict:
         if case.name in self.refusals:
             return Verdict(VerdictKind.REFUSED, self.refusals[case.name])
+        if case.name in self.left:
+            return Verdict(VerdictKind.LEFT, self.left[case.name])
         rewritten = getattr(self.module, case.name)
         if not hasattr(rewritten, "launches_rewritten"):
             return Verdict(VerdictKind.UNCHANGED)
@@ -341,6 +369,8 @@ def api_verdict(case: KernelCase, checked: Case, max_records: int | None) -> Ver
         rewritten = wp_rewrite(checked.kernel, max_records=max_records)
     except RewriteError as error:
         return Verdict(VerdictKind.REFUSED, _command_line_spelling(str(error)))
+    if rewritten.left is not None:  # (said by a RewriteWarning when first rewritten)
+        return Verdict(VerdictKind.LEFT, _command_line_spelling(left_to_warp(rewritten.left)))
     if rewritten.pair is None:
         return Verdict(VerdictKind.UNCHANGED)
     return launched(case, checked, rewritten)
@@ -369,6 +399,8 @@ def _rewrite_all(
             result = wp_rewrite(getattr(module, case.name), max_records=max_records)
             if result.record_kernel is not None:
                 modules.add(result.record_kernel.module)
+            if result.left is not None:
+                outcomes[case.name] = Outcome(case, LEFT, left_to_warp(result.left))
         except RewriteError as error:
             outcomes[case.name] = Outcome(case, REFUSED, str(error))
         except Exception as error:

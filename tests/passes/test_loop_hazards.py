@@ -16,7 +16,7 @@ from tests.support.emitted import Pattern, emitted_fixture, end_to_end_tests
 from tests.support.harness import FLOAT32, Case, check, f64, finite_difference_gradients, i32, vec3d
 from warp_rewrite import rewrite_launches
 from warp_rewrite.passes.loop_carried import LoopFlow
-from warp_rewrite.passes.loop_hazards import ARRAY_WRITERS, INT_TYPES, Callees, Hazard, loop_hazards
+from warp_rewrite.passes.loop_hazards import Callees, Hazard, loop_hazards
 
 N = 4
 X = [0.31, 0.17, 0.26, 0.12]
@@ -376,23 +376,6 @@ def test_a_store_into_a_struct_or_an_unannotated_parameter_counts_as_a_gradient(
                     found += 1
                 out[found] = 1
         """) == ["for j in range(n[i]):"], annotation
-
-
-def test_the_table_of_builtins_writing_arrays_is_warps():
-    """``ARRAY_WRITERS`` (named in passes/loop_hazards.py, which imports no Warp) is the table's class of builtins
-    that write arrays, atomics aside; ``INT_TYPES`` are Warp's int and bool types."""
-    from warp_rewrite.passes import builtins
-
-    table, _ = builtins._table()
-    writers = {
-        name
-        for name, overloads in table.items()
-        if any(builtins.Effect.WRITES_ARRAYS in overload.effect.effects for overload in overloads)
-    }
-    assert {name for name in writers if not name.startswith("atomic_")} == ARRAY_WRITERS
-    for name in INT_TYPES - {"int", "bool"}:
-        kind = getattr(wp, name)
-        assert kind in wp._src.types.int_types or getattr(kind, "_wp_scalar_type_", None) in wp._src.types.int_types
 
 
 def test_check_the_command_line_and_the_api_agree_on_which_loops_are_hazards(capsys, tmp_path):

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from outcomes import CRASH, GENERIC, ORIGINAL_FAILS, REFUSED, REWRITTEN, Outcome
+from outcomes import CRASH, GENERIC, LEFT, ORIGINAL_FAILS, REFUSED, REWRITTEN, Outcome
 
 VERSIONS = {"newton": "newton 1.8.0", "warp/examples": "warp-lang 1.19.0", "warp/tests": "warp-lang 1.19.0"}
 WAYS = {"wp_rewrite": "`wp_rewrite` + CPU compile", "wp-rewrite": "`wp-rewrite FILE -o OUT`, import + CPU compile"}
@@ -185,19 +185,19 @@ EXPECTED: dict[tuple[str, str], Summary] = {
 def render(expected: dict[tuple[str, str], Summary] = EXPECTED) -> str:
     """The tables of docs/realcode.md: counts per tree and way, then every reason with its counts and verdict."""
     lines = [
-        "| real code | way | rewritten + compiled | rewritten, generic: not compiled | refused "
+        "| real code | way | rewritten + compiled | rewritten, generic: not compiled | refused | left as plain Warp "
         "| original does not compile either | crashes |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for (tree, way), by_result in expected.items():
-        counted = (REWRITTEN, GENERIC, REFUSED, ORIGINAL_FAILS)
+        counted = (REWRITTEN, GENERIC, REFUSED, LEFT, ORIGINAL_FAILS)
         counts = [sum(by_result.get(result, Counter()).values()) for result in counted]
         crashes = sum(by_result.get(CRASH, Counter()).values())
         lines.append(f"| {tree} ({VERSIONS[tree]}) | {WAYS[way]} | {' | '.join(map(str, counts))} | {crashes} |")
     lines += ["", "| reason | kernels (tree, way) | verdict |", "|---|---|---|"]
     by_label: dict[str, list[str]] = {}
     for (tree, way), by_result in expected.items():
-        for result in (GENERIC, REFUSED, ORIGINAL_FAILS, CRASH):
+        for result in (GENERIC, REFUSED, LEFT, ORIGINAL_FAILS, CRASH):
             for label, count in by_result.get(result, Counter()).items():
                 kind = "" if result == REFUSED else f" {result}"
                 by_label.setdefault(label, []).append(f"{count} {tree} `{way}`{kind}")

@@ -38,8 +38,8 @@ class Sample:
     ``reported``: whether ``--check`` reports it (WR008); False where the hazard's precision leaves it out
     (``passes.loop_hazards``: no gradient depends on the loop, a sum used only linearly, a hand-written gradient).
     ``plain_warp_right``: whether plain Warp's tape gives finite differences' gradient (what the sample showed:
-    a reported kernel where it does is no real hazard there). ``refused``: part of the ``RewriteError`` the
-    rewritten launch raises, where it refuses the kernel.
+    a reported kernel where it does is no real hazard there). ``left``: part of the ``RewriteWarning`` that
+    leaves the kernel as plain Warp, where the rewrite cannot replay its loop (when rewritten, or at a launch).
     """
 
     where: str  # "module:kernel"
@@ -51,7 +51,7 @@ class Sample:
     wrt: tuple[int, ...]
     reported: bool
     plain_warp_right: bool
-    refused: str = ""
+    left: str = ""
     note: str = ""  # what the sample showed, for the table of docs/realcode.md
     tolerance: Tolerance = FLOAT32
     keep: list[Any] = field(default_factory=list, repr=False)  # what the arguments need alive (a hash grid)
@@ -388,10 +388,10 @@ def samples() -> list[Sample]:
             (2, 3, 4),
             reported=True,
             plain_warp_right=False,
-            refused="reads 'actuator_biasprm', which the launch also writes",
+            left="reads 'actuator_biasprm', which the launch also writes",
             note=(
-                "a sum under a square root; refused at a launch with grad: it reads the element of `actuator_biasprm`"
-                " it then writes (a read of what the launch writes)"
+                "a sum under a square root; left as plain Warp at a launch with grad: it reads the element of "
+                "`actuator_biasprm` it then writes (a read of what the launch writes)"
             ),
         ),
         Sample(
@@ -404,10 +404,10 @@ def samples() -> list[Sample]:
             (5, 9, 12),
             reported=True,
             plain_warp_right=False,
-            refused="reads 'eq_data', which the launch also writes",
+            left="reads 'eq_data', which the launch also writes",
             note=(
-                "a pose composed joint by joint; refused at a launch with grad: it reads the element of `eq_data` it "
-                "then writes"
+                "a pose composed joint by joint; left as plain Warp at a launch with grad: it reads the element of "
+                "`eq_data` it then writes"
             ),
         ),
         Sample(
@@ -420,10 +420,10 @@ def samples() -> list[Sample]:
             (4,),
             reported=True,
             plain_warp_right=False,
-            refused="reads 'body_q', which the launch also writes",
+            left="reads 'body_q', which the launch also writes",
             note=(
-                "a transform composed up a chain; refused at a launch with grad: it reads `body_q` of a parent body, "
-                "which other threads of the launch write"
+                "a transform composed up a chain; left as plain Warp at a launch with grad: it reads `body_q` of a "
+                "parent body, which other threads of the launch write"
             ),
         ),
         Sample(
@@ -495,10 +495,10 @@ def samples() -> list[Sample]:
             (0,),
             reported=True,
             plain_warp_right=False,
-            refused="'_dtype_epsilon' has 4 definitions (overloads), and 4 of them fit this call's arguments",
+            left="'_dtype_epsilon' has 4 definitions (overloads), and 4 of them fit this call's arguments",
             note=(
-                "a running maximum divides the matrix; refused when rewritten: `warp.fem`'s eigenvalue helper calls "
-                "the overloaded `_dtype_epsilon` with an argument whose type the source does not tell"
+                "a running maximum divides the matrix; left as plain Warp when rewritten: `warp.fem`'s eigenvalue "
+                "helper calls the overloaded `_dtype_epsilon` with an argument whose type the source does not tell"
             ),
         ),
         Sample(
@@ -653,19 +653,19 @@ def render(sampled: list[Sample]) -> str:
         plain = "right" if sample.plain_warp_right else "**wrong**"
         if not sample.reported:
             rewrite = "unchanged"
-        elif sample.refused:
-            rewrite = "refused"
+        elif sample.left:
+            rewrite = "left as plain Warp"
         else:
             rewrite = "right"
         cells = [sample.tree, f"`{sample.name}`", sample.kind.value, check, plain, rewrite, sample.note]
         lines.append("| " + " | ".join(cells) + " |")
     reported = [sample for sample in sampled if sample.reported]
     real = [sample for sample in reported if not sample.plain_warp_right]
-    refused = [sample for sample in real if sample.refused]
+    left = [sample for sample in real if sample.left]
     lines += [
         "",
         f"{len(sampled)} kernels sampled: {len(reported)} reported, {len(real)} of them real hazards (plain Warp "
-        f"wrong), the rewrite right on {len(real) - len(refused)} and refusing {len(refused)}; "
+        f"wrong), the rewrite right on {len(real) - len(left)} and leaving {len(left)} as plain Warp; "
         f"{len(reported) - len(real)} reported with plain Warp right; {len(sampled) - len(reported)} left out by "
         "the hazard's precision, plain Warp right on each.",
     ]

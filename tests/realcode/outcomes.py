@@ -7,6 +7,9 @@ from dataclasses import dataclass
 
 REWRITTEN = "rewritten"  # and compiled (API: its generated kernels; command line: the emitted module)
 REFUSED = "refused"  # a RewriteError naming the kernel, the place and what to do
+# No atomic's return used, and a loop Warp's backward replays wrong in a form the rewrite cannot replay right: the
+# kernel runs as plain Warp, with a warning saying why (``pipeline.LeftToWarp``)
+LEFT = "left as plain Warp"
 ORIGINAL_FAILS = "original fails"  # does not compile, and neither does the original kernel (Warp's negative tests)
 CRASH = "crash"  # any other exception, or generated code that does not compile where the original does
 # A generic kernel (a parameter annotated ``Any``) has nothing to compile until it is launched with concrete types;
@@ -30,3 +33,8 @@ class Outcome:
 def refusal_reason(message: str) -> str:
     """``path:line:col: kernel 'k': what. What to do`` -> ``what. What to do`` (the message's kernel-free part)."""
     return re.sub(r"^.*?: kernel '[^']+': ", "", message.strip())
+
+
+LEFT_WARNING = re.compile(
+    r"kernel '(?P<kernel>[^']+)' is left as plain Warp, .*? as the rewrite cannot: (?P<reason>.+)$"
+)

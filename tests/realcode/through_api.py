@@ -7,6 +7,7 @@ import contextlib
 import importlib
 import io
 import traceback
+import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -14,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import warp as wp
-from outcomes import CRASH, GENERIC, ORIGINAL_FAILS, REFUSED, REWRITTEN, Outcome, refusal_reason
+from outcomes import CRASH, GENERIC, LEFT, LEFT_WARNING, ORIGINAL_FAILS, REFUSED, REWRITTEN, Outcome, refusal_reason
 from trees import Tree
 from warp._src.types import type_is_generic  # what makes a kernel generic, by Warp's own test (no public alias)
 
-from warp_rewrite import RewriteError, RewrittenKernel, wp_rewrite
+from warp_rewrite import RewriteError, RewriteWarning, RewrittenKernel, wp_rewrite
 from warp_rewrite.api import generate
 from warp_rewrite.runtime import KernelPair
 
@@ -85,13 +86,22 @@ def rewrite_and_compile(tree: Tree, kernels: list[RealKernel]) -> list[Outcome]:
     by_module: dict[str, list[tuple[RealKernel, RewrittenKernel]]] = defaultdict(list)
     for real in kernels:
         try:
-            rewritten = wp_rewrite(real.kernel)
+            with warnings.catch_warnings(record=True) as warned:
+                warnings.simplefilter("always", RewriteWarning)
+                rewritten = wp_rewrite(real.kernel)
         except RewriteError as error:
             outcomes[real.name] = outcome(real, REFUSED, refusal_reason(str(error)))
             continue
         except Exception:
             outcomes[real.name] = outcome(real, CRASH, traceback.format_exc(limit=-3))
             continue
+        left = [
+            found
+            for w in warned
+            if issubclass(w.category, RewriteWarning) and (found := LEFT_WARNING.search(str(w.message)))
+        ]
+        if left:
+            outcomes[real.name] = outcome(real, LEFT, left[0]["reason"])
         if rewritten.pair is None:
             continue
         if real.kernel.is_generic:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import warp as wp
-from outcomes import CRASH, ORIGINAL_FAILS, REFUSED, REWRITTEN, Outcome
+from outcomes import CRASH, LEFT, LEFT_WARNING, ORIGINAL_FAILS, REFUSED, REWRITTEN, Outcome
 from through_api import import_quietly
 from trees import Tree, module_name
 
@@ -66,6 +66,11 @@ class Rewrite:
     def refusals(self) -> list[tuple[str, str]]:
         return [(m["kernel"], m["reason"]) for m in map(REFUSAL.match, self.stderr.splitlines()) if m]
 
+    @property
+    def left(self) -> list[tuple[str, str]]:
+        """The kernels left as plain Warp, each with why."""
+        return [(m["kernel"], m["reason"]) for m in map(LEFT_WARNING.search, self.stderr.splitlines()) if m]
+
 
 def rewrite_file(tree: Tree, file: str, root: Path) -> Rewrite:
     source, output = tree.site_packages / file, root / file
@@ -108,6 +113,9 @@ def outcomes(tree: Tree, rewrites: list[Rewrite], loaded: dict[str, dict]) -> li
         found += [
             Outcome(tree.name, WAY, f"{rewrite.module}.{kernel}", REFUSED, reason)
             for kernel, reason in rewrite.refusals
+        ]
+        found += [
+            Outcome(tree.name, WAY, f"{rewrite.module}.{kernel}", LEFT, reason) for kernel, reason in rewrite.left
         ]
         if not rewrite.changed:
             continue

@@ -17,7 +17,7 @@ import warp as wp
 from tests.support import harness
 from tests.support.emitted import through
 from tests.support.harness import Case, check, f64, i32
-from warp_rewrite import wp_rewrite
+from warp_rewrite import RewriteError, wp_rewrite
 from warp_rewrite.cli.main import main
 
 X = np.array([0.7, 1.3, 1.9, 0.4, 0.6, 1.1])
@@ -520,9 +520,173 @@ def flips_and_claims(
     out[slot] = x[tid] * x[tid]
 
 
-@pytest.mark.xfail(strict=True, reason="the plan does not see the atomic a local names (the invariant reports it)")
-def test_a_builtin_called_through_a_local_is_planned_or_refused():
+def test_a_builtin_called_through_a_local_is_refused():
     """Warp's deterministic-mode tests (``_det_set_flag``): ``operation = wp.atomic_xor; operation(flag, 0, mask)``.
-    The planner does not see that the call writes ``flag`` (tests/support/invariants.py: "writes the plan missed"):
-    it must list the write, or refuse the call as one it cannot see into."""
-    check(Case(flips_and_claims, N, lambda: [i32([0]), i32([0]), f64(X, True), f64(np.zeros(N), True)], [3], [2]))
+    The planner did not see that the call writes ``flag`` (tests/support/invariants.py: "writes the plan missed"):
+    the fence refuses a call of a local, which the rewrite cannot see into, naming the place and the fix."""
+    with pytest.raises(RewriteError, match=r"call of a local \(operation\(flag, 0, 1\)\).*own name"):
+        wp_rewrite(flips_and_claims)
+
+
+@wp.func
+def bisect_steps(x: wp.float64, n: wp.int32) -> wp.float64:
+    status = wp.int32(0)  # the name of the generated trip-count status array
+    thread = x  # and of the thread's row
+    for _ in range(n):
+        thread = thread * wp.float64(0.5) + wp.float64(0.25)
+        status += 1
+    return thread * thread + wp.float64(status)
+
+
+@wp.kernel
+def bisect_and_claim(
+    x: wp.array[wp.float64], n: wp.array[wp.int32], count: wp.array[wp.int32], out: wp.array[wp.float64]
+):
+    tid = wp.tid()
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = bisect_steps(x[tid], n[tid])
+
+
+def test_a_helpers_local_named_as_a_generated_parameter():
+    """Newton's Kamino ``solve_sliding_root``: a helper's local ``status`` and the generated trip-count status
+    parameter of its clone had one name (Warp: "assigning to existing symbol status with different type")."""
+    make = lambda: [f64(X, True), i32([3, 0, 2, 5, 1, 4]), i32([0]), f64(np.zeros(N), True)]  # noqa: E731
+    check(Case(bisect_and_claim, N, make, [3], [0]))
+
+
+def checked(tmp_path, capsys, source: str, *options: str) -> list[str]:
+    """``--check`` of one file: each finding's code and subject."""
+    path = tmp_path / "kernels.py"
+    path.write_text(textwrap.dedent(source))
+    main(["--check", str(path), "-q", *options])
+    return [" ".join(line.split(": ", 1)[1].split()[:3]) for line in capsys.readouterr().out.splitlines()]
+
+
+def test_check_follows_a_helper_decorated_through_a_module_level_name(tmp_path, capsys):
+    """Newton's ``support_map``: ``@_support_map_func``, bound to ``wp.func(inline=False) if ... else wp.func``."""
+    found = checked(
+        tmp_path,
+        capsys,
+        """\
+        import warp as wp
+
+        out_of_line = wp.func(inline=False) if wp.__version__ >= "1.18" else wp.func
+
+
+        @out_of_line
+        def biggest(x: wp.array(dtype=float), n: int) -> float:
+            best = float(0.0)
+            for i in range(n):
+                best = wp.max(best, x[i])
+            return best * best
+
+
+        @wp.kernel
+        def k(x: wp.array(dtype=float), n: int, out: wp.array(dtype=float)):
+            out[0] = biggest(x, n)
+        """,
+    )
+    assert found == ["WR008 kernel 'k'"]
+
+
+def test_check_reports_a_helper_its_factory_decorates_with_a_decorator_of_its_own(tmp_path, capsys):
+    """Newton's implicit MPM flow rule: ``make_solve_flow_rule()`` returns a function decorated with
+    ``@fem.cache.dynamic_func(...)``, a Warp function only at run time: a possible hazard (WR005), not nothing."""
+    found = checked(
+        tmp_path,
+        capsys,
+        """\
+        import warp as wp
+        import warp.fem as fem
+
+
+        def make_solve(scale: float):
+            @fem.cache.dynamic_func(suffix=scale)
+            def solve(x: float) -> float:
+                return x * scale
+
+            return solve
+
+
+        solve = make_solve(2.0)
+
+
+        @wp.kernel
+        def k(x: wp.array(dtype=float)):
+            x[0] = solve(x[0])
+        """,
+        "--select",
+        "WR005",
+    )
+    assert found == ["WR005 kernel 'k'"]
+
+
+def test_check_keeps_the_backward_a_main_guard_turns_off(tmp_path, capsys):
+    """Warp's ``example_apic_fluid_multi_env``: ``wp.set_module_options({"enable_backward": False})`` under
+    ``if __name__ == "__main__":`` runs only when the file is the program; imported, its kernels have a backward."""
+    found = checked(
+        tmp_path,
+        capsys,
+        """\
+        import warp as wp
+
+
+        @wp.kernel
+        def k(x: wp.array(dtype=float), n: int, out: wp.array(dtype=float)):
+            total = float(0.0)
+            for i in range(n):
+                total = total * x[i] + 1.0
+            out[0] = total
+
+
+        if __name__ == "__main__":
+            wp.set_module_options({"enable_backward": False})
+        """,
+    )
+    assert found == ["WR008 kernel 'k'"]
+
+
+def test_check_sees_the_argument_a_builtin_writes_carried_by_a_loop(tmp_path, capsys):
+    """Warp's ``tile_gemm``: ``wp.tile_matmul(a, b, sum)`` in a loop accumulates into ``sum``, which the loop
+    carries; ``--check``, which imports no Warp, reads what builtins write off ``passes.builtin_names``."""
+    found = checked(
+        tmp_path,
+        capsys,
+        """\
+        import warp as wp
+
+
+        @wp.kernel
+        def gemm(A: wp.array2d(dtype=float), B: wp.array2d(dtype=float), C: wp.array2d(dtype=float), count: int):
+            i, j = wp.tid()
+            total = wp.tile_zeros(shape=(8, 8), dtype=float)
+            for k in range(count):
+                a = wp.tile_load(A, shape=(8, 8), offset=(i * 8, k * 8))
+                b = wp.tile_load(B, shape=(8, 8), offset=(k * 8, j * 8))
+                wp.tile_matmul(a, b, total)
+            wp.tile_store(C, total, offset=(i * 8, j * 8))
+        """,
+    )
+    assert found == ["WR008 kernel 'gemm'"]
+
+
+@wp.kernel
+def eliminate_and_claim(
+    x: wp.array[wp.float64], n: wp.array[wp.int32], count: wp.array[wp.int32], out: wp.array[wp.float64]
+):
+    tid = wp.tid()
+    acc = x[tid]
+    for c in range(2):  # unrolled by Warp: each copy assigns the hoisted bounds below again
+        for i in range(c, n[tid]):
+            for k in range(i, 3):  # a constant stop, hoisted into a local inside a dynamic loop
+                acc = acc * wp.float64(0.5) + x[tid] * wp.float64(k + 1)
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = acc * acc
+
+
+def test_a_constant_bound_of_a_loop_inside_a_dynamic_loop():
+    """Newton's surface gripper (``_solve6``'s elimination, ``for k in range(c, 6)`` inside ``for rr in ...``, inside
+    ``for c in range(6)``): the generated ``stop = 6`` inside a dynamic loop is a constant, which Warp refuses to
+    assign again in the next unrolled copy ("Error mutating a constant"); the bound is made a variable (``int(6)``)."""
+    make = lambda: [f64(X, True), i32([3, 0, 2, 1, 1, 2]), i32([0]), f64(np.zeros(N), True)]  # noqa: E731
+    check(Case(eliminate_and_claim, N, make, [3], [0]))

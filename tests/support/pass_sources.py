@@ -83,6 +83,7 @@ class Frontend:
     """``passes.plan_types.Frontend`` over test sources: helpers found by name, types from the annotations."""
 
     max_unroll = 16  # Warp's default
+    backward = True
 
     def __init__(self, kernel: Unit, helpers: dict[str, Unit]):
         self.kernel, self.helpers = kernel, helpers

@@ -109,6 +109,12 @@ def _runtime_call(node: ast.AST, runtime: str) -> str | None:
     return None
 
 
+def _bound_as_written(bound: ast.expr) -> ast.expr:
+    """A loop bound without the ``int(...)`` the rewrite puts around a constant one inside a dynamic loop."""
+    wrapped = isinstance(bound, ast.Call) and isinstance(bound.func, ast.Name) and bound.func.id == "int"
+    return bound.args[0] if wrapped and len(bound.args) == 1 and not bound.keywords else bound
+
+
 class _Canonical(ast.NodeTransformer):
     """One spelling for what the rewrite may spell differently without changing what runs."""
 
@@ -152,7 +158,7 @@ class _Canonical(ast.NodeTransformer):
         return [statement]
 
     def _user_expression(self, value: ast.expr) -> bool:
-        return not self._mentions_rewrite(value)
+        return not self._mentions_rewrite(_bound_as_written(value))
 
     def _mentions_rewrite(self, node: ast.AST) -> bool:
         names = {n.id for n in walk(node) if isinstance(n, ast.Name)}
@@ -186,7 +192,7 @@ class _Canonical(ast.NodeTransformer):
                 bounds = [ast.Constant(0), bounds[0]]
             if len(bounds) == 2:
                 bounds = [*bounds, ast.Constant(1)]
-            node.args = bounds
+            node.args = [_bound_as_written(bound) for bound in bounds]
         return node
 
     def _generated(self, node: ast.expr) -> bool:
