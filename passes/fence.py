@@ -224,11 +224,11 @@ class Fence:
     def needs_rewrite(self) -> bool:
         """Does the kernel, or a helper it reaches, use an atomic's return (a tile atomic's too), or hold a loop
         Warp's backward replays wrong (not in what a helper with a hand-written gradient calls)? Any other kernel
-        runs as plain Warp: the one answer both front ends go by (``pipeline.needs_rewrite``). A loop matters only
-        where Warp builds the kernel's backward pass: without one, nothing replays it."""
-        if self.consumes_returns:
-            return True
-        return self.frontend.backward and any(map(self._replayed_wrong, self.reached(through_custom_gradients=False)))
+        runs as plain Warp: the one answer both front ends go by (``pipeline.needs_rewrite``). Either matters only
+        where Warp builds the kernel's backward pass: without one, nothing replays it and no gradient flows."""
+        if not self.frontend.backward:
+            return False
+        return self.consumes_returns or any(map(self._replayed_wrong, self.reached(through_custom_gradients=False)))
 
     @functools.cached_property
     def consumes_returns(self) -> bool:
