@@ -561,8 +561,11 @@ def emit_module(
         except LeftToWarp as left:
             emitted.left.append(left)
             continue
-        except RewriteError as error:
-            emitted.refusals.append(error)
+        except RewriteError as error:  # (a helper the block cannot copy, too: left to Warp as the pipeline's are)
+            if pipeline.consumes_returns(frontend(kernel)):
+                emitted.refusals.append(error)
+            else:
+                emitted.left.append(LeftToWarp(error.kernel, error.location, error.problem, error.advice))
             continue
         if made is None:
             continue

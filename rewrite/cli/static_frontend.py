@@ -446,6 +446,7 @@ class StaticFrontend:
             n.id for n in walk(helper) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
         }
         cloned = {id(call.func) for call in clones}
+        decorating = {id(n) for decorator in helper.decorator_list for n in walk(decorator)}  # the copy is @wp.func
         imports = []
         for node in walk(helper):
             if (
@@ -455,7 +456,7 @@ class StaticFrontend:
             ):
                 continue
             name = node.id
-            if id(node) in cloned:
+            if id(node) in cloned | decorating:
                 continue
             self._check_visible(owner, helper, node)
             if owner is module:

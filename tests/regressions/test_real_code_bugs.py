@@ -690,3 +690,44 @@ def test_a_constant_bound_of_a_loop_inside_a_dynamic_loop():
     assign again in the next unrolled copy ("Error mutating a constant"); the bound is made a variable (``int(6)``)."""
     make = lambda: [f64(X, True), i32([3, 0, 2, 1, 1, 2]), i32([0]), f64(np.zeros(N), True)]  # noqa: E731
     check(Case(eliminate_and_claim, N, make, [3], [0]))
+
+
+OUT_OF_LINE_HELPER = """\
+import warp as wp
+
+out_of_line = wp.func(inline=False) if wp.__version__ >= "1.18" else wp.func
+
+
+@out_of_line
+def squared_best(x: wp.array(dtype=wp.float64), n: int) -> wp.float64:
+    best = wp.float64(0.0)
+    for i in range(n):
+        best = wp.max(best, x[i] * x[i] - x[i])
+    return best * best
+"""
+
+CLAIMS_THE_BEST = """\
+import warp as wp
+
+from out_of_line_helpers import squared_best
+
+
+@wp.kernel
+def claim_best(x: wp.array(dtype=wp.float64), n: int, count: wp.array(dtype=int), out: wp.array(dtype=wp.float64)):
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = squared_best(x, n) * x[wp.tid()]
+"""
+
+
+def test_the_command_line_copies_a_helper_decorated_through_a_name_of_its_file(tmp_path, monkeypatch):
+    """Newton's ``support_map`` (``@_support_map_func``) called from a test module: the copy beside the rewritten
+    kernel is a ``@wp.func``, so the decorator's name in the helper's file is no name the copy needs."""
+    (tmp_path / "out_of_line_helpers.py").write_text(OUT_OF_LINE_HELPER)
+    (tmp_path / "claims.py").write_text(CLAIMS_THE_BEST)
+    assert main([str(tmp_path / "claims.py"), "-o", str(tmp_path / "claims_rewritten.py"), "-q"]) == 0
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import claims
+    import claims_rewritten
+
+    make = lambda: [f64(X, True), N, i32([0]), f64(np.zeros(N), True)]  # noqa: E731
+    check(Case(claims.claim_best, N, make, [3], [0], program=through(claims_rewritten, "claim_best", N)))
