@@ -45,6 +45,13 @@ def is_int(dtype: Any) -> bool:
     return dtype in warp_types.int_types
 
 
+def holds_no_gradient(dtype: Any) -> bool:
+    """An int or a bool, or a vector or matrix of them (``wp.types.vector(9, wp.uint64)``): no gradient flows
+    through its values."""
+    scalar = _scalar(dtype)
+    return is_int(scalar) or scalar is BOOL
+
+
 def is_scalar(dtype: Any) -> bool:
     """A concrete Warp scalar type (``wp.float32``, ``wp.int64``, ``wp.bool``)."""
     return dtype in warp_types.scalar_types or dtype is wp.bool

@@ -572,7 +572,7 @@ def _carried(
                 f"Give '{name}' its type where it is first assigned, before the loop: {name} = wp.float32(...), "
                 f"wp.vec3(...), int(...)",
             )
-        if not (dtypes.is_int(kind) or kind is dtypes.BOOL or dtypes.is_exported(kind)):
+        if not ((dtypes.holds_no_gradient(kind) and dtypes.has_source(kind)) or dtypes.is_exported(kind)):
             raise Refusal(
                 unit,
                 loop,
@@ -581,7 +581,7 @@ def _carried(
                 "matrix, quaternion and transform types",
                 "Carry the struct's fields in locals of their own",
             )
-        if name in written_in_place and not (dtypes.is_int(kind) or kind is dtypes.BOOL):
+        if name in written_in_place and not dtypes.holds_no_gradient(kind):
             builtin = ast.unparse(written_in_place[name].func)
             raise Refusal(
                 unit,
@@ -592,12 +592,7 @@ def _carried(
                 f"Let the builtin write a fresh local and copy it: {name}_out = {dtypes.source(kind, 'wp')}(...); "
                 f"{builtin}(..., {name}_out); {name} = {name}_out",
             )
-        if (
-            name in out - into
-            and name in carried.assigned_in_loop_only
-            and not dtypes.is_int(kind)
-            and kind is not dtypes.BOOL
-        ):
+        if name in out - into and name in carried.assigned_in_loop_only and not dtypes.holds_no_gradient(kind):
             raise Refusal(
                 unit,
                 loop,

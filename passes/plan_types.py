@@ -111,11 +111,11 @@ class Carried:
 
     local: str
     records: str
-    dtype: Any  # its Warp type: an int or bool is restored plainly, any other value with its gradient passed on
+    dtype: Any  # its Warp type: ints and bools (vectors of them too) restored plainly, others with their gradient
 
     @property
     def has_gradient(self) -> bool:
-        return not (dtypes.is_int(self.dtype) or self.dtype is dtypes.BOOL)
+        return not dtypes.holds_no_gradient(self.dtype)
 
 
 @dataclass(frozen=True)

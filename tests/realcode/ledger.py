@@ -112,10 +112,59 @@ REASONS = (
         "documented limit, in kernels that need a rewrite only: pass arguments of told types",
     ),
     Reason(
-        r"writes the plan missed",
+        r"does not import: ModuleNotFoundError|ModuleNotFoundError: No module named",
+        "a module importing a package not installed here (scipy, pxr, torch, PIL)",
+        "not the rewrite's: the original module does not import either (the realcode extra installs only Newton and "
+        "Warp)",
+    ),
+    Reason(
+        r"call of a local \(",
         "a builtin called through a local (`operation = wp.atomic_xor`)",
-        "bug (`test_a_builtin_called_through_a_local_is_planned_or_refused`): the plan misses what the call "
-        "writes; Warp's deterministic-mode tests only, whose arrays are ints no gradient reads",
+        "right (`test_a_builtin_called_through_a_local_is_refused`): the rewrite cannot see what the call writes; "
+        "Warp's deterministic-mode tests only",
+    ),
+    Reason(
+        r"which this loop carries to later iterations or past its end, is a (vec_t|mat_t|vec1f)",
+        "a carried local of a vector or matrix type Warp does not export by name",
+        "documented limit: the replay's carriers are made per type Warp exports by name (`wp.vec3f`); a generic "
+        "helper's `vec_t` (Newton's contact reducer's `slot_values`, a 2x3 `mat_t` of box-box contacts) has none",
+    ),
+    Reason(
+        r"which this loop carries to later iterations or past its end, is a tile_stack",
+        "a carried tile stack (`wp.tile_stack`)",
+        "documented limit: a stack shared by the block, which no per-thread record can restore (Newton's mesh-SDF "
+        "contacts' `edge_stack`)",
+    ),
+    Reason(
+        r"which this loop carries to later iterations or past its end, is a (tile\b|<warp\._src\.types\.tile)",
+        "a carried tile",
+        "documented limit: a tile is a block's shared value, which no per-thread record can restore",
+    ),
+    Reason(
+        r"which this loop carries to later iterations or past its end, is a \w+: the replay restores",
+        "a carried struct",
+        "documented limit: carry the struct's fields in locals of their own (Newton's test metrics)",
+    ),
+    Reason(
+        r"is first assigned inside this loop and read after it",
+        "a float first assigned in a loop and read after it",
+        "right: Warp's backward zeroes the adjoints of a loop's own locals at each replayed trip; assign it before "
+        "the loop",
+    ),
+    Reason(
+        r"helper returning memory",
+        "a helper returning an array",
+        "documented limit: the planner cannot tell which array the helper's return names (Warp's fixed-array tests)",
+    ),
+    Reason(
+        r"'wp\.tile_view'",
+        "a tile view (`wp.tile_view`)",
+        "documented limit: a view aliases its tile, which the dataflow cannot follow",
+    ),
+    Reason(
+        r"must be copied (into the rewritten module|beside the rewritten kernel), but it uses",
+        "a helper the command line cannot copy beside the kernel",
+        "documented limit of the command line (a name of a factory around the helper); `wp_rewrite` rewrites these",
     ),
     Reason(
         r"no launch types known for its generic parameter",

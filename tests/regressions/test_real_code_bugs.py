@@ -731,3 +731,82 @@ def test_the_command_line_copies_a_helper_decorated_through_a_name_of_its_file(t
 
     make = lambda: [f64(X, True), N, i32([0]), f64(np.zeros(N), True)]  # noqa: E731
     check(Case(claims.claim_best, N, make, [3], [0], program=through(claims_rewritten, "claim_best", N)))
+
+
+slot_words = wp.types.vector(length=5, dtype=wp.uint64)  # a vector type Warp does not export by name
+
+
+@wp.kernel
+def best_slots_then_claim(
+    keys: wp.array[wp.uint64],
+    n: wp.array[wp.int32],
+    x: wp.array[wp.float64],
+    count: wp.array[wp.int32],
+    out: wp.array[wp.float64],
+):
+    tid = wp.tid()
+    words = slot_words()
+    for k in range(n[tid]):  # carries an int vector
+        if keys[k] > words[k % 5]:
+            words[k % 5] = keys[k]
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = x[tid] * wp.float64(words[0] % wp.uint64(7) + wp.uint64(1))
+
+
+def test_a_carried_int_vector_of_a_type_warp_does_not_export_by_name():
+    """Newton's contact reducer (``slot_values = replaced_values_vec_type()``, a vector of 9 ``uint64``): an int
+    vector carries no gradient and is restored plainly from a record of its own type; it was refused as a ``vec_t``
+    without a carrier."""
+    keys = wp.array(np.array([5, 9, 2, 11, 4, 8], dtype=np.uint64), dtype=wp.uint64)
+    make = lambda: [keys, i32([3, 0, 6, 2, 5, 1]), f64(X, True), i32([0]), f64(np.zeros(N), True)]  # noqa: E731
+    check(Case(best_slots_then_claim, N, make, [4], [2]))
+
+
+SLOT_CONSTANTS = """\
+import warp as wp
+
+DIRECTIONS = 4
+"""
+
+SLOT_KERNEL = """\
+import warp as wp
+
+from slot_constants import DIRECTIONS
+
+VALUES_PER_KEY = DIRECTIONS + 1
+slot_words = wp.types.vector(length=VALUES_PER_KEY, dtype=wp.uint64)
+
+
+@wp.kernel
+def best_slots_then_claim(
+    keys: wp.array(dtype=wp.uint64),
+    n: wp.array(dtype=wp.int32),
+    x: wp.array(dtype=wp.float64),
+    count: wp.array(dtype=wp.int32),
+    out: wp.array(dtype=wp.float64),
+):
+    tid = wp.tid()
+    words = slot_words()
+    for k in range(n[tid]):
+        if keys[k] > words[k % 5]:
+            words[k % 5] = keys[k]
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = x[tid] * wp.float64(words[0] % wp.uint64(7) + wp.uint64(1))
+"""
+
+
+def test_the_command_line_types_a_vector_whose_length_is_a_module_level_sum(tmp_path, monkeypatch):
+    """Newton's contact reducer: ``wp.types.vector(length=VALUES_PER_KEY + 1, dtype=wp.uint64)``, its length from
+    names bound in this file and in one it imports; the command line folds them (it refused the local it types as
+    one whose type the source does not tell)."""
+    (tmp_path / "slot_constants.py").write_text(SLOT_CONSTANTS)
+    (tmp_path / "slots.py").write_text(SLOT_KERNEL)
+    assert main([str(tmp_path / "slots.py"), "-o", str(tmp_path / "slots_rewritten.py"), "-q"]) == 0
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import slots
+    import slots_rewritten
+
+    keys = wp.array(np.array([5, 9, 2, 11, 4, 8], dtype=np.uint64), dtype=wp.uint64)
+    make = lambda: [keys, i32([3, 0, 6, 2, 5, 1]), f64(X, True), i32([0]), f64(np.zeros(N), True)]  # noqa: E731
+    program = through(slots_rewritten, "best_slots_then_claim", N)
+    check(Case(slots.best_slots_then_claim, N, make, [4], [2], program=program))
