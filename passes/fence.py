@@ -110,8 +110,8 @@ FORMS: tuple[Form, ...] = (
          "the planner cannot tell which array what a helper returns names: index the array where the helper is "
          "called, or have the helper return the values it reads"),
     Form("call of a local", Kind.REFUSED, "op = wp.atomic_xor; op(flag, 0, m)",
-         "the local names a function (a builtin, a helper) the rewrite cannot tell from the source, so it cannot see "
-         "what the call writes: call the function by its own name"),
+         "handed memory, a local (or parameter) naming a function (a builtin, a helper) the rewrite cannot tell from "
+         "the source may write it where the rewrite cannot see: call the function by its own name"),
     Form("opaque call", Kind.ACCEPTED, "native_op(v)",
          "a call the rewrite cannot read (@wp.func_native): accepted handed values only; handed memory it is refused "
          "(passes.read_back)"),
@@ -186,7 +186,7 @@ class Fence:
         self._memories: dict[int, _Memory] = {}
         self._reached: dict[bool, list[Unit]] = {}  # reached()'s answers, by through_custom_gradients
         self.ambiguous: list[Ambiguous] = []  # calls whose overload the source does not tell (check raises them)
-        self._assigned: dict[int, set[str]] = {}  # a function's tree -> the locals it assigns
+        self._locals: dict[int, set[str]] = {}  # a function's tree -> its parameters and assigned locals
 
     def reached(self, through_custom_gradients: bool = True) -> list[Unit]:
         """The kernel and every helper it reaches, each once, in the order first reached; without
@@ -364,14 +364,14 @@ class Fence:
         returns = [node.value for node in walk(helper.tree) if isinstance(node, ast.Return) and node.value]
         return any(memory.names_memory(value) for value in returns)
 
-    def _assigned_names(self, unit: Unit) -> set[str]:
-        """The locals the function assigns (a call of a local bound to a function is opaque to the rewrite)."""
-        if id(unit.tree) not in self._assigned:
+    def _local_names(self, unit: Unit) -> set[str]:
+        """The function's parameters and the locals it assigns: a call of one (a function value: ``op =
+        wp.atomic_xor``, a ``g: wp.Function`` parameter) the front end cannot resolve is opaque to the rewrite."""
+        if id(unit.tree) not in self._locals:
             tree = unit.tree
-            self._assigned[id(tree)] = {
-                n.id for n in walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-            }
-        return self._assigned[id(unit.tree)]
+            stored = {n.id for n in walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            self._locals[id(tree)] = stored | {a.arg for a in tree.args.args}
+        return self._locals[id(unit.tree)]
 
     def _call_form(self, unit: Unit, call: ast.Call, parents: dict[ast.AST, ast.AST]) -> Form | None:
         used = not isinstance(parents.get(call), ast.Expr)
@@ -384,8 +384,13 @@ class Fence:
             return BY_NAME["helper through wp.static" if static else "helper call"]
         if name == "static" and isinstance(call.func, ast.Attribute):
             return BY_NAME["wp.static value"]
-        if isinstance(call.func, ast.Name) and call.func.id in self._assigned_names(unit):
-            return BY_NAME["call of a local"]
+        if isinstance(call.func, ast.Name) and call.func.id in self._local_names(unit):
+            memory = self._memory(unit)
+            handed = [*call.args, *(keyword.value for keyword in call.keywords)]
+            # handed values only, it is an opaque call, replayed as Warp replays it; handed memory, it may write it
+            if any(memory.names_memory(argument) or memory.element_struct(argument) for argument in handed):
+                return BY_NAME["call of a local"]
+            return BY_NAME["opaque call"]
         if self.frontend.is_builtin(unit, call):
             tile_atomic = name is not None and name.startswith(TILE_ATOMIC_PREFIX)
             if tile_atomic and used:

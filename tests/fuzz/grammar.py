@@ -349,10 +349,12 @@ def _builtin_refused(writer: _KernelWriter, scope: _Scope) -> None:
 
 
 def _call_of_a_local(writer: _KernelWriter, scope: _Scope) -> None:
-    """A builtin bound to a local, as Warp's deterministic-mode tests call ``wp.atomic_xor``."""
+    """A builtin bound to a local and handed an array, as Warp's deterministic-mode tests call ``wp.atomic_xor`` (an
+    atomic max of an element with itself: it changes nothing)."""
     operation = writer.fresh("operation")
-    scope.line(f"{operation} = wp.max")
-    scope.line(f"y[tid] += {operation}(xv, wp.float64(0.5))")
+    scope.line(f"{operation} = wp.atomic_max")
+    scope.line(f"{operation}(keys, 0, keys[0])")
+    scope.line(f"y[tid] += xv * {writer.constant()}")
 
 
 def _opaque_call(writer: _KernelWriter, scope: _Scope) -> None:

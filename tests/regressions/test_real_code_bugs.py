@@ -810,3 +810,30 @@ def test_the_command_line_types_a_vector_whose_length_is_a_module_level_sum(tmp_
     make = lambda: [keys, i32([3, 0, 6, 2, 5, 1]), f64(X, True), i32([0]), f64(np.zeros(N), True)]  # noqa: E731
     program = through(slots_rewritten, "best_slots_then_claim", N)
     check(Case(slots.best_slots_then_claim, N, make, [4], [2], program=program))
+
+
+@wp.func
+def toggle_flag(flag: wp.array[wp.int32], mask: wp.int32):
+    wp.atomic_xor(flag, 0, mask)
+
+
+@wp.func
+def apply_to_flag(g: wp.Function, flag: wp.array[wp.int32], mask: wp.int32):
+    g(flag, mask)
+
+
+@wp.kernel
+def toggles_through_a_function_parameter_and_claims(
+    flag: wp.array[wp.int32], count: wp.array[wp.int32], x: wp.array[wp.float64], out: wp.array[wp.float64]
+):
+    tid = wp.tid()
+    apply_to_flag(toggle_flag, flag, 1)
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = x[tid] * x[tid]
+
+
+def test_a_function_parameter_handed_an_array_is_refused():
+    """Warp's deterministic-mode tests (``_det_apply_flag_function(g: wp.Function, ...)``): a call of a parameter
+    naming a function, handed an array, may write it where the rewrite cannot see (the plan missed the write)."""
+    with pytest.raises(RewriteError, match=r"call of a local \(g\(flag, mask\)\).*own name"):
+        wp_rewrite(toggles_through_a_function_parameter_and_claims)
