@@ -1,5 +1,6 @@
 """What leaving statements out of a generated function leaves behind, taken out: ``pass`` beside other statements,
-and assignments to locals nothing reads any more, so that generated code reads as written and lints clean."""
+and assignments to locals nothing reads any more (a loop's variable or an unpacked name they leave unread is marked
+with an underscore), so that generated code reads as written and lints clean."""
 
 from __future__ import annotations
 
@@ -41,11 +42,40 @@ def _pruned_body(body: list[ast.stmt], read: set[str]) -> list[ast.stmt]:
                 if pruned is not inner:
                     statement = copy.copy(statement)
                     setattr(statement, name, pruned or ([] if name == "orelse" else [ast.Pass()]))
-        kept.append(statement)
+        kept.append(_unread_names_marked(statement, read))
     if not kept:  # nothing but passes and dead assignments: one pass
         return body if len(body) == 1 and isinstance(body[0], ast.Pass) else [ast.Pass()]
     unchanged = len(kept) == len(body) and all(k is b for k, b in zip(kept, body, strict=True))
     return body if unchanged else kept
+
+
+def _unread_names_marked(statement: ast.stmt, read: set[str]) -> ast.stmt:
+    """A loop's variable, or a name a tuple assignment unpacks, that nothing reads any more, given a leading
+    underscore (ruff's B007 and RUF059: the name says it is unused); the statement itself if there is none."""
+    targets: list[ast.expr]
+    if isinstance(statement, ast.For) and isinstance(statement.target, ast.Name):
+        targets = [statement.target]
+    elif (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Tuple)
+    ):
+        targets = statement.targets[0].elts
+    else:
+        return statement
+    unread = [t for t in targets if isinstance(t, ast.Name) and t.id not in read and not t.id.startswith("_")]
+    if not unread:
+        return statement
+    renamed: list[ast.expr] = [
+        ast.copy_location(ast.Name(f"_{t.id}", ast.Store()), t) if isinstance(t, ast.Name) and t in unread else t
+        for t in targets
+    ]
+    statement = copy.copy(statement)
+    if isinstance(statement, ast.For):
+        statement.target = renamed[0]
+    else:
+        statement.targets = [ast.copy_location(ast.Tuple(renamed, ast.Store()), statement.targets[0])]
+    return statement
 
 
 def _assigns_unread(statement: ast.stmt, read: set[str]) -> TypeGuard[ast.Assign | ast.AugAssign]:

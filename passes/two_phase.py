@@ -383,16 +383,19 @@ class PhaseWriter(ast.NodeTransformer):
         runtime = self._runtime
         return runtime.record_if_room if self.settings.may_outgrow.intersection(loops) else runtime.record_returned
 
-    def _iteration_start(self, loop: Loop, iteration: str) -> list[ast.stmt]:
-        """The iteration's coordinate, then its loop-carried locals recorded (or, replaying, restored)."""
+    def _iteration_start(self, loop: Loop, iteration: str, body: list[ast.stmt]) -> list[ast.stmt]:
+        """The iteration's coordinate, where it or ``body`` (the iteration's statements) reads it, then its
+        loop-carried locals recorded (or, replaying, restored)."""
         coordinate = f"{self.coordinate} * {self.settings.capacities[loop.id]} + {iteration}"
-        statements = [_stmt(f"{loop.coordinate} = {coordinate}")]
+        statements = []
         for carried in loop.carried_in if self.records else ():
             if self.forward:
                 recorder = self._recorder((*loop.outer_loops, loop.id))
                 statements.append(_stmt(f"{recorder}({carried.local}, {carried.records}, {loop.coordinate})"))
             else:
                 statements.append(self._restored(carried, loop.coordinate))
+        if any(isinstance(n, ast.Name) and n.id == loop.coordinate for s in (*statements, *body) for n in walk(s)):
+            statements.insert(0, _stmt(f"{loop.coordinate} = {coordinate}"))
         return statements
 
     def _restored(self, carried: Carried, coordinate: str) -> ast.stmt:
@@ -525,16 +528,16 @@ class PhaseWriter(ast.NodeTransformer):
                 iteration = f"{counted} - {start}"
             else:
                 iteration = f"({counted} - {start}) // {step}"
-            node.body = [*self._iteration_start(loop, iteration), *body]
+            node.body = [*self._iteration_start(loop, iteration, body), *body]
             return [*before, node, *self._after(loop)]
         counter = loop.counter
         if self.forward:
             # A loop that breaks: count the iterations it entered, for the replay to run exactly those.
-            node.body = [*self._iteration_start(loop, counter), _stmt(f"{counter} = {counter} + 1"), *body]
+            node.body = [*self._iteration_start(loop, counter, body), _stmt(f"{counter} = {counter} + 1"), *body]
             return [*before, _stmt(f"{counter} = {self.settings.module.warp}.int32(0)"), node, *self._after(loop)]
         replay = _parsed(f"for {counter} in range({loop.trips_records}[{self.coordinate}]):\n    pass", ast.For)
         position = _stmt(f"{variable} = {start} + {counter} * {step}")
-        replay.body = [position, *self._iteration_start(loop, counter), *body]
+        replay.body = [position, *self._iteration_start(loop, counter, body), *body]
         return [*before, ast.copy_location(replay, node), *self._after(loop)]
 
     def _rewrite_counted(self, node: ast.While | ast.For, loop: Loop) -> list[ast.stmt]:
@@ -544,7 +547,7 @@ class PhaseWriter(ast.NodeTransformer):
         counter, trips = loop.counter, loop.trips_records
         body = self._visit_body(loop, node.body)
         if self.forward:
-            node.body = [*self._iteration_start(loop, counter), _stmt(f"{counter} = {counter} + 1"), *body]
+            node.body = [*self._iteration_start(loop, counter, body), _stmt(f"{counter} = {counter} + 1"), *body]
             return [
                 _stmt(f"{counter} = {self.settings.module.warp}.int32(0)"),
                 node,
@@ -553,7 +556,7 @@ class PhaseWriter(ast.NodeTransformer):
             ]
         # Replay: exactly the recorded iterations, as a for loop Warp can run backward.
         replay = _parsed(f"for {counter} in range({trips}[{self.coordinate}]):\n    pass", ast.For)
-        replay.body = [*self._iteration_start(loop, counter), *body]
+        replay.body = [*self._iteration_start(loop, counter, body), *body]
         return [ast.copy_location(replay, node), *self._after(loop)]
 
 

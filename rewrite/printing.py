@@ -14,6 +14,26 @@ import functools
 import io
 import re
 import tokenize
+from typing import Any
+
+# Python's unparser, which ``ast.unparse`` runs (not exported: no stub names it)
+_PythonUnparser: Any = vars(ast)["_Unparser"]
+_Precedence: Any = vars(ast)["_Precedence"]
+
+
+class _Unparser(_PythonUnparser):
+    """``ast.unparse``, but an ``and`` inside an ``or`` in parentheses, as the user wrote them: Python's unparser
+    drops them, and ruff's RUF021 asks for them."""
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> None:
+        operator, own = (" or ", _Precedence.OR) if isinstance(node.op, ast.Or) else (" and ", _Precedence.AND)
+        with self.require_parens(own, node):
+            for index, value in enumerate(node.values):
+                if index:
+                    self.write(operator)
+                self.set_precedence(_Precedence.NOT, value)  # above both: a nested and/or is parenthesized
+                self.traverse(value)
+
 
 _PLACEHOLDER = "__wp_rewrite_kept_"
 _PLACEHOLDER_LINE = re.compile(rf"^( *){_PLACEHOLDER}(\d+)$", re.MULTILINE)
@@ -41,7 +61,7 @@ def unparse_keeping_text(definition: ast.FunctionDef, originals: dict[ast.stmt, 
             else:
                 pending += [getattr(statement, field) for field in ("body", "orelse") if hasattr(statement, field)]
     try:
-        printed = ast.unparse(definition)
+        printed = _Unparser().visit(definition)
     finally:
         for body, index, statement in swapped:
             body[index] = statement
@@ -91,7 +111,8 @@ def _bytes_slice(line: str, start: int, end: int | None) -> str:
 
 
 def _indented(source: str, indent: str) -> str:
-    return indent + source.replace("\n", "\n" + indent)
+    """``source`` indented by ``indent``, its blank lines left empty (as formatters keep them: ruff's W293)."""
+    return "\n".join(indent + line if line.strip() else "" for line in source.split("\n"))
 
 
 WIDTH = 120  # the longest line of generated code

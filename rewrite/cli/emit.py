@@ -381,7 +381,9 @@ def generate(frontend: StaticFrontend, detach_returns: bool) -> tuple[GeneratedK
         unit = generated.source_unit(function.unit)
         assert isinstance(unit, StaticUnit)  # (the static front end's)
         imports += frontend.helper_imports(unit, function.clones)
-    return generated, imports
+    # Only what the copies still name: a name a helper's default uses is gone where each call passes its argument
+    named = {node.id for node in walk(ast.parse(generated.source)) if isinstance(node, ast.Name)}
+    return generated, [helper_import for helper_import in imports if helper_import.name in named]
 
 
 @dataclass

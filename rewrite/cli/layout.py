@@ -170,7 +170,7 @@ def parenthesized_if_broken(doc: Doc) -> Doc:
 # How loosely each operator binds (higher: looser): ruff splits a chain of operators at its loosest.
 _LOOSENESS = {ast.Or: 9, ast.And: 9, "compare": 8, ast.BitOr: 7, ast.BitXor: 6, ast.BitAnd: 5, ast.LShift: 4}
 _LOOSENESS |= {ast.RShift: 4, ast.Add: 3, ast.Sub: 3, ast.Mult: 2, ast.Div: 2, ast.FloorDiv: 2, ast.Mod: 2}
-_LOOSENESS |= {ast.MatMult: 2, ast.Pow: 1}
+_LOOSENESS |= {ast.MatMult: 2, ast.Pow: 1, ast.IfExp: 10}  # a conditional expression breaks before if and else
 _SYMBOLS = {ast.Or: "or", ast.And: "and", ast.BitOr: "|", ast.BitXor: "^", ast.BitAnd: "&", ast.LShift: "<<"}
 _SYMBOLS |= {ast.RShift: ">>", ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//"}
 _SYMBOLS |= {ast.Mod: "%", ast.MatMult: "@", ast.Pow: "**", ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<"}
@@ -227,7 +227,7 @@ class _Source:
                 items = [self.doc(item, True) for item in index.elts]
                 return [self.doc(node.value, in_parentheses), bracketed("[", items, "]")]
             return [self.doc(node.value, in_parentheses), bracketed("[", [self.doc(index, True)], "]", False)]
-        if isinstance(node, ast.BoolOp | ast.Compare | ast.BinOp):
+        if isinstance(node, ast.BoolOp | ast.Compare | ast.BinOp | ast.IfExp):
             return self._chain(list(self._operations(node)), in_parentheses)
         if isinstance(node, ast.UnaryOp):
             return [_SYMBOLS[type(node.op)], self.doc(node.operand, in_parentheses)]
@@ -250,8 +250,14 @@ class _Source:
     def _operations(self, node: ast.expr, root: bool = True) -> Iterator[ast.expr | tuple[str, int]]:
         """The operands and operators of a chain of operations (below the root, those written without
         parentheses), in order; an operator as (its text, how loosely it binds)."""
-        if not root and self.parenthesized(node):
+        if not root and (self.parenthesized(node) or isinstance(node, ast.IfExp)):
             yield node
+        elif isinstance(node, ast.IfExp):
+            yield from self._operations(node.body, False)
+            yield "if", _LOOSENESS[ast.IfExp]
+            yield from self._operations(node.test, False)
+            yield "else", _LOOSENESS[ast.IfExp]
+            yield from self._operations(node.orelse, False)
         elif isinstance(node, ast.BoolOp):
             for number, value in enumerate(node.values):
                 if number:
@@ -341,7 +347,11 @@ class _Shape:
             self.count += count
 
     def _inside(self, node: ast.expr) -> None:
-        if isinstance(node, ast.BoolOp):
+        if isinstance(node, ast.IfExp):
+            self._operator(_LOOSENESS[ast.IfExp], 2)
+            for part in (node.body, node.test, node.orelse):
+                self.visit(part)
+        elif isinstance(node, ast.BoolOp):
             self._operator(_LOOSENESS[type(node.op)], len(node.values) - 1)
             for value in node.values:
                 self.visit(value)
@@ -419,7 +429,7 @@ def _value_doc(source: _Source, value: ast.expr, fit: _Fit) -> _Candidates:
     shape.visit(value)
     flat = _Printer(len(source.text) * 2).print(source.doc(value, False), 0)
     on_one_line = Group(["(", Indented([Break(soft=True), flat]), Break(soft=True), ")"], broken=True)
-    if not shape.any_brackets and not isinstance(value, ast.BoolOp | ast.Compare | ast.BinOp):
+    if not shape.any_brackets and not isinstance(value, ast.BoolOp | ast.Compare | ast.BinOp | ast.IfExp):
         if fit is _Fit.FIRST:
             raise _Unsupported  # nothing to break
         return _Candidates([on_one_line, flat], fit)  # in parentheses only where that makes it fit

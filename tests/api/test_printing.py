@@ -75,3 +75,19 @@ def test_statements_after_a_form_feed_are_printed_from_their_own_lines():
         "         1.0)",
         "    return y",
     ]
+
+
+def test_a_kept_statements_blank_lines_stay_empty():
+    """An unchanged ``if`` with a blank line in its body, printed one level deeper (Newton's rasterized
+    collisions): the blank line gets no indentation (ruff's W293)."""
+    source = "def kernel(a: float):\n    if a > 0.0:\n        b = a\n\n        c = b\n    return a\n"
+    function = ast.parse(source).body[0]
+    assert isinstance(function, ast.FunctionDef)
+    wrapper = ast.parse("def wrapper():\n    pass\n").body[0]
+    assert isinstance(wrapper, ast.FunctionDef)
+    loop = ast.parse("for i in r:\n    pass\n").body[0]
+    assert isinstance(loop, ast.For)
+    loop.body = [function.body[0]]
+    wrapper.body = [loop]
+    printed = unparse_keeping_text(wrapper, {function.body[0]: source})
+    assert "        if a > 0.0:\n            b = a\n\n            c = b" in printed

@@ -98,6 +98,30 @@ SPLIT = [
         )
         """,
     ),
+    (  # a conditional expression breaks before its if and else, in parentheses (Newton's tendon kernels)
+        60,
+        "        tension = runtime.record_if_room(seg_tension[left], tension_reads, coordinate3) if compliance > 0.0 else 0.0",
+        "        tension = (\n"
+        "            runtime.record_if_room(\n"
+        "                seg_tension[left],\n"
+        "                tension_reads,\n"
+        "                coordinate3,\n"
+        "            )\n"
+        "            if compliance > 0.0\n"
+        "            else 0.0\n"
+        "        )",
+    ),
+    (
+        50,
+        "out[i] = first_value_name if flag_name else second_value",
+        """
+        out[i] = (
+            first_value_name
+            if flag_name
+            else second_value
+        )
+        """,
+    ),
     (  # where the value in parentheses does not fit either, ruff breaks the target's brackets (Newton's kernels.py)
         32,
         "values[first_index + second_index] = v",
