@@ -100,7 +100,8 @@ SPLIT = [
     ),
     (  # a conditional expression breaks before its if and else, in parentheses (Newton's tendon kernels)
         60,
-        "        tension = runtime.record_if_room(seg_tension[left], tension_reads, coordinate3) if compliance > 0.0 else 0.0",
+        "        tension = runtime.record_if_room(seg_tension[left], tension_reads, coordinate3)"
+        " if compliance > 0.0 else 0.0",
         "        tension = (\n"
         "            runtime.record_if_room(\n"
         "                seg_tension[left],\n"

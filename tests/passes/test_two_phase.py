@@ -179,7 +179,8 @@ def test_a_fixed_max_records_is_compiled_in_and_the_replay_takes_no_trip_argumen
 def test_the_count_phase_leaves_out_writes_nothing_reads_back_and_records_but_keeps_their_calls():
     """What a dry run launches to count trips: ``out`` is never read, so its store goes, but not the atomic in
     its index (the counter is read back: its values decide the slots); nor are records stored (a dry run's are
-    thrown away), so the thread's row and the trips' coordinates go too."""
+    thrown away), so the thread's row and the trips' coordinates go too, and the loop's variable, read no more,
+    is marked unused."""
     same_code(
         generated(plan_of(EMIT), COUNT),
         """
@@ -193,7 +194,7 @@ def test_the_count_phase_leaves_out_writes_nothing_reads_back_and_records_but_ke
             step0 = 1
             if rt.range_length(start0, stop0, step0) > trip_capacity0:
                 rt.report_trips(status, 0, rt.range_length(start0, stop0, step0))
-            for k in range(start0, stop0, step0):
+            for _k in range(start0, stop0, step0):
                 wp.atomic_add(count, 0, 1)
         """,
     )
