@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import warp as wp
-from outcomes import CRASH, GENERIC, LEFT, LEFT_WARNING, ORIGINAL_FAILS, REFUSED, REWRITTEN, Outcome, refusal_reason
+from outcomes import CRASH, GENERIC, LEFT, ORIGINAL_FAILS, REFUSED, REWRITTEN, Outcome, refusal_reason
 from trees import Tree
 from warp._src.types import type_is_generic  # what makes a kernel generic, by Warp's own test (no public alias)
 
@@ -86,8 +86,8 @@ def rewrite_and_compile(tree: Tree, kernels: list[RealKernel]) -> list[Outcome]:
     by_module: dict[str, list[tuple[RealKernel, RewrittenKernel]]] = defaultdict(list)
     for real in kernels:
         try:
-            with warnings.catch_warnings(record=True) as warned:
-                warnings.simplefilter("always", RewriteWarning)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RewriteWarning)  # (said once a kernel: .left says it every time)
                 rewritten = wp_rewrite(real.kernel)
         except RewriteError as error:
             outcomes[real.name] = outcome(real, REFUSED, refusal_reason(str(error)))
@@ -95,13 +95,8 @@ def rewrite_and_compile(tree: Tree, kernels: list[RealKernel]) -> list[Outcome]:
         except Exception:
             outcomes[real.name] = outcome(real, CRASH, traceback.format_exc(limit=-3))
             continue
-        left = [
-            found
-            for w in warned
-            if issubclass(w.category, RewriteWarning) and (found := LEFT_WARNING.search(str(w.message)))
-        ]
-        if left:
-            outcomes[real.name] = outcome(real, LEFT, left[0]["reason"])
+        if rewritten.left is not None:
+            outcomes[real.name] = outcome(real, LEFT, refusal_reason(str(rewritten.left)))
         if rewritten.pair is None:
             continue
         if real.kernel.is_generic:
