@@ -25,7 +25,7 @@ from warp_rewrite.passes.overloads import Ambiguous
 from warp_rewrite.passes.plan_types import Frontend, Unit
 from warp_rewrite.passes.read_back import Analysis
 from warp_rewrite.passes.refusals import Refusal
-from warp_rewrite.passes.syntax import Located, called_name, parent_map, walk
+from warp_rewrite.passes.syntax import Located, called_name, function_locals, parent_map, walk
 
 UNSUPPORTED = "not supported by warp-rewrite yet"
 # The builtin classes the rewrite accepts, as the table of forms lists them (docs/design.md).
@@ -368,9 +368,7 @@ class Fence:
         """The function's parameters and the locals it assigns: a call of one (a function value: ``op =
         wp.atomic_xor``, a ``g: wp.Function`` parameter) the front end cannot resolve is opaque to the rewrite."""
         if id(unit.tree) not in self._locals:
-            tree = unit.tree
-            stored = {n.id for n in walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-            self._locals[id(tree)] = stored | {a.arg for a in tree.args.args}
+            self._locals[id(unit.tree)] = function_locals(unit.tree)
         return self._locals[id(unit.tree)]
 
     def _call_form(self, unit: Unit, call: ast.Call, parents: dict[ast.AST, ast.AST]) -> Form | None:

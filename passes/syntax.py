@@ -127,6 +127,12 @@ def with_blocks(node: ast.stmt, blocks: dict[str, list[ast.stmt]]) -> ast.stmt:
     return new
 
 
+def function_locals(function: ast.FunctionDef) -> set[str]:
+    """The function's parameters and the names it assigns."""
+    stored = {n.id for n in walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return stored | {a.arg for a in function.args.args}
+
+
 def called_name(call: ast.Call) -> str | None:
     """``tile_load`` for ``wp.tile_load(...)`` or a bare ``tile_load(...)``."""
     return call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)

@@ -32,7 +32,7 @@ from warp_rewrite.passes.atomics import positional_arguments
 from warp_rewrite.passes.layout import RecordParam
 from warp_rewrite.passes.plan_types import Carried, FunctionPlan, KernelPlan, Loop, Site, needs_forward_twin
 from warp_rewrite.passes.pruning import constructs, pruned
-from warp_rewrite.passes.syntax import called_name, walk
+from warp_rewrite.passes.syntax import called_name, function_locals, walk
 
 if TYPE_CHECKING:  # the passes import no runtime: the ABI's names come in through ModuleNames
     from warp_rewrite.runtime.abi import RuntimeNames
@@ -482,8 +482,7 @@ class PhaseWriter(ast.NodeTransformer):
                 for inner in walk(node)
                 if inner is not node and isinstance(inner, ast.For)
             }
-            stored = {n.id for n in walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-            self._locals = stored | {a.arg for a in tree.args.args}
+            self._locals = function_locals(tree)
         if _position(loop) not in self._inner_loops or any(
             isinstance(n, ast.Name) and n.id in self._locals for n in walk(bound)
         ):

@@ -28,7 +28,7 @@ from warp_rewrite.passes import dtypes, overloads
 from warp_rewrite.passes.atomics import WarpNames
 from warp_rewrite.passes.int_types import IntLocals
 from warp_rewrite.passes.plan_types import Unit
-from warp_rewrite.passes.syntax import Located, walk
+from warp_rewrite.passes.syntax import Located, function_locals, walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.runtime import RewriteError
 
@@ -473,9 +473,7 @@ class StaticFrontend:
         owner, helper = unit.owner, unit.tree
         if helper is self.definition:
             return []
-        local = {a.arg for a in helper.args.args} | {
-            n.id for n in walk(helper) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-        }
+        local = function_locals(helper)
         cloned = {id(call.func) for call in clones}
         decorating = {id(n) for decorator in helper.decorator_list for n in walk(decorator)}  # the copy is @wp.func
         imports = []

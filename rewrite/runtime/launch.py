@@ -418,28 +418,29 @@ class RewrittenKernel(wp.Kernel):
             return None
         check_like_warp(self.kernel, args, device)
         self._check_arguments(args, shape, device)
-        if self._generated.spec.loops_only and (left := self._refusal_before_running(request)) is not None:
-            # It launched before it was rewritten: it runs as plain Warp, with Warp's gradient through its loops.
-            warnings.warn(f"{left.location}: {left_to_warp(left)}", RewriteWarning, stacklevel=2)
-            warp_launch(self.kernel, dim, inputs, outputs, record_tape=record_tape, **original)
-            return None
-        # Records are allocated and filled, and both phases run, on the launch's stream (see the README: Streams).
         with wp.ScopedStream(stream) if stream is not None else nullcontext():
-            self._launch_on_tape(tape, request, key)
+            try:
+                checked = self._checked_variant(request)
+            except RewriteError as left:
+                if not self._generated.spec.loops_only:
+                    raise
+                # It launched before it was rewritten: it runs as plain Warp, with Warp's gradient through its loops.
+                warnings.warn(f"{left.location}: {left_to_warp(left)}", RewriteWarning, stacklevel=2)
+                warp_launch(self.kernel, dim, inputs, outputs, record_tape=record_tape, **original)
+                return None
+            # Records are allocated and filled, and both phases run, on the launch's stream (see the README: Streams).
+            self._launch_on_tape(tape, request, key, checked)
         return None
 
-    def _refusal_before_running(self, request: LaunchRequest) -> RewriteError | None:
-        """What ``_launch_on_tape`` would refuse before it runs anything (a read of memory the launch writes whose
-        gradient is needed, generated kernels that do not compile), or None."""
-        try:
-            with wp.ScopedStream(request.stream) if request.stream is not None else nullcontext():
-                self._refuse_constant_replays(request)
-                pair, exact = self._variant(request)
-                self._compile(pair, request.device, request.block_dim)
-                self._refuse_unshadowed_targets(pair.spec, request, exact)
-        except RewriteError as refusal:
-            return refusal
-        return None
+    def _checked_variant(self, request: LaunchRequest) -> tuple[KernelPair, frozenset[str]]:
+        """The kernels a launch runs (``_variant``), compiled, after what ``_launch_on_tape`` refuses before it runs
+        anything: a read of memory the launch writes whose gradient is needed, generated kernels that do not compile,
+        targets without their shadow."""
+        self._refuse_constant_replays(request)
+        pair, exact = self._variant(request)
+        self._compile(pair, request.device, request.block_dim)
+        self._refuse_unshadowed_targets(pair.spec, request, exact)
+        return pair, exact
 
     def _launch_adjoint(self, request: LaunchRequest, adjoints: Sequence[Any]) -> None:
         """``adjoint=True``, as custom autograd functions and Warp's tools launch a kernel (``wp.autograd.jacobian``
@@ -498,12 +499,16 @@ class RewrittenKernel(wp.Kernel):
                 f"{len(shape)} (e.g. i, j = wp.tid()) or launch with fewer dimensions"
             )
 
-    def _launch_on_tape(self, tape: Any, request: LaunchRequest, key: tuple | None) -> None:
-        """Both phases of a launch on ``tape``: the record kernel runs now, the replay kernel's adjoint in backward."""
-        self._refuse_constant_replays(request)
-        pair, exact = self._variant(request)
-        self._compile(pair, request.device, request.block_dim)
-        self._refuse_unshadowed_targets(pair.spec, request, exact)
+    def _launch_on_tape(
+        self,
+        tape: Any,
+        request: LaunchRequest,
+        key: tuple | None,
+        checked: tuple[KernelPair, frozenset[str]] | None = None,
+    ) -> None:
+        """Both phases of a launch on ``tape``: the record kernel runs now, the replay kernel's adjoint in backward.
+        ``checked``: what ``_checked_variant`` gave, where the caller has asked it already."""
+        pair, exact = checked or self._checked_variant(request)
         capacities = self._capacities(pair, request)
         if key is not None and capacities.counted:
             # Rooms a dry run counted: the PreparedLaunch of an earlier launch with these arguments and these rooms
