@@ -69,6 +69,7 @@ class KernelNames:
     launch_shape: str
     coords: tuple[str, ...]  # one per launch dimension the kernel's own wp.tid() unpacks (1 to 4)
     trip_capacity: str  # with a loop's id appended: the parameter passing that loop's capacity, where it is one
+    loop_number: str  # with a loop's id appended: the parameter passing a clone that loop's id
     status: str  # the launch's status: the device's checks (see the runtime's ``check``)
 
 
@@ -81,7 +82,7 @@ class PhaseSettings:
     names: KernelNames
     int_paths: frozenset[str]  # atomic targets holding integers: no adjoint
     capacities: dict[int, str]  # each replayed loop's room per execution, as code (a constant or a parameter)
-    trip_args: tuple[str, ...]  # the trip parameters every function of the phase takes and passes on
+    trip_args: tuple[str, ...]  # the kernel's trip parameters (the launch passes them)
     may_outgrow: frozenset[int]  # loops whose records are stored with record_if_room
     readers: dict[str, str]  # record parameter -> the runtime function reading it back (replay), as spelled
     site_numbers: dict[int, int]  # each site's place among the kernel's (the launch spec's), by id: in refusals
@@ -217,11 +218,12 @@ class PhaseWriter(ast.NodeTransformer):
         if site is not None:
             return ast.copy_location(self._site(visited, site), node)
         if clone is not None:
-            extra = [*clone.plan.record_params(), *self.settings.trip_args, self.coordinate]
+            trips = [self._trip_argument(name) for name in clone_trip_parameters(clone.plan, self.settings)]
+            extra = [*(_expr(name) for name in clone.plan.record_params()), *trips, _expr(self.coordinate)]
             visited = copy.copy(visited)
             name = clone_name(clone.plan, self.phase, self.settings.int_paths)
             visited.func = ast.copy_location(_expr(name), node.func)
-            visited.args = [*_every_argument(visited, clone.plan.unit.tree), *(_expr(name) for name in extra)]
+            visited.args = [*_every_argument(visited, clone.plan.unit.tree), *extra]
             visited.keywords = []
             self.kept_calls.add(id(visited))
         return visited
@@ -230,6 +232,19 @@ class PhaseWriter(ast.NodeTransformer):
         site = self.sites.get(node)  # a read of an array the launch writes (passes.memory)
         visited = self.generic_visit(node)
         return visited if site is None else ast.copy_location(self._site(visited, site), node)
+
+    def _trip_argument(self, parameter: str) -> ast.expr:
+        """What this function passes for a clone's trip parameter: its own parameter of that name, but a loop's
+        number, which the kernel spells as the constant it is."""
+        numbered = parameter.removeprefix(self.settings.names.loop_number)
+        if not self.in_helper and numbered != parameter and numbered.isdigit():
+            return ast.Constant(int(numbered))
+        return _expr(parameter)
+
+    def _loop_number(self, loop: Loop) -> str:
+        """The loop's id as this function spells it: a constant in the kernel, a parameter in a clone (so that a
+        helper's clone reads the same in every kernel that calls it, and a file keeps one definition of it)."""
+        return f"{self.settings.names.loop_number}{loop.id}" if self.in_helper else str(loop.id)
 
     @property
     def _runtime(self) -> RuntimeNames:
@@ -442,7 +457,8 @@ class PhaseWriter(ast.NodeTransformer):
         """
         capacity = self.settings.capacities[loop.id]
         report = self._runtime.report_trips
-        return _stmt(f"if {trips} > {capacity}:\n    {report}({self.settings.names.status}, {loop.id}, {trips})")
+        status = self.settings.names.status
+        return _stmt(f"if {trips} > {capacity}:\n    {report}({status}, {self._loop_number(loop)}, {trips})")
 
     def _opaque(self, node: ast.For | ast.While, loop: Loop) -> list[ast.stmt]:
         """Record: the loop as it is (count: without the writes it leaves out), then the ints it hands on. Replay:
@@ -662,6 +678,23 @@ def trip_parameters(plan: KernelPlan, names: KernelNames, max_records: int | Non
     return (*parameters, names.status) if has_status(plan) else tuple(parameters)
 
 
+def clone_trip_parameters(plan: FunctionPlan, settings: PhaseSettings) -> tuple[str, ...]:
+    """The trip parameters a cloned helper takes and passes on: the capacities and numbers of the loops in it and
+    in the clones it calls, and the launch's status where one of those reports trips or checks a pool. Only
+    those: a clone of one helper then reads the same in every kernel that calls it."""
+    functions = list(plan.walk())
+    loops = [loop for function in functions for loop in function.loops.values() if not loop.opaque]
+    reporting = sorted(loop.id for loop in loops if loop.static_trips is None)
+    names = settings.names
+    capacities = {f"{names.trip_capacity}{loop.id}" for loop in loops}
+    parameters = [name for name in settings.trip_args if name in capacities]
+    parameters += [f"{names.loop_number}{number}" for number in reporting]
+    pools = any(site.marks for function in functions for site in function.sites)
+    if names.status in settings.trip_args and (reporting or pools):
+        parameters.append(names.status)
+    return tuple(parameters)
+
+
 def phase_function(
     plan: FunctionPlan,
     settings: PhaseSettings,
@@ -679,7 +712,7 @@ def phase_function(
     function.name = f"{plan.name}_{settings.phase}"
     w = module.warp
     params = [(name, record_annotation(records[name], module)) for name in plan.record_params()]
-    for name in settings.trip_args:
+    for name in settings.trip_args if is_kernel else clone_trip_parameters(plan, settings):
         params.append((name, f"{w}.array(dtype={w}.int32)" if name == names.status else "int"))
     if options is not None:  # (is_kernel)
         function.decorator_list = [_decorator(w, "kernel", options)]

@@ -339,6 +339,7 @@ def plan(surveyed: Surveyed) -> Planned:
         launch_shape=namer.fresh("launch_shape"),
         coords=tuple(namer.fresh(f"coord{i}") for i in range(launch_arity(kernel.tree))),
         trip_capacity=namer.fresh_base("trip_capacity", tuple(str(loop.id) for loop in result.loops)),
+        loop_number=namer.fresh_base("loop", tuple(str(loop.id) for loop in result.loops)),
         status=namer.fresh("status"),
     )
     room_needed = any(loop.needs_room for loop in result.loops)

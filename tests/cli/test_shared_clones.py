@@ -111,11 +111,12 @@ def region(text: str, begin: str, end: str) -> str:
 
 
 def test_each_variant_is_defined_once(emitted):
-    """``take`` and ``take_first`` as the record, count and replay kernels of compact_squares and compact_scaled call
-    them: one definition each, at module level before the first kernel that calls them, without their helpers'
-    docstrings; those blocks define no clone of their own. compact_twice's calls record into loops of their own
-    (other loop numbers, other record parameters): its variants stay in its block. The factory's own helper reads
-    its closure: its clone stays in its block, one for its two call sites."""
+    """``take`` and ``take_first`` as the record, count and replay kernels of compact_squares, compact_twice and
+    compact_scaled call them: one definition each, at module level before the first kernel that calls them, without
+    their helpers' docstrings; those blocks define no clone of their own. compact_twice's two calls record into
+    loops of their own, numbered apart: a clone takes its loops' numbers and capacities as parameters, so both calls
+    are the one variant the other kernels call. The factory's own helper reads its closure: its clone stays in its
+    block, one for its two call sites."""
     _, _, path = emitted
     text = path.read_text()
     shared = region(text, "helpers the generated blocks below share ----\n", "# ---- wp-rewrite: end of the helpers")
@@ -129,7 +130,7 @@ def test_each_variant_is_defined_once(emitted):
         "take_replay",
     ]
     assert "Claim the next slot" not in shared and text.count('"""Claim the next slot."""') == 1
-    for kernel in ("compact_squares", "compact_scaled"):
+    for kernel in ("compact_squares", "compact_twice", "compact_scaled"):
         block = region(text, f"generated from kernel '{kernel}'", f"end of the code generated from kernel '{kernel}'")
         assert not [name for name in definitions(block) if name.startswith("take")]
     steps = region(

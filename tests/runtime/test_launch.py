@@ -166,3 +166,38 @@ def test_struct_arguments_are_packed_at_every_launch():
             launch(rewritten, N, inputs=[f64(X), writer], device="cpu")
         np.testing.assert_allclose(value.numpy()[: expected.size], expected)
     assert rewritten._launches == {}
+
+
+@wp.func
+def claim_each(count: wp.array[wp.int32], trips: int, x: wp.float64) -> wp.float64:
+    total = wp.float64(0.0)
+    for _ in range(trips):
+        total += x * wp.float64(wp.atomic_add(count, 0, 1) % 3 + 1)
+    return total
+
+
+@wp.kernel
+def claims_in_kernel_and_helper(
+    x: wp.array[wp.float64],
+    own: wp.array[wp.int32],
+    helpers: wp.array[wp.int32],
+    count: wp.array[wp.int32],
+    out: wp.array[wp.float64],
+):
+    i = wp.tid()
+    acc = wp.float64(0.0)
+    for _ in range(own[i]):
+        acc += x[i] * wp.float64(wp.atomic_add(count, 0, 1) % 2 + 1)
+    out[i] = acc * acc + claim_each(count, helpers[i], x[i])
+
+
+def test_a_helpers_loop_reports_its_own_trips():
+    """A clone takes its loops' numbers as parameters (one definition serves every kernel): the trips the dry run
+    counts, and the loop a launch that outgrows its records names, are the helper's loop's, not the kernel's."""
+    own, helpers = [1, 0, 1, 0, 2, 0, 1, 0], [4, 3, 0, 2, 1, 4, 0, 3]
+    make = lambda: [f64(X, True), i32(own), i32(helpers), i32([0]), f64(np.zeros(N), True)]  # noqa: E731
+    check(Case(claims_in_kernel_and_helper, N, make, [4], [0]))
+    rewritten = wp_rewrite(claims_in_kernel_and_helper, max_records=3)
+    line = claim_each.func.__code__.co_firstlineno + 3  # (the first line is the decorator's)
+    with pytest.raises(RewriteError, match=rf"test_launch.py:{line}:.*ran 4 times"), wp.Tape():
+        launch(rewritten, N, inputs=make(), device="cpu")

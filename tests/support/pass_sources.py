@@ -28,6 +28,7 @@ NAMES = KernelNames(
     launch_shape="launch_shape",
     coords=("c0",),
     trip_capacity="trip_capacity",
+    loop_number="loop",
     status="status",
 )
 PROLOGUE = ["thread = wp.tid()"]

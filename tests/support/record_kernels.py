@@ -35,7 +35,7 @@ def record_kernel_differences(frontend: Frontend, generated: GeneratedKernel) ->
     functions = {f.name: f for f in module.body if isinstance(f, ast.FunctionDef)}
     problems: list[str] = []
     plans = list(generated.plan.root.walk())
-    clones = frozenset(f"{plan.name}_{RECORD}" for plan in plans)
+    clones = {f"{plan.name}_{RECORD}": len(plan.unit.tree.args.args) for plan in plans}  # by the helper's arity
     for plan in plans:
         function = functions.get(f"{plan.name}_{RECORD}")
         if function is None:
@@ -118,9 +118,10 @@ def _bound_as_written(bound: ast.expr) -> ast.expr:
 class _Canonical(ast.NodeTransformer):
     """One spelling for what the rewrite may spell differently without changing what runs."""
 
-    def __init__(self, warp: frozenset[str], runtime: str, known: set[str], clones: frozenset[str] = frozenset()):
+    def __init__(self, warp: frozenset[str], runtime: str, known: set[str], clones: dict[str, int] | None = None):
         self.warps, self.warp = warp, min(warp)  # the module's names of warp, and the one spelling used here
-        self.runtime, self.known, self.clones = runtime, known | clones, clones
+        self.clones = clones or {}  # each clone's name, and how many parameters its helper has
+        self.runtime, self.known = runtime, known | set(self.clones)
         self.inlined: dict[str, ast.expr] = {}  # the rewrite's locals bound once to a user expression
 
     def body(self, statements: list[ast.stmt]) -> list[ast.stmt]:
@@ -171,9 +172,8 @@ class _Canonical(ast.NodeTransformer):
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
         if isinstance(node.func, ast.Name) and node.func.id in self.clones:
-            # what a clone's call adds: the rewrite's own locals (coordinates, records, trip room) as arguments
-            node.args = [a for a in node.args if not self._generated(a)]
-            node.keywords = [k for k in node.keywords if not self._generated(k.value)]
+            # what a clone's call adds after the helper's arguments: records, trip room, loop numbers, coordinate
+            node.args = node.args[: self.clones[node.func.id]]
         called = _runtime_call(node, self.runtime)
         if _exact_target(node, self.runtime) is not None:
             flat = node.args[0]  # flat_index(target, *indices), then the value
@@ -194,9 +194,6 @@ class _Canonical(ast.NodeTransformer):
                 bounds = [*bounds, ast.Constant(1)]
             node.args = [_bound_as_written(bound) for bound in bounds]
         return node
-
-    def _generated(self, node: ast.expr) -> bool:
-        return isinstance(node, ast.Name) and node.id not in self.known
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt:
         """``arr[i] += v`` as the ``wp.atomic_add(arr, i, v)`` Warp lowers it to (exact sites are spelled so)."""
