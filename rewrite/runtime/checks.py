@@ -11,6 +11,7 @@ import numpy as np
 import warp as wp
 
 from .device import (
+    CANCELLED,
     CHAIN,
     FINAL,
     MISSING,
@@ -167,7 +168,7 @@ def explain_status(
                 " (found in backward, where this launch's replay had added its local terms to the gradients "
                 "and the rest was left out: this backward pass's gradients are wrong)"
             )
-        elif code == UNSETTLED:
+        elif code in (UNSETTLED, CANCELLED):
             withheld = (
                 " (found in backward, after this launch's replay had added its local terms and part of the gradient "
                 "through the returns to the gradients: this backward pass's gradients are wrong)"
@@ -231,6 +232,14 @@ def explain_status(
             f"{spec.exact_rounds or 'as many'} adjoint launches (as operations): an operand depends on "
             "returned values through more links than expected",
             bug,
+        ),
+        CANCELLED: (
+            f"the gradient through the float returns of {atomic} cannot be computed to its type's precision: "
+            "its returned values feed operands of atomics on the same target, through factors near -1, and the "
+            "terms of the gradient, one per length of those chains, cancel to far less than their size (more than "
+            "half its digits lost)",
+            "Rewrite with detach_returns=True (the returns' gradients are then dropped), or accumulate the values "
+            "that feed back into a separate array",
         ),
     }
     problem, advice = problems[code]

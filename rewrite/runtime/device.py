@@ -51,10 +51,10 @@ def range_length(start: int, stop: int, step: int):
 # A launch's status, written by the device and read by the host when it can without waiting (``check``):
 # [why the launch is refused (0: it is not), the spec's index of the site concerned, trips needed per loop...]
 STATUS_CODE, STATUS_SITE, STATUS_TRIPS = 0, 1, 2
-OVERFLOW, ORDER, MISSING, CHAIN, FINAL, REPLAY_DIFFERS, UNSETTLED, POOL = range(1, 9)
+OVERFLOW, ORDER, MISSING, CHAIN, FINAL, REPLAY_DIFFERS, UNSETTLED, POOL, CANCELLED = range(1, 10)
 _STATUS_TRIPS = wp.constant(STATUS_TRIPS)
-_OVERFLOW, _ORDER, _MISSING, _CHAIN, _FINAL, _REPLAY_DIFFERS, _UNSETTLED, _POOL = (
-    wp.constant(code) for code in (OVERFLOW, ORDER, MISSING, CHAIN, FINAL, REPLAY_DIFFERS, UNSETTLED, POOL)
+_OVERFLOW, _ORDER, _MISSING, _CHAIN, _FINAL, _REPLAY_DIFFERS, _UNSETTLED, _POOL, _CANCELLED = (
+    wp.constant(code) for code in (OVERFLOW, ORDER, MISSING, CHAIN, FINAL, REPLAY_DIFFERS, UNSETTLED, POOL, CANCELLED)
 )
 _READ_MARK, _WRITTEN_MARK = wp.constant(1), wp.constant(2)
 

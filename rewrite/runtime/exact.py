@@ -42,7 +42,22 @@ from .specs import SiteSpec
 # unbounded length, see ``KernelSpec.exact_rounds``).
 
 ADD, HOLD = 0, 1  # how a returned value is made: a running sum; the operand of the last op that stored one
+
 _KIND = {Op.ADD: ADD, Op.SUB: ADD, Op.EXCH: HOLD, Op.MAX: HOLD, Op.MIN: HOLD, Op.CAS: HOLD}
+
+# Over several rounds, an operand's adjoint is a sum of its seeds, one per length of the chains through returns
+# that reach it: where the target's own returns feed its operands through factors near -1 (``f += r * x`` with x
+# near -1), those terms are far larger than their sum (the expansion of a product (1 + x)^n by chain length), and
+# the sum is lost to rounding. A launch where an operand's seeds add up to less than a fraction of their sizes is
+# refused: the square root of the unit roundoff of the target's type, so that at most half its digits are lost
+# (float64: 1e-8; measured on such chains, the gradients are then right to ~1e-7, and lose two digits with each
+# further factor of 100).
+UNIT_ROUNDOFF = {wp.float16: 2.0**-11, wp.bfloat16: 2.0**-8, wp.float32: 2.0**-24, wp.float64: 2.0**-53}
+
+
+def cancellation_limit(array: wp.array) -> float:
+    """How much larger than their sum the seeds of an operand of ``array``'s atomics may be (see above)."""
+    return UNIT_ROUNDOFF[wp._src.types.type_scalar_type(array.dtype)] ** -0.5
 
 
 def _run(kernel: wp.Kernel, dim: Any, inputs: list[Any], device: Any) -> None:
@@ -334,6 +349,7 @@ class ExactBackward:
         scratch: dict[int, Any] = {}  # the seeded launches' adjoints of the other arguments, by the argument's id
         pairs: list[tuple[wp.array, wp.array]] = []  # (gradient, scratch adjoint) to add together at the end
         gate = status  # route the first round unless the launch is refused
+        tallies = self._tallies() if rounds != 1 else {}  # several rounds: sums that may cancel
         # A chain of unbounded length runs through earlier operations: it has at most as many links as operations.
         for round_ in range(rounds or 1 + sum(target.count for target in self.targets)):
             seeds, collected = {}, {}
@@ -342,6 +358,9 @@ class ExactBackward:
             for target in self.targets:
                 seeds[id(target)] = wp.zeros_like(target.operands)  # ops that never ran get no seed
                 target.route(gate, adjoints[id(target)], seeds[id(target)], seeding, first_round=round_ == 0)
+                if tallies:
+                    seeded = records_view(seeds[id(target)])
+                    _run(kernels.tally_seeds, seeded.shape, inputs=[seeded, *tallies[id(target)]], device=device)
                 collected[id(target)] = wp.zeros_like(target.returned, requires_grad=False)
             self._seeded_launch(seeding, seeds, collected, scratch, pairs)
             gate = wp.ones(STATUS_TRIPS, dtype=wp.int32, device=device)  # opened by any adjoint collected
@@ -351,6 +370,9 @@ class ExactBackward:
             if rounds is None and gate.numpy()[0] != 0:  # the host reads whether any gradient is left: it waits
                 break
         _run(kernels.settle, 1, inputs=[status, gate, self.targets[0].sites[0].index], device=device)
+        for target in self.targets if tallies else ():
+            inputs = [status, *tallies[id(target)], cancellation_limit(target.array), target.sites[0].index]
+            _run(kernels.check_cancellation, tallies[id(target)][0].shape, inputs=inputs, device=device)
         for grad, adjoint in pairs:
             if grad.is_contiguous and not isinstance(grad.dtype, wp._src.codegen.Struct):  # one flat pass
                 _run(
@@ -365,6 +387,15 @@ class ExactBackward:
         for target in self.targets:
             target.returned.grad.zero_()  # read: a repeated backward must find it as the first did
         self._watch()
+
+    def _tallies(self) -> dict[int, tuple[wp.array, wp.array]]:
+        """Per target, by id: its operands' seeds summed over the rounds, and their sizes (``cancellation_limit``)."""
+        tallies = {}
+        for target in self.targets:
+            shape = records_view(target.operands).shape
+            totals, sizes = (wp.zeros(shape, dtype=wp.float64, device=self.device) for _ in range(2))
+            tallies[id(target)] = (totals, sizes)
+        return tallies
 
     def _seeded_launch(self, gate, seeds: dict, collected: dict, scratch: dict, pairs: list) -> None:
         """An adjoint launch of the replay kernel seeded only with the operands' extra adjoints; the adjoints that

@@ -7,7 +7,7 @@ from typing import Any
 
 import warp as wp
 
-from .device import _CHAIN, _FINAL, _MISSING, _ORDER, _REPLAY_DIFFERS, _UNSETTLED, refuse, refused
+from .device import _CANCELLED, _CHAIN, _FINAL, _MISSING, _ORDER, _REPLAY_DIFFERS, _UNSETTLED, refuse, refused
 from .exact_atomics import OP_CAS, OP_EXCH, OP_MAX, OP_MIN, SHIFT32, combine, from_bits, on_cuda, same_value, to_bits
 
 SCALARS = wp._src.types.float_types  # the overloads of every generic kernel below: float16, bfloat16, float32, float64
@@ -341,6 +341,31 @@ def open_gate(status: wp.array(dtype=wp.int32), values: wp.array2d(dtype=Any), g
     k, c = wp.tid()
     if values[k, c] != values.dtype(0.0) and not refused(status):
         gate[0] = 0
+
+
+@wp.kernel
+def tally_seeds(
+    seeds: wp.array2d(dtype=Any), totals: wp.array2d(dtype=wp.float64), sizes: wp.array2d(dtype=wp.float64)
+):
+    """Add one round's seeds of the operands' adjoints into their totals, and their sizes into the sum of sizes."""
+    k, c = wp.tid()
+    seed = wp.float64(seeds[k, c])
+    totals[k, c] += seed
+    sizes[k, c] += wp.abs(seed)
+
+
+@wp.kernel
+def check_cancellation(
+    status: wp.array(dtype=wp.int32),
+    totals: wp.array2d(dtype=wp.float64),
+    sizes: wp.array2d(dtype=wp.float64),
+    limit: wp.float64,
+    site: int,
+):
+    """Refuse the launch where an operand's adjoint is a sum over rounds that cancelled beyond ``limit``."""
+    k, c = wp.tid()
+    if sizes[k, c] > limit * wp.abs(totals[k, c]):
+        refuse(status, _CANCELLED, site)
 
 
 @wp.kernel

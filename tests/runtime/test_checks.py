@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import warp as wp
 
+from tests.support import harness
 from tests.support.harness import f64, i32
 from warp_rewrite import RewriteError, check, launch, wp_rewrite
 from warp_rewrite.runtime import checks, exact
@@ -327,3 +328,29 @@ def test_chains_across_targets_have_a_bound_known_when_rewriting():
     assert wp_rewrite(chained).pair.spec.exact_rounds == 2  # first's returns feed second's operands
     assert wp_rewrite(running_sum).pair.spec.exact_rounds == 1
     assert wp_rewrite(self_feeding).pair.spec.exact_rounds is None
+
+
+@wp.kernel
+def compounding(x: wp.array[wp.float64], acc: wp.array[wp.float64], out: wp.array[wp.float64]):
+    """Each trip adds a step, then the balance before it times x: acc grows by (1 + x) per trip, thread by thread."""
+    tid = wp.tid()
+    for trip in range(wp.static(8)):
+        before = wp.atomic_add(acc, 0, wp.float64(0.3) * wp.float64(trip + 1))
+        grown = wp.atomic_add(acc, 0, before * x[tid])
+        out[tid] += grown
+
+
+def test_a_chain_whose_gradient_cancels_beyond_float64_is_refused():
+    """Through its own target the chain's gradient is a sum over chain lengths; with factors 1 + x near 0 those terms
+    dwarf their sum (a 2e9 ratio here) and float64 cannot give it (the gradient of x[2] came out 3e-6 wrong; in fuzz
+    seed 7007's kernels 2934 and 3381, by 1e10): the backward refuses. With factors away from 0 every term has one
+    sign, and the gradient is exact."""
+    steep = np.array([1.06, 0.53, -0.71, -1.24, -0.62, -0.79, 0.64, -0.94])
+    args = [f64(steep, True), f64([0.367], True), f64(np.zeros(8), True)]
+    with wp.Tape() as tape:
+        launch(wp_rewrite(compounding), 8, inputs=args, device="cpu")
+    with pytest.raises(RewriteError, match=r"cannot be computed to its type's precision.*detach_returns=True"):
+        tape.backward(grads={args[2]: f64(np.ones(8))})
+    mild = np.array([0.6, 0.3, 0.45, 0.2, 0.5, 0.35, 0.25, 0.4])
+    make = lambda: [f64(mild, True), f64([0.367], True), f64(np.zeros(8), True)]  # noqa: E731
+    harness.check(harness.Case(compounding, 8, make, [2], [0, 1]))
