@@ -169,8 +169,21 @@ class OrderColumn:
     counts: wp.array
     offsets: wp.array
     perm: wp.array
+    ends: wp.array  # the last position of the address each position holds an op of (``segment_ends``)
     ranks: wp.array | None = None
     by_rank: wp.array | None = None
+
+
+def suffix_sums(values: wp.array, ends: wp.array) -> wp.array:
+    """Each position's value summed with those after it up to ``ends[position]`` (a segmented suffix scan), by
+    doubling: ceil(log2(n)) launches, each sum one of the values it holds alone. A prefix scan's differences
+    (``total - prefix``) would cancel where the first values dwarf the last (a chain of returns through a growing
+    accumulator) and lose the later operands' adjoints."""
+    distance, scratch = 1, written_first(values.shape, values.dtype, values.device)
+    while distance < values.shape[0]:
+        _run(kernels.suffix_step, values.shape, inputs=[ends, distance, values, scratch], device=values.device)
+        values, scratch, distance = scratch, values, 2 * distance
+    return values
 
 
 class ExactTarget:
@@ -232,7 +245,9 @@ class ExactTarget:
             perm = wp.full(n, -1, dtype=wp.int32, device=device)
             inputs = [status, c, self.order, self.addresses, counts, offsets, *self.info, perm]
             _run(kernels.place_ops, n, inputs=inputs, device=device)
-            column = OrderColumn(counts, offsets, perm)
+            ends = wp.empty(n, dtype=wp.int32, device=device)
+            _run(kernels.segment_ends, n, inputs=[perm, self.addresses, counts, offsets, ends], device=device)
+            column = OrderColumn(counts, offsets, perm, ends)
             _run(kernels.check_places, size, inputs=[status, perm, counts, offsets], device=device)
             self.check(status, c, column)
             if self.kind == HOLD:
@@ -289,7 +304,7 @@ class ExactTarget:
             if self.kind == ADD:
                 sums = written_first(n, wp.float64, device)
                 _run(kernels.gather, n, inputs=[gate, column.perm, adjoint, c, sums], device=device)
-                wp.utils.array_scan(sums, sums, inclusive=True)
+                sums = suffix_sums(sums, column.ends)
                 inputs = [gate, c, *place, *self.info, sums, final, with_finals, seeds_view, seeding, grad, with_grad]
                 _run(kernels.route_sums, n, inputs=inputs, device=device)
             else:

@@ -245,6 +245,39 @@ def gather(
 
 
 @wp.kernel
+def segment_ends(
+    perm: wp.array(dtype=wp.int32),
+    addresses: wp.array(dtype=wp.int32),
+    counts: wp.array(dtype=wp.int32),
+    offsets: wp.array(dtype=wp.int32),
+    ends: wp.array(dtype=wp.int32),
+):
+    """The last position of the address each position holds an op of (a position holding none: itself)."""
+    p = wp.tid()
+    k = perm[p]
+    ends[p] = p
+    if k >= 0:
+        a = addresses[k]
+        ends[p] = offsets[a] + counts[a] - 1
+
+
+@wp.kernel
+def suffix_step(
+    ends: wp.array(dtype=wp.int32),
+    distance: int,
+    sums: wp.array(dtype=wp.float64),
+    into: wp.array(dtype=wp.float64),
+):
+    """One step of a segmented suffix scan by doubling: each position adds the sum ``distance`` further on, within
+    its address's ops."""
+    p = wp.tid()
+    value = sums[p]
+    if p + distance <= ends[p]:
+        value += sums[p + distance]
+    into[p] = value
+
+
+@wp.kernel
 def route_sums(
     gate: wp.array(dtype=wp.int32),
     column: int,
@@ -263,7 +296,8 @@ def route_sums(
     with_grad: int,
 ):
     """add/sub: operand j gets s_j * (final + the later returns' adjoints), its seed (opening ``seeding`` if it is
-    not zero); acc0 gets all of them."""
+    not zero); acc0 gets all of them. ``sums``: the returned values' adjoints summed from each position to the last
+    op on its address (``suffix_sums``)."""
     p = wp.tid()
     k = perm[p]
     if refused(gate) or k < 0:
@@ -271,7 +305,9 @@ def route_sums(
     a = addresses[k]
     first = offsets[a]
     last = first + counts[a] - 1
-    later = sums[last] - sums[p]
+    later = wp.float64(0.0)
+    if p < last:
+        later = sums[p + 1]
     if with_finals != 0:
         later += finals[a]
     if _site_info(k, site_ends, site_codes) % 8 == 1:
@@ -280,11 +316,8 @@ def route_sums(
     if later != wp.float64(0.0):
         seeding[0] = 0
     if p == first and with_grad != 0:
-        before = wp.float64(0.0)
-        if first > 0:
-            before = sums[first - 1]
         e = _element(grad, a)
-        wp.atomic_add(grad, e[0], e[1], e[2], e[3], grad.dtype(sums[last] - before))
+        wp.atomic_add(grad, e[0], e[1], e[2], e[3], grad.dtype(sums[first]))
 
 
 @wp.kernel
