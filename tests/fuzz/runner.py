@@ -194,7 +194,9 @@ def agrees(tape: np.ndarray, coarse: np.ndarray, fine: np.ndarray) -> np.ndarray
     (``compare_gradients`` says why each rule)."""
     close = np.isclose(tape, coarse, rtol=RTOL, atol=ATOL)
     close |= np.isclose(tape, fine, rtol=RTOL, atol=ATOL)
-    close |= np.isclose(tape, richardson(coarse, fine), rtol=RTOL, atol=ATOL)
+    extrapolated = richardson(coarse, fine)
+    close |= np.isclose(tape, extrapolated, rtol=RTOL, atol=ATOL)
+    close |= np.abs(tape - extrapolated) <= np.abs(fine - coarse) / 99  # within the fine step's own error
     return close | (np.abs(tape - coarse) <= np.abs(coarse - fine))
 
 
@@ -202,7 +204,8 @@ def compare_gradients(case: Case) -> str | None:
     """None when the tape gradients match finite differences of the original forward; else what differs.
 
     Where they differ, the finite differences are taken again with a 10x smaller step, and an element
-    matching either, or their Richardson extrapolation (``richardson``), is accepted: chained float returns in
+    matching either, or their Richardson extrapolation (``richardson``), or nearer that extrapolation than its
+    correction (the finer difference's own error: seed 7008, kernel 2409), is accepted: chained float returns in
     loops can make the loss steep enough (third derivatives ~1e12) that the truncation error of the 1e-6 step
     exceeds the tolerance. So is an element closer to the first difference than the two differences are to each
     other: they cannot tell it from the truth then (large outputs, ~1e4, carry rounding noise of ~1e-6 into a
