@@ -209,7 +209,8 @@ def compare_gradients(case: Case) -> str | None:
     loops can make the loss steep enough (third derivatives ~1e12) that the truncation error of the 1e-6 step
     exceeds the tolerance. So is an element closer to the first difference than the two differences are to each
     other: they cannot tell it from the truth then (large outputs, ~1e4, carry rounding noise of ~1e-6 into a
-    1e-6 step's difference; ``Case.loss_difference`` keeps the loss's own sum out of it).
+    1e-6 step's difference; ``Case.loss_difference`` keeps the loss's own sum out of it). Last, an element matching
+    the differences at a 10x larger step: where rounding noise, not curvature, parts the first two.
     """
     actual = tape_gradients(case)
     expected = finite_difference_gradients(case)
@@ -217,11 +218,19 @@ def compare_gradients(case: Case) -> str | None:
     if not mismatched:
         return None
     finer = finite_difference_gradients(case, harness.EPSILON / 10)
+    wider: dict[int, np.ndarray] = {}
     for i in mismatched:
-        if not agrees(actual[i], expected[i], finer[i]).all():
+        accepted = agrees(actual[i], expected[i], finer[i])
+        if not accepted.all():
+            # Rounding noise grows as the step shrinks: where it, not curvature, parts the two, a 10x larger step
+            # is the truer one (seed 7009, kernel 684: the tape within 1e-7 of a 1e-4 step, 2e-5 of a 1e-6 one).
+            wider = wider or finite_difference_gradients(case, harness.EPSILON * 10)
+            accepted |= np.isclose(actual[i], wider[i], rtol=RTOL, atol=ATOL)
+        if not accepted.all():
             return (
                 f"gradient of argument {i}:\n  tape   {actual[i].tolist()}\n  finite {expected[i].tolist()}\n"
-                f"  finite with a 10x smaller step {finer[i].tolist()}"
+                f"  finite with a 10x smaller step {finer[i].tolist()}\n"
+                f"  finite with a 10x larger step {wider[i].tolist()}"
             )
     return None
 
