@@ -33,6 +33,7 @@ from warp_rewrite.passes.layout import RecordParam
 from warp_rewrite.passes.plan_types import Carried, FunctionPlan, KernelPlan, Loop, Site, needs_forward_twin
 from warp_rewrite.passes.pruning import constructs, pruned
 from warp_rewrite.passes.syntax import called_name, function_locals, walk
+from warp_rewrite.passes.trip_parameters import clone_trip_parameters, trip_capacities, trip_parameters
 
 if TYPE_CHECKING:  # the passes import no runtime: the ABI's names come in through ModuleNames
     from warp_rewrite.runtime.abi import RuntimeNames
@@ -218,7 +219,9 @@ class PhaseWriter(ast.NodeTransformer):
         if site is not None:
             return ast.copy_location(self._site(visited, site), node)
         if clone is not None:
-            trips = [self._trip_argument(name) for name in clone_trip_parameters(clone.plan, self.settings)]
+            settings = self.settings
+            taken = clone_trip_parameters(clone.plan, settings.trip_args, settings.names)
+            trips = [self._trip_argument(name) for name in taken]
             extra = [*(_expr(name) for name in clone.plan.record_params()), *trips, _expr(self.coordinate)]
             visited = copy.copy(visited)
             name = clone_name(clone.plan, self.phase, self.settings.int_paths)
@@ -641,60 +644,6 @@ def clone_name(plan: FunctionPlan, phase: str, int_paths: frozenset[str]) -> str
     return f"{plan.name}_{phase}"
 
 
-def compiled_room(loop: Loop, max_records: int | None) -> int | None:
-    """The room for records per execution of a loop the replay runs, where the kernels have it compiled in: a
-    constant ``range()``'s trip count, or ``max_records`` when it is fixed for every launch. None: the launch
-    passes it (and loops the replay skips have no coordinates, so none)."""
-    if loop.opaque:
-        return None
-    return loop.static_trips if loop.static_trips is not None else max_records
-
-
-def trip_capacities(loops: list[Loop], names: KernelNames, max_records: int | None) -> dict[int, str]:
-    """Each loop's room per execution as code (the row stride of its coordinates): a constant, else a parameter.
-
-    A constant costs nothing per iteration and keeps an argument out of every launch (Warp packs each
-    argument, and in backward its adjoint too, at every launch).
-    """
-    capacities = {}
-    for loop in (loop for loop in loops if not loop.opaque):
-        room = compiled_room(loop, max_records)
-        capacities[loop.id] = f"{names.trip_capacity}{loop.id}" if room is None else str(room)
-    return capacities
-
-
-def has_status(plan: KernelPlan) -> bool:
-    """Whether the kernels take the launch's status: for loops that may outgrow their records (the record kernel
-    reports their trips) and exact float returns (the exact backward's checks). The replay kernel, and the exact
-    backward, do nothing in a launch its status refuses. Append pools' reads too: the record kernel checks them."""
-    return any(loop.needs_room for loop in plan.loops) or any(site.exact or site.marks for site in plan.sites)
-
-
-def trip_parameters(plan: KernelPlan, names: KernelNames, max_records: int | None) -> tuple[str, ...]:
-    """The parameters every function of both phases takes and passes on: the capacities a launch passes, then
-    the launch's status, where it has one (``has_status``)."""
-    rewritten = [loop for loop in plan.loops if not loop.opaque]
-    parameters = [f"{names.trip_capacity}{loop.id}" for loop in rewritten if compiled_room(loop, max_records) is None]
-    return (*parameters, names.status) if has_status(plan) else tuple(parameters)
-
-
-def clone_trip_parameters(plan: FunctionPlan, settings: PhaseSettings) -> tuple[str, ...]:
-    """The trip parameters a cloned helper takes and passes on: the capacities and numbers of the loops in it and
-    in the clones it calls, and the launch's status where one of those reports trips or checks a pool. Only
-    those: a clone of one helper then reads the same in every kernel that calls it."""
-    functions = list(plan.walk())
-    loops = [loop for function in functions for loop in function.loops.values() if not loop.opaque]
-    reporting = sorted(loop.id for loop in loops if loop.static_trips is None)
-    names = settings.names
-    capacities = {f"{names.trip_capacity}{loop.id}" for loop in loops}
-    parameters = [name for name in settings.trip_args if name in capacities]
-    parameters += [f"{names.loop_number}{number}" for number in reporting]
-    pools = any(site.marks for function in functions for site in function.sites)
-    if names.status in settings.trip_args and (reporting or pools):
-        parameters.append(names.status)
-    return tuple(parameters)
-
-
 def phase_function(
     plan: FunctionPlan,
     settings: PhaseSettings,
@@ -712,7 +661,7 @@ def phase_function(
     function.name = f"{plan.name}_{settings.phase}"
     w = module.warp
     params = [(name, record_annotation(records[name], module)) for name in plan.record_params()]
-    for name in settings.trip_args if is_kernel else clone_trip_parameters(plan, settings):
+    for name in settings.trip_args if is_kernel else clone_trip_parameters(plan, settings.trip_args, names):
         params.append((name, f"{w}.array(dtype={w}.int32)" if name == names.status else "int"))
     if options is not None:  # (is_kernel)
         function.decorator_list = [_decorator(w, "kernel", options)]

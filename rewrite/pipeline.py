@@ -36,13 +36,13 @@ from warp_rewrite.passes.plan_types import KernelPlan, Unit, array_at, is_int_pa
 from warp_rewrite.passes.read_back import Analysis
 from warp_rewrite.passes.refusals import Refusal
 from warp_rewrite.passes.syntax import walk
+from warp_rewrite.passes.trip_parameters import compiled_room
 from warp_rewrite.passes.two_phase import (
     COUNT,
     RECORD,
     REPLAY,
     KernelNames,
     ModuleNames,
-    compiled_room,
     launch_arity,
     mentioning,
     phase_functions,
