@@ -320,12 +320,19 @@ class _KernelWriter:
         return f"wp.vec3d({self.float_value(scope)}, {self.float_value(scope)}, {self.float_value(scope)})"
 
     def convert(self, expr: str, vector: bool, to_vector: bool) -> str:
-        """A float expression of a returned value, made into the dtype of another target."""
-        if vector and not to_vector:
-            return f"{expr}[{self.rng.randint(0, 2)}] * xv"
-        if not vector and to_vector:
-            return f"wp.vec3d({expr} * xv, {expr} + xv, xv * {self.constant()})"
-        return f"{expr} * xv"
+        """A float expression of a returned value, made into the dtype of another target.
+
+        Bounded by ``sin``: a return fed on into another atomic on the same address, trip after trip, grows
+        geometrically, to outputs (1e9 to 1e18) whose rounding hides an input's effect from finite differences
+        (seed 7009, kernels 1152 and 3908: the tape right, the differences of the original blind to it)."""
+        if vector:
+            parts = [f"wp.sin({expr}[{component}])" for component in range(3)]
+            if not to_vector:
+                return f"{parts[self.rng.randint(0, 2)]} * xv"
+            return f"wp.vec3d({', '.join(parts)}) * xv"
+        if to_vector:
+            return f"wp.vec3d(wp.sin({expr}) * xv, wp.sin({expr}) + xv, xv * {self.constant()})"
+        return f"wp.sin({expr}) * xv"
 
     # --- blocks -------------------------------------------------------------------------------------
 
