@@ -226,10 +226,11 @@ CHECKERS = {"verify_fp": {"verify_fp": True}, "debug": {"mode": "debug"}}
 FP_REPORT = re.compile(r"\.h:\d+ - \w+\(")  # how native/array.h and builtin.h report a value that is not finite
 
 
-def _fuzz_child(checker: str) -> None:
+def _fuzz_child(checker: str, count: int = FUZZ_COUNT) -> None:
     """The fuzzer's slice (through the API) and the z-buffer patterns (exact returns and compared reads, through the
     command line: the runtime copied beside the emitted file allocates alike) under one checker, with poisoned
-    allocations; prints the slice's summary line, then every failure."""
+    allocations; prints the slice's summary line, then every failure. ``count``: kernels of the slice (the whole
+    slice by hand: ``python tests/api/test_checkers.py --fuzz-debug 200``)."""
     sys.path[:0] = [str(ROOT)]
     for name, value in CHECKERS[checker].items():
         setattr(wp.config, name, value)
@@ -238,7 +239,7 @@ def _fuzz_child(checker: str) -> None:
     poison_allocations()
     from tests.fuzz.runner import FAILED, run
 
-    summary = run(FUZZ_SEED, FUZZ_COUNT)
+    summary = run(FUZZ_SEED, count)
     print(summary.line(), flush=True)
     for outcome in summary.outcomes:
         if outcome.status == FAILED:
@@ -337,5 +338,8 @@ def test_the_fuzzers_slice_under_the_checker(checker):
 
 if __name__ == "__main__":
     children = {"--child": _child, "--out-of-bounds": _out_of_bounds_child, "--not-finite": _not_finite_child}
-    children |= {f"--fuzz-{checker}": lambda checker=checker: _fuzz_child(checker) for checker in CHECKERS}
+    children |= {
+        f"--fuzz-{checker}": lambda checker=checker: _fuzz_child(checker, *map(int, sys.argv[2:3]))
+        for checker in CHECKERS
+    }
     children[sys.argv[1]]()
