@@ -325,7 +325,7 @@ def derived_effects(function: Function) -> frozenset[Effect]:
     found = set()
     if function.skip_replay:
         found.add(Effect.SKIPPED_IN_REPLAY)
-    if not function.is_differentiable:
+    if not function.is_differentiable or getattr(function, "missing_grad", False):  # (no missing_grad in Warp 1.19)
         found.add(Effect.NO_ADJOINT)
     types = [*function.input_types.values(), function.value_type]
     if function.group == "Tile Primitives" or any(warp_types.is_tile(t) for t in types):
