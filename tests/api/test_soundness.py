@@ -7,12 +7,15 @@ resolved (``wp.static``) or refused. Each pattern is checked end to end against 
 original kernel's forward (tests/support/harness.py), or for its refusal.
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 import warp as wp
 
 from tests.support.harness import Case, check, f64, i32
-from warp_rewrite import RewriteError, launch, wp_rewrite
+from tests.support.record_kernels import dropped_reads
+from warp_rewrite import RewriteError, launch, pipeline, wp_rewrite
 
 N = 8
 X = np.linspace(0.3, 1.7, N)  # positive, far from every threshold below
@@ -257,6 +260,24 @@ def test_the_dry_run_never_writes_user_memory():
     with wp.Tape():
         launch(wp_rewrite(emit_and_mark), N, inputs=[f64(X, True), i32(trips), count, out, marks], device="cpu")
     assert base.numpy().tolist() == [1.0, 0.0] * N and count.numpy().tolist() == [sum(trips)]
+
+
+def test_the_invariants_catch_a_record_kernel_reading_what_the_count_kernel_does_not_write(monkeypatch):
+    """The count kernel leaves out the writes into arrays the plan does not copy, so the record kernel must read
+    none of them: a plan that copied nothing would have it read ``marks`` and the counter (``dropped_reads``)."""
+    found = []
+    rewrite_kernel = pipeline.rewrite_kernel
+
+    def with_nothing_copied(frontend, *options):
+        generated = rewrite_kernel(frontend, *options)
+        broken = dataclasses.replace(generated.plan, copied=frozenset())
+        found.extend(dropped_reads(frontend, dataclasses.replace(generated, plan=broken)))
+        assert not dropped_reads(frontend, generated)
+        return generated
+
+    monkeypatch.setattr(pipeline, "rewrite_kernel", with_nothing_copied)
+    wp_rewrite(emit_and_mark, detach_returns=True)  # a kernel of its own (another option): generated anew
+    assert [line.split(": ", 1)[1].split(" (")[0] for line in found] == ["reads 'marks'", "reads 'count'"]
 
 
 # --- calls the rewrite must see into ----------------------------------------------------------------------------

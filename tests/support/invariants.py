@@ -3,7 +3,7 @@
 
 - its replay reads only memory the launch does not write, or records (``replay_reads``);
 - its record kernel is the original plus record stores, and its count kernel the record kernel less the writes
-  nothing reads back (``record_kernels``);
+  into arrays nothing reads back, which the record kernel indeed never reads (``record_kernels``);
 - its replay keeps every float atomic of the original (``replay_atomics``);
 - every loop of its replay that Warp does not unroll runs recorded trips, and sets each local it carries from a
   record before reading it (``loop_restores``);
@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 from tests.support.generated_names import unlisted_runtime_names
 from tests.support.loop_restores import unrestored_loop_locals
-from tests.support.record_kernels import count_kernel_differences, record_kernel_differences
+from tests.support.record_kernels import count_kernel_differences, dropped_reads, record_kernel_differences
 from tests.support.replay_atomics import dropped_float_atomics
 from tests.support.replay_reads import unrecorded_reads
 from tests.support.written_arrays import unseen_writes
@@ -29,7 +29,9 @@ def check_invariants(frontend: pipeline.Frontend, generated: pipeline.GeneratedK
     """Raise AssertionError, naming the kernel and each problem, if ``generated`` breaks an invariant."""
     checks = {
         "unrecorded reads in its replay": unrecorded_reads,
-        "record kernel": lambda f, g: record_kernel_differences(f, g) + count_kernel_differences(f, g),
+        "record kernel": lambda f, g: (
+            record_kernel_differences(f, g) + count_kernel_differences(f, g) + dropped_reads(f, g)
+        ),
         "float atomics its replay dropped": dropped_float_atomics,
         "loops its replay runs without their records": unrestored_loop_locals,
         "writes the plan missed": unseen_writes,

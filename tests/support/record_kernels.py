@@ -8,7 +8,8 @@ record call may stand for the memory an assignment stores into (``record(bodies[
 temporary and lose the update).
 
 ``count_kernel_differences`` checks the count kernel (the dry run that counts loop trips) against the record
-kernel: the same writes into memory, but for those into arrays nothing in the launch reads back.
+kernel: the same writes into memory, but for those into arrays nothing in the launch reads back; ``dropped_reads``,
+that the record functions read none of those arrays indeed.
 ``tests/conftest.py`` runs both on every kernel the suite rewrites.
 """
 
@@ -17,10 +18,12 @@ from __future__ import annotations
 import ast
 import copy
 from collections import Counter
+from typing import Any
 
 from warp_rewrite.passes.atomics import WarpNames, positional_arguments
 from warp_rewrite.passes.dataflow import argument_path, single_assignments
-from warp_rewrite.passes.memory import stored_arrays
+from warp_rewrite.passes.dtypes import array_info, field_type
+from warp_rewrite.passes.memory import depth, stored_arrays
 from warp_rewrite.passes.syntax import walk
 from warp_rewrite.pipeline import Frontend, GeneratedKernel
 
@@ -229,6 +232,85 @@ def count_kernel_differences(frontend: Frontend, generated: GeneratedKernel) -> 
                 f"{sorted(kept - counted)} that the launch reads back"
             )
     return problems
+
+
+def dropped_reads(frontend: Frontend, generated: GeneratedKernel) -> list[str]:
+    """Reads the record functions make of arrays the launch writes but does not read back (``written`` less
+    ``copied``): the count kernel leaves out its writes into them, so such a read would count trips on values the
+    forward never reads."""
+    if not generated.count_kernel:
+        return []
+    module = ast.parse(generated.source)
+    functions = {f.name: f for f in module.body if isinstance(f, ast.FunctionDef)}
+    uncopied = generated.plan.written - generated.plan.copied
+    kernel_types = frontend.parameter_types(frontend.kernel)
+    problems = []
+    for plan in generated.plan.root.walk():
+        function = functions.get(f"{plan.name}_{RECORD}")
+        if function is None:
+            continue
+        names = frontend.warp_names(plan.unit)
+        for read, path in _element_reads(function, plan.paths, names, kernel_types):
+            if path in uncopied:
+                problems.append(
+                    f"{function.name}: reads '{path}' ({ast.unparse(read)}), whose writes the count kernel leaves out"
+                )
+    return problems
+
+
+def _element_reads(
+    function: ast.FunctionDef, paths: dict, names: WarpNames, kernel_types: dict[str, Any]
+) -> list[tuple[ast.expr, str]]:
+    """Each read of an argument array's element in a generated function, with its kernel path: a subscript as deep
+    as the array (not a view, nor one a store or an update goes through), or an atomic whose value is used."""
+    params, aliases = [a.arg for a in function.args.args], single_assignments(function)
+
+    def kernel_path(expr: ast.expr) -> str | None:
+        local = argument_path(expr, params, aliases)
+        if local is None:
+            return None
+        root, _, rest = local.partition(".")
+        mapped = paths.get(root, root)
+        return None if mapped is None else f"{mapped}.{rest}" if rest else mapped
+
+    def ndim(path: str) -> int | None:
+        root, *fields = path.split(".")
+        annotation = kernel_types.get(root)
+        for name in fields:
+            annotation = field_type(annotation, name) if annotation is not None else None
+        info = array_info(annotation) if annotation is not None else None
+        return info.ndim if info is not None else None
+
+    written_through: set[int] = set()  # the subscripts a store, an update or an atomic goes through
+    discarded: set[int] = set()  # atomics whose value nothing uses
+    for node in walk(function):
+        values = [node.value] if isinstance(node, ast.Expr) else []
+        while values:  # a statement's value, and the branches of a conditional expression that is one
+            value = values.pop()
+            discarded.add(id(value))
+            values += [value.body, value.orelse] if isinstance(value, ast.IfExp) else []
+        if isinstance(node, ast.Call) and names.atomic_op(node):
+            written_through.add(id(positional_arguments(node)[0]))
+        stored = node.targets if isinstance(node, ast.Assign) else []
+        stored += [node.target] if isinstance(node, ast.AugAssign | ast.AnnAssign) else []
+        for target in stored:
+            while isinstance(target, ast.Subscript | ast.Attribute):
+                written_through.add(id(target))
+                target = target.value
+    found: list[tuple[ast.expr, str]] = []
+    for node in walk(function):
+        if isinstance(node, ast.Call) and names.atomic_op(node) and id(node) not in discarded:
+            path = kernel_path(positional_arguments(node)[0])
+        elif isinstance(node, ast.Subscript) and id(node) not in written_through:
+            path = kernel_path(node.value)
+            dims = ndim(path) if path is not None else None
+            if dims is None or not depth(node, aliases) >= dims > depth(node.value, aliases):
+                continue
+        else:
+            continue
+        if path is not None:
+            found.append((node, path))
+    return found
 
 
 def _writes(function: ast.FunctionDef, paths: dict, names: WarpNames, runtime: str) -> list[tuple[str, str | None]]:
