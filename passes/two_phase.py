@@ -397,9 +397,12 @@ class PhaseWriter(ast.NodeTransformer):
         return self._dropped(node) if self._drops(node) else self.generic_visit(node)
 
     def _recorder(self, loops: tuple[int, ...]) -> str:
-        """The record helper for a coordinate inside ``loops``: one checking for room if a loop may outgrow it."""
+        """The record helper for a coordinate inside ``loops``: one checking for room if a loop may outgrow it, and
+        always in a helper's clone, which then reads the same wherever it is called from (inside such a loop of the
+        kernel's or not), so that one definition serves every call (``rewrite.cli.shared_clones``)."""
         runtime = self._runtime
-        return runtime.record_if_room if self.settings.may_outgrow.intersection(loops) else runtime.record_returned
+        checked = self.in_helper or self.settings.may_outgrow.intersection(loops)
+        return runtime.record_if_room if checked else runtime.record_returned
 
     def _iteration_start(self, loop: Loop, iteration: str, body: list[ast.stmt]) -> list[ast.stmt]:
         """The iteration's coordinate, where it or ``body`` (the iteration's statements) reads it, then its
@@ -659,6 +662,8 @@ def phase_function(
     assert isinstance(visited, ast.FunctionDef)
     function = copy.copy(visited)
     function.name = f"{plan.name}_{settings.phase}"
+    if ast.get_docstring(function) is not None:  # the user's function has it: each phase would repeat it
+        function.body = function.body[1:] or [ast.Pass()]
     w = module.warp
     params = [(name, record_annotation(records[name], module)) for name in plan.record_params()]
     for name in settings.trip_args if is_kernel else clone_trip_parameters(plan, settings.trip_args, names):
@@ -671,8 +676,7 @@ def phase_function(
         prologue = thread_index_prologue(names, w)
         if settings.phase == REPLAY and names.status in settings.trip_args:  # a refused launch has no gradients
             prologue.append(_stmt(f"if {module.runtime.refused}({names.status}):\n    return"))
-        at = 0 if ast.get_docstring(function) is None else 1
-        function.body = [*function.body[:at], *prologue, *function.body[at:]]
+        function.body = [*prologue, *function.body]
     else:
         function.decorator_list = [_decorator(w, "func", {})]
         _add_params(function, [*params, (names.coordinate, "int")], keep_defaults=False)
@@ -690,8 +694,7 @@ def mentioning(function: ast.FunctionDef, closure_variable: Callable[[str], bool
     if not missing:
         return function
     function = copy.copy(function)
-    at = 0 if ast.get_docstring(function) is None else 1
-    function.body = [*function.body[:at], *(ast.Expr(_expr(name)) for name in missing), *function.body[at:]]
+    function.body = [*(ast.Expr(_expr(name)) for name in missing), *function.body]
     return function
 
 

@@ -4,8 +4,8 @@ ruff stays formatted: without ruff, which wp-rewrite does not depend on.
 A generated block is written at column 0 (its functions printed by ``ast.unparse``, ``printing.unparse_keeping_text``,
 on lines of any length), then indented as its kernel. ``laid_out`` fixes what ruff would change in it once indented:
 each line longer than the configured line length that is one statement, a compound statement's header, a signature
-or a decorator is split as ruff splits it (``statement_lines``), and the docstrings of helpers copied to another
-indentation are indented as ruff indents them; ``quoted`` gives strings the configured quotes. The splitting
+or a decorator is split as ruff splits it (``statement_lines``) (generated functions repeat no docstring, whose
+lines ruff would re-indent); ``quoted`` gives strings the configured quotes. The splitting
 follows ruff's layout of the expressions the rewrite writes: calls and subscripts break inside their brackets, the
 arguments on a line of their own where they fit, else one a line with a trailing comma (lists, tuples and dicts:
 always one a line); a statement's expression that does not end (or begin) in brackets, or has more than one
@@ -25,7 +25,6 @@ import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from warp_rewrite.passes.syntax import end_line
 from warp_rewrite.printing import string_lines
 
 INDENT = 4  # ruff's indent-width, which the generated code is printed with
@@ -595,38 +594,6 @@ def quoted(text: str, style: QuoteStyle) -> str:
     return "".join(lines)
 
 
-def _docstring_lines(text: str, indent: str) -> dict[int, str]:
-    """The lines (0-based) of each function docstring's later lines in ``text``, indented for a body at
-    ``indent`` as ruff indents docstrings: their common indentation replaced by the body's, blank lines empty."""
-    changed: dict[int, str] = {}
-    lines = text.splitlines()
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return changed
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) or not node.body:
-            continue
-        first = node.body[0]
-        if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)):
-            continue
-        last = end_line(first)
-        if not isinstance(first.value.value, str) or last == first.lineno:
-            continue
-        later = range(first.lineno, last)  # 0-based indices of the lines after the first
-        body_indent = indent + " " * first.col_offset
-        if any("\t" in lines[number] for number in later):
-            continue
-        written = [lines[number] for number in later]
-        common = min((len(line) - len(line.lstrip()) for line in written if line.strip()), default=0)
-        for number, line in zip(later, written, strict=True):
-            changed[number] = body_indent + line[common:].rstrip() if line.strip() else ""
-        closing = lines[last - 1]
-        if closing.strip() in ('"""', "'''"):
-            changed[last - 1] = body_indent + closing.strip()
-    return changed
-
-
 _SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)
 _MAGIC_TRAILING_COMMA = re.compile(r",\s*[)\]}]")
 
@@ -713,18 +680,13 @@ def _without_redundant_parentheses(line: str) -> str:
 def laid_out(text: str, indent: str, width: int) -> str:
     """Generated functions (``text``, at column 0) as ruff would format them once indented by ``indent`` in lines
     of ``width``: long statements split, the user's statements over several lines laid out again
-    (``_rejoined_statements``), docstrings re-indented (their text is the block's, so they get its indentation
-    here). Their strings are left to ``quoted``."""
+    (``_rejoined_statements``). Their strings are left to ``quoted``."""
     inside = string_lines(text)
-    docstrings = _docstring_lines(text, indent)
     lines = text.splitlines(keepends=True)
     for first, (last, rejoined) in sorted(_rejoined_statements(text, indent, width).items(), reverse=True):
         lines[first : last + 1] = [rejoined + "\n", *([""] * (last - first))]
     for number, line in enumerate(lines):
         if not line:
-            continue
-        if number in docstrings:
-            lines[number] = docstrings[number] + "\n"
             continue
         bare = line.rstrip("\r\n")
         if len(indent) + len(bare) > width and number + 1 not in inside and "#" not in bare:

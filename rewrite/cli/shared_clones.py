@@ -13,8 +13,7 @@ themselves of one variant. Of each variant, the file keeps one definition:
   bound by then;
 - otherwise each block keeps one definition of it (the first), and its other clones call that one.
 
-The clones keep the pipeline's text (each block is laid out afterwards), less the docstrings they copied from
-their helpers (the helper itself keeps it).
+The clones keep the pipeline's text (each block is laid out afterwards).
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ class Clone:
     block: int  # which block (in file order)
     name: str
     node: ast.FunctionDef
-    lines: list[str]  # its text, decorators first, without its docstring
+    lines: list[str]  # its text, decorators first
     calls: set[str] = field(default_factory=set)  # the other clones of its block it names
     twinned: bool = False  # a decorator of another definition names it (``@wp.func_replay(it)``)
     variant: str = ""
@@ -84,12 +83,7 @@ def _clones(index: int, source: str, kernels: set[str]) -> list[Clone] | None:
     for name, node, first, last in definitions:
         if name in kernels:
             continue
-        text = lines[first - 1 : last]
-        docstring = _docstring(node)
-        if docstring is not None and len(node.body) > 1:
-            start, end = docstring.lineno - first, (docstring.end_lineno or docstring.lineno) - first
-            text = text[:start] + text[end + 1 :]
-        clones.append(Clone(index, name, node, text))
+        clones.append(Clone(index, name, node, lines[first - 1 : last]))
     names = {clone.name for clone in clones}
     for clone in clones:
         clone.calls = {n.id for n in walk(clone.node) if isinstance(n, ast.Name) and n.id in names} - {clone.name}
@@ -106,13 +100,6 @@ def _clones(index: int, source: str, kernels: set[str]) -> list[Clone] | None:
     for clone in clones:
         clone.twinned = clone.name in twinned
     return clones
-
-
-def _docstring(node: ast.FunctionDef) -> ast.Expr | None:
-    first = node.body[0] if node.body else None
-    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
-        return first
-    return None
 
 
 def _variant(clone: Clone, variants: dict[str, str], positional: bool) -> str:
@@ -327,8 +314,7 @@ def _bound_before(module: StaticModule, line: int) -> set[str]:
 
 
 def _rewritten(source: str, clones: list[Clone], rename: dict[str, str], dropped: set[str]) -> str:
-    """The block's source without the ``dropped`` clones, their calls renamed, the kept clones without their
-    docstrings."""
+    """The block's source without the ``dropped`` clones, their calls renamed."""
     lines = source.splitlines(keepends=True)
     definitions, _ = _definitions(source)
     by_name = {clone.name: clone for clone in clones}

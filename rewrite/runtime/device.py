@@ -23,7 +23,8 @@ def record_if_room(value: Any, records: wp.array(dtype=Any), index: int):
 
     The kernel then reports the trips it needed in its status (``report_trips``); until the launch raises, the store
     past the end is only skipped, never out of bounds. Only such loops pay for the check (a few percent of a
-    memory-bound kernel).
+    memory-bound kernel), and the records of helpers' clones, which check wherever they are called from so that one
+    definition of a clone serves every call.
     """
     if index < records.shape[0]:
         records[index] = value

@@ -214,27 +214,6 @@ def test_strings_get_the_configured_quotes_where_nothing_is_escaped():
     assert quoted(docstring, QuoteStyle.SINGLE) == docstring  # ruff writes docstrings in double quotes
 
 
-def test_a_helpers_docstring_gets_the_indentation_of_its_new_place():
-    copied = textwrap.dedent('''\
-        def helper_record(x: int) -> int:
-            """Find a slot.
-
-        Args:
-            x: the key
-        """
-            return x
-        ''')  # the docstring's later lines as written at module level, the helper now in a factory
-    assert laid_out(copied, "    ", 120) == textwrap.dedent('''\
-        def helper_record(x: int) -> int:
-            """Find a slot.
-
-                Args:
-                    x: the key
-                """
-            return x
-        ''')
-
-
 def test_a_block_is_laid_out_to_the_width_it_is_indented_to():
     text = "def k(a: int):\n    y = compute(alpha_value, beta_value)\n"
     assert laid_out(text, "", 40) == text

@@ -81,25 +81,25 @@ def test_replay_kernel_reads_an_int_return_back():
 
 def test_replay_reads_a_detached_float_return_back_keeping_its_atomic_for_its_own_adjoint():
     """Launches run such a replay only where no gradient flows through the return; the atomic stays as the
-    stand-in's argument, its index read back, so that ``acc``'s gradient still reaches the operand."""
+    stand-in's argument, its index read back, so that ``acc``'s gradient still reaches the operand. The kernel's
+    docstring is not repeated (it stays above, in the user's kernel)."""
     plan = plan_of('''
         @wp.kernel
         def nested(c: wp.array[int], acc: wp.array[float], out: wp.array[float]):
-            """Docstring stays first."""
+            """A docstring, not repeated."""
             out[0] = wp.atomic_add(acc, wp.atomic_add(c, 0, 1), 2.0)
     ''')
     same_code(
         generated(plan, REPLAY),
-        '''
+        """
         @wp.kernel
         def nested_replay(c: wp.array[int], acc: wp.array[float], out: wp.array[float],
                           atomic_add_records: wp.array(dtype=wp.float32),
                           atomic_add_records_1: wp.array(dtype=wp.int32)):
-            """Docstring stays first."""
             PROLOGUE
             out[0] = rt.replay_returned(wp.atomic_add(acc, rt.recorded_int32(atomic_add_records_1, thread), 2.0),
                                         atomic_add_records, thread)
-        ''',
+        """,
     )
 
 
