@@ -57,6 +57,7 @@ from warp_rewrite.pipeline import GeneratedKernel, LeftToWarp, RewriteOptions
 from warp_rewrite.printing import string_lines
 from warp_rewrite.runtime import RewriteError
 from warp_rewrite.runtime.abi import RuntimeNames
+from warp_rewrite.runtime.specs import RecordSpec
 
 
 @dataclass
@@ -265,9 +266,10 @@ def _literal(
     value: Any, names: ModuleNames, indent: str, relocate: Callable[[str], str], width: int, around: int = 1
 ) -> str:
     """Source text that makes ``value`` (a launch spec: the runtime's dataclasses, tuples, Warp types, constants),
-    one item a line where one line would be too long for lines of ``width`` (its line is ``indent``, ``around``
-    other characters, a field's name and the comma after it, and the value), and always for a spec with a
-    ``location``: so that the number of lines does not depend on the locations, which ``relocate`` maps."""
+    laid out as ruff lays it out where one line would be too long for lines of ``width`` (its line is ``indent``,
+    ``around`` other characters, a field's name and the comma after it, and the value): a call's arguments on a line
+    of their own where they fit, else one item a line; and always one item a line for a spec with a ``location``,
+    so that the number of lines does not depend on the locations, which ``relocate`` maps."""
     inner = indent + "    "
     located = False
     if dataclasses.is_dataclass(value):
@@ -283,6 +285,9 @@ def _literal(
             for f in fields
         ]
         opening, closing = f"{names.runtime.named(type(value).__name__)}(", ")"
+        if isinstance(value, RecordSpec):  # RecordKind.CARRIED("x_in_loop0", ...): a line where RecordSpec takes five
+            items = [json.dumps(value.name), *items[2:]]  # (its name and kind, which have no defaults, come first)
+            opening = f"{names.runtime.named(type(value.kind).__name__)}.{value.kind.name}("
     elif isinstance(value, enum.Enum):  # the ABI's Op and RecordKind
         return f"{names.runtime.named(type(value).__name__)}.{value.name}"
     elif isinstance(value, tuple):
@@ -297,6 +302,9 @@ def _literal(
     flat = opening + ", ".join(items) + closing
     if len(indent) + around + len(flat) <= width and "\n" not in flat and not located:
         return flat
+    arguments = ", ".join(items)  # a call's arguments on a line of their own, where they fit (as ruff does)
+    if opening != "(" and not located and "\n" not in arguments and len(inner) + len(arguments) <= width:
+        return f"{opening}\n{inner}{arguments}\n{indent}{closing}"
     return opening + "\n" + "".join(f"{inner}{item},\n" for item in items) + indent + closing.lstrip(",")
 
 

@@ -12,13 +12,17 @@ takes; ``require_abi`` and ``ABI`` themselves never change, so that any runtime 
 import dataclasses
 import enum
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import warp as wp
 
 from .errors import RewriteError
 
-__version__ = "0.3.0"
-ABI = 3  # the contract generated code is written against (see above); not the version, which changes more often
+if TYPE_CHECKING:
+    from .specs import RecordSpec
+
+__version__ = "0.4.0"
+ABI = 4  # the contract generated code is written against (see above); not the version, which changes more often
 
 
 class Op(str, enum.Enum):
@@ -59,6 +63,13 @@ class RecordKind(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
+
+    def __call__(self, name: str, **fields: Any) -> "RecordSpec":
+        """A record of this kind, as launch specs in generated code spell one: ``RecordKind.CARRIED("x_in_loop0",
+        dtype=wp.float32, loops=(0,))``, a line where ``RecordSpec(name=..., kind=..., ...)`` takes five."""
+        from .specs import RecordSpec  # (specs imports this module)
+
+        return RecordSpec(name, self, **fields)
 
 
 class Reader(str, enum.Enum):
