@@ -303,7 +303,7 @@ def _literal(
     if len(indent) + around + len(flat) <= width and "\n" not in flat and not located:
         return flat
     arguments = ", ".join(items)  # a call's arguments on a line of their own, where they fit (as ruff does)
-    if opening != "(" and not located and "\n" not in arguments and len(inner) + len(arguments) <= width:
+    if not isinstance(value, tuple) and not located and "\n" not in arguments and len(inner) + len(arguments) <= width:
         return f"{opening}\n{inner}{arguments}\n{indent}{closing}"
     return opening + "\n" + "".join(f"{inner}{item},\n" for item in items) + indent + closing.lstrip(",")
 

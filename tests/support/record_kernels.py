@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import copy
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from warp_rewrite.passes.atomics import WarpNames, positional_arguments
@@ -259,12 +260,12 @@ def dropped_reads(frontend: Frontend, generated: GeneratedKernel) -> list[str]:
     return problems
 
 
-def _element_reads(
-    function: ast.FunctionDef, paths: dict, names: WarpNames, kernel_types: dict[str, Any]
-) -> list[tuple[ast.expr, str]]:
-    """Each read of an argument array's element in a generated function, with its kernel path: a subscript as deep
-    as the array (not a view, nor one a store or an update goes through), or an atomic whose value is used."""
-    params, aliases = [a.arg for a in function.args.args], single_assignments(function)
+def _kernel_paths(
+    function: ast.FunctionDef, paths: dict, aliases: dict[str, ast.expr]
+) -> Callable[[ast.expr], str | None]:
+    """The kernel path of the memory an expression of a generated function names (through ``paths``, the kernel path
+    each parameter names), None for what names none."""
+    params = [a.arg for a in function.args.args]
 
     def kernel_path(expr: ast.expr) -> str | None:
         local = argument_path(expr, params, aliases)
@@ -273,6 +274,17 @@ def _element_reads(
         root, _, rest = local.partition(".")
         mapped = paths.get(root, root)
         return None if mapped is None else f"{mapped}.{rest}" if rest else mapped
+
+    return kernel_path
+
+
+def _element_reads(
+    function: ast.FunctionDef, paths: dict, names: WarpNames, kernel_types: dict[str, Any]
+) -> list[tuple[ast.expr, str]]:
+    """Each read of an argument array's element in a generated function, with its kernel path: a subscript as deep
+    as the array (not a view, nor one a store or an update goes through), or an atomic whose value is used."""
+    aliases = single_assignments(function)
+    kernel_path = _kernel_paths(function, paths, aliases)
 
     def ndim(path: str) -> int | None:
         root, *fields = path.split(".")
@@ -316,15 +328,8 @@ def _element_reads(
 
 def _writes(function: ast.FunctionDef, paths: dict, names: WarpNames, runtime: str) -> list[tuple[str, str | None]]:
     """Each write into memory of a generated function, canonical (record calls unwrapped), with its kernel path."""
-    params, aliases = [a.arg for a in function.args.args], single_assignments(function)
-
-    def kernel_path(expr: ast.expr) -> str | None:
-        local = argument_path(expr, params, aliases)
-        if local is None:
-            return None
-        root, _, rest = local.partition(".")
-        mapped = paths.get(root, root)
-        return None if mapped is None else f"{mapped}.{rest}" if rest else mapped
+    aliases = single_assignments(function)
+    kernel_path = _kernel_paths(function, paths, aliases)
 
     canonical = _Canonical(names.modules, runtime, {n.id for n in walk(function) if isinstance(n, ast.Name)})
     found = []
