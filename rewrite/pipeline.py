@@ -469,15 +469,14 @@ def launch_spec(printed: Printed) -> Specified:
     ]
     spec = KernelSpec(
         kernel.name,
-        tuple(params),
-        kernel.location(kernel.tree),
-        tuple(sorted(plan_.written)),
-        tuple(sorted(plan_.copied)),
-        tuple(sites),
-        tuple(records),
-        tuple(loops),
-        len(printed.names.coords),
-        exact_rounds(printed, params),
+        location=kernel.location(kernel.tree),
+        written=tuple(sorted(plan_.written)),
+        copied=tuple(sorted(plan_.copied)),
+        sites=tuple(sites),
+        records=tuple(records),
+        loops=tuple(loops),
+        launch_arity=len(printed.names.coords),
+        exact_rounds=exact_rounds(printed, params),
     )
     return _extended(printed, Specified, spec=spec)
 

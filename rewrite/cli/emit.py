@@ -19,6 +19,7 @@ import builtins
 import dataclasses
 import enum
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,7 +58,7 @@ from warp_rewrite.pipeline import GeneratedKernel, LeftToWarp, RewriteOptions
 from warp_rewrite.printing import string_lines
 from warp_rewrite.runtime import RewriteError
 from warp_rewrite.runtime.abi import RuntimeNames
-from warp_rewrite.runtime.specs import RecordSpec
+from warp_rewrite.runtime.specs import RecordSpec, SiteSpec
 
 
 @dataclass
@@ -263,20 +264,28 @@ def runtime_level(module: StaticModule) -> int | None:
 
 
 def _literal(
-    value: Any, names: ModuleNames, indent: str, relocate: Callable[[str], str], width: int, around: int = 1
+    value: Any,
+    names: ModuleNames,
+    indent: str,
+    relocate: Relocation,
+    width: int,
+    around: int = 1,
+    expanded: bool = False,
 ) -> str:
     """Source text that makes ``value`` (a launch spec: the runtime's dataclasses, tuples, Warp types, constants),
     laid out as ruff lays it out where one line would be too long for lines of ``width`` (its line is ``indent``,
     ``around`` other characters, a field's name and the comma after it, and the value): a call's arguments on a line
-    of their own where they fit, else one item a line; and always one item a line for a spec with a ``location``,
-    so that the number of lines does not depend on the locations, which ``relocate`` maps."""
+    of their own where they fit, else one item a line. A spec's fields without a default go by position, the others
+    by name; a record and a site are calls of their kind and op (``RecordKind.CARRIED("x_in_loop0", dtype=...)``,
+    ``Op.READ("state.count", "f.py:12:9")``). Lengths are measured with each location in the emitted file at its
+    widest (``Relocation.widest``), so that the number of lines does not depend on its line numbers, which
+    ``relocate`` changes. ``expanded``: one item a line, whatever fits."""
     inner = indent + "    "
-    located = False
     if dataclasses.is_dataclass(value):
-        fields = [f for f in dataclasses.fields(value) if getattr(value, f.name) != f.default]
-        located = any(f.name == "location" for f in fields)
+        fields = [f for f in dataclasses.fields(value) if f.default is dataclasses.MISSING]
+        fields += [f for f in dataclasses.fields(value) if f not in fields and getattr(value, f.name) != f.default]
         items = [
-            f"{f.name}="
+            ("" if f.default is dataclasses.MISSING else f"{f.name}=")
             + (
                 json.dumps(relocate(getattr(value, f.name)))
                 if f.name == "location"
@@ -285,9 +294,10 @@ def _literal(
             for f in fields
         ]
         opening, closing = f"{names.runtime.named(type(value).__name__)}(", ")"
-        if isinstance(value, RecordSpec):  # RecordKind.CARRIED("x_in_loop0", ...): a line where RecordSpec takes five
-            items = [json.dumps(value.name), *items[2:]]  # (its name and kind, which have no defaults, come first)
-            opening = f"{names.runtime.named(type(value.kind).__name__)}.{value.kind.name}("
+        if isinstance(value, (RecordSpec, SiteSpec)):  # the call of its kind or op, which comes second
+            kind = value.kind if isinstance(value, RecordSpec) else value.op
+            opening = f"{names.runtime.named(type(kind).__name__)}.{kind.name}("
+            del items[1]
     elif isinstance(value, enum.Enum):  # the ABI's Op and RecordKind
         return f"{names.runtime.named(type(value).__name__)}.{value.name}"
     elif isinstance(value, tuple):
@@ -300,10 +310,23 @@ def _literal(
     else:
         return json.dumps(value) if isinstance(value, str) else repr(value)  # strings in double quotes
     flat = opening + ", ".join(items) + closing
-    if len(indent) + around + len(flat) <= width and "\n" not in flat and not located:
+    if len(indent) + around + relocate.widest(flat) <= width and "\n" not in flat and not expanded:
         return flat
+    if isinstance(value, tuple) and len(value) == 1 and relocate.widest(flat) != len(flat):
+        # The comma of a tuple of one is no trailing comma to ruff, which joins it where it fits with the line
+        # number the location has: its item one item a line too, kept so by its trailing comma.
+        items = [_literal(value[0], names, inner, relocate, width, expanded=True)]
     arguments = ", ".join(items)  # a call's arguments on a line of their own, where they fit (as ruff does)
-    if not isinstance(value, tuple) and not located and "\n" not in arguments and len(inner) + len(arguments) <= width:
+    # A location in the emitted file may have a shorter line number than measured, and ruff joins a call's arguments
+    # that fit on one line: with one, one item a line, which the trailing comma keeps so.
+    moving = relocate.widest(arguments) != len(arguments)
+    if (
+        not isinstance(value, tuple)
+        and not moving
+        and not expanded
+        and "\n" not in arguments
+        and len(inner) + len(arguments) <= width
+    ):
         return f"{opening}\n{inner}{arguments}\n{indent}{closing}"
     return opening + "\n" + "".join(f"{inner}{item},\n" for item in items) + indent + closing.lstrip(",")
 
@@ -415,7 +438,7 @@ class Block:
         """Blank lines around the block: two at module level, one in a function, as formatters keep them."""
         return 1 if self.nested else 2
 
-    def text(self, max_records: int | None, relocate: Callable[[str], str]) -> str:
+    def text(self, max_records: int | None, relocate: Relocation) -> str:
         """The block, fenced by its begin and end markers, indented as the kernel; ``relocate`` maps the
         locations in the launch spec to the emitted file's lines."""
         gap = "\n" * self.gap
@@ -445,7 +468,7 @@ class Block:
         laid = laid_out(quoted(block, self.lint.quote_style), self.indent, self.lint.line_length)
         return indent_block(laid, self.indent, self.nested)
 
-    def _abi_check(self, relocate: Callable[[str], str]) -> str:
+    def _abi_check(self, relocate: Relocation) -> str:
         """The first line, before any of the ABI's names is evaluated: the runtime imported is the one this was
         generated for. On one line where it fits with a line number of ``LINE_DIGITS`` digits in its location, else
         one argument a line (kept so by the trailing comma): so that its lines do not depend on the line number,
@@ -453,8 +476,7 @@ class Block:
         location = relocate(self.generated.spec.location)
         arguments = [str(runtime.ABI), json.dumps(self.generated.kernel), json.dumps(location)]
         flat = f"{self.names.runtime.require_abi}({', '.join(arguments)})"
-        longest = len(flat) - len(location.rsplit(":", 2)[1]) + LINE_DIGITS
-        if len(self.indent) + longest <= self.lint.line_length:
+        if len(self.indent) + relocate.widest(flat) <= self.lint.line_length:
             return flat + "\n"
         return f"{self.names.runtime.require_abi}(\n" + "".join(f"    {item},\n" for item in arguments) + ")\n"
 
@@ -623,12 +645,12 @@ def emit_module(
         inserted.append(placement(module.tree, module.lines, imports.warp, Sections.for_folder(folder, config)))
     if (blocks or emitted.already) and imports.runtime:
         inserted.append(after_imports(module.tree, module.lines, quoted(imports.runtime, config.quote_style)))
-    renamed = _relocation(module.display, name or path.name, [], {})  # the lines as they are: only the name
+    elsewhere = {m.display: import_path(m.path) for m in project.modules.values() if m is not None}
+    renamed = Relocation(module.display, name or path.name, [], elsewhere)  # the lines as they are
     unplaced = [block.insertion(module.lines, block.text(max_records, renamed)) for block in blocks]
     # A merged import that takes more lines than before moves the lines after it as an insertion there would.
     grown = [(end_line(node), "\n" * (text.count("\n") - (end_line(node) - node.lineno + 1))) for node, text in merged]
-    elsewhere = {m.display: import_path(m.path) for m in project.modules.values() if m is not None}
-    relocate = _relocation(module.display, name or path.name, inserted + grown + unplaced, elsewhere)
+    relocate = Relocation(module.display, name or path.name, inserted + grown + unplaced, elsewhere)
     inserted += [block.insertion(module.lines, block.text(max_records, relocate)) for block in blocks]
     edits = [Edit(offsets.line_start(at + 1), offsets.line_start(at + 1), added) for at, added in inserted]
     edits += [
@@ -690,21 +712,29 @@ def without_regions(module: StaticModule, regions: list[Region]) -> str:
     return "".join(line for number, line in enumerate(module.lines, start=1) if number not in dropped)
 
 
-def _relocation(
-    display: str, name: str, inserted: list[tuple[int, str]], elsewhere: dict[str, str] | None = None
-) -> Callable[[str], str]:
+@dataclass(frozen=True)
+class Relocation:
     """Maps ``display:line:col`` of the input to ``name:line:col`` in the emitted file, where ``inserted`` (after
     which input line, what text) has moved the lines down, and a location in another file (a helper's) to its path
     in ``elsewhere`` (``import_path``): nothing generated depends on the working directory."""
 
-    def relocate(location: str) -> str:
-        path, line, column = location.rsplit(":", 2)
-        if path != display:
-            return f"{(elsewhere or {}).get(path, path)}:{line}:{column}"
-        moved = sum(text.count("\n") for after, text in inserted if after < int(line))
-        return f"{name}:{int(line) + moved}:{column}"
+    display: str
+    name: str
+    inserted: list[tuple[int, str]]
+    elsewhere: dict[str, str]
 
-    return relocate
+    def __call__(self, location: str) -> str:
+        path, line, column = location.rsplit(":", 2)
+        if path != self.display:
+            return f"{self.elsewhere.get(path, path)}:{line}:{column}"
+        moved = sum(text.count("\n") for after, text in self.inserted if after < int(line))
+        return f"{self.name}:{int(line) + moved}:{column}"
+
+    def widest(self, text: str) -> int:
+        """The length of ``text`` once each location of the emitted file in it has a line number of ``LINE_DIGITS``
+        digits: what a layout that must not depend on the lines inserted measures."""
+        own = re.compile(rf'("{re.escape(self.name)}:)\d+(:\d+")')
+        return len(own.sub(lambda found: found[1] + "9" * LINE_DIGITS + found[2], text))
 
 
 def import_path(path: Path) -> str:

@@ -19,10 +19,10 @@ import warp as wp
 from .errors import RewriteError
 
 if TYPE_CHECKING:
-    from .specs import RecordSpec
+    from .specs import RecordSpec, SiteSpec
 
-__version__ = "0.4.0"
-ABI = 4  # the contract generated code is written against (see above); not the version, which changes more often
+__version__ = "0.5.0"
+ABI = 5  # the contract generated code is written against (see above); not the version, which changes more often
 
 
 class Op(str, enum.Enum):
@@ -42,6 +42,13 @@ class Op(str, enum.Enum):
 
     def __str__(self) -> str:  # in messages ("wp.atomic_add()"), as in code
         return self.value
+
+    def __call__(self, target: str, location: str, **fields: Any) -> "SiteSpec":
+        """A site of this op, as launch specs in generated code spell one: ``Op.READ("state.count", "f.py:12:9")``,
+        a line where ``SiteSpec(target=..., op=..., location=...)`` takes five."""
+        from .specs import SiteSpec  # (specs imports this module)
+
+        return SiteSpec(target, self, location, **fields)
 
 
 # The ops whose float returns get exact gradients, in the order of the device's op codes (``exact_atomics``).

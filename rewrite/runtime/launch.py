@@ -4,7 +4,6 @@
 
 import dataclasses
 import functools
-import inspect
 import sys
 import threading
 import warnings
@@ -217,7 +216,7 @@ class RewrittenKernel(wp.Kernel):
         freshness: Freshness | None = None,
     ):
         self.kernel = kernel
-        self.pair = pair
+        self.pair = with_parameters(pair, kernel)
         # Why the kernel could not be rewritten (``on_refusal="original"``): raised by launches a gradient could
         # flow through; the others run the original kernel, which is exact forward.
         self.refusal = refusal
@@ -312,7 +311,7 @@ class RewrittenKernel(wp.Kernel):
         """The variant recording float returns as constants (made on first use), or None if there is none."""
         with _making_detached:  # once, however many threads launch it at once
             if self._make_detached is not None:
-                self._detached_pair, self._make_detached = self._make_detached(), None
+                self._detached_pair, self._make_detached = with_parameters(self._make_detached(), self.kernel), None
         return getattr(self, "_detached_pair", None)
 
     def launch(
@@ -754,6 +753,21 @@ class RewrittenLaunch:
         self.kernel.launch(**{**self.arguments, "stream": stream or self.arguments["stream"]})
 
 
+def with_parameters(pair: KernelPair | None, kernel: wp.Kernel) -> KernelPair | None:
+    """``pair`` with its spec's parameters those of ``kernel``, the one it was generated from: their one home is the
+    kernel (generated code, which defines the kernel right above its spec, does not repeat them)."""
+    if pair is None:
+        return None
+    parameters = tuple(argument.label for argument in kernel.adj.args)
+    return dataclasses.replace(pair, spec=dataclasses.replace(pair.spec, parameters=parameters))
+
+
+def _leads(kernel: wp.Kernel, record: wp.Kernel) -> bool:
+    """Whether ``record`` takes ``kernel``'s parameters first, as a record kernel generated from it does."""
+    names = [argument.label for argument in kernel.adj.args]
+    return [argument.label for argument in record.adj.args[: len(names)]] == names
+
+
 @dataclass(frozen=True)
 class KernelRewrite:
     """The record and replay kernels generated for a plain function that its file makes a kernel of when it runs
@@ -765,7 +779,7 @@ class KernelRewrite:
 
     def __call__(self, kernel: wp.Kernel) -> RewrittenKernel:
         spec = self.pair.spec
-        if not isinstance(kernel, wp.Kernel) or tuple(inspect.signature(kernel.func).parameters) != spec.parameters:
+        if not isinstance(kernel, wp.Kernel) or not _leads(kernel, self.pair.record):
             problem = (
                 f"the call wrapped to rewrite it gave {kernel!r}, not a kernel made of the function "
                 f"'{spec.key}' the record and replay kernels were generated from"

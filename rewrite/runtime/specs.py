@@ -68,7 +68,9 @@ class KernelSpec:
     """What a launch of one pair of generated kernels needs to know about them."""
 
     key: str  # the original kernel's name, for messages
-    parameters: tuple[str, ...]  # the original kernel's parameters, in order
+    # The original kernel's parameters, in order: the kernel's own (``RewrittenKernel`` fills them in from it; generated
+    # code leaves them out, the kernel right above names them)
+    parameters: tuple[str, ...] = ()
     location: str = ""  # "file:line:col" of the kernel's definition
     written: tuple[str, ...] = ()  # argument paths of the arrays the launch writes
     # those of them a dry run copies: the ones the launch reads back (the count kernel writes no others)

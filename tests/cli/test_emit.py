@@ -775,4 +775,50 @@ def test_nothing_generated_depends_on_the_working_directory(tmp_path, capsys, mo
         assert status == 0
         outputs.add(out)
     (emitted,) = outputs
-    assert 'location="pkg/_src/slots/take.py:6:12"' in emitted and 'location="sim.py:12:1"' in emitted
+    assert '"pkg/_src/slots/take.py:6:12")' in emitted and 'location="sim.py:12:1"' in emitted
+
+
+def test_a_specs_sites_records_and_loops_are_a_line_each_whatever_the_line_numbers(tmp_path, capsys):
+    """Where they fit; the layout is decided with each location's line number at its widest, so a kernel further
+    down a file gets a block of as many lines (the line numbers are only known once the blocks are laid out)."""
+    kernel = (
+        "@wp.kernel\ndef take(x: wp.array(dtype=float), count: wp.array(dtype=wp.int32), out: wp.array(dtype=float)):\n"
+        "    for i in range(count[1]):\n"
+        "        out[wp.atomic_add(count, 0, 1)] = x[i]\n"
+    )
+    blocks = []
+    for filler in (0, 99_990):
+        (tmp_path / str(filler)).mkdir()
+        source = tmp_path / str(filler) / "sim.py"
+        source.write_text("import warp as wp\n" + "#\n" * filler + "\n\n" + kernel)
+        status, out, _ = run_cli(capsys, source)
+        assert status == 0
+        blocks.append(out[out.index("# ---- wp-rewrite: generated") :])
+    assert blocks[0].count("\n") == blocks[1].count("\n")
+    for block in blocks:
+        assert re.search(r'^ +wp_rewrite_runtime\.Op\.ADD\("count", "sim\.py:\d+:13"\),$', block, re.M)
+        assert re.search(
+            r'^ +loops=\(wp_rewrite_runtime\.LoopSpec\(0, "sim\.py:\d+:5", counted=True\),\),$', block, re.M
+        )
+        assert re.search(r'^ +"count_reads", target="count", loops=\(0,\)$', block, re.M)  # (88 wide: ruff's)
+
+
+@pytest.mark.skipif(not RUFF.exists(), reason="ruff (a dev dependency) is not installed")
+def test_a_site_in_the_emitted_file_is_laid_out_as_ruff_keeps_it_at_every_width(tmp_path):
+    """Its line number is measured at its widest: where the site would fit on fewer lines with its own, it takes
+    one item a line (kept so by the trailing comma), never the arguments' line, which ruff would join."""
+    for length in range(1, 40):
+        name = "c" * length
+        source = tmp_path / f"{length}" / "sim.py"
+        source.parent.mkdir()
+        source.write_text(
+            "import warp as wp\n\n\n@wp.kernel\ndef take(\n    x: wp.array(dtype=float),\n"
+            f"    {name}: wp.array(dtype=int),\n):\n    x[wp.atomic_add({name}, 0, 1)] = 1.0\n"
+        )
+        assert main([str(source), "--in-place", "-q"]) == 0
+        formatted = subprocess.run(
+            [str(RUFF), "format", "--isolated", "--check", "--diff", "--no-cache", str(source)],
+            capture_output=True,
+            text=True,
+        )
+        assert formatted.returncode == 0, formatted.stdout

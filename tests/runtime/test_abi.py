@@ -7,6 +7,7 @@ That generated kernels call only the ABI's names is checked on every kernel the 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 
@@ -103,3 +104,32 @@ def test_check_reads_the_pending_checks_of_every_copy_of_the_runtime(tmp_path, m
     x, count, out = wp.array(np.ones(4), dtype=wp.float32), wp.zeros(1, dtype=int), wp.zeros(4, dtype=wp.float32)
     small.launch_compact(4, inputs=[x, count, out])
     assert count.numpy()[0] == 4
+
+
+def test_specs_spell_sites_and_records_as_calls_of_their_op_and_kind():
+    site = abi.Op.READ("state.count", "sim.py:12:9", gradient_sources=("x",))
+    assert site == warp_rewrite.runtime.SiteSpec("state.count", abi.Op.READ, "sim.py:12:9", ("x",))
+    record = abi.RecordKind.CARRIED("x_in_loop0", dtype=wp.float32, loops=(0,))
+    assert record == warp_rewrite.runtime.RecordSpec("x_in_loop0", abi.RecordKind.CARRIED, dtype=wp.float32, loops=(0,))
+
+
+@wp.kernel
+def take_slot(x: wp.array[float], count: wp.array[int], out: wp.array[float]):
+    out[wp.atomic_add(count, 0, 1)] = x[wp.tid()]
+
+
+@wp.kernel
+def take_two_slots(x: wp.array[float], count: wp.array[int], out: wp.array[float], y: float):
+    out[wp.atomic_add(count, 0, 2)] = x[wp.tid()] * y
+
+
+def test_a_spec_takes_its_parameters_from_the_kernel_it_was_generated_from():
+    """Generated code leaves them out (the kernel right above names them); a kernel made by a wrapped call whose
+    parameters the record kernel does not take first is not the one it was generated from."""
+    pair = warp_rewrite.wp_rewrite(take_slot).pair
+    assert pair is not None and pair.spec.parameters == ("x", "count", "out")
+    bare = dataclasses.replace(pair, spec=dataclasses.replace(pair.spec, parameters=()))
+    assert warp_rewrite.runtime.RewrittenKernel(take_slot, bare).pair.spec.parameters == ("x", "count", "out")
+    assert warp_rewrite.runtime.KernelRewrite(bare)(take_slot).pair.spec.parameters == ("x", "count", "out")
+    with pytest.raises(warp_rewrite.RewriteError, match="not a kernel made of the function 'take_slot'"):
+        warp_rewrite.runtime.KernelRewrite(bare)(take_two_slots)
