@@ -453,7 +453,7 @@ class Block:
             json.dumps(name),
             f"location={json.dumps(relocate(self.location))}",
             f"expected={json.dumps(made.fingerprint)}",
-            f"options={json.dumps(made.options)}",
+            *([f"options={json.dumps(made.options)}"] if made.options else []),  # '' by default
         ]
         check = "".join(
             [

@@ -10,9 +10,7 @@ from dataclasses import dataclass
 
 _PREFIX = "# ---- wp-rewrite: "
 _BEGIN = _PREFIX + "generated from kernel '{kernel}' above (fingerprint {fingerprint}{options}) ----\n"
-_NOTE = (  # two lines, shorter than ruff's default line length
-    "# Do not edit: after changing the kernel or its helpers, run wp-rewrite again,\n# which regenerates this block.\n"
-)
+_NOTE = "# Do not edit: run wp-rewrite again after changing the kernel or its helpers.\n"  # (77 characters)
 _END = _PREFIX + "end of the code generated from kernel '{kernel}' ----\n"
 # An earlier version's begin marker has no fingerprint: its block counts as stale.
 _BEGIN_RE = re.compile(
@@ -28,7 +26,7 @@ _SHARED_END = _PREFIX + "end of the helpers the generated blocks below share ---
 
 
 def begin_marker(kernel: str, fingerprint: str, options: str) -> str:
-    """The two comment lines a block starts with; ``options``: its command-line flags ('' for the defaults)."""
+    """The comment lines a block starts with; ``options``: its command-line flags ('' for the defaults)."""
     shown = f", options {options}" if options else ""
     return _BEGIN.format(kernel=kernel, fingerprint=fingerprint, options=shown) + _NOTE
 

@@ -47,10 +47,11 @@ def source_of(function: Any) -> str:
 
 
 def check_fingerprint(
-    kernel: str, location: str, expected: str, options: str, functions: Sequence[Any], elsewhere: str
+    kernel: str, location: str, expected: str, functions: Sequence[Any], elsewhere: str, options: str = ""
 ) -> None:
     """Raise ``RewriteError`` if the block generated for ``kernel`` (at ``location``) was made from other source
-    than the module now has: ``functions`` are the kernel and the helpers of its file the block names."""
+    than the module now has: ``functions`` are the kernel and the helpers of its file the block names; ``options``
+    the command-line flags it was generated with (generated code leaves out the defaults', '')."""
     try:
         sources = [source_of(function) for function in functions]
     except (OSError, TypeError):  # no source to read (Warp needs it too, and says so when the kernel builds)

@@ -800,6 +800,7 @@ def test_a_specs_sites_records_and_loops_are_a_line_each_whatever_the_line_numbe
         assert status == 0
         blocks.append(out[out.index("# ---- wp-rewrite: generated") :])
     assert blocks[0].count("\n") == blocks[1].count("\n")
+    assert "options=" not in blocks[0]  # the fingerprint check's: '' by default
     for block in blocks:
         assert re.search(r'^ +wp_rewrite_runtime\.Op\.ADD\("count", "sim\.py:\d+:13"\),$', block, re.M)
         assert re.search(

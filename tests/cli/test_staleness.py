@@ -181,6 +181,7 @@ def test_other_options_regenerate_and_the_marker_names_them(sim, capsys):
     assert status == 0 and "regenerated 2 stale blocks (compact, tripled" in err
     text = sim.read_text()
     assert "above (fingerprint " in text and ", options --max-records 64 --detach-returns) ----\n" in text
+    assert 'options="--max-records 64 --detach-returns",' in text  # the fingerprint check's (left out by default)
     assert (
         run_cli(capsys, "--check", "--select", "WR006", sim)[0] == 0
     )  # compared with the options the blocks were made with
