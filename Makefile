@@ -36,8 +36,14 @@ fix: $(INSTALLED)
 	$(PY) -m ruff check --fix .
 	$(PY) -m ruff format .
 
+# Two pytest processes, one a core (CI has two): the fuzz slice, with the CUDA compile of the modules it generates,
+# beside the rest of the suite; its report follows the other's, and the status fails if either fails.
+FUZZ_LOG := $(VENV)/fuzz-tests.log
 test: lint typecheck
-	$(PY) -m pytest
+	@$(PY) -m pytest tests/fuzz tests/runtime/test_cuda_compile.py > $(FUZZ_LOG) 2>&1 & fuzz=$$!; \
+	$(PY) -m pytest --ignore=tests/fuzz; rest=$$?; \
+	wait $$fuzz; fuzzed=$$?; echo "--- the fuzz slice (tests/fuzz):"; cat $(FUZZ_LOG); \
+	test $$rest -eq 0 && test $$fuzzed -eq 0
 
 # A long differential fuzz run, with how many kernels exercised each feature: make fuzz SEED=7 COUNT=5000
 SEED ?= 0

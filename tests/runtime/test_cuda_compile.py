@@ -1,10 +1,11 @@
 """Every module the suite generates compiles for CUDA, without a GPU: Warp's NVRTC.
 
 This test runs after every other one (see conftest.py), so it finds every Warp module the suite made in this
-process: the API's generated modules (``wp_rewrite.<module>``, their ``.detached`` and ``.max_records<N>``
-variants: record, replay and helper clones), the modules emitted by the command line, the fuzz slice's, and the
-runtime's own (the exact backward, whose overloads are declared up front); and, made here if the other tests did
-not, every pattern kernel's, both variants.
+process (``make test`` runs the fuzz slice, ``tests/fuzz``, in a process of its own, with this test too): the API's
+generated modules (``wp_rewrite.<module>``, their ``.detached`` and ``.max_records<N>`` variants: record, replay and
+helper clones), the modules emitted by the command line, the fuzz slice's, and the runtime's own (the exact backward,
+whose overloads are declared up front); and, made here if the other tests did not, every pattern kernel's, both
+variants.
 
 What is compiled, and why that is enough (the whole suite's modules twice would take five minutes of the ten):
 
