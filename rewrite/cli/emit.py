@@ -18,6 +18,7 @@ import ast
 import builtins
 import dataclasses
 import enum
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -310,9 +311,10 @@ def _literal(
     else:
         return json.dumps(value) if isinstance(value, str) else repr(value)  # strings in double quotes
     flat = opening + ", ".join(items) + closing
-    if len(indent) + around + relocate.widest(flat) <= width and "\n" not in flat and not expanded:
+    widest = relocate.widest(flat)
+    if len(indent) + around + widest <= width and "\n" not in flat and not expanded:
         return flat
-    if isinstance(value, tuple) and len(value) == 1 and relocate.widest(flat) != len(flat):
+    if isinstance(value, tuple) and len(value) == 1 and widest != len(flat):
         # The comma of a tuple of one is no trailing comma to ruff, which joins it where it fits with the line
         # number the location has: its item one item a line too, kept so by its trailing comma.
         items = [_literal(value[0], names, inner, relocate, width, expanded=True)]
@@ -730,11 +732,15 @@ class Relocation:
         moved = sum(text.count("\n") for after, text in self.inserted if after < int(line))
         return f"{self.name}:{int(line) + moved}:{column}"
 
+    @functools.cached_property
+    def _own_line(self) -> re.Pattern[str]:
+        """The line number of a location of the emitted file in a string literal: ``"name:line:col"``."""
+        return re.compile(rf'("{re.escape(self.name)}:)\d+(:\d+")')
+
     def widest(self, text: str) -> int:
         """The length of ``text`` once each location of the emitted file in it has a line number of ``LINE_DIGITS``
         digits: what a layout that must not depend on the lines inserted measures."""
-        own = re.compile(rf'("{re.escape(self.name)}:)\d+(:\d+")')
-        return len(own.sub(lambda found: found[1] + "9" * LINE_DIGITS + found[2], text))
+        return len(self._own_line.sub(lambda found: found[1] + "9" * LINE_DIGITS + found[2], text))
 
 
 def import_path(path: Path) -> str:
