@@ -200,7 +200,8 @@ class Planner(MemoryAccesses):
             around = outer + tuple(loops[loop].id for loop in enclosing)
             clone = self._plan(helper, helper_paths, around, self.namer.fresh_base(helper.name), helper_views)
             clones[called] = Clone(called, clone)
-        return FunctionPlan(unit, name, parents, paths, sites, loops, clones, unconsumed, stores)
+        computing = frozenset(call for call in facts.calls if call not in clones and facts.computes_only(call))
+        return FunctionPlan(unit, name, parents, paths, sites, loops, clones, unconsumed, stores, computing)
 
     def _exact_records(self, unit: Unit, call: AtomicCall, target: str, records: str, on_view: bool) -> dict[str, str]:
         """The names of an exact site's records (``Site.values`` and the rest), and of its target's shadow."""

@@ -218,6 +218,9 @@ class FunctionPlan:
     unconsumed: dict[ast.AST, str | None] = field(default_factory=dict)
     # plain stores into argument arrays (``out[slot] = v``): statement -> the array's argument path
     stores: dict[ast.stmt, str] = field(default_factory=dict)
+    # calls that only compute a value or print (``read_back.Analysis.computes_only``): the count phase leaves out
+    # those whose value nothing reads (``passes.count_slice``)
+    computing: frozenset[ast.Call] = frozenset()
 
     def walk(self) -> Iterator[FunctionPlan]:
         yield self

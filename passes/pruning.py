@@ -6,39 +6,41 @@ from __future__ import annotations
 
 import ast
 import copy
+from collections.abc import Callable
 from typing import TypeGuard
 
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.syntax import called_name, walk
 
 
-def pruned(function: ast.FunctionDef) -> ast.FunctionDef:
+def pruned(function: ast.FunctionDef, leaves_out: Callable[[ast.Call], bool] | None = None) -> ast.FunctionDef:
     """A replay, count or twin function without what leaving statements out left behind: ``pass`` beside other
     statements, and assignments to locals nothing reads any more (a call in one stays, as a statement of its own:
-    it may keep an adjoint or a side effect); so that generated code reads as written, and lints clean."""
+    it may keep an adjoint or a side effect, unless ``leaves_out`` says it goes; by default, a call that only
+    constructs a value goes); so that generated code reads as written, and lints clean."""
     while True:
         read = {n.id for n in walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-        body = _pruned_body(function.body, read)
+        body = _pruned_body(function.body, read, leaves_out or constructs)
         if body is function.body:
             return function
         function = copy.copy(function)
         function.body = body
 
 
-def _pruned_body(body: list[ast.stmt], read: set[str]) -> list[ast.stmt]:
+def _pruned_body(body: list[ast.stmt], read: set[str], leaves_out: Callable[[ast.Call], bool]) -> list[ast.stmt]:
     """``body`` pruned (the same list if nothing changes; never changed in place)."""
     kept: list[ast.stmt] = []
     for statement in body:
         if isinstance(statement, ast.Pass):
             continue
         if _assigns_unread(statement, read):
-            if any(isinstance(n, ast.Call) and not constructs(n) for n in walk(statement.value)):
+            if any(isinstance(n, ast.Call) and not leaves_out(n) for n in walk(statement.value)):
                 kept.append(ast.copy_location(ast.Expr(statement.value), statement))
             continue
         for name in ("body", "orelse"):
             inner = getattr(statement, name, None)
             if isinstance(inner, list) and inner:
-                pruned = _pruned_body(inner, read)
+                pruned = _pruned_body(inner, read, leaves_out)
                 if pruned is not inner:
                     statement = copy.copy(statement)
                     setattr(statement, name, pruned or ([] if name == "orelse" else [ast.Pass()]))

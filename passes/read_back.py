@@ -13,7 +13,14 @@ from typing import Any
 
 from warp_rewrite.passes import dtypes, memory
 from warp_rewrite.passes.atomics import AtomicCall, WarpNames, find_atomic_calls, find_augmented_writes
-from warp_rewrite.passes.builtins import BuiltinEffect, Effect, call_effect, called_builtin, written_arguments
+from warp_rewrite.passes.builtins import (
+    BuiltinEffect,
+    Effect,
+    call_effect,
+    called_builtin,
+    warp_builtin,
+    written_arguments,
+)
 from warp_rewrite.passes.dataflow import argument_path, is_view, path_parts, rebound_locals, single_assignments
 from warp_rewrite.passes.int_types import IntLocals
 from warp_rewrite.passes.loop_carried import LoopFlow
@@ -21,7 +28,7 @@ from warp_rewrite.passes.loop_hazards import Callees, LoopHazard, loop_hazards, 
 from warp_rewrite.passes.overloads import Ambiguous
 from warp_rewrite.passes.plan_types import Frontend, FunctionPlan, Unit, array_at, is_int_path
 from warp_rewrite.passes.refusals import Refusal
-from warp_rewrite.passes.syntax import called_name, parent_map, walk
+from warp_rewrite.passes.syntax import called_name, function_locals, parent_map, walk
 from warp_rewrite.passes.value_types import ValueTypes
 
 # What a helper with no return annotation returns, told from its body, by its tree (held: an id is not reused
@@ -144,6 +151,32 @@ class Analysis:
         except Ambiguous as ambiguous:  # any of the overloads it may run
             return any(_writes_gradient(candidate, self.frontend) for candidate in ambiguous.candidates)
         return helper is not None and _writes_gradient(helper, self.frontend)
+
+    def computes_only(self, call: ast.Call) -> bool:
+        """Does the call only compute a value (or print), itself and in every helper it runs: no store into memory,
+        no atomic, no write into the locals it is handed? The count phase leaves such a call out where nothing reads
+        its value (``passes.count_slice``): what it computes is then thrown away, and the record kernel prints."""
+        if not isinstance(call.func, ast.Name | ast.Attribute):  # ``wp.static(f)(x)``: f is known only to Warp
+            return False
+        if warp_builtin(call, self.names) is None:  # (spelled through Warp: the table says, whatever the front end)
+            try:
+                helper = self.frontend.resolve_helper(self.unit, call)
+            except (Ambiguous, Refusal):  # (any overload it may run; a source not read is kept, unknown)
+                return False
+            if helper is not None:
+                return _computes_only(helper, self.frontend)
+            if not self.frontend.is_builtin(self.unit, call):
+                return self._opaque_on_values(call)
+        effect = builtin_effect_of(call, self.names)
+        return effect is not None and not effect.written and not effect.effects & _SIDE_EFFECTS
+
+    def _opaque_on_values(self, call: ast.Call) -> bool:
+        """Is the call one the rewrite cannot read (``@wp.func_native``), of a function named at module level,
+        handed no memory? The fence accepts it as writing nothing (its form "opaque call"); a local naming a function
+        is not one (``op = wp.randf`` writes the state it is handed)."""
+        if not isinstance(call.func, ast.Name) or call.func.id in function_locals(self.tree):
+            return False
+        return not any(self._names_memory(argument) for argument in [*call.args, *(k.value for k in call.keywords)])
 
     def _told_helper(self, call: ast.Call) -> Unit | None:
         """The helper the call runs, None where it is no helper or the source does not tell which overload (its
@@ -570,6 +603,21 @@ def _root_name(expr: ast.expr) -> str | None:
     """The local an expression reaches memory through: ``buf`` in ``buf``, ``buf[i]`` or ``buf.f[i]``."""
     parts = path_parts(expr)
     return parts[0] if parts else None
+
+
+# What a builtin may do that a dry run needs done: write memory or the locals it is handed (``computes_only``).
+_SIDE_EFFECTS = frozenset({Effect.WRITES_ARGUMENTS, Effect.WRITES_ARRAYS, Effect.REFUSED})
+# A helper's tree -> does it only compute a value (``Analysis.computes_only``).
+_COMPUTES_ONLY: weakref.WeakKeyDictionary[ast.FunctionDef, bool] = weakref.WeakKeyDictionary()
+
+
+def _computes_only(helper: Unit, frontend: Frontend) -> bool:
+    if helper.tree not in _COMPUTES_ONLY:
+        _COMPUTES_ONLY[helper.tree] = False  # a recursive call (Warp compiles none) computes nothing known
+        facts = Analysis(helper, frontend)
+        stores = any(facts.stored_memory(node) for node in facts.nodes if isinstance(node, ast.stmt))
+        _COMPUTES_ONLY[helper.tree] = not stores and all(map(facts.computes_only, facts.calls))
+    return _COMPUTES_ONLY[helper.tree]
 
 
 # A helper's tree (each front end reads its own) -> may it write memory a gradient flows through.

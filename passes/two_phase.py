@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from warp_rewrite.passes import dtypes
+from warp_rewrite.passes import count_slice, dtypes
 from warp_rewrite.passes.atomics import positional_arguments
 from warp_rewrite.passes.layout import RecordParam
 from warp_rewrite.passes.plan_types import Carried, FunctionPlan, KernelPlan, Loop, Site, needs_forward_twin
@@ -762,4 +762,8 @@ def phase_functions(
         if phase == REPLAY and needs_forward_twin(clone, int_paths):
             twin = pruned(phase_function(clone, dataclasses.replace(settings, phase=REPLAY_FORWARD), records))
             functions += [twin, _replay_registration(twin, functions[-1].name, module.warp)]
-    return [*functions, tidy(phase_function(plan.root, settings, records, options))]
+    functions.append(tidy(phase_function(plan.root, settings, records, options)))
+    if phase == COUNT:
+        computing = frozenset().union(*(function.computing for function in plan.root.walk()))
+        return count_slice.sliced(functions, computing, frozenset(plan.root.record_params()))
+    return functions

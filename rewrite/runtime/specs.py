@@ -3,6 +3,7 @@
 """What a launch needs to know about the generated kernels: frozen records the pipeline fills and emitted modules
 spell out as source text (``KernelPair(record, replay, KernelSpec(...))``)."""
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,3 +102,16 @@ class KernelPair:
     replay: wp.Kernel  # the original code reading the records back: only its adjoint runs
     spec: KernelSpec
     count: wp.Kernel | None = None  # the record kernel without writes nothing reads back: what dry runs launch
+
+    @functools.cached_property
+    def _counted_records(self) -> tuple[bool, ...]:
+        """Which records the count kernel takes: only those it reads (``passes.count_slice``)."""
+        assert self.count is not None  # (asked only of a pair with a count kernel)
+        taken = {argument.label for argument in self.count.adj.args}
+        return tuple(record.name in taken for record in self.spec.records)
+
+    def count_arguments(self, extra: list[Any]) -> list[Any]:
+        """Of the arguments the record kernel takes after the kernel's own (``records.phase_arguments``: the records,
+        then the rest), those the count kernel takes."""
+        records = len(self.spec.records)
+        return [*(a for a, taken in zip(extra, self._counted_records, strict=False) if taken), *extra[records:]]

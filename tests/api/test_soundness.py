@@ -7,14 +7,16 @@ resolved (``wp.static``) or refused. Each pattern is checked end to end against 
 original kernel's forward (tests/support/harness.py), or for its refusal.
 """
 
+import ast
 import dataclasses
 
 import numpy as np
 import pytest
 import warp as wp
 
+from tests.support import count_slices
 from tests.support.harness import Case, check, f64, i32
-from tests.support.record_kernels import dropped_reads
+from tests.support.record_kernels import count_kernel_differences, dropped_reads
 from warp_rewrite import RewriteError, launch, pipeline, wp_rewrite
 
 N = 8
@@ -278,6 +280,31 @@ def test_the_invariants_catch_a_record_kernel_reading_what_the_count_kernel_does
     monkeypatch.setattr(pipeline, "rewrite_kernel", with_nothing_copied)
     wp_rewrite(emit_and_mark, detach_returns=True)  # a kernel of its own (another option): generated anew
     assert [line.split(": ", 1)[1].split(" (")[0] for line in found] == ["reads 'marks'", "reads 'count'"]
+
+
+def test_the_invariants_catch_a_count_kernel_that_leaves_out_a_trip_count(monkeypatch):
+    """The count phase is cut down to what decides trip counts (``passes.count_slice``): a count clone that no longer
+    reported the trips of its loop would leave the records too short (``count_kernel_differences``)."""
+    found = []
+    rewrite_kernel = pipeline.rewrite_kernel
+
+    def without_a_report(frontend, *options):
+        generated = rewrite_kernel(frontend, *options)
+        assert not count_kernel_differences(frontend, generated)
+        module = ast.parse(generated.source)
+        for function in module.body:
+            if (
+                isinstance(function, ast.FunctionDef)
+                and function.name.startswith("farthest")
+                and "count" in function.name
+            ):
+                function.body = [s for s in function.body if "report_trips" not in ast.unparse(s)] or [ast.Pass()]
+        found.extend(count_kernel_differences(frontend, dataclasses.replace(generated, source=ast.unparse(module))))
+        return generated
+
+    monkeypatch.setattr(pipeline, "rewrite_kernel", without_a_report)
+    wp_rewrite(count_slices.support_point, detach_returns=True)  # a kernel of its own (another option): generated anew
+    assert [line.split(": ", 1)[1] for line in found] == ["reports the trips of loops [], not ['loop0']"]
 
 
 # --- calls the rewrite must see into ----------------------------------------------------------------------------

@@ -179,14 +179,13 @@ def test_a_fixed_max_records_is_compiled_in_and_the_replay_takes_no_trip_argumen
 def test_the_count_phase_leaves_out_writes_nothing_reads_back_and_records_but_keeps_their_calls():
     """What a dry run launches to count trips: ``out`` is never read, so its store goes, but not the atomic in
     its index (the counter is read back: its values decide the slots); nor are records stored (a dry run's are
-    thrown away), so the thread's row and the trips' coordinates go too, and the loop's variable, read no more,
-    is marked unused."""
+    thrown away), so the records, the thread's row and the trips' coordinates go too, and the loop's variable,
+    read no more, is marked unused."""
     same_code(
         generated(plan_of(EMIT), COUNT),
         """
         @wp.kernel
-        def emit_count(n: wp.array[int], count: wp.array[int], out: wp.array[float],
-                       atomic_add_records: wp.array(dtype=wp.int32), trip_capacity0: int,
+        def emit_count(n: wp.array[int], count: wp.array[int], out: wp.array[float], trip_capacity0: int,
                        status: wp.array(dtype=wp.int32)):
             tid = wp.tid()
             start0 = 0

@@ -213,7 +213,9 @@ class _Canonical(ast.NodeTransformer):
 
 
 def count_kernel_differences(frontend: Frontend, generated: GeneratedKernel) -> list[str]:
-    """Writes the count functions add to the record functions', or leave out though the launch reads them back."""
+    """Writes the count functions add to the record functions', or leave out though the launch reads them back; and
+    trip counts the record functions check and the count functions do not (a clone the count phase leaves out, with
+    nothing left to do, has none of either)."""
     if not generated.count_kernel:
         return []
     runtime = frontend.module.runtime.alias
@@ -223,17 +225,27 @@ def count_kernel_differences(frontend: Frontend, generated: GeneratedKernel) -> 
     problems = []
     for plan in generated.plan.root.walk():
         record, count = functions.get(f"{plan.name}_{RECORD}"), functions.get(f"{plan.name}_{COUNT}")
-        if record is None or count is None:
+        if record is None:
             continue
         names = frontend.warp_names(plan.unit)
         kept = Counter(w for w, path in _writes(record, plan.paths, names, runtime) if path not in dropped)
-        counted = Counter(w for w, _ in _writes(count, plan.paths, names, runtime))
+        counted = Counter(w for w, _ in _writes(count, plan.paths, names, runtime)) if count else Counter()
         if kept != counted:
             problems.append(
-                f"{count.name}: writes {sorted(counted - kept)} the record kernel does not, and leaves out "
+                f"{plan.name}_{COUNT}: writes {sorted(counted - kept)} the record kernel does not, and leaves out "
                 f"{sorted(kept - counted)} that the launch reads back"
             )
+        checked, counts = _trip_reports(record, runtime), _trip_reports(count, runtime) if count else Counter()
+        if checked != counts:
+            problems.append(f"{plan.name}_{COUNT}: reports the trips of loops {sorted(counts)}, not {sorted(checked)}")
     return problems
+
+
+def _trip_reports(function: ast.FunctionDef, runtime: str) -> Counter[str]:
+    """The loops whose trips the function reports (``report_trips``'s loop argument), as often as it does."""
+    calls = [node for node in walk(function) if isinstance(node, ast.Call)]
+    reports = [call for call in calls if ast.unparse(call.func) == f"{runtime}.report_trips"]
+    return Counter(ast.unparse(call.args[1]) for call in reports)
 
 
 def dropped_reads(frontend: Frontend, generated: GeneratedKernel) -> list[str]:

@@ -1,0 +1,328 @@
+"""The count phase cut down to what decides trip counts.
+
+A dry run launches the count kernel to learn how many trips each loop of unknown length makes, before the record
+kernel runs with room for their records. What it must compute is the record kernel's control flow and every write
+the launch reads back (``KernelPlan.copied``: a later read, in this thread or another, may decide a trip count);
+anything else it computes is thrown away. The count phase as ``passes.two_phase`` makes it is the record phase
+less its records and less its writes nothing reads back, and left the rest for the compiler to leave out: in a
+helper's clone, most of the helper. Here it is left out of the text too:
+
+- a clone whose value no caller reads returns nothing (where that leaves out a good part of it: ``sliced``);
+- a statement that only computes a value nothing reads is left out: an assignment to a local nothing reads, or a
+  call on its own, where every call in it only computes a value (``FunctionPlan.computing``: no store into memory,
+  no atomic, no write into a local it is handed, in what it runs too; a print goes, so a dry run prints nothing)
+  or constructs one;
+- then an ``if`` or a ``for`` with nothing left inside, whose test or range only computes; a clone left with
+  nothing to do, and its calls.
+
+What stays is what the record phase does to decide trip counts and to write what the launch reads back, in the
+same order: the same statements, not new ones. A ``while`` loop stays whatever its body (leaving it out could
+change whether the kernel ends).
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from collections.abc import Callable
+
+from warp_rewrite.passes.pruning import constructs, pruned
+from warp_rewrite.passes.syntax import parent_map, walk
+
+LeavesOut = Callable[[ast.Call], bool]
+
+
+def sliced(
+    functions: list[ast.FunctionDef], computing: frozenset[ast.Call], records: frozenset[str]
+) -> list[ast.FunctionDef]:
+    """The count phase's ``functions`` (the clones, callees first, then the kernel) cut down to what decides trip
+    counts, each taking only what it reads; ``computing``: the calls of the plan's functions that only compute a
+    value; ``records``: the record parameters of the kernel.
+
+    A clone whose value no caller reads returns nothing where that, with the same for the clones it calls, leaves
+    out at least a quarter of it and them: a file defines each variant of a clone once (``rewrite.cli.shared_clones``),
+    and one returning nothing is another variant, worth its lines only where it is much shorter."""
+    slicer = _Slicer(computing)
+    void: frozenset[str] = frozenset()
+    cut = slicer.fixed_point(functions, void)
+    for clone in reversed(functions[:-1]):  # callers first
+        if clone.name in void or clone.name in _returns_read(cut):
+            continue
+        below = _called(functions, clone.name)
+        trial = slicer.fixed_point(functions, void | below)
+        if 4 * _size(trial, below) <= 3 * _size(cut, below):
+            void, cut = void | below, trial
+    while (taking := _reading_what_they_take(cut, records, slicer.leaves_out(frozenset()))) is not cut:
+        cut = slicer.fixed_point(taking, void)
+    return cut
+
+
+class _Slicer:
+    """Slices the count phase's functions, each once for each way ``sliced`` tries (which clones return nothing,
+    which are gone)."""
+
+    def __init__(self, computing: frozenset[ast.Call]):
+        self.computing = computing
+        # (function's id, returns nothing, clones gone) -> (the function, its slice): holding the function keeps
+        # its id from being reused
+        self._slices: dict[tuple[int, bool, frozenset[str]], tuple[ast.FunctionDef, ast.FunctionDef]] = {}
+
+    def fixed_point(self, functions: list[ast.FunctionDef], void: frozenset[str]) -> list[ast.FunctionDef]:
+        """``functions`` sliced, the clones named in ``void`` returning nothing where no caller reads their value,
+        until nothing more goes; a clone left with nothing to do goes, and so do its calls."""
+        gone: frozenset[str] = frozenset()
+        while True:
+            read = _returns_read(functions)
+            cut = [self.sliced(f, f.name in void and f.name not in read, gone) for f in functions]
+            idle = {f.name for f in cut[:-1] if f.name not in read and _idle(f.body)}
+            gone |= idle
+            cut = [function for function in cut if function.name not in idle]
+            if len(cut) == len(functions) and all(new is old for new, old in zip(cut, functions, strict=True)):
+                return functions
+            functions = cut
+
+    def sliced(self, function: ast.FunctionDef, void: bool, gone: frozenset[str]) -> ast.FunctionDef:
+        key = (id(function), void, gone)
+        if key not in self._slices:
+            leaves_out = self.leaves_out(gone)
+            voided = _void(function, leaves_out) if void else function
+            self._slices[key] = (function, _sliced_function(voided, leaves_out))
+        return self._slices[key][1]
+
+    def leaves_out(self, gone: frozenset[str]) -> LeavesOut:
+        """Which calls can go where nothing reads their value: those that only compute, and those of the clones
+        ``gone``."""
+
+        def leaves_out(call: ast.Call) -> bool:
+            return call in self.computing or constructs(call) or _callee(call) in gone
+
+        return leaves_out
+
+
+def _reading_what_they_take(
+    functions: list[ast.FunctionDef], records: frozenset[str], leaves_out: LeavesOut
+) -> list[ast.FunctionDef]:
+    """The count phase's functions taking only what they read: a clone's parameter nothing in it reads goes, with
+    the argument each call passes it where that argument only computes; of the kernel's, its records it does not
+    read (its own parameters are what the launch passes; it passes the count kernel only the records it takes:
+    ``KernelPair.count_arguments``). The same list where nothing goes."""
+    clones = {function.name: function for function in functions[:-1]}
+    calls = [node for f in functions for node in walk(f) if isinstance(node, ast.Call) and _callee(node) in clones]
+    unread: dict[str, set[int]] = {}
+    for name, clone in clones.items():
+        read = _loaded(clone)
+        positions = {index for index, parameter in enumerate(clone.args.args) if parameter.arg not in read}
+        for call in calls:
+            if _callee(call) == name:
+                positions = {p for p in positions if p < len(call.args) and _only_computes(call.args[p], leaves_out)}
+        if positions:
+            unread[name] = positions
+    kernel = functions[-1]
+    kernel_read = _loaded(kernel)
+    kernel_unread = {i for i, p in enumerate(kernel.args.args) if p.arg in records and p.arg not in kernel_read}
+    if not unread and not kernel_unread:
+        return functions
+    taking = []
+    for function in functions:
+        dropped = kernel_unread if function is kernel else unread.get(function.name, set())
+        function = _ArgumentsLeftOut(unread).visit(function)
+        if dropped:
+            function = copy.copy(function)
+            function.args = copy.copy(function.args)
+            function.args.args = [p for i, p in enumerate(function.args.args) if i not in dropped]
+        taking.append(function)
+    return taking
+
+
+def _callee(call: ast.Call) -> str | None:
+    return call.func.id if isinstance(call.func, ast.Name) else None
+
+
+class _ArgumentsLeftOut(ast.NodeTransformer):
+    """A function whose calls of the clones named leave out the arguments at the positions given: copied where it
+    changes, its other nodes its own (``computing`` knows calls by identity)."""
+
+    def __init__(self, positions: dict[str, set[int]]):
+        self.positions = positions
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        changed: dict[str, object] = {}
+        for name, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                visited = [self.visit(item) if isinstance(item, ast.AST) else item for item in value]
+                if any(new is not old for new, old in zip(visited, value, strict=True)):
+                    changed[name] = visited
+            elif isinstance(value, ast.AST) and (new := self.visit(value)) is not value:
+                changed[name] = new
+        if not changed:
+            return node
+        node = copy.copy(node)
+        for name, value in changed.items():
+            setattr(node, name, value)
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        visited = self.generic_visit(node)
+        assert isinstance(visited, ast.Call)
+        left_out = self.positions.get(_callee(node) or "", set())
+        if not left_out:
+            return visited
+        visited = copy.copy(visited)
+        visited.args = [argument for index, argument in enumerate(visited.args) if index not in left_out]
+        return visited
+
+
+def _called(functions: list[ast.FunctionDef], name: str) -> frozenset[str]:
+    """The clone ``name`` and the clones it calls, at any depth."""
+    by_name = {function.name: function for function in functions[:-1]}
+    found: set[str] = set()
+    pending = [name]
+    while pending:
+        current = pending.pop()
+        if current in found or current not in by_name:
+            continue
+        found.add(current)
+        calls = [node for node in walk(by_name[current]) if isinstance(node, ast.Call)]
+        pending += [call.func.id for call in calls if isinstance(call.func, ast.Name)]
+    return frozenset(found)
+
+
+def _size(functions: list[ast.FunctionDef], names: frozenset[str]) -> int:
+    """The statements of the functions named in ``names``."""
+    return sum(isinstance(node, ast.stmt) for f in functions if f.name in names for node in walk(f))
+
+
+def _returns_read(functions: list[ast.FunctionDef]) -> set[str]:
+    """The clones some caller reads the value of (any call of it that is not a statement of its own)."""
+    clones = {function.name for function in functions[:-1]}
+    read = set()
+    for function in functions:
+        nodes = walk(function)
+        parents = parent_map(nodes)
+        for node in nodes:
+            named = _callee(node) if isinstance(node, ast.Call) else None
+            if named in clones and not isinstance(parents.get(node), ast.Expr):
+                read.add(named)
+    return read
+
+
+def _void(function: ast.FunctionDef, leaves_out: LeavesOut) -> ast.FunctionDef:
+    """``function`` returning nothing: each ``return value`` a bare ``return``, after the value's calls where one of
+    them does more than compute; and no return annotation."""
+    if function.returns is None and not any(isinstance(n, ast.Return) and n.value for n in walk(function)):
+        return function
+
+    def returned(statement: ast.stmt) -> list[ast.stmt]:
+        if not isinstance(statement, ast.Return) or statement.value is None:
+            return [statement]
+        bare = ast.copy_location(ast.Return(None), statement)
+        if _only_computes(statement.value, leaves_out):
+            return [bare]
+        return [ast.copy_location(ast.Expr(statement.value), statement), bare]
+
+    function = copy.copy(function)
+    function.body = _mapped(function.body, returned)
+    function.returns = None
+    if function.body and isinstance(function.body[-1], ast.Return):  # nothing is left to return from
+        function.body = function.body[:-1] or [ast.Pass()]
+    return function
+
+
+def _sliced_function(function: ast.FunctionDef, leaves_out: LeavesOut) -> ast.FunctionDef:
+    """``function`` without the statements that only compute values nothing it keeps reads: the names it needs
+    grow from what it must keep (calls that do more than compute, stores, returns, jumps, ``while`` loops) until
+    they no longer change; then ``pruned`` marks what is left unread."""
+    needed: set[str] = set()
+    while True:
+        reads: set[str] = set()
+        body = _swept(function.body, needed, reads, leaves_out) or [ast.Pass()]
+        if reads <= needed:
+            break
+        needed |= reads
+    if body != function.body:
+        function = copy.copy(function)
+        function.body = body
+    return pruned(function, leaves_out)
+
+
+def _swept(body: list[ast.stmt], needed: set[str], reads: set[str], leaves_out: LeavesOut) -> list[ast.stmt]:
+    """``body`` less what ``needed`` (the names something kept reads) does not need (the same list where nothing
+    goes); the names what it keeps reads are added to ``reads``."""
+    kept: list[ast.stmt] = []
+    for statement in body:
+        if isinstance(statement, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            elements = [e for target in targets for e in (target.elts if isinstance(target, ast.Tuple) else [target])]
+            if any(not isinstance(e, ast.Name) or e.id in needed for e in elements):
+                reads |= _loaded(statement)
+                if isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
+                    reads.add(statement.target.id)
+            elif statement.value is not None and not _only_computes(statement.value, leaves_out):
+                reads |= _loaded(statement.value)
+                kept.append(ast.copy_location(ast.Expr(statement.value), statement))
+                continue
+            else:
+                continue
+        elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+            if _only_computes(statement.value, leaves_out):
+                continue
+            reads |= _loaded(statement)
+        elif isinstance(statement, ast.If | ast.For | ast.While):
+            inner = copy.copy(statement)
+            inner.body = _swept(statement.body, needed, reads, leaves_out)
+            inner.orelse = _swept(statement.orelse, needed, reads, leaves_out)
+            tested = statement.iter if isinstance(statement, ast.For) else statement.test
+            if _idle(inner.body) and _idle(inner.orelse) and _leaves(statement, needed, leaves_out):
+                continue
+            reads |= _loaded(tested)
+            inner.body = inner.body or [ast.Pass()]
+            inner.orelse = [] if _idle(inner.orelse) else inner.orelse
+            if inner.body != statement.body or inner.orelse != statement.orelse:
+                statement = inner
+        else:
+            reads |= _loaded(statement)
+        kept.append(statement)
+    return body if kept == body else kept
+
+
+def _leaves(statement: ast.If | ast.For | ast.While, needed: set[str], leaves_out: LeavesOut) -> bool:
+    """Can the statement, with nothing left inside, go? An ``if`` whose test only computes; a ``for`` whose range
+    only computes and whose variable nothing reads after it; never a ``while``."""
+    if isinstance(statement, ast.If):
+        return _only_computes(statement.test, leaves_out)
+    if isinstance(statement, ast.For):
+        variable = _loaded(statement.target, ast.Store)
+        return not variable & needed and _only_computes(_range_bounds(statement.iter), leaves_out)
+    return False
+
+
+def _loaded(node: ast.AST, context: type[ast.expr_context] = ast.Load) -> set[str]:
+    return {n.id for n in walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, context)}
+
+
+def _range_bounds(iterated: ast.expr) -> ast.expr:
+    """What ``range(...)`` iterates over computes: its bounds (a loop over anything else, the whole expression)."""
+    if isinstance(iterated, ast.Call) and isinstance(iterated.func, ast.Name) and iterated.func.id == "range":
+        return ast.Tuple(iterated.args, ast.Load())
+    return iterated
+
+
+def _idle(body: list[ast.stmt]) -> bool:
+    return all(isinstance(statement, ast.Pass) for statement in body)
+
+
+def _only_computes(expr: ast.expr, leaves_out: LeavesOut) -> bool:
+    return all(leaves_out(node) for node in walk(expr) if isinstance(node, ast.Call))
+
+
+def _mapped(body: list[ast.stmt], change: Callable[[ast.stmt], list[ast.stmt]]) -> list[ast.stmt]:
+    """``body`` with ``change`` applied to each statement, at every depth (the statements it leaves are copies)."""
+    result: list[ast.stmt] = []
+    for statement in body:
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(statement, name, None)
+            if isinstance(inner, list) and inner:
+                statement = copy.copy(statement)
+                setattr(statement, name, _mapped(inner, change))
+        result += change(statement)
+    return result

@@ -1,0 +1,254 @@
+"""passes/count_slice.py: the count phase cut down to what decides trip counts, as before/after source pairs.
+
+Nothing here compiles or launches a kernel: tests/api/test_count_slices.py runs such kernels end to end.
+"""
+
+from tests.support.pass_sources import Unit, generated, plan_of, same_code
+from warp_rewrite.passes.two_phase import COUNT
+
+TRIPS = "trip_capacity0: int, loop0: int, status: wp.array(dtype=wp.int32)"
+
+
+def test_a_helper_whose_value_nothing_reads_keeps_only_the_branch_that_counts():
+    """Newton's support map: the kernel's store is into an array nothing reads back, so neither helper's value is
+    read: both return nothing, and of the branches only the one reaching the loop stays; the loop itself, with
+    nothing left in it, goes (its trips are counted before it); so does the print. Each function takes only what it
+    reads: the clones no record (the count phase stores none) and no point, the kernel no record."""
+    helpers = {
+        "farthest": Unit("""
+            @wp.func
+            def farthest(points: wp.array[wp.vec3], n: int, d: wp.vec3) -> float:
+                best = float(-1.0e10)
+                for i in range(n):
+                    best = wp.max(best, wp.dot(points[i], d))
+                return best
+        """),
+        "support": Unit("""
+            @wp.func
+            def support(kind: int, points: wp.array[wp.vec3], n: int, d: wp.vec3) -> float:
+                result = float(0.0)
+                if kind == 0:
+                    result = farthest(points, n, d)
+                elif kind == 1:
+                    result = wp.length(d) * 2.0
+                else:
+                    wp.printf("another kind\\n")
+                    result = wp.sqrt(wp.dot(d, d))
+                return result
+        """),
+    }
+    kernel = """
+        @wp.kernel
+        def probe(kinds: wp.array[int], points: wp.array[wp.vec3], n: wp.array[int], d: wp.array[wp.vec3],
+                  out: wp.array[float]):
+            tid = wp.tid()
+            out[tid] = support(kinds[tid], points, n[tid], d[tid])
+    """
+    same_code(
+        generated(plan_of(kernel, helpers), COUNT),
+        f"""
+        @wp.func
+        def farthest_count(n: int, {TRIPS}):
+            start0 = 0
+            stop0 = n
+            step0 = 1
+            if rt.range_length(start0, stop0, step0) > trip_capacity0:
+                rt.report_trips(status, loop0, rt.range_length(start0, stop0, step0))
+
+        @wp.func
+        def support_count(kind: int, n: int, {TRIPS}):
+            if kind == 0:
+                farthest_count(n, trip_capacity0, loop0, status)
+
+        @wp.kernel
+        def probe_count(kinds: wp.array[int], points: wp.array[wp.vec3], n: wp.array[int], d: wp.array[wp.vec3],
+                        out: wp.array[float], trip_capacity0: int, status: wp.array(dtype=wp.int32)):
+            tid = wp.tid()
+            support_count(kinds[tid], n[tid], trip_capacity0, 0, status)
+        """,
+    )
+
+
+def test_a_value_that_decides_a_trip_count_stays():
+    """``m``, a helper's value, is the loop's stop; what the loop computes, and the store after it, go."""
+    helpers = {
+        "rising": Unit("""
+            @wp.func
+            def rising(values: wp.array[float], n: int) -> int:
+                rises = int(0)
+                best = float(-1.0e10)
+                for i in range(n):
+                    if values[i] > best:
+                        best = values[i]
+                        rises += 1
+                return rises
+        """)
+    }
+    kernel = """
+        @wp.kernel
+        def climb(values: wp.array[float], n: wp.array[int], x: wp.array[float], out: wp.array[float]):
+            tid = wp.tid()
+            m = rising(values, n[tid])
+            s = float(1.0)
+            for j in range(m):
+                s = s * x[j] + 1.0
+            out[tid] = s
+    """
+    same_code(
+        generated(plan_of(kernel, helpers), COUNT),
+        """
+        @wp.kernel
+        def climb_count(values: wp.array[float], n: wp.array[int], x: wp.array[float], out: wp.array[float],
+                        trip_capacity0: int, status: wp.array(dtype=wp.int32)):
+            tid = wp.tid()
+            m = rising(values, n[tid])
+            start0 = 0
+            stop0 = m
+            step0 = 1
+            if rt.range_length(start0, stop0, step0) > trip_capacity0:
+                rt.report_trips(status, 0, rt.range_length(start0, stop0, step0))
+        """,
+    )
+
+
+def test_a_clone_left_with_nothing_to_do_goes_and_so_does_its_call():
+    """``twice`` reads ``a``, which the launch writes (a record, in the record phase), into a store nothing reads
+    back: its count clone would compute a value nothing reads, so it is not defined. ``a`` is read back: the loop
+    that computes what is stored into it stays."""
+    helpers = {
+        "twice": Unit("""
+            @wp.func
+            def twice(a: wp.array[float], i: int) -> float:
+                return a[i] * 2.0
+        """)
+    }
+    kernel = """
+        @wp.kernel
+        def halves(a: wp.array[float], n: wp.array[int], b: wp.array[float]):
+            tid = wp.tid()
+            s = float(0.0)
+            for j in range(n[tid]):
+                s = s * 0.5 + a[j]
+            b[tid] = twice(a, tid) + s
+            a[tid] = s
+    """
+    same_code(
+        generated(plan_of(kernel, helpers), COUNT),
+        """
+        @wp.kernel
+        def halves_count(a: wp.array[float], n: wp.array[int], b: wp.array[float], trip_capacity0: int,
+                         status: wp.array(dtype=wp.int32)):
+            tid = wp.tid()
+            s = float(0.0)
+            start0 = 0
+            stop0 = n[tid]
+            step0 = 1
+            if rt.range_length(start0, stop0, step0) > trip_capacity0:
+                rt.report_trips(status, 0, rt.range_length(start0, stop0, step0))
+            for j in range(start0, stop0, step0):
+                s = s * 0.5 + a[j]
+            a[tid] = s
+        """,
+    )
+
+
+def test_a_while_loop_stays_and_so_does_a_branch_between_two_that_count():
+    """Leaving out a ``while`` loop could change whether the kernel ends, so it stays with what its test reads;
+    the middle branch has nothing left, but leaving it out would run the next test where the forward does not."""
+    kernel = """
+        @wp.kernel
+        def walk(x: wp.array[float], n: wp.array[int], out: wp.array[float]):
+            tid = wp.tid()
+            s = float(0.0)
+            i = int(0)
+            while s < 10.0:
+                s += x[i]
+                i += 1
+            t = float(0.0)
+            if tid == 0:
+                for j in range(n[tid]):
+                    t += x[j]
+            elif tid == 1:
+                t = 2.0
+            elif tid == 2:
+                for j in range(n[0]):
+                    t = t * x[j]
+            out[tid] = s + t
+    """
+    same_code(
+        generated(plan_of(kernel), COUNT),
+        """
+        @wp.kernel
+        def walk_count(x: wp.array[float], n: wp.array[int], out: wp.array[float], trip_capacity0: int,
+                       trip_capacity1: int, trip_capacity2: int, status: wp.array(dtype=wp.int32)):
+            tid = wp.tid()
+            s = float(0.0)
+            i = int(0)
+            trips0 = wp.int32(0)
+            while s < 10.0:
+                trips0 = trips0 + 1
+                s += x[i]
+                i += 1
+            if trips0 > trip_capacity0:
+                rt.report_trips(status, 0, trips0)
+            if tid == 0:
+                start1 = 0
+                stop1 = n[tid]
+                step1 = 1
+                if rt.range_length(start1, stop1, step1) > trip_capacity1:
+                    rt.report_trips(status, 1, rt.range_length(start1, stop1, step1))
+            elif tid == 1:
+                pass
+            elif tid == 2:
+                start2 = 0
+                stop2 = n[0]
+                step2 = 1
+                if rt.range_length(start2, stop2, step2) > trip_capacity2:
+                    rt.report_trips(status, 2, rt.range_length(start2, stop2, step2))
+        """,
+    )
+
+
+def test_a_clone_keeps_its_value_where_returning_nothing_would_leave_out_little():
+    """Nothing reads ``step``'s value in this kernel, but what computes it is stored into ``a``, which the launch
+    reads back: returning nothing would leave out only the return, and make another variant of the clone."""
+    helpers = {
+        "step": Unit("""
+            @wp.func
+            def step(a: wp.array[float], n: int, i: int) -> float:
+                acc = float(0.0)
+                for j in range(n):
+                    acc = acc * 0.5 + a[j]
+                a[i] = acc
+                return acc
+        """)
+    }
+    kernel = """
+        @wp.kernel
+        def steps(a: wp.array[float], n: wp.array[int], b: wp.array[float]):
+            tid = wp.tid()
+            b[tid] = step(a, n[tid], tid)
+    """
+    same_code(
+        generated(plan_of(kernel, helpers), COUNT),
+        f"""
+        @wp.func
+        def step_count(a: wp.array[float], n: int, i: int, {TRIPS}) -> float:
+            acc = float(0.0)
+            start0 = 0
+            stop0 = n
+            step0 = 1
+            if rt.range_length(start0, stop0, step0) > trip_capacity0:
+                rt.report_trips(status, loop0, rt.range_length(start0, stop0, step0))
+            for j in range(start0, stop0, step0):
+                acc = acc * 0.5 + a[j]
+            a[i] = acc
+            return acc
+
+        @wp.kernel
+        def steps_count(a: wp.array[float], n: wp.array[int], b: wp.array[float], trip_capacity0: int,
+                        status: wp.array(dtype=wp.int32)):
+            tid = wp.tid()
+            step_count(a, n[tid], tid, trip_capacity0, 0, status)
+        """,
+    )

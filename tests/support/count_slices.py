@@ -1,0 +1,102 @@
+"""Kernels whose count phase is cut down to what decides trip counts (``passes.count_slice``), each with loops of
+unknown length, so that every launch counts trips in a dry run first (tests/api/test_count_slices.py).
+
+- ``support_point``: Newton's support map (``test_gjk.py``): a helper of many branches, one of which calls a helper
+  with such a loop, another a ``@wp.func_native``; nothing the dry run keeps reads its value, so its count clone
+  keeps only the branch with the loop;
+- ``counted_by_helper``: a loop whose trip count is a helper's value, which the count kernel keeps;
+- ``walk_and_branch``: a ``while`` loop, and an ``if`` chain whose middle branch has nothing left to count.
+"""
+
+import warp as wp
+
+
+@wp.func
+def farthest(values: wp.array(dtype=wp.float64), n: int, d: wp.float64) -> wp.float64:
+    best = wp.float64(-1.0e10)
+    for i in range(n):
+        best = wp.max(best, values[i] * d)
+    return best
+
+
+@wp.func_native("return 1.0 / sqrt(value);")
+def native_rsqrt(value: wp.float64) -> wp.float64:
+    """C++ the rewrite cannot read (Newton's ``_support_rsqrt_rn``), handed a value."""
+    ...
+
+
+@wp.func
+def support(kind: int, values: wp.array(dtype=wp.float64), n: int, d: wp.float64) -> wp.float64:
+    result = wp.float64(0.0)
+    if kind == 0:
+        result = farthest(values, n, d)
+    elif kind == 1:
+        result = wp.abs(d) * wp.float64(2.0)
+        if native_rsqrt(d * d + wp.float64(1.0)) < wp.float64(0.5):
+            result = -result
+    else:
+        result = wp.sqrt(d * d + wp.float64(1.0))
+    return result
+
+
+@wp.kernel
+def support_point(
+    kinds: wp.array(dtype=wp.int32),
+    values: wp.array(dtype=wp.float64),
+    counts: wp.array(dtype=wp.int32),
+    directions: wp.array(dtype=wp.float64),
+    out: wp.array(dtype=wp.float64),
+):
+    tid = wp.tid()
+    out[tid] = support(kinds[tid], values, counts[tid], directions[tid]) * directions[tid]
+
+
+@wp.func
+def rising(values: wp.array(dtype=wp.float64), n: int) -> int:
+    """How many times the running maximum rises: a trip count, no gradient."""
+    rises = int(0)
+    best = wp.float64(-1.0e10)
+    for i in range(n):
+        if values[i] > best:
+            best = values[i]
+            rises += 1
+    return rises
+
+
+@wp.kernel
+def counted_by_helper(
+    values: wp.array(dtype=wp.float64),
+    counts: wp.array(dtype=wp.int32),
+    x: wp.array(dtype=wp.float64),
+    out: wp.array(dtype=wp.float64),
+):
+    tid = wp.tid()
+    m = rising(values, counts[tid])
+    s = wp.float64(1.0)
+    for j in range(m):
+        s = s * x[j] + wp.float64(1.0)
+    out[tid] = s
+
+
+@wp.kernel
+def walk_and_branch(
+    x: wp.array(dtype=wp.float64),
+    counts: wp.array(dtype=wp.int32),
+    out: wp.array(dtype=wp.float64),
+):
+    tid = wp.tid()
+    s = wp.float64(0.0)
+    i = int(0)
+    while s < wp.float64(2.5):
+        s += x[i]
+        i += 1
+    t = wp.float64(1.0)
+    if tid == 0:
+        for j in range(counts[tid]):
+            t = t * x[j]
+    elif tid == 1:
+        t = wp.float64(2.0)
+    elif tid == 2:
+        for j in range(counts[0]):
+            t = t * x[j] + s
+    out[tid] = s * t
