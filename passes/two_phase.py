@@ -41,8 +41,8 @@ if TYPE_CHECKING:  # the passes import no runtime: the ABI's names come in throu
 RECORD, REPLAY = "record", "replay"
 # The record kernel without its writes into arrays nothing in the launch reads back, and without its records (a dry
 # run's are thrown away): what a dry run launches to count the trips of loops of unknown length, without copies of
-# those arrays (see warp_rewrite.runtime), and with nothing left of a loop's body but what decides trip counts and
-# what the launch reads back, which the compiler then leaves out.
+# those arrays (see warp_rewrite.runtime), cut down to what decides trip counts and what the launch reads back
+# (passes.count_slice).
 COUNT = "count"
 # A cloned helper's replay variant with no atomic at all: what backward's forward replay runs instead of it
 # (registered with @wp.func_replay), since Warp re-runs a helper's atomics when it replays a call.

@@ -391,7 +391,8 @@ class Counted(Recorded):
 def count_phase(recorded: Recorded) -> Counted:
     """Where launches count trips in a dry run (a loop of unknown length without ``max_records``): the record
     kernel without its writes into arrays nothing in the launch reads back, so that the dry run needs no copies
-    of those (``passes.two_phase.COUNT``)."""
+    of those (``passes.two_phase.COUNT``), cut down to what decides trip counts, each function taking only what it
+    reads (``passes.count_slice``)."""
     counted = any(loop.needs_room for loop in recorded.plan.loops) and recorded.max_records is None
     if not counted:
         return _extended(recorded, Counted, count_kernel="")

@@ -21,8 +21,8 @@ from .errors import RewriteError
 if TYPE_CHECKING:
     from .specs import RecordSpec, SiteSpec
 
-__version__ = "0.5.0"
-ABI = 5  # the contract generated code is written against (see above); not the version, which changes more often
+__version__ = "0.6.0"
+ABI = 6  # the contract generated code is written against (see above); not the version, which changes more often
 
 
 class Op(str, enum.Enum):

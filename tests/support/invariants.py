@@ -3,7 +3,8 @@
 
 - its replay reads only memory the launch does not write, or records (``replay_reads``);
 - its record kernel is the original plus record stores, and its count kernel the record kernel less the writes
-  into arrays nothing reads back, which the record kernel indeed never reads (``record_kernels``);
+  into arrays nothing reads back, which the record kernel indeed never reads, reporting the trips of the same loops
+  (``record_kernels``);
 - its replay keeps every float atomic of the original (``replay_atomics``);
 - every loop of its replay that Warp does not unroll runs recorded trips, and sets each local it carries from a
   record before reading it (``loop_restores``);
