@@ -64,7 +64,6 @@ class LoopFlow:
         self.defines: list[frozenset[str]] = []
         self.updates: list[frozenset[str]] = []  # of the locals a point defines, those it stores a component of
         self.successors: list[list[int]] = []
-        self.loop_variables: set[int] = set()  # the heads of for loops: they assign the loop variable
         self.loops: dict[ast.AST, _Loop] = {}
         self._point([], defines={a.arg for a in function.args.args})
         self._body(function.body, [0], None)
@@ -79,12 +78,12 @@ class LoopFlow:
         self._reaching = self._reaching_definitions()
 
     def carried(self, loop: ast.For | ast.While) -> CarriedLocals:
-        """The locals ``loop`` (a loop of the function) carries; never a for loop's variable, which its own loop
-        sets before any read."""
+        """The locals ``loop`` (a loop of the function) carries. A for loop's variable (its own, or an inner loop's)
+        is set before any read in an iteration, so it is never carried into one; read after the loop (Python keeps
+        its last value, and so does Warp's forward), it is carried out."""
         where = self.loops[loop]
         inside = self._definitions_at(where.points)
-        own = [p for p in where.points if p not in self.loop_variables]
-        changed = {name for p in own for name in self.defines[p]}
+        changed = {name for p in where.points for name in self.defines[p]}
         at_head = self._reaching[where.head]
         exposed = self._read_before_assigned(where)
         # Read before assigned, with a value from an earlier iteration and one from before the loop: Warp carries
@@ -101,7 +100,7 @@ class LoopFlow:
             for name in uses & changed
             if self._reaching[p] & inside & self._bits[name]
         }
-        whole = {name for p in own for name in self.defines[p] - self.updates[p]}  # assigned whole somewhere
+        whole = {name for p in where.points for name in self.defines[p] - self.updates[p]}  # assigned whole somewhere
         inside_only = {name for name in out if not at_head & ~inside & self._bits[name]}
         return CarriedLocals(frozenset(into), frozenset(out), frozenset((into | out) - whole), frozenset(inside_only))
 
@@ -142,7 +141,6 @@ class LoopFlow:
         if isinstance(node, ast.For):
             start = self._point(ends, *self._evaluated(node.iter))  # the range, evaluated once
             head = self._point([start], defines=_assigned(node.target))
-            self.loop_variables.add(head)
             return self._loop(node, head, loop)
         if isinstance(node, ast.Break | ast.Continue) and loop is not None:  # (outside a loop, Warp refuses them)
             jump = self._point(ends)

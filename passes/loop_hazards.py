@@ -342,9 +342,7 @@ def _sums(loop: ast.For | ast.While, candidates: frozenset[str]) -> set[str]:
     reverse pass keeps such a local's adjoint across the trips it replays, so each trip's ``e`` gets it right,
     whatever value the replay gives the sum (tests/passes/test_warp_loops.py)."""
     sums = set(candidates)
-    for node in walk(loop):
-        if node is loop:
-            continue
+    for node in walk(loop):  # the loop itself too: a for loop's variable is set at each trip, never added to
         if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
             if not isinstance(node.op, ast.Add | ast.Sub) or _mentions(node.value, {node.target.id}):
                 sums.discard(node.target.id)

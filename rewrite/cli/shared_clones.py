@@ -266,7 +266,10 @@ def _hoisted(
     if not movable:
         return {}, None
     using = [index for index, clones in enumerate(clones_of) if any(c.variant in movable for c in clones)]
-    return {variant: users[variant][0].name for variant in movable}, min((tops[i] for i in using), key=_start)
+    in_file_order = [clone.variant for clones in clones_of for clone in clones if clone.variant in movable]
+    # (in the order the file first uses them: a set's order changes from one process to the next)
+    hoisted = {variant: users[variant][0].name for variant in dict.fromkeys(in_file_order)}
+    return hoisted, min((tops[i] for i in using), key=_start)
 
 
 def _movable(module: StaticModule, kernel: ast.FunctionDef, clone: Clone, defined: set[str]) -> bool:

@@ -7,7 +7,10 @@ again (an edited kernel, a deleted block), all are, as a first run makes them.""
 from __future__ import annotations
 
 import itertools
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -157,6 +160,20 @@ def test_the_emitted_kernels_match_finite_differences(emitted, kernel):
 
     make = lambda: [f64(X, True), i32([0]), wp.zeros(2 * N, dtype=wp.float64, requires_grad=True)]  # noqa: E731
     check(Case(None, N, make, [2], [0], program=original_or(plain, N, program)))
+
+
+def test_the_emitted_file_is_the_same_in_every_process(tmp_path):
+    """Which shared definitions come first followed a set's order, which Python draws anew in each process
+    (``PYTHONHASHSEED``): two runs of the command line on one file wrote the definitions in other orders."""
+    (tmp_path / "shared_kernels.py").write_text(SOURCE)
+    texts = set()
+    for seed in ("1", "2", "3"):
+        (tmp_path / seed).mkdir()
+        out = tmp_path / seed / "shared_kernels.py"
+        command = [sys.executable, "-m", "warp_rewrite", str(tmp_path / "shared_kernels.py"), "-o", str(out), "-q"]
+        subprocess.run(command, check=True, env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True)
+        texts.add(out.read_text())
+    assert len(texts) == 1
 
 
 def test_the_file_passes_the_check_and_rewrites_to_itself(tmp_path, capsys):

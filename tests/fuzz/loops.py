@@ -1,15 +1,16 @@
 """Loops Warp does not unroll, as the fuzzer writes them (issue 34): locals carried out of and through them, used
 linearly and not, in kernels with and without a consumed atomic.
 
-A loop block carries one to three locals through one loop and uses them after it: a float64 (taking in each trip's
-value linearly, or through a nonlinear function of itself), a vec3d, or an int index chosen by comparing ints (an
-argmax) that reads a float array after the loop. The loop is one of the forms Warp does not unroll: a ``for`` over a
-data-dependent range, over a range of module-level names (``range(R * C)``) or over a constant range longer than
-``max_unroll``; a ``while`` over a data-dependent count or over a float condition (halvings); a helper's loop whose
-helper returns a nonlinear function of what it carried, or returns from inside ``while True``; a walk of a spatial
-query over a hash grid (both spellings), a BVH (boxes and rays) or a mesh (boxes), the structures built by the runner
-for each batch (``tests/fuzz/structures.py``). Loops may break or continue on ints, hold consumed atomics (the
-generator's int and float blocks), be followed by one whose slot stores what they carried, or sit in another loop.
+A loop block carries one to three locals through one loop and uses them after it: a float64 (taking in each trip's value
+linearly, or through a nonlinear function of itself), a vec3d, or an int index chosen by comparing ints (an argmax) that
+reads a float array after the loop; a for loop's own variable may be read after it too. The loop is one of the forms
+Warp does not unroll: a ``for`` over a data-dependent range, over a range of module-level names (``range(R * C)``) or
+over a constant range longer than ``max_unroll``; a ``while`` over a data-dependent count or over a float condition
+(halvings); a helper's loop whose helper returns a nonlinear function of what it carried, or returns from inside
+``while True``; a walk of a spatial query over a hash grid (both spellings), a BVH (boxes and rays) or a mesh (boxes),
+the structures built by the runner for each batch (``tests/fuzz/structures.py``). Loops may break or continue on ints,
+hold consumed atomics (the generator's int and float blocks), be followed by one whose slot stores what they carried,
+or sit in another loop.
 
 Inputs stay away from branch thresholds as the generator's docstring says: conditions compare ints, or the
 halvings' value, whose scale is chosen so that no input's halvings come near 1 (``_halving_scale``). Each form a
@@ -37,6 +38,7 @@ LOOP_FORMS = (
     "float carried from trip to trip nonlinearly",
     "vector carried",
     "int carried, used as an index",
+    "for loop's variable read after it",
     "for over a data-dependent range",
     "for over module-level names",
     "for over a constant range beyond max_unroll",
@@ -54,6 +56,10 @@ LOOP_FORMS = (
     "consumed atomic after the loop",
     "no consumed atomic in the kernel",
 )
+# The for loops Warp does not unroll whose variable a kernel may read after them (``_read_variable_after``): those
+# that always make a trip. After a loop that made none, Warp leaves the variable undefined (Python keeps its value
+# from before the loop), so the original kernel's own forward is not defined there.
+VARIABLE_READ_AFTER = ("for over a constant range beyond max_unroll",)
 ALONE_EVERY = 6  # every sixth kernel's only hazard is its loops: no atomic's return consumed anywhere
 WITH_ATOMICS = 0.4  # of the other kernels, those that get loop blocks too
 LONG_TRIPS = (17, 20)  # constant ranges longer than Warp's default max_unroll (16)
@@ -302,6 +308,14 @@ def _carry_vector(writer: _KernelWriter, carried: _Carried, term: str) -> None:
     carried.uses.append(rng.choice((f"wp.length({v}) * {writer.constant()}", f"wp.dot({v}, {v}) * xv")))
 
 
+def _read_variable_after(writer: _KernelWriter, header: _Header, carried: _Carried) -> None:
+    """The loop's variable read after it, keeping its last value as Python does (Warp's forward too; its backward,
+    leaving the loop out, does not): an index into the float array."""
+    writer.loop_forms.add("for loop's variable read after it")
+    carried.before.append(f"{header.variable} = int(0)")
+    carried.uses.append(f"{header.values}[{header.variable} % {header.size}] * xv")
+
+
 def _carry_index(writer: _KernelWriter, header: _Header, carried: _Carried) -> None:
     """An argmax over ints: the index it picks reads the float array after the loop (nonlinearly)."""
     writer.loop_forms.add("int carried, used as an index")
@@ -323,6 +337,8 @@ def _carried_loop(writer: _KernelWriter, scope: _Scope, header: _Header, consume
     writer.loop_forms.add(header.form)
     carried = _Carried()
     _carry(writer, header, carried, 1.0 / max(1, header.trips) ** 0.5)
+    if header.form in VARIABLE_READ_AFTER and writer.rng.random() < 0.5:
+        _read_variable_after(writer, header, carried)
     _write_loop(writer, scope, header, carried, consumed)
     _use_after(writer, scope, carried.uses, consumed)
 

@@ -170,7 +170,7 @@ CARRIED_SHAPES = {
         set(),
         set(),
     ),
-    "a loop variable is set by its own loop": (
+    "a loop variable is set by its own loop, and read after it keeps its last value": (
         """
         for i in range(n):
             for j in range(n):
@@ -178,7 +178,7 @@ CARRIED_SHAPES = {
         y[0] = float(i + j)
         """,
         set(),
-        set(),
+        {"i", "j"},
     ),
 }
 

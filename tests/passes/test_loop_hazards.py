@@ -54,13 +54,15 @@ KERNELS = {
     "component_sums": Pattern(lambda: [i32([0]), f64(X, True), i32(COUNTS), zeros()], [3], [1]),
     "named_components": Pattern(lambda: [f64(X, True), i32(COUNTS), zeros()], [2], [0]),
     "named_bound": Pattern(lambda: [f64(X, True), i32(COUNTS), zeros()], [2], [0]),
+    "variable_after": Pattern(lambda: [i32([3, 1, 2, 4]), f64([0.9, 0.7, 0.55, 0.8, 1.2], True), zeros()], [2], [1]),
 }
 emitted = emitted_fixture(loops)
 test_through_the_api, test_through_the_command_line = end_to_end_tests(loops, N, KERNELS)
 
 
 @pytest.mark.parametrize(
-    "name", ["squared_sum_alone", "substeps", "halvings", "windows", "argmax_of_grid", "argmax_while_true"]
+    "name",
+    ["squared_sum_alone", "substeps", "halvings", "windows", "argmax_of_grid", "argmax_while_true", "variable_after"],
 )
 def test_plain_warp_is_wrong_on_these(name):
     """What the rewrite fixes: plain Warp's tape gives another gradient than finite differences of its forward."""
@@ -283,6 +285,23 @@ def test_only_a_sum_assigned_before_the_loop_and_only_added_to_is_one():
     """)
         == []
     )
+
+
+def test_a_for_loops_variable_read_after_it_is_no_sum():
+    """The loop sets its variable at each trip: carried out of the loop (Python keeps its last value), it is wrong in
+    Warp's backward, which leaves the loop out, even with nothing in the loop's body (found by a helper writing
+    kernels against the count phase: plain Warp and the rewrite both gave zero gradients)."""
+    assert loops_of("""
+        def k(counts: wp.array(dtype=int), x: wp.array(dtype=float), out: wp.array(dtype=float)):
+            tid = wp.tid()
+            i = int(0)
+            for i in range(counts[tid]):
+                pass
+            s = float(1.0)
+            for j in range(i + 1):
+                s = s * x[j] + 1.0
+            out[tid] = s
+    """) == ["for i in range(counts[tid]):", "for j in range(i + 1):"]
 
 
 def test_a_while_loop_or_jumps_make_every_value_of_the_loop_wrong():

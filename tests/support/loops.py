@@ -230,3 +230,17 @@ def named_bound(x: wp.array[wp.float64], n: wp.array[wp.int32], out: wp.array[wp
         for k in range(R):
             acc = acc * x[(i + k) % 4] + wp.float64(0.05)
     out[i] = acc * acc
+
+
+@wp.kernel
+def variable_after(counts: wp.array[wp.int32], x: wp.array[wp.float64], out: wp.array[wp.float64]):
+    """A for loop's variable read after the loop (Python's last value), as the next loop's bound: Warp's backward
+    leaves the first loop out, so it knows no such value (plain Warp's gradients are all zero)."""
+    tid = wp.tid()
+    i = int(0)
+    for i in range(counts[tid]):  # noqa: B007 (read after the loop)
+        pass
+    s = wp.float64(1.0)
+    for j in range(i + 1):
+        s = s * x[j] + wp.float64(1.0)
+    out[tid] = s
