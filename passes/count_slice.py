@@ -27,7 +27,7 @@ import copy
 from collections.abc import Callable
 
 from warp_rewrite.passes.pruning import constructs, pruned
-from warp_rewrite.passes.syntax import parent_map, walk
+from warp_rewrite.passes.syntax import CopyOnWrite, parent_map, walk
 
 LeavesOut = Callable[[ast.Call], bool]
 
@@ -138,32 +138,15 @@ def _callee(call: ast.Call) -> str | None:
     return call.func.id if isinstance(call.func, ast.Name) else None
 
 
-class _ArgumentsLeftOut(ast.NodeTransformer):
+class _ArgumentsLeftOut(CopyOnWrite):
     """A function whose calls of the clones named leave out the arguments at the positions given: copied where it
     changes, its other nodes its own (``computing`` knows calls by identity)."""
 
     def __init__(self, positions: dict[str, set[int]]):
         self.positions = positions
 
-    def generic_visit(self, node: ast.AST) -> ast.AST:
-        changed: dict[str, object] = {}
-        for name, value in ast.iter_fields(node):
-            if isinstance(value, list):
-                visited = [self.visit(item) if isinstance(item, ast.AST) else item for item in value]
-                if any(new is not old for new, old in zip(visited, value, strict=True)):
-                    changed[name] = visited
-            elif isinstance(value, ast.AST) and (new := self.visit(value)) is not value:
-                changed[name] = new
-        if not changed:
-            return node
-        node = copy.copy(node)
-        for name, value in changed.items():
-            setattr(node, name, value)
-        return node
-
-    def visit_Call(self, node: ast.Call) -> ast.AST:
+    def visit_Call(self, node: ast.Call) -> ast.Call:
         visited = self.generic_visit(node)
-        assert isinstance(visited, ast.Call)
         left_out = self.positions.get(_callee(node) or "", set())
         if not left_out:
             return visited

@@ -7,7 +7,7 @@ import ast
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 # Operators and load/store contexts: the passes read them as attributes (``node.op``, ``node.ctx``), never
 # as nodes of their own, and the parser shares one object per kind between all nodes, so they have no parent.
@@ -125,6 +125,36 @@ def with_blocks(node: ast.stmt, blocks: dict[str, list[ast.stmt]]) -> ast.stmt:
     for name, block in blocks.items():
         setattr(new, name, block)
     return new
+
+
+_Node = TypeVar("_Node", bound=ast.AST)
+
+
+class CopyOnWrite(ast.NodeTransformer):
+    """A transformer that never changes the tree it reads: a node with a changed child is copied, any other is
+    returned itself, so unchanged subtrees stay shared (the passes find the planner's nodes by identity). A visit
+    may return a list of statements in place of one."""
+
+    def generic_visit(self, node: _Node) -> _Node:
+        changed: dict[str, Any] = {}
+        for name, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                visited: list[Any] = []
+                for item in value:
+                    new = self.visit(item) if isinstance(item, ast.AST) else item
+                    visited += new if isinstance(new, list) else [new]
+                if len(visited) != len(value) or any(n is not o for n, o in zip(visited, value, strict=True)):
+                    changed[name] = visited
+            elif isinstance(value, ast.AST):
+                new = self.visit(value)
+                if new is not value:
+                    changed[name] = new
+        if not changed:
+            return node
+        node = copy.copy(node)
+        for name, value in changed.items():
+            setattr(node, name, value)
+        return node
 
 
 def function_locals(function: ast.FunctionDef) -> set[str]:

@@ -25,14 +25,14 @@ import copy
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from warp_rewrite.passes import count_slice, dtypes
 from warp_rewrite.passes.atomics import positional_arguments
 from warp_rewrite.passes.layout import RecordParam
 from warp_rewrite.passes.plan_types import Carried, FunctionPlan, KernelPlan, Loop, Site, needs_forward_twin
 from warp_rewrite.passes.pruning import constructs, pruned
-from warp_rewrite.passes.syntax import called_name, function_locals, walk
+from warp_rewrite.passes.syntax import CopyOnWrite, called_name, function_locals, walk
 from warp_rewrite.passes.trip_parameters import clone_trip_parameters, trip_capacities, trip_parameters
 
 if TYPE_CHECKING:  # the passes import no runtime: the ABI's names come in through ModuleNames
@@ -153,10 +153,10 @@ def _has_jump(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.If) and any(_has_jump(s) for s in [*stmt.body, *stmt.orelse])
 
 
-class PhaseWriter(ast.NodeTransformer):
+class PhaseWriter(CopyOnWrite):
     """Rewrites one function of the plan (kernel or cloned helper) for one phase.
 
-    It never changes the tree it reads: a node with a changed child is copied (``generic_visit``), so the
+    It never changes the tree it reads: a node with a changed child is copied (``CopyOnWrite``), so the
     planner's tree serves both phases without a new parse each, the phases share their unchanged parts, and a
     statement of the result that is a statement of the planner's tree is one the phase left as it was (printed
     from the user's text: ``warp_rewrite.printing``). The plan's entries are the planner's nodes themselves, so
@@ -190,28 +190,6 @@ class PhaseWriter(ast.NodeTransformer):
         if positioned and id(node) not in self.on_path:
             return node
         return super().visit(node)
-
-    def generic_visit(self, node: _Node) -> _Node:
-        """Visit the children; return the node itself if none changed, else a copy holding the new ones."""
-        changed: dict[str, Any] = {}
-        for name, value in ast.iter_fields(node):
-            if isinstance(value, list):
-                visited: list[Any] = []
-                for item in value:
-                    new = self.visit(item) if isinstance(item, ast.AST) else item
-                    visited += new if isinstance(new, list) else [new]
-                if len(visited) != len(value) or any(n is not o for n, o in zip(visited, value, strict=True)):
-                    changed[name] = visited
-            elif isinstance(value, ast.AST):
-                new = self.visit(value)
-                if new is not value:
-                    changed[name] = new
-        if not changed:
-            return node
-        node = copy.copy(node)
-        for name, value in changed.items():
-            setattr(node, name, value)
-        return node
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
         site, clone = self.sites.get(node), self.plan.clones.get(node)

@@ -1,5 +1,5 @@
 """Kernels whose count phase is cut down to what decides trip counts (``passes.count_slice``), each with loops of
-unknown length, so that every launch counts trips in a dry run first (tests/api/test_count_slices.py).
+unknown length, so that every launch counts trips in a dry run first (tests/passes/test_count_slice.py).
 
 - ``support_point``: Newton's support map (``test_gjk.py``): a helper of many branches, one of which calls a helper
   with such a loop, another a ``@wp.func_native``; nothing the dry run keeps reads its value, so its count clone
