@@ -88,6 +88,7 @@ class PhaseSettings:
     readers: dict[str, str]  # record parameter -> the runtime function reading it back (replay), as spelled
     site_numbers: dict[int, int]  # each site's place among the kernel's (the launch spec's), by id: in refusals
     dropped: frozenset[str] = frozenset()  # count phase: argument paths whose writes it leaves out
+    twinless: frozenset[int] = frozenset()  # replay: clones (by id of their plan) whose replay is its own twin
 
 
 def _expr(text: str) -> ast.expr:
@@ -202,7 +203,7 @@ class PhaseWriter(CopyOnWrite):
             trips = [self._trip_argument(name) for name in taken]
             extra = [*(_expr(name) for name in clone.plan.record_params()), *trips, _expr(self.coordinate)]
             visited = copy.copy(visited)
-            name = clone_name(clone.plan, self.phase, self.settings.int_paths)
+            name = clone_name(clone.plan, self.settings)
             visited.func = ast.copy_location(_expr(name), node.func)
             visited.args = [*_every_argument(visited, clone.plan.unit.tree), *extra]
             visited.keywords = []
@@ -256,7 +257,7 @@ class PhaseWriter(CopyOnWrite):
         if self.phase == REPLAY_FORWARD or not (keeps_inner or keeps_adjoint):
             # Just the recorded value: an int target's atomic has no adjoint, and a read none to keep.
             reader = self.settings.readers.get(site.records)
-            if self.phase == REPLAY and reader:
+            if reader:  # (the twin reads alike: one that then reads as its replay does is left out)
                 return ast.Call(_expr(reader), [_expr(site.records), _expr(self.coordinate)], [])
             return _expr(f"{site.records}[{self.coordinate}]")
         # The atomic stays, as the stand-in's argument, for the calls inside it that keep adjoints: Warp skips
@@ -619,10 +620,20 @@ def _add_params(function: ast.FunctionDef, params: list[tuple[str, str]], keep_d
         function.args.defaults = []
 
 
-def clone_name(plan: FunctionPlan, phase: str, int_paths: frozenset[str]) -> str:
-    if phase == REPLAY_FORWARD and not needs_forward_twin(plan, int_paths):
-        phase = REPLAY  # its replay variant has no atomic: it is its own forward twin
+def clone_name(plan: FunctionPlan, settings: PhaseSettings) -> str:
+    phase = settings.phase
+    if phase == REPLAY_FORWARD and id(plan) in settings.twinless:
+        phase = REPLAY  # its replay writes nothing: it is its own forward twin
     return f"{plan.name}_{phase}"
+
+
+def _same_code(one: ast.FunctionDef, other: ast.FunctionDef) -> bool:
+    """Do two functions take the same parameters and run the same statements (whatever their names)?"""
+
+    def code(function: ast.FunctionDef) -> str:
+        return ast.dump(function.args) + "".join(ast.dump(statement) for statement in function.body)
+
+    return code(one) == code(other)
 
 
 def phase_function(
@@ -735,11 +746,20 @@ def phase_functions(
     )
     functions = []
     tidy = pruned if phase != RECORD else lambda function: function  # the record phase is the user's forward
-    for clone in reversed([p for p in plan.root.walk() if p is not plan.root]):
+    twinless: set[int] = set()
+    for clone in reversed([p for p in plan.root.walk() if p is not plan.root]):  # callees first
+        settings = dataclasses.replace(settings, twinless=frozenset(twinless))
         functions.append(tidy(phase_function(clone, settings, records)))
-        if phase == REPLAY and needs_forward_twin(clone, int_paths):
+        if phase != REPLAY:
+            continue
+        twin = None
+        if needs_forward_twin(clone, int_paths):
             twin = pruned(phase_function(clone, dataclasses.replace(settings, phase=REPLAY_FORWARD), records))
+        if twin is None or _same_code(twin, functions[-1]):  # the replay writes nothing Warp's backward would redo
+            twinless.add(id(clone))
+        else:
             functions += [twin, _replay_registration(twin, functions[-1].name, module.warp)]
+    settings = dataclasses.replace(settings, twinless=frozenset(twinless))
     functions.append(tidy(phase_function(plan.root, settings, records, options)))
     if phase == COUNT:
         computing = frozenset().union(*(function.computing for function in plan.root.walk()))

@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 import warp as wp
 
-from tests.support import count_slices
+from tests.support import count_slices, replay_twin_kernels
 from tests.support.harness import Case, check, f64, i32
 from tests.support.record_kernels import count_kernel_differences, dropped_reads
+from tests.support.replay_twins import rerun_writes
 from warp_rewrite import RewriteError, launch, pipeline, wp_rewrite
 
 N = 8
@@ -305,6 +306,25 @@ def test_the_invariants_catch_a_count_kernel_that_leaves_out_a_trip_count(monkey
     monkeypatch.setattr(pipeline, "rewrite_kernel", without_a_report)
     wp_rewrite(count_slices.support_point, detach_returns=True)  # a kernel of its own (another option): generated anew
     assert [line.split(": ", 1)[1] for line in found] == ["reports the trips of loops [], not ['loop0']"]
+
+
+def test_the_invariants_catch_a_helper_replay_that_writes_without_its_twin(monkeypatch):
+    """Warp's backward runs a helper's forward again unless it has a ``@wp.func_replay``: without its twin, the
+    store's helper would store again (``rerun_writes``)."""
+    found = []
+    rewrite_kernel = pipeline.rewrite_kernel
+
+    def without_twins(frontend, *options):
+        generated = rewrite_kernel(frontend, *options)
+        assert not rerun_writes(frontend, generated)
+        module = ast.parse(generated.source)
+        module.body = [f for f in module.body if not (isinstance(f, ast.FunctionDef) and f.name.endswith("_replayed"))]
+        found.extend(rerun_writes(frontend, dataclasses.replace(generated, source=ast.unparse(module))))
+        return generated
+
+    monkeypatch.setattr(pipeline, "rewrite_kernel", without_twins)
+    wp_rewrite(replay_twin_kernels.emit_wrapped, detach_returns=True)  # another option: generated anew
+    assert sorted({line.split(": ", 1)[1] for line in found}) == ["'out[slot]' is stored again"]
 
 
 # --- calls the rewrite must see into ----------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from tests.support.pass_sources import (
     NAMES,
     PROBE,
     Frontend,
+    Unit,
     frontend_of,
     generated,
     parse,
@@ -99,6 +100,56 @@ def test_replay_reads_a_detached_float_return_back_keeping_its_atomic_for_its_ow
             PROLOGUE
             out[0] = rt.replay_returned(wp.atomic_add(acc, rt.recorded_int32(atomic_add_records_1, thread), 2.0),
                                         atomic_add_records, thread)
+        """,
+    )
+
+
+def test_a_helpers_replay_that_writes_nothing_gets_no_twin():
+    """Warp's backward runs a called helper's forward again unless it has a ``@wp.func_replay``: a replay that keeps
+    a write needs a twin that writes nothing. This probe's store is in a loop its replay leaves out (the slot comes
+    back from its record), so its replay writes nothing and is its own twin (Newton's ``hashtable_find_or_insert``
+    had one that read as it does)."""
+    helpers = {
+        "find": Unit("""
+            @wp.func
+            def find(key: int, keys: wp.array[int], active: wp.array[int]) -> int:
+                n = keys.shape[0]
+                idx = key % n
+                for _i in range(n):
+                    if wp.atomic_cas(keys, idx, -1, key) == -1:
+                        active[wp.atomic_add(active, n, 1)] = idx
+                        break
+                    idx = (idx + 1) % n
+                return idx
+        """),
+    }
+    plan = plan_of(
+        """
+        @wp.kernel
+        def insert(x: wp.array[float], ids: wp.array[int], keys: wp.array[int], active: wp.array[int],
+                   out: wp.array[float]):
+            tid = wp.tid()
+            out[find(ids[tid], keys, active)] = x[tid] * x[tid]
+        """,
+        helpers,
+    )
+    same_code(
+        generated(plan, REPLAY),
+        """
+        @wp.func
+        def find_replay(key: int, keys: wp.array[int], active: wp.array[int],
+                        idx_after_loop0: wp.array(dtype=wp.int32), coordinate: int) -> int:
+            n = keys.shape[0]
+            idx = key % n
+            idx = idx_after_loop0[coordinate]
+            return idx
+
+        @wp.kernel
+        def insert_replay(x: wp.array[float], ids: wp.array[int], keys: wp.array[int], active: wp.array[int],
+                          out: wp.array[float], idx_after_loop0: wp.array(dtype=wp.int32)):
+            PROLOGUE
+            tid = wp.tid()
+            out[find_replay(ids[tid], keys, active, idx_after_loop0, thread)] = x[tid] * x[tid]
         """,
     )
 

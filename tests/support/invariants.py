@@ -6,6 +6,8 @@
   into arrays nothing reads back, which the record kernel indeed never reads, reporting the trips of the same loops
   (``record_kernels``);
 - its replay keeps every float atomic of the original (``replay_atomics``);
+- a helper's replay that Warp's backward runs again, having no ``@wp.func_replay`` twin, writes no memory
+  (``replay_twins``);
 - every loop of its replay that Warp does not unroll runs recorded trips, and sets each local it carries from a
   record before reading it (``loop_restores``);
 - every array Warp's code generator sees it write is in its plan's written set (``written_arrays``);
@@ -22,6 +24,7 @@ from tests.support.loop_restores import unrestored_loop_locals
 from tests.support.record_kernels import count_kernel_differences, dropped_reads, record_kernel_differences
 from tests.support.replay_atomics import dropped_float_atomics
 from tests.support.replay_reads import unrecorded_reads
+from tests.support.replay_twins import rerun_writes
 from tests.support.written_arrays import unseen_writes
 from warp_rewrite import pipeline
 
@@ -34,6 +37,7 @@ def check_invariants(frontend: pipeline.Frontend, generated: pipeline.GeneratedK
             record_kernel_differences(f, g) + count_kernel_differences(f, g) + dropped_reads(f, g)
         ),
         "float atomics its replay dropped": dropped_float_atomics,
+        "writes Warp's backward runs again": rerun_writes,
         "loops its replay runs without their records": unrestored_loop_locals,
         "writes the plan missed": unseen_writes,
         "runtime names not in the ABI": unlisted_runtime_names,

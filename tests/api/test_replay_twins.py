@@ -1,0 +1,50 @@
+"""A helper's replay gets a ``@wp.func_replay`` twin only where it keeps a write Warp's backward would run again
+(tests/support/replay_twin_kernels.py): the API and the command line alike, gradients against finite differences of
+the original through both."""
+
+from pathlib import Path
+
+import numpy as np
+import warp as wp
+
+from tests.api.test_frontends import both_sources
+from tests.support import replay_twin_kernels
+from tests.support.emitted import Pattern, emitted_fixture, end_to_end_tests
+from tests.support.harness import f64, i32
+from warp_rewrite.pipeline import RewriteOptions
+
+N = 5
+X = np.array([0.7, -1.3, 1.9, 0.4, -0.6])
+IDS = [17, 4, 25, 9, 31]  # 17 and 25 probe from one slot: the second moves on
+EMPTY = np.iinfo(np.uint64).max
+
+
+def keys() -> wp.array:
+    return wp.array(np.full(8, EMPTY, dtype=np.uint64), dtype=wp.uint64)
+
+
+emitted = emitted_fixture(replay_twin_kernels)
+PATTERNS = {
+    "scatter_by_key": Pattern(
+        lambda: [f64(X, True), wp.array(IDS, dtype=wp.uint64), keys(), i32(np.zeros(9)), f64(np.zeros(8), True)],
+        loss=[4],
+        wrt=[0],
+    ),
+    "emit_wrapped": Pattern(lambda: [f64(X, True), i32([0]), f64(np.zeros(2 * N), True)], loss=[2], wrt=[0]),
+}
+test_through_the_api, test_through_the_command_line = end_to_end_tests(replay_twin_kernels, N, PATTERNS)
+
+
+def defined(kernel: wp.Kernel) -> set[str]:
+    api, cli = both_sources(kernel, Path(replay_twin_kernels.__file__), RewriteOptions())
+    assert api == cli and api is not None
+    return {line.split("(")[0].removeprefix("def ") for line in api.splitlines() if line.startswith("def ")}
+
+
+def test_a_replay_that_writes_nothing_has_no_twin_and_one_that_writes_keeps_it():
+    assert "find_or_insert_replay" in defined(replay_twin_kernels.scatter_by_key)
+    assert not {name for name in defined(replay_twin_kernels.scatter_by_key) if "replay_" in name}
+    names = defined(replay_twin_kernels.emit_wrapped)
+    helpers = {name for name in names if name.endswith("_replay")} - {"emit_wrapped_replay"}
+    assert {name for name in names if name.endswith("_replayed")} == {f"{name}_replayed" for name in helpers}
+    assert any(name.startswith("emit_twice") for name in helpers)  # the wrapper's twin calls the store's
