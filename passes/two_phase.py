@@ -434,16 +434,13 @@ class PhaseWriter(CopyOnWrite):
             return [_stmt(f"{recorder}({name}, {records}, {self.coordinate})") for name, records in kept]
         return [self._restored(carried, self.coordinate) for carried in loop.carried]
 
-    def _report_trips(self, loop: Loop, trips: str) -> ast.stmt:
-        """Tell the launch about an execution with more trips than the records have room for.
-
-        Only then: an atomic on one address from every thread would serialize them on a GPU. The dry run
-        that counts trips passes a capacity of 0, so there every execution reports.
-        """
+    def _check_trips(self, loop: Loop, trips: str) -> ast.stmt:
+        """``check_trips(status, loop, trips, capacity)``: tell the launch about an execution with more trips than
+        the records have room for (only then: an atomic on one address from every thread would serialize them on a
+        GPU). The dry run that counts trips passes a capacity of 0, so there every execution reports."""
         capacity = self.settings.capacities[loop.id]
-        report = self._runtime.report_trips
         status = self.settings.names.status
-        return _stmt(f"if {trips} > {capacity}:\n    {report}({status}, {self._loop_number(loop)}, {trips})")
+        return _stmt(f"{self._runtime.check_trips}({status}, {self._loop_number(loop)}, {trips}, {capacity})")
 
     def _opaque(self, node: ast.For | ast.While, loop: Loop) -> list[ast.stmt]:
         """Record: the loop as it is (count: without the writes it leaves out), then the ints it hands on. Replay:
@@ -501,17 +498,22 @@ class PhaseWriter(CopyOnWrite):
         start: str | int
         step: str | int
         if loop.static_trips is None:
-            start, stop, step = loop.bounds
             values = [_expr("0"), *args, _expr("1")] if len(args) == 1 else [*args, _expr("1")][:3]
-            values = [self._dynamic(node, value) for value in values]
-            before += [
-                ast.copy_location(ast.Assign([ast.Name(name, ast.Store())], value), node)  # (pruned when unread)
-                for name, value in zip(loop.bounds, values, strict=True)
-            ]
-            node.iter = _expr(f"range({start}, {stop}, {step})")
-            if self.forward:
-                length = f"{self._runtime.range_length}({start}, {stop}, {step})"
-                before.append(self._report_trips(loop, length))
+            spelled = []  # start, stop and step as the code after this reads them
+            for name, value in zip(loop.bounds, values, strict=True):
+                if _stands(value, node):
+                    spelled.append(ast.unparse(value))
+                    continue
+                hoisted = ast.Assign([ast.Name(name, ast.Store())], self._dynamic(node, value))
+                before.append(ast.copy_location(hoisted, node))  # (pruned when unread)
+                spelled.append(name)
+            if any(name in spelled for name in loop.bounds):  # else the loop keeps the user's own range()
+                as_written = {1: spelled[1:2], 2: spelled[:2], 3: spelled}[len(args)]
+                node.iter = _expr(f"range({', '.join(as_written)})")
+            start, stop, step = (int(text) if _is_int(text) else text for text in spelled)
+            if self.forward:  # (a range(n) of n < 0 makes no trip, and reports none)
+                trips = stop if (start, step) == (0, 1) else f"{self._runtime.range_length}({', '.join(spelled)})"
+                before.append(self._check_trips(loop, str(trips)))
         else:
             # (all are int literals: the trips are known)
             constants = [a.value for a in args if isinstance(a, ast.Constant) and isinstance(a.value, int)]
@@ -551,13 +553,36 @@ class PhaseWriter(CopyOnWrite):
             return [
                 _stmt(f"{counter} = {self.settings.module.warp}.int32(0)"),
                 node,
-                self._report_trips(loop, counter),
+                self._check_trips(loop, counter),
                 *self._after(loop),
             ]
         # Replay: exactly the recorded iterations, as a for loop Warp can run backward.
         replay = _parsed(f"for {counter} in range({trips}[{self.coordinate}]):\n    pass", ast.For)
         replay.body = [*self._iteration_start(loop, counter, body), *body]
         return [ast.copy_location(replay, node), *self._after(loop)]
+
+
+def _stands(bound: ast.expr, loop: ast.For) -> bool:
+    """Can a bound of ``loop``'s range be read again where it stands, before the loop and in it, for the same value
+    (its trip check, its records' coordinate)? An int literal, a name the loop does not assign, or such a name's
+    ``.shape[i]``; anything else is evaluated once, into a local before the loop."""
+    assigned = {n.id for n in walk(loop) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    if isinstance(bound, ast.UnaryOp) and isinstance(bound.op, ast.USub):
+        bound = bound.operand
+    if isinstance(bound, ast.Constant):
+        return isinstance(bound.value, int) and not isinstance(bound.value, bool)
+    if (
+        isinstance(bound, ast.Subscript)
+        and isinstance(bound.value, ast.Attribute)
+        and bound.value.attr == "shape"
+        and isinstance(bound.slice, ast.Constant)
+    ):
+        bound = bound.value.value
+    return isinstance(bound, ast.Name) and bound.id not in assigned
+
+
+def _is_int(text: str) -> bool:
+    return text.lstrip("-").isdigit()
 
 
 def launch_arity(kernel: ast.FunctionDef) -> int:

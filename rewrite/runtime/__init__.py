@@ -32,6 +32,7 @@ from . import device, hook  # noqa: F401  (hook: installs the wp.launch hook, on
 from .abi import ABI, Op, RecordKind, __version__, require_abi
 from .checks import check
 from .device import (
+    check_trips,
     flat_index,
     pool_read,
     pool_value,
@@ -41,7 +42,6 @@ from .device import (
     record_returned,
     refused,
     replay_returned,
-    report_trips,
 )
 from .errors import RewriteError
 from .exact_atomics import (
@@ -76,6 +76,7 @@ __all__ = [  # exactly the ABI's names (abi.EXPORTED), as a test checks
     "__version__",
     "check",
     "check_fingerprint",
+    "check_trips",
     "exact_add",
     "exact_cas",
     "exact_exch",
@@ -92,7 +93,6 @@ __all__ = [  # exactly the ABI's names (abi.EXPORTED), as a test checks
     "record_returned",
     "refused",
     "replay_returned",
-    "report_trips",
     "require_abi",
     "shadowed_read",
 ]

@@ -21,8 +21,8 @@ from .errors import RewriteError
 if TYPE_CHECKING:
     from .specs import RecordSpec, SiteSpec
 
-__version__ = "0.6.0"
-ABI = 6  # the contract generated code is written against (see above); not the version, which changes more often
+__version__ = "0.7.0"
+ABI = 7  # the contract generated code is written against (see above); not the version, which changes more often
 
 
 class Op(str, enum.Enum):
@@ -109,7 +109,7 @@ class RuntimeNames:
     record_if_room: str
     replay_returned: str
     range_length: str
-    report_trips: str
+    check_trips: str
     refused: str
     flat_index: str
     exact_add: str

@@ -21,7 +21,7 @@ def record_returned(value: Any, records: wp.array(dtype=Any), index: int):
 def record_if_room(value: Any, records: wp.array(dtype=Any), index: int):
     """``record_returned`` inside a loop of unknown length, which may run more often than its records have room for.
 
-    The kernel then reports the trips it needed in its status (``report_trips``); until the launch raises, the store
+    The kernel then reports the trips it needed in its status (``check_trips``); until the launch raises, the store
     past the end is only skipped, never out of bounds. Only such loops pay for the check (a few percent of a
     memory-bound kernel), and the records of helpers' clones, which check wherever they are called from so that one
     definition of a clone serves every call.
@@ -77,10 +77,14 @@ def refused(status: wp.array(dtype=wp.int32)) -> bool:
 
 
 @wp.func
-def report_trips(status: wp.array(dtype=wp.int32), loop: int, trips: int):
-    """An execution of ``loop`` ran ``trips`` times, more than its records have room for: the launch is refused."""
-    wp.atomic_max(status, _STATUS_TRIPS + loop, trips)
-    refuse(status, _OVERFLOW, -1)
+def check_trips(status: wp.array(dtype=wp.int32), loop: int, trips: int, capacity: int):
+    """An execution of ``loop`` about to run ``trips`` times: where that is more than its records have room for,
+    the launch is refused, and the trips are reported for the next launch to make room for.
+
+    Only then: an atomic on one address from every thread would serialize them on a GPU."""
+    if trips > capacity:
+        wp.atomic_max(status, _STATUS_TRIPS + loop, trips)
+        refuse(status, _OVERFLOW, -1)
 
 
 @wp.func

@@ -60,11 +60,7 @@ def test_a_helper_whose_value_nothing_reads_keeps_only_the_branch_that_counts():
         f"""
         @wp.func
         def farthest_count(n: int, {TRIPS}):
-            start0 = 0
-            stop0 = n
-            step0 = 1
-            if rt.range_length(start0, stop0, step0) > trip_capacity0:
-                rt.report_trips(status, loop0, rt.range_length(start0, stop0, step0))
+            rt.check_trips(status, loop0, n, trip_capacity0)
 
         @wp.func
         def support_count(kind: int, n: int, {TRIPS}):
@@ -113,11 +109,7 @@ def test_a_value_that_decides_a_trip_count_stays():
                         trip_capacity0: int, status: wp.array(dtype=wp.int32)):
             tid = wp.tid()
             m = rising(values, n[tid])
-            start0 = 0
-            stop0 = m
-            step0 = 1
-            if rt.range_length(start0, stop0, step0) > trip_capacity0:
-                rt.report_trips(status, 0, rt.range_length(start0, stop0, step0))
+            rt.check_trips(status, 0, m, trip_capacity0)
         """,
     )
 
@@ -151,12 +143,9 @@ def test_a_clone_left_with_nothing_to_do_goes_and_so_does_its_call():
                          status: wp.array(dtype=wp.int32)):
             tid = wp.tid()
             s = float(0.0)
-            start0 = 0
             stop0 = n[tid]
-            step0 = 1
-            if rt.range_length(start0, stop0, step0) > trip_capacity0:
-                rt.report_trips(status, 0, rt.range_length(start0, stop0, step0))
-            for j in range(start0, stop0, step0):
+            rt.check_trips(status, 0, stop0, trip_capacity0)
+            for j in range(stop0):
                 s = s * 0.5 + a[j]
             a[tid] = s
         """,
@@ -200,22 +189,15 @@ def test_a_while_loop_stays_and_so_does_a_branch_between_two_that_count():
                 trips0 = trips0 + 1
                 s += x[i]
                 i += 1
-            if trips0 > trip_capacity0:
-                rt.report_trips(status, 0, trips0)
+            rt.check_trips(status, 0, trips0, trip_capacity0)
             if tid == 0:
-                start1 = 0
                 stop1 = n[tid]
-                step1 = 1
-                if rt.range_length(start1, stop1, step1) > trip_capacity1:
-                    rt.report_trips(status, 1, rt.range_length(start1, stop1, step1))
+                rt.check_trips(status, 1, stop1, trip_capacity1)
             elif tid == 1:
                 pass
             elif tid == 2:
-                start2 = 0
                 stop2 = n[0]
-                step2 = 1
-                if rt.range_length(start2, stop2, step2) > trip_capacity2:
-                    rt.report_trips(status, 2, rt.range_length(start2, stop2, step2))
+                rt.check_trips(status, 2, stop2, trip_capacity2)
         """,
     )
 
@@ -246,12 +228,8 @@ def test_a_clone_keeps_its_value_where_returning_nothing_would_leave_out_little(
         @wp.func
         def step_count(a: wp.array[float], n: int, i: int, {TRIPS}) -> float:
             acc = float(0.0)
-            start0 = 0
-            stop0 = n
-            step0 = 1
-            if rt.range_length(start0, stop0, step0) > trip_capacity0:
-                rt.report_trips(status, loop0, rt.range_length(start0, stop0, step0))
-            for j in range(start0, stop0, step0):
+            rt.check_trips(status, loop0, n, trip_capacity0)
+            for j in range(n):
                 acc = acc * 0.5 + a[j]
             a[i] = acc
             return acc

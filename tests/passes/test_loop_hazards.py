@@ -55,6 +55,7 @@ KERNELS = {
     "named_components": Pattern(lambda: [f64(X, True), i32(COUNTS), zeros()], [2], [0]),
     "named_bound": Pattern(lambda: [f64(X, True), i32(COUNTS), zeros()], [2], [0]),
     "variable_after": Pattern(lambda: [i32([3, 1, 2, 4]), f64([0.9, 0.7, 0.55, 0.8, 1.2], True), zeros()], [2], [1]),
+    "strided_and_shrinking": Pattern(lambda: [f64(X, True), i32(COUNTS), zeros()], [2], [0]),
 }
 emitted = emitted_fixture(loops)
 test_through_the_api, test_through_the_command_line = end_to_end_tests(loops, N, KERNELS)

@@ -173,14 +173,50 @@ def test_dynamic_loop_gets_a_coordinate_and_counts_its_trips():
                         status: wp.array(dtype=wp.int32)):
             PROLOGUE
             tid = wp.tid()
-            start0 = 0
             stop0 = n[tid]
-            step0 = 1
-            if rt.range_length(start0, stop0, step0) > trip_capacity0:
-                rt.report_trips(status, 0, rt.range_length(start0, stop0, step0))
-            for k in range(start0, stop0, step0):
+            rt.check_trips(status, 0, stop0, trip_capacity0)
+            for k in range(stop0):
                 coordinate0 = thread * trip_capacity0 + wp.int32(k)
                 out[rt.record_if_room(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)] = 1.0
+        """,
+    )
+
+
+def test_a_range_stays_as_written_where_its_bounds_can_be_read_again():
+    """A bound that is a literal, a name the loop does not assign or its ``.shape[i]`` is read again where it stands:
+    in the trip check, one call before the loop, and in the coordinate; the loop keeps the user's ``range()``. A
+    bound the loop assigns is read once, into a local before it, as Warp reads a range."""
+    plan = plan_of("""
+        @wp.kernel
+        def walk(a: wp.array[float], n: int, count: wp.array[int], out: wp.array[float]):
+            m = n
+            for i in range(2, a.shape[0], 3):
+                out[wp.atomic_add(count, 0, 1)] = a[i]
+            for j in range(m):
+                m = m - 1
+                out[wp.atomic_add(count, 0, 1)] = 1.0
+    """)
+    same_code(
+        generated(plan, RECORD),
+        """
+        @wp.kernel
+        def walk_record(a: wp.array[float], n: int, count: wp.array[int], out: wp.array[float],
+                        atomic_add_records: wp.array(dtype=wp.int32), atomic_add_records_1: wp.array(dtype=wp.int32),
+                        m_in_loop1: wp.array(dtype=wp.int32), trip_capacity0: int, trip_capacity1: int,
+                        status: wp.array(dtype=wp.int32)):
+            PROLOGUE
+            m = n
+            rt.check_trips(status, 0, rt.range_length(2, a.shape[0], 3), trip_capacity0)
+            for i in range(2, a.shape[0], 3):
+                coordinate0 = thread * trip_capacity0 + (wp.int32(i) - 2) // 3
+                out[rt.record_if_room(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)] = a[i]
+            stop1 = m
+            rt.check_trips(status, 1, stop1, trip_capacity1)
+            for j in range(stop1):
+                coordinate1 = thread * trip_capacity1 + wp.int32(j)
+                rt.record_if_room(m, m_in_loop1, coordinate1)
+                m = m - 1
+                out[rt.record_if_room(wp.atomic_add(count, 0, 1), atomic_add_records_1, coordinate1)] = 1.0
         """,
     )
 
@@ -197,12 +233,9 @@ def test_a_fixed_max_records_is_compiled_in_and_the_replay_takes_no_trip_argumen
                         atomic_add_records: wp.array(dtype=wp.int32), status: wp.array(dtype=wp.int32)):
             PROLOGUE
             tid = wp.tid()
-            start0 = 0
             stop0 = n[tid]
-            step0 = 1
-            if rt.range_length(start0, stop0, step0) > 4:
-                rt.report_trips(status, 0, rt.range_length(start0, stop0, step0))
-            for k in range(start0, stop0, step0):
+            rt.check_trips(status, 0, stop0, 4)
+            for k in range(stop0):
                 coordinate0 = thread * 4 + wp.int32(k)
                 out[rt.record_if_room(wp.atomic_add(count, 0, 1), atomic_add_records, coordinate0)] = 1.0
         """,
@@ -217,10 +250,8 @@ def test_a_fixed_max_records_is_compiled_in_and_the_replay_takes_no_trip_argumen
             if rt.refused(status):
                 return
             tid = wp.tid()
-            start0 = 0
             stop0 = n[tid]
-            step0 = 1
-            for k in range(start0, stop0, step0):
+            for k in range(stop0):
                 coordinate0 = thread * 4 + wp.int32(k)
                 out[rt.recorded_int32(atomic_add_records, coordinate0)] = 1.0
         """,
@@ -239,12 +270,9 @@ def test_the_count_phase_leaves_out_writes_nothing_reads_back_and_records_but_ke
         def emit_count(n: wp.array[int], count: wp.array[int], out: wp.array[float], trip_capacity0: int,
                        status: wp.array(dtype=wp.int32)):
             tid = wp.tid()
-            start0 = 0
             stop0 = n[tid]
-            step0 = 1
-            if rt.range_length(start0, stop0, step0) > trip_capacity0:
-                rt.report_trips(status, 0, rt.range_length(start0, stop0, step0))
-            for _k in range(start0, stop0, step0):
+            rt.check_trips(status, 0, stop0, trip_capacity0)
+            for _k in range(stop0):
                 wp.atomic_add(count, 0, 1)
         """,
     )
@@ -300,8 +328,7 @@ def test_only_stores_inside_a_loop_that_may_outgrow_its_records_check_for_room()
                     break
                 out[0] += 1.0
                 slot = (slot + 1) % n
-            if trips0 > trip_capacity0:
-                rt.report_trips(status, 0, trips0)
+            rt.check_trips(status, 0, trips0, trip_capacity0)
             rt.record_returned(trips0, trips0_records, thread)
             rt.record_returned(slot, slot_after_loop0, thread)
             out[slot] = 1.0

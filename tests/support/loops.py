@@ -244,3 +244,18 @@ def variable_after(counts: wp.array[wp.int32], x: wp.array[wp.float64], out: wp.
     for j in range(i + 1):
         s = s * x[j] + wp.float64(1.0)
     out[tid] = s
+
+
+@wp.kernel
+def strided_and_shrinking(x: wp.array[wp.float64], n: wp.array[wp.int32], out: wp.array[wp.float64]):
+    """Ranges whose bounds the rewrite reads again where they stand (a stride over the array's shape, as written)
+    and one over a local the loop itself changes (read once, before the loop, as Warp does)."""
+    i = wp.tid()
+    acc = wp.float64(1.0)
+    for k in range(1, x.shape[0], 2):
+        acc = acc * x[k] + wp.float64(0.1)
+    m = n[i]
+    for _step in range(m):
+        m = m - 1
+        acc = acc * x[m % 4] + wp.float64(0.05)
+    out[i] = acc * acc

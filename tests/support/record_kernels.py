@@ -242,9 +242,9 @@ def count_kernel_differences(frontend: Frontend, generated: GeneratedKernel) -> 
 
 
 def _trip_reports(function: ast.FunctionDef, runtime: str) -> Counter[str]:
-    """The loops whose trips the function reports (``report_trips``'s loop argument), as often as it does."""
+    """The loops whose trips the function reports (``check_trips``'s loop argument), as often as it does."""
     calls = [node for node in walk(function) if isinstance(node, ast.Call)]
-    reports = [call for call in calls if ast.unparse(call.func) == f"{runtime}.report_trips"]
+    reports = [call for call in calls if ast.unparse(call.func) == f"{runtime}.check_trips"]
     return Counter(ast.unparse(call.args[1]) for call in reports)
 
 
