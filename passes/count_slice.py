@@ -26,10 +26,9 @@ import ast
 import copy
 from collections.abc import Callable
 
-from warp_rewrite.passes.pruning import constructs, pruned
+from warp_rewrite.passes.pruning import constructs
+from warp_rewrite.passes.slicing import LeavesOut, idle, loaded, only_computes, sliced_function
 from warp_rewrite.passes.syntax import CopyOnWrite, parent_map, walk
-
-LeavesOut = Callable[[ast.Call], bool]
 
 
 def sliced(
@@ -74,9 +73,9 @@ class _Slicer:
         while True:
             read = _returns_read(functions)
             cut = [self.sliced(f, f.name in void and f.name not in read, gone) for f in functions]
-            idle = {f.name for f in cut[:-1] if f.name not in read and _idle(f.body)}
-            gone |= idle
-            cut = [function for function in cut if function.name not in idle]
+            idling = {f.name for f in cut[:-1] if f.name not in read and idle(f.body)}
+            gone |= idling
+            cut = [function for function in cut if function.name not in idling]
             if len(cut) == len(functions) and all(new is old for new, old in zip(cut, functions, strict=True)):
                 return functions
             functions = cut
@@ -86,7 +85,7 @@ class _Slicer:
         if key not in self._slices:
             leaves_out = self.leaves_out(gone)
             voided = _void(function, leaves_out) if void else function
-            self._slices[key] = (function, _sliced_function(voided, leaves_out))
+            self._slices[key] = (function, sliced_function(voided, leaves_out))
         return self._slices[key][1]
 
     def leaves_out(self, gone: frozenset[str]) -> LeavesOut:
@@ -110,15 +109,15 @@ def _reading_what_they_take(
     calls = [node for f in functions for node in walk(f) if isinstance(node, ast.Call) and _callee(node) in clones]
     unread: dict[str, set[int]] = {}
     for name, clone in clones.items():
-        read = _loaded(clone)
+        read = loaded(clone)
         positions = {index for index, parameter in enumerate(clone.args.args) if parameter.arg not in read}
         for call in calls:
             if _callee(call) == name:
-                positions = {p for p in positions if p < len(call.args) and _only_computes(call.args[p], leaves_out)}
+                positions = {p for p in positions if p < len(call.args) and only_computes(call.args[p], leaves_out)}
         if positions:
             unread[name] = positions
     kernel = functions[-1]
-    kernel_read = _loaded(kernel)
+    kernel_read = loaded(kernel)
     kernel_unread = {i for i, p in enumerate(kernel.args.args) if p.arg in records and p.arg not in kernel_read}
     if not unread and not kernel_unread:
         return functions
@@ -199,7 +198,7 @@ def _void(function: ast.FunctionDef, leaves_out: LeavesOut) -> ast.FunctionDef:
         if not isinstance(statement, ast.Return) or statement.value is None:
             return [statement]
         bare = ast.copy_location(ast.Return(None), statement)
-        if _only_computes(statement.value, leaves_out):
+        if only_computes(statement.value, leaves_out):
             return [bare]
         return [ast.copy_location(ast.Expr(statement.value), statement), bare]
 
@@ -209,93 +208,6 @@ def _void(function: ast.FunctionDef, leaves_out: LeavesOut) -> ast.FunctionDef:
     if function.body and isinstance(function.body[-1], ast.Return):  # nothing is left to return from
         function.body = function.body[:-1] or [ast.Pass()]
     return function
-
-
-def _sliced_function(function: ast.FunctionDef, leaves_out: LeavesOut) -> ast.FunctionDef:
-    """``function`` without the statements that only compute values nothing it keeps reads: the names it needs
-    grow from what it must keep (calls that do more than compute, stores, returns, jumps, ``while`` loops) until
-    they no longer change; then ``pruned`` marks what is left unread."""
-    needed: set[str] = set()
-    while True:
-        reads: set[str] = set()
-        body = _swept(function.body, needed, reads, leaves_out) or [ast.Pass()]
-        if reads <= needed:
-            break
-        needed |= reads
-    if body != function.body:
-        function = copy.copy(function)
-        function.body = body
-    return pruned(function, leaves_out)
-
-
-def _swept(body: list[ast.stmt], needed: set[str], reads: set[str], leaves_out: LeavesOut) -> list[ast.stmt]:
-    """``body`` less what ``needed`` (the names something kept reads) does not need (the same list where nothing
-    goes); the names what it keeps reads are added to ``reads``."""
-    kept: list[ast.stmt] = []
-    for statement in body:
-        if isinstance(statement, ast.Assign | ast.AnnAssign | ast.AugAssign):
-            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-            elements = [e for target in targets for e in (target.elts if isinstance(target, ast.Tuple) else [target])]
-            if any(not isinstance(e, ast.Name) or e.id in needed for e in elements):
-                reads |= _loaded(statement)
-                if isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
-                    reads.add(statement.target.id)
-            elif statement.value is not None and not _only_computes(statement.value, leaves_out):
-                reads |= _loaded(statement.value)
-                kept.append(ast.copy_location(ast.Expr(statement.value), statement))
-                continue
-            else:
-                continue
-        elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
-            if _only_computes(statement.value, leaves_out):
-                continue
-            reads |= _loaded(statement)
-        elif isinstance(statement, ast.If | ast.For | ast.While):
-            inner = copy.copy(statement)
-            inner.body = _swept(statement.body, needed, reads, leaves_out)
-            inner.orelse = _swept(statement.orelse, needed, reads, leaves_out)
-            tested = statement.iter if isinstance(statement, ast.For) else statement.test
-            if _idle(inner.body) and _idle(inner.orelse) and _leaves(statement, needed, leaves_out):
-                continue
-            reads |= _loaded(tested)
-            inner.body = inner.body or [ast.Pass()]
-            inner.orelse = [] if _idle(inner.orelse) else inner.orelse
-            if inner.body != statement.body or inner.orelse != statement.orelse:
-                statement = inner
-        else:
-            reads |= _loaded(statement)
-        kept.append(statement)
-    return body if kept == body else kept
-
-
-def _leaves(statement: ast.If | ast.For | ast.While, needed: set[str], leaves_out: LeavesOut) -> bool:
-    """Can the statement, with nothing left inside, go? An ``if`` whose test only computes; a ``for`` whose range
-    only computes and whose variable nothing reads after it; never a ``while``."""
-    if isinstance(statement, ast.If):
-        return _only_computes(statement.test, leaves_out)
-    if isinstance(statement, ast.For):
-        variable = _loaded(statement.target, ast.Store)
-        return not variable & needed and _only_computes(_range_bounds(statement.iter), leaves_out)
-    return False
-
-
-def _loaded(node: ast.AST, context: type[ast.expr_context] = ast.Load) -> set[str]:
-    return {n.id for n in walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, context)}
-
-
-def _range_bounds(iterated: ast.expr) -> ast.expr:
-    """What ``range(...)`` iterates over computes: its bounds (a loop over anything else, the whole expression)."""
-    if isinstance(iterated, ast.Call) and isinstance(iterated.func, ast.Name) and iterated.func.id == "range":
-        return ast.Tuple(iterated.args, ast.Load())
-    return iterated
-
-
-def _idle(body: list[ast.stmt]) -> bool:
-    return all(isinstance(statement, ast.Pass) for statement in body)
-
-
-def _only_computes(expr: ast.expr, leaves_out: LeavesOut) -> bool:
-    return all(leaves_out(node) for node in walk(expr) if isinstance(node, ast.Call))
 
 
 def _mapped(body: list[ast.stmt], change: Callable[[ast.stmt], list[ast.stmt]]) -> list[ast.stmt]:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -252,6 +253,17 @@ class KernelPlan:
     # those of them a dry run needs copies of: the launch reads them back (the count phase writes only these)
     copied: frozenset[str] = frozenset()
     narrowed: dict[str, Any] = field(default_factory=dict)  # types of memory under generic arguments (array_at)
+
+    def without(self, sites: frozenset[Site]) -> KernelPlan:
+        """The plan recording none of ``sites``: at their places every phase has the expression as written."""
+        return dataclasses.replace(
+            self, root=_without(self.root, sites), sites=[s for s in self.sites if s not in sites]
+        )
+
+
+def _without(plan: FunctionPlan, sites: frozenset[Site]) -> FunctionPlan:
+    clones = {call: Clone(clone.call, _without(clone.plan, sites)) for call, clone in plan.clones.items()}
+    return dataclasses.replace(plan, sites=[s for s in plan.sites if s not in sites], clones=clones)
 
 
 def needs_forward_twin(plan: FunctionPlan, int_paths: frozenset[str]) -> bool:

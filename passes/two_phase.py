@@ -10,7 +10,10 @@ per-launch record array. It runs forward only (``enable_backward=False``).
 Replay kernel: the original code with each consumed atomic's value read back from the records. Each atomic
 call stays in place as the argument of ``replay_returned``, so Warp still generates its adjoint
 (d target / d value); its side effect never runs, since this kernel is launched only in backward, where
-Warp skips atomics when it replays the forward code.
+Warp skips atomics when it replays the forward code. It keeps what carries gradients: its statements that only
+compute values nothing kept reads are left out (``passes.slicing``), and so are the records they read
+(``pipeline.unread_reads``). A cloned helper whose replay still writes memory gets a ``@wp.func_replay`` twin that
+writes nothing, for Warp's backward to run in its place.
 
 Both wrap the atomic call where it stands, so argument evaluation order, short-circuit ``and``/``or`` and
 ``x if c else y`` keep the original semantics. Loops around an atomic get a coordinate (see ``passes.plan``);
@@ -32,6 +35,7 @@ from warp_rewrite.passes.atomics import positional_arguments
 from warp_rewrite.passes.layout import RecordParam
 from warp_rewrite.passes.plan_types import Carried, FunctionPlan, KernelPlan, Loop, Site, needs_forward_twin
 from warp_rewrite.passes.pruning import constructs, pruned
+from warp_rewrite.passes.slicing import LeavesOut, sliced_function
 from warp_rewrite.passes.syntax import CopyOnWrite, called_name, function_locals, walk
 from warp_rewrite.passes.trip_parameters import clone_trip_parameters, trip_capacities, trip_parameters
 
@@ -585,6 +589,25 @@ def _is_int(text: str) -> bool:
     return text.lstrip("-").isdigit()
 
 
+def records_read(replay: list[ast.FunctionDef]) -> frozenset[str]:
+    """The records the replay phase's functions read, other than to hand them on to a clone (every function names
+    a record alike; a ``@wp.func_replay`` registration only hands on what its twin takes)."""
+    generated = {function.name for function in replay}
+    read: set[str] = set()
+    for function in replay:
+        if any("func_replay" in ast.unparse(decorator) for decorator in function.decorator_list):
+            continue
+        handed = {
+            id(argument)
+            for call in walk(function)
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in generated
+            for argument in call.args
+        }
+        names = [n for n in walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+        read |= {n.id for n in names if id(n) not in handed}
+    return frozenset(read)
+
+
 def launch_arity(kernel: ast.FunctionDef) -> int:
     """How many launch dimensions the kernel's ``wp.tid()`` unpacks: the rewritten kernels index by as many."""
     arity = 1
@@ -650,6 +673,17 @@ def clone_name(plan: FunctionPlan, settings: PhaseSettings) -> str:
     if phase == REPLAY_FORWARD and id(plan) in settings.twinless:
         phase = REPLAY  # its replay writes nothing: it is its own forward twin
     return f"{plan.name}_{phase}"
+
+
+def _replay_leaves_out(computing: frozenset[ast.Call], runtime: RuntimeNames) -> LeavesOut:
+    """Which calls of a replay can go where nothing reads their value: those that only compute (the planner's
+    ``computing``), construct one, or read a record back (``recorded_<dtype>``, ``carried_<dtype>``: the gradient
+    of a value nothing reads is zero). A replay keeps what carries gradients: stores, atomics, returns."""
+
+    def leaves_out(call: ast.Call) -> bool:
+        return call in computing or constructs(call) or runtime.is_reader(ast.unparse(call.func))
+
+    return leaves_out
 
 
 def _same_code(one: ast.FunctionDef, other: ast.FunctionDef) -> bool:
@@ -769,8 +803,15 @@ def phase_functions(
         site_numbers={id(site): number for number, site in enumerate(plan.sites)},
         dropped=plan.written - plan.copied if phase == COUNT else frozenset(),
     )
+    computing = frozenset().union(*(function.computing for function in plan.root.walk()))
+    replay_leaves_out = _replay_leaves_out(computing, module.runtime)
+
+    def tidy(function: ast.FunctionDef) -> ast.FunctionDef:
+        if phase == RECORD:
+            return function  # the user's forward
+        return sliced_function(function, replay_leaves_out) if phase == REPLAY else pruned(function)
+
     functions = []
-    tidy = pruned if phase != RECORD else lambda function: function  # the record phase is the user's forward
     twinless: set[int] = set()
     for clone in reversed([p for p in plan.root.walk() if p is not plan.root]):  # callees first
         settings = dataclasses.replace(settings, twinless=frozenset(twinless))
@@ -779,7 +820,7 @@ def phase_functions(
             continue
         twin = None
         if needs_forward_twin(clone, int_paths):
-            twin = pruned(phase_function(clone, dataclasses.replace(settings, phase=REPLAY_FORWARD), records))
+            twin = tidy(phase_function(clone, dataclasses.replace(settings, phase=REPLAY_FORWARD), records))
         if twin is None or _same_code(twin, functions[-1]):  # the replay writes nothing Warp's backward would redo
             twinless.add(id(clone))
         else:
@@ -787,6 +828,5 @@ def phase_functions(
     settings = dataclasses.replace(settings, twinless=frozenset(twinless))
     functions.append(tidy(phase_function(plan.root, settings, records, options)))
     if phase == COUNT:
-        computing = frozenset().union(*(function.computing for function in plan.root.walk()))
         return count_slice.sliced(functions, computing, frozenset(plan.root.record_params()))
     return functions

@@ -46,6 +46,7 @@ from warp_rewrite.passes.two_phase import (
     launch_arity,
     mentioning,
     phase_functions,
+    records_read,
 )
 from warp_rewrite.passes.while_conditions import hoist_conditions
 from warp_rewrite.printing import unparse_wrapped
@@ -363,6 +364,24 @@ def layout(planned: Planned) -> Laid:
     return _extended(planned, Laid, records=records, int_paths=int_paths)
 
 
+def unread_reads(laid: Laid) -> Laid:
+    """Reads of memory the launch writes that the replay does not need are not recorded: the replay keeps what
+    carries gradients (``passes.two_phase``), and a read that only decides a write the replay leaves out (an int
+    atomic's index, Newton's hash table's slot) carries none. The record kernel then stores less, and every phase
+    takes fewer records; the replay is made again without them (the same, but for the statements they were in)."""
+    needed = records_read(_phase(laid, REPLAY, backward=True))
+    unread = frozenset(
+        site
+        for site in laid.plan.sites
+        if site.op == "read" and not site.marks and not site.shadow and site.records not in needed
+    )
+    if not unread:
+        return laid
+    plan_ = laid.plan.without(unread)
+    records = record_params(plan_, lambda path: array_at(laid.frontend, plan_.narrowed, path))
+    return dataclasses.replace(laid, plan=plan_, records=records)
+
+
 @dataclass(frozen=True)
 class Recorded(Laid):
     functions: tuple[ast.FunctionDef, ...]  # generated so far, in the order printed
@@ -408,7 +427,8 @@ class Replayed(Counted):
 
 
 def replay_phase(counted: Counted) -> Replayed:
-    """The replay kernel, its cloned helpers and their ``@wp.func_replay`` twins (``passes.two_phase``)."""
+    """The replay kernel and its cloned helpers, cut down to what carries gradients (``passes.slicing``), with
+    ``@wp.func_replay`` twins for those that write memory (``passes.two_phase``)."""
     functions = _phase(counted, REPLAY, backward=True)
     return _extended(
         counted, Replayed, functions=counted.functions + tuple(functions), replay_kernel=functions[-1].name
@@ -565,6 +585,7 @@ STAGES: tuple[Stage[Any, Any], ...] = (
     Stage("survey", survey, lambda state: _plan_lines(state.first), lambda state: state.nothing_to_record),
     Stage("plan", plan, lambda state: _plan_lines(state.plan)),
     Stage("layout", layout, _record_lines),
+    Stage("unread_reads", unread_reads, _record_lines),
     Stage("record", record_phase, _functions),
     Stage("count", count_phase, _functions),
     Stage("replay", replay_phase, _functions),

@@ -160,6 +160,11 @@ class RuntimeNames:
         name = reader_name(dtype, Reader.RECORDED)
         return f"{self.alias}.{name}" if name is not None else None
 
+    def is_reader(self, called: str) -> bool:
+        """Does ``called``, as generated code spells a callee, name a reader of records (``Reader``)?"""
+        alias, _, name = called.rpartition(".")
+        return alias == self.alias and reader_of(name) is not None
+
     def carrier(self, dtype: type) -> str:
         """The function restoring a loop's carried local of ``dtype`` (a Warp type Warp exports by name: the planner
         refuses others) from its record, its gradient passed on (``Reader.CARRIED``)."""
