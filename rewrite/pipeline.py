@@ -369,12 +369,11 @@ def unread_reads(laid: Laid) -> Laid:
     carries gradients (``passes.two_phase``), and a read that only decides a write the replay leaves out (an int
     atomic's index, Newton's hash table's slot) carries none. The record kernel then stores less, and every phase
     takes fewer records; the replay is made again without them (the same, but for the statements they were in)."""
+    reads = [site for site in laid.plan.sites if site.op == "read" and not site.marks and not site.shadow]
+    if not reads:  # (no replay to make first)
+        return laid
     needed = records_read(_phase(laid, REPLAY, backward=True))
-    unread = frozenset(
-        site
-        for site in laid.plan.sites
-        if site.op == "read" and not site.marks and not site.shadow and site.records not in needed
-    )
+    unread = frozenset(site for site in reads if site.records not in needed)
     if not unread:
         return laid
     plan_ = laid.plan.without(unread)
