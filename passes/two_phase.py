@@ -12,8 +12,8 @@ call stays in place as the argument of ``replay_returned``, so Warp still genera
 (d target / d value); its side effect never runs, since this kernel is launched only in backward, where
 Warp skips atomics when it replays the forward code. It keeps what carries gradients: its statements that only
 compute values nothing kept reads are left out (``passes.slicing``), and so are the records they read
-(``pipeline.unread_reads``). A cloned helper whose replay still writes memory gets a ``@wp.func_replay`` twin that
-writes nothing, for Warp's backward to run in its place.
+(``pipeline.unread_reads``, ``passes.replay_needs``). A cloned helper whose replay still writes memory gets a
+``@wp.func_replay`` twin that writes nothing, for Warp's backward to run in its place (``passes.twins``).
 
 Both wrap the atomic call where it stands, so argument evaluation order, short-circuit ``and``/``or`` and
 ``x if c else y`` keep the original semantics. Loops around an atomic get a coordinate (see ``passes.plan``);
@@ -30,12 +30,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from warp_rewrite.passes import count_slice, dtypes
+from warp_rewrite.passes import count_slice, dtypes, replay_needs, twins
 from warp_rewrite.passes.atomics import positional_arguments
 from warp_rewrite.passes.layout import RecordParam
 from warp_rewrite.passes.plan_types import Carried, FunctionPlan, KernelPlan, Loop, Site, needs_forward_twin
 from warp_rewrite.passes.pruning import constructs, pruned
-from warp_rewrite.passes.slicing import LeavesOut, sliced_function
+from warp_rewrite.passes.slicing import sliced_function
 from warp_rewrite.passes.syntax import CopyOnWrite, called_name, function_locals, walk
 from warp_rewrite.passes.trip_parameters import clone_trip_parameters, trip_capacities, trip_parameters
 
@@ -589,25 +589,6 @@ def _is_int(text: str) -> bool:
     return text.lstrip("-").isdigit()
 
 
-def records_read(replay: list[ast.FunctionDef]) -> frozenset[str]:
-    """The records the replay phase's functions read, other than to hand them on to a clone (every function names
-    a record alike; a ``@wp.func_replay`` registration only hands on what its twin takes)."""
-    generated = {function.name for function in replay}
-    read: set[str] = set()
-    for function in replay:
-        if any("func_replay" in ast.unparse(decorator) for decorator in function.decorator_list):
-            continue
-        handed = {
-            id(argument)
-            for call in walk(function)
-            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in generated
-            for argument in call.args
-        }
-        names = [n for n in walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
-        read |= {n.id for n in names if id(n) not in handed}
-    return frozenset(read)
-
-
 def launch_arity(kernel: ast.FunctionDef) -> int:
     """How many launch dimensions the kernel's ``wp.tid()`` unpacks: the rewritten kernels index by as many."""
     arity = 1
@@ -675,26 +656,6 @@ def clone_name(plan: FunctionPlan, settings: PhaseSettings) -> str:
     return f"{plan.name}_{phase}"
 
 
-def _replay_leaves_out(computing: frozenset[ast.Call], runtime: RuntimeNames) -> LeavesOut:
-    """Which calls of a replay can go where nothing reads their value: those that only compute (the planner's
-    ``computing``), construct one, or read a record back (``recorded_<dtype>``, ``carried_<dtype>``: the gradient
-    of a value nothing reads is zero). A replay keeps what carries gradients: stores, atomics, returns."""
-
-    def leaves_out(call: ast.Call) -> bool:
-        return call in computing or constructs(call) or runtime.is_reader(ast.unparse(call.func))
-
-    return leaves_out
-
-
-def _same_code(one: ast.FunctionDef, other: ast.FunctionDef) -> bool:
-    """Do two functions take the same parameters and run the same statements (whatever their names)?"""
-
-    def code(function: ast.FunctionDef) -> str:
-        return ast.dump(function.args) + "".join(ast.dump(statement) for statement in function.body)
-
-    return code(one) == code(other)
-
-
 def phase_function(
     plan: FunctionPlan,
     settings: PhaseSettings,
@@ -755,21 +716,6 @@ def _outermost_calls(expr: ast.expr) -> list[ast.Call]:
     ]
 
 
-def _replay_registration(twin: ast.FunctionDef, replay_name: str, warp: str) -> ast.FunctionDef:
-    """``@wp.func_replay(f_replay) def ...: return f_replay_forward(...)``.
-
-    Its own function, rather than the twin itself, because Warp does not let code call a function registered
-    as a replay; and without a return annotation, which Warp 1.19's ``func_replay`` cannot match.
-    """
-    params = [a.arg for a in twin.args.args]
-    returns = any(isinstance(n, ast.Return) and n.value is not None for n in walk(twin))
-    call = f"{twin.name}({', '.join(params)})"
-    registration = _parsed(f"def {replay_name}_replayed():\n    {'return ' if returns else ''}{call}", ast.FunctionDef)
-    registration.args.args = copy.deepcopy(twin.args.args)
-    registration.decorator_list = [_expr(f"{warp}.func_replay({replay_name})")]
-    return registration
-
-
 def phase_functions(
     plan: KernelPlan,
     phase: str,
@@ -804,7 +750,7 @@ def phase_functions(
         dropped=plan.written - plan.copied if phase == COUNT else frozenset(),
     )
     computing = frozenset().union(*(function.computing for function in plan.root.walk()))
-    replay_leaves_out = _replay_leaves_out(computing, module.runtime)
+    replay_leaves_out = replay_needs.leaves_out(computing, module.runtime)
 
     def tidy(function: ast.FunctionDef) -> ast.FunctionDef:
         if phase == RECORD:
@@ -821,10 +767,10 @@ def phase_functions(
         twin = None
         if needs_forward_twin(clone, int_paths):
             twin = tidy(phase_function(clone, dataclasses.replace(settings, phase=REPLAY_FORWARD), records))
-        if twin is None or _same_code(twin, functions[-1]):  # the replay writes nothing Warp's backward would redo
+        if twin is None or twins.same_code(twin, functions[-1]):  # the replay writes nothing Warp's backward would redo
             twinless.add(id(clone))
         else:
-            functions += [twin, _replay_registration(twin, functions[-1].name, module.warp)]
+            functions += [twin, twins.registration(twin, functions[-1].name, module.warp)]
     settings = dataclasses.replace(settings, twinless=frozenset(twinless))
     functions.append(tidy(phase_function(plan.root, settings, records, options)))
     if phase == COUNT:

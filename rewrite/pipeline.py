@@ -35,6 +35,7 @@ from warp_rewrite.passes.plan_types import Frontend as PlanFrontend
 from warp_rewrite.passes.plan_types import KernelPlan, Unit, array_at, is_int_path
 from warp_rewrite.passes.read_back import Analysis
 from warp_rewrite.passes.refusals import Refusal
+from warp_rewrite.passes.replay_needs import records_read
 from warp_rewrite.passes.syntax import walk
 from warp_rewrite.passes.trip_parameters import compiled_room
 from warp_rewrite.passes.two_phase import (
@@ -46,7 +47,6 @@ from warp_rewrite.passes.two_phase import (
     launch_arity,
     mentioning,
     phase_functions,
-    records_read,
 )
 from warp_rewrite.passes.while_conditions import hoist_conditions
 from warp_rewrite.printing import unparse_wrapped
@@ -427,7 +427,7 @@ class Replayed(Counted):
 
 def replay_phase(counted: Counted) -> Replayed:
     """The replay kernel and its cloned helpers, cut down to what carries gradients (``passes.slicing``), with
-    ``@wp.func_replay`` twins for those that write memory (``passes.two_phase``)."""
+    ``@wp.func_replay`` twins for those that write memory (``passes.twins``)."""
     functions = _phase(counted, REPLAY, backward=True)
     return _extended(
         counted, Replayed, functions=counted.functions + tuple(functions), replay_kernel=functions[-1].name
