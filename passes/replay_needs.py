@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from warp_rewrite.passes.pruning import constructs
 from warp_rewrite.passes.slicing import LeavesOut
 from warp_rewrite.passes.syntax import walk
+from warp_rewrite.passes.twins import is_registration
 
 if TYPE_CHECKING:  # the passes import no runtime: the ABI's names come in through ModuleNames
     from warp_rewrite.runtime.abi import RuntimeNames
@@ -32,7 +33,7 @@ def records_read(replay: list[ast.FunctionDef]) -> frozenset[str]:
     generated = {function.name for function in replay}
     read: set[str] = set()
     for function in replay:
-        if any("func_replay" in ast.unparse(decorator) for decorator in function.decorator_list):
+        if is_registration(function):
             continue
         handed = {
             id(argument)

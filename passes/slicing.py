@@ -4,7 +4,7 @@ What must stay is given by the phase: the calls that do more than compute (``lea
 nothing reads their value), stores, returns, jumps and ``while`` loops; the names they read are needed, and so is
 every assignment to a needed name, until the needed names no longer change (flow-insensitive). Then an ``if`` or a
 ``for`` with nothing left inside goes, where its test or range only computes. The count phase keeps what decides
-trip counts (``passes.count_slice``); the replay what carries gradients (``passes.two_phase``).
+trip counts (``passes.count_slice``); the replay what carries gradients (``passes.replay_needs``).
 """
 
 from __future__ import annotations

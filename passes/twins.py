@@ -31,6 +31,13 @@ def registration(twin: ast.FunctionDef, replay_name: str, warp: str) -> ast.Func
     return function
 
 
+def is_registration(function: ast.FunctionDef) -> bool:
+    """Is ``function`` a twin's ``@wp.func_replay`` registration (``registration``)? It only hands on what it takes."""
+    return any(
+        isinstance(d, ast.Call) and getattr(d.func, "attr", None) == "func_replay" for d in function.decorator_list
+    )
+
+
 def same_code(one: ast.FunctionDef, other: ast.FunctionDef) -> bool:
     """Do two functions take the same parameters and run the same statements (whatever their names)?"""
 

@@ -265,34 +265,46 @@ def test_the_dry_run_never_writes_user_memory():
     assert base.numpy().tolist() == [1.0, 0.0] * N and count.numpy().tolist() == [sum(trips)]
 
 
+def _found_in_a_broken_copy(monkeypatch, kernel: wp.Kernel, check, broken) -> list[str]:
+    """What ``check`` (an invariant) finds in a copy of what the rewrite of ``kernel`` generates, broken by
+    ``broken``; in the rewrite itself it must find nothing."""
+    found: list[str] = []
+    rewrite_kernel = pipeline.rewrite_kernel
+
+    def checked(frontend, *options):
+        generated = rewrite_kernel(frontend, *options)
+        assert not check(frontend, generated)
+        found.extend(check(frontend, broken(generated)))
+        return generated
+
+    monkeypatch.setattr(pipeline, "rewrite_kernel", checked)
+    wp_rewrite(kernel, detach_returns=True)  # a kernel of its own (another option): generated anew
+    return found
+
+
+def _with_source(generated, change) -> pipeline.GeneratedKernel:
+    """``generated`` with ``change`` made to its source's module (in place)."""
+    module = ast.parse(generated.source)
+    change(module)
+    return dataclasses.replace(generated, source=ast.unparse(module))
+
+
 def test_the_invariants_catch_a_record_kernel_reading_what_the_count_kernel_does_not_write(monkeypatch):
     """The count kernel leaves out the writes into arrays the plan does not copy, so the record kernel must read
     none of them: a plan that copied nothing would have it read ``marks`` and the counter (``dropped_reads``)."""
-    found = []
-    rewrite_kernel = pipeline.rewrite_kernel
 
-    def with_nothing_copied(frontend, *options):
-        generated = rewrite_kernel(frontend, *options)
-        broken = dataclasses.replace(generated.plan, copied=frozenset())
-        found.extend(dropped_reads(frontend, dataclasses.replace(generated, plan=broken)))
-        assert not dropped_reads(frontend, generated)
-        return generated
+    def with_nothing_copied(generated):
+        return dataclasses.replace(generated, plan=dataclasses.replace(generated.plan, copied=frozenset()))
 
-    monkeypatch.setattr(pipeline, "rewrite_kernel", with_nothing_copied)
-    wp_rewrite(emit_and_mark, detach_returns=True)  # a kernel of its own (another option): generated anew
+    found = _found_in_a_broken_copy(monkeypatch, emit_and_mark, dropped_reads, with_nothing_copied)
     assert [line.split(": ", 1)[1].split(" (")[0] for line in found] == ["reads 'marks'", "reads 'count'"]
 
 
 def test_the_invariants_catch_a_count_kernel_that_leaves_out_a_trip_count(monkeypatch):
     """The count phase is cut down to what decides trip counts (``passes.count_slice``): a count clone that no longer
     reported the trips of its loop would leave the records too short (``count_kernel_differences``)."""
-    found = []
-    rewrite_kernel = pipeline.rewrite_kernel
 
-    def without_a_report(frontend, *options):
-        generated = rewrite_kernel(frontend, *options)
-        assert not count_kernel_differences(frontend, generated)
-        module = ast.parse(generated.source)
+    def without_a_report(module: ast.Module) -> None:
         for function in module.body:
             if (
                 isinstance(function, ast.FunctionDef)
@@ -300,30 +312,29 @@ def test_the_invariants_catch_a_count_kernel_that_leaves_out_a_trip_count(monkey
                 and "count" in function.name
             ):
                 function.body = [s for s in function.body if "check_trips" not in ast.unparse(s)] or [ast.Pass()]
-        found.extend(count_kernel_differences(frontend, dataclasses.replace(generated, source=ast.unparse(module))))
-        return generated
 
-    monkeypatch.setattr(pipeline, "rewrite_kernel", without_a_report)
-    wp_rewrite(count_slices.support_point, detach_returns=True)  # a kernel of its own (another option): generated anew
+    found = _found_in_a_broken_copy(
+        monkeypatch,
+        count_slices.support_point,
+        count_kernel_differences,
+        lambda generated: _with_source(generated, without_a_report),
+    )
     assert [line.split(": ", 1)[1] for line in found] == ["reports the trips of loops [], not ['loop0']"]
 
 
 def test_the_invariants_catch_a_helper_replay_that_writes_without_its_twin(monkeypatch):
     """Warp's backward runs a helper's forward again unless it has a ``@wp.func_replay``: without its twin, the
     store's helper would store again (``rerun_writes``)."""
-    found = []
-    rewrite_kernel = pipeline.rewrite_kernel
 
-    def without_twins(frontend, *options):
-        generated = rewrite_kernel(frontend, *options)
-        assert not rerun_writes(frontend, generated)
-        module = ast.parse(generated.source)
+    def without_twins(module: ast.Module) -> None:
         module.body = [f for f in module.body if not (isinstance(f, ast.FunctionDef) and f.name.endswith("_replayed"))]
-        found.extend(rerun_writes(frontend, dataclasses.replace(generated, source=ast.unparse(module))))
-        return generated
 
-    monkeypatch.setattr(pipeline, "rewrite_kernel", without_twins)
-    wp_rewrite(replay_twin_kernels.emit_wrapped, detach_returns=True)  # another option: generated anew
+    found = _found_in_a_broken_copy(
+        monkeypatch,
+        replay_twin_kernels.emit_wrapped,
+        rerun_writes,
+        lambda generated: _with_source(generated, without_twins),
+    )
     assert sorted({line.split(": ", 1)[1] for line in found}) == ["'out[slot]' is stored again"]
 
 

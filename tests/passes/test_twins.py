@@ -4,7 +4,7 @@ as its replay (then left out: tests/passes/test_two_phase.py, tests/api/test_rep
 import ast
 
 from tests.support.pass_sources import parse
-from warp_rewrite.passes.twins import registration, same_code
+from warp_rewrite.passes.twins import is_registration, registration, same_code
 
 
 def test_the_registration_hands_every_parameter_to_the_twin_and_returns_what_it_returns():
@@ -28,3 +28,8 @@ def test_the_same_code_whatever_the_functions_names():
     assert same_code(replay, parse("def f_replay_forward(a: int) -> int:\n    return g_replay(a)"))
     assert not same_code(replay, parse("def f_replay_forward(a: int) -> int:\n    return g_replay_forward(a)"))
     assert not same_code(replay, parse("def f_replay_forward(b: int) -> int:\n    return g_replay(b)"))
+
+
+def test_a_registration_is_told_from_the_functions_it_stands_beside():
+    twin = parse("def f_replay_forward(a: int) -> int:\n    return a")
+    assert is_registration(registration(twin, "f_replay", "wp")) and not is_registration(twin)
