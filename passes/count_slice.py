@@ -18,17 +18,84 @@ helper's clone, most of the helper. Here it is left out of the text too:
 What stays is what the record phase does to decide trip counts and to write what the launch reads back, in the
 same order: the same statements, not new ones. A ``while`` loop stays whatever its body (leaving it out could
 change whether the kernel ends).
+
+Then what the dry run copies (``fewer_copies``): an array the launch writes and reads back needs a copy only where
+the count phase reads it; where the cut-down phase does not (the hash table's values that only decide an int
+``atomic_max``, a counter whose returns only index stores the phase leaves out), its writes go too.
 """
 
 from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 from collections.abc import Callable
 
+from warp_rewrite.passes.plan_types import FunctionPlan, KernelPlan
 from warp_rewrite.passes.pruning import constructs
 from warp_rewrite.passes.slicing import LeavesOut, idle, loaded, only_computes, sliced_function
 from warp_rewrite.passes.syntax import CopyOnWrite, parent_map, walk
+
+
+def fewer_copies(
+    plan: KernelPlan,
+    count_phase: Callable[[KernelPlan], list[ast.FunctionDef]],
+    named: Callable[[FunctionPlan], str],
+) -> tuple[KernelPlan, list[ast.FunctionDef]]:
+    """The plan copying, for a dry run, only the arrays its count phase reads, with that count phase.
+
+    It starts from the arrays whose copies are needed whatever the count phase keeps (``KernelPlan.read_at`` has
+    none of them): the count phase made so leaves out the writes into every other array, and the atomics on them
+    whose values it does not read (``dropped_atomics``). Each array it still reads is copied too, and its writes
+    kept, which may read more, until it reads nothing it does not copy: at the latest, where every array the
+    launch reads back is copied. ``named``: the name of each function of the plan in the count phase."""
+    trees = {named(function): id(function.unit.tree) for function in plan.root.walk()}
+    copied = frozenset(path for path in plan.copied if path not in plan.read_at)
+    while True:
+        tried = dataclasses.replace(plan, copied=copied)
+        functions = count_phase(tried)
+        read = _read_back(plan, functions, trees)
+        if read <= copied:
+            return tried, functions
+        copied |= read
+
+
+def _read_back(plan: KernelPlan, functions: list[ast.FunctionDef], trees: dict[str, int]) -> frozenset[str]:
+    """The arrays of ``plan.copied`` the count phase ``functions`` reads: those it reads at one of their places
+    (``KernelPlan.read_at``; an atomic only where its value is read), and those whose copy is needed whatever it
+    keeps."""
+    found: set[tuple[int, int, int, type[ast.AST], bool]] = set()
+    for function in functions:
+        nodes = walk(function)
+        parents = parent_map(nodes)
+        for node in nodes:
+            if isinstance(node, ast.expr) and hasattr(node, "lineno"):  # (a name the phase made has none)
+                value_read = not isinstance(parents.get(node), ast.Expr)
+                found.add((trees[function.name], node.lineno, node.col_offset, type(node), value_read))
+
+    def read(path: str) -> bool:
+        places = plan.read_at.get(path)
+        if places is None:
+            return True
+        return any(
+            (place.tree, place.line, place.column, place.node, True) in found
+            or (not place.only_its_value and (place.tree, place.line, place.column, place.node, False) in found)
+            for place in places
+        )
+
+    return frozenset(path for path in plan.copied if read(path))
+
+
+def dropped_atomics(function: ast.FunctionDef, plan: FunctionPlan, dropped: frozenset[str]) -> frozenset[ast.Call]:
+    """The atomics of the count phase's ``function`` (made from ``plan``) on arrays whose writes it leaves out:
+    where nothing reads their values they go, as the phase's other writes into those arrays do."""
+    places = {
+        (site.node.lineno, site.node.col_offset)
+        for site in plan.sites
+        if site.op != "read" and site.target in dropped and not site.exact and not site.shadow
+    }
+    calls = [node for node in walk(function) if isinstance(node, ast.Call) and hasattr(node, "lineno")]
+    return frozenset(call for call in calls if (call.lineno, call.col_offset) in places)
 
 
 def sliced(
@@ -203,11 +270,25 @@ def _void(function: ast.FunctionDef, leaves_out: LeavesOut) -> ast.FunctionDef:
         return [ast.copy_location(ast.Expr(statement.value), statement), bare]
 
     function = copy.copy(function)
-    function.body = _mapped(function.body, returned)
+    function.body = _without_last_returns(_mapped(function.body, returned)) or [ast.Pass()]
     function.returns = None
-    if function.body and isinstance(function.body[-1], ast.Return):  # nothing is left to return from
-        function.body = function.body[:-1] or [ast.Pass()]
     return function
+
+
+def _without_last_returns(body: list[ast.stmt]) -> list[ast.stmt]:
+    """``body`` (of a function returning nothing) less each bare ``return`` after which nothing would run anyway:
+    its last statement, or the last of a branch of an ``if`` that is last (``if count < limit: return``)."""
+    if not body:
+        return body
+    last = body[-1]
+    if isinstance(last, ast.Return):
+        return _without_last_returns(body[:-1])
+    if isinstance(last, ast.If):
+        branches = copy.copy(last)
+        branches.body = _without_last_returns(last.body) or [ast.Pass()]
+        branches.orelse = _without_last_returns(last.orelse)
+        return [*body[:-1], branches]
+    return body
 
 
 def _mapped(body: list[ast.stmt], change: Callable[[ast.stmt], list[ast.stmt]]) -> list[ast.stmt]:

@@ -76,7 +76,10 @@ class Planner(MemoryAccesses):
         self.pools = self._pools()
         root = self._plan(self.kernel, identity, (), namer.fresh_base(self.kernel.name))
         check_exact_families(self.kernel, self.sites)
-        return KernelPlan(root, self.loops, self.sites, self.written, self._copied(root), self.narrowed)
+        copied = self._copied(root)
+        exact = {site.target for site in self.sites if site.exact or site.shadow}  # their atomics stay in a dry run
+        read_at = {path: places for path, places in copied.items() if places and path not in exact}
+        return KernelPlan(root, self.loops, self.sites, self.written, frozenset(copied), self.narrowed, read_at)
 
     def _plan(
         self,

@@ -245,14 +245,34 @@ class FunctionPlan:
 
 
 @dataclass(frozen=True)
+class ReadPlace:
+    """Where a function of the plan reads an array the launch writes: the read's node, by the tree it is in and its
+    position (a phase's copy of a node keeps its position, not always its identity)."""
+
+    tree: int  # id() of the function's tree
+    line: int
+    column: int
+    node: type[ast.AST]
+    only_its_value: bool  # an atomic: it reads its target only where its value is used
+
+    @staticmethod
+    def of(tree: ast.FunctionDef, node: ast.expr, only_its_value: bool = False) -> ReadPlace:
+        return ReadPlace(id(tree), node.lineno, node.col_offset, type(node), only_its_value)
+
+
+@dataclass(frozen=True)
 class KernelPlan:
     root: FunctionPlan
     loops: list[Loop]
     sites: list[Site]
     written: frozenset[str] = frozenset()  # argument paths of the arrays the launch writes
-    # those of them a dry run needs copies of: the launch reads them back (the count phase writes only these)
+    # those of them a dry run needs copies of, the only ones the count phase writes: the planner's, every one the
+    # launch reads back; the count stage's, those its count phase reads (passes.count_slice.fewer_copies)
     copied: frozenset[str] = frozenset()
     narrowed: dict[str, Any] = field(default_factory=dict)  # types of memory under generic arguments (array_at)
+    # where the functions the plan clones read each copied array; one written by a function it does not clone, or
+    # read in one, has none: the count phase cannot leave out that function's writes or reads, so its copy stays
+    read_at: dict[str, frozenset[ReadPlace]] = field(default_factory=dict)
 
     def without(self, sites: frozenset[Site]) -> KernelPlan:
         """The plan recording none of ``sites``: at their places every phase has the expression as written."""

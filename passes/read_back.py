@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import functools
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,7 @@ from warp_rewrite.passes.int_types import IntLocals
 from warp_rewrite.passes.loop_carried import LoopFlow
 from warp_rewrite.passes.loop_hazards import Callees, LoopHazard, loop_hazards, writes_gradient_memory
 from warp_rewrite.passes.overloads import Ambiguous
-from warp_rewrite.passes.plan_types import Frontend, FunctionPlan, Unit, array_at, is_int_path
+from warp_rewrite.passes.plan_types import Frontend, FunctionPlan, ReadPlace, Unit, array_at, is_int_path
 from warp_rewrite.passes.refusals import Refusal
 from warp_rewrite.passes.syntax import called_name, function_locals, parent_map, walk
 from warp_rewrite.passes.value_types import ValueTypes
@@ -229,7 +229,7 @@ class MemoryAccesses:
         self.resolve_helper = frontend.resolve_helper
         self._analyses = {} if analyses is None else analyses
         self.written: frozenset[str] = frozenset()  # argument paths of the arrays the launch writes
-        self._read_back: set[str | None] = set()  # see _written_paths
+        self._read_back: dict[str | None, set[ReadPlace]] = {}  # see _written_paths
         self._writers: dict[str | None, set[int | None]] = {}
         self._reading: dict[tuple, bool] = {}
         self._updating: dict[tuple, bool] = {}
@@ -346,7 +346,7 @@ class MemoryAccesses:
         written: set[str | None] = set()
         seen: set[tuple[int, tuple[tuple[str, str | None], ...]]] = set()
         untyped: dict[str, tuple[Unit, ast.expr | ast.stmt]] = {}
-        consumed: set[str | None] = set()
+        consumed: set[str | None] = set()  # the targets of consumed atomics
         uses: list[ChoiceUse] = []
         pending: list[tuple[Unit, dict[str, str | None]]] = [(self.kernel, {p: p for p in self.params})]
         while pending:
@@ -371,14 +371,17 @@ class MemoryAccesses:
                 if path is not None and self._untyped(path):
                     untyped.setdefault(path, (unit, node))
             written.update(path for _, path in writes)
-            consumed.update(path_of(call.target) for call in facts.atomics if call.consumed)
-            self._read_back.update(consumed)
+            read_back = functools.partial(self._note_read, unit.tree)
+            for atomic in facts.atomics:
+                if atomic.consumed:
+                    consumed.add(path := path_of(atomic.target))
+                    read_back([path], atomic.node, only_its_value=True)
             for node in memory.loads(facts.nodes, facts.parents, facts.names):
                 if (name := _root_name(node)) in choices:
                     uses.append(ChoiceUse(unit, node, name, choices[name], "read"))
-                    self._read_back.update(choices[name])
+                    read_back(choices[name], node)
                 elif self._is_element_read(unit, node, path := path_of(node)):
-                    self._read_back.add(path)
+                    read_back([path], node)
             for call in facts.calls:
                 if facts.names.atomic_op(call) is not None:
                     continue
@@ -409,7 +412,7 @@ class MemoryAccesses:
                 else:
                     effect = builtin_effect_of(call, facts.names)
                     if effect is None or Effect.READS_ARRAYS in effect.effects:
-                        self._read_back.update(handed)
+                        read_back(handed, call)
                     if effect is None or Effect.WRITES_ARRAYS in effect.effects:
                         written.update(handed)  # it writes them (a builtin the table lacks: it might)
                         for path in handed:
@@ -448,13 +451,25 @@ class MemoryAccesses:
             return False
         return dtypes.is_generic(self.frontend.parameter_types(self.kernel).get(path.partition(".")[0]))
 
-    def _copied(self, root: FunctionPlan) -> frozenset[str]:
-        """The written arrays a dry run needs copies of: read back by the launch, or written by a function the
-        plan does not clone (whose writes the count phase cannot leave out)."""
+    def _note_read(
+        self, tree: ast.FunctionDef, paths: Iterable[str | None], node: ast.expr, only_its_value: bool = False
+    ) -> None:
+        for path in paths:
+            self._read_back.setdefault(path, set()).add(ReadPlace.of(tree, node, only_its_value))
+
+    def _copied(self, root: FunctionPlan) -> dict[str, frozenset[ReadPlace]]:
+        """The written arrays a dry run needs copies of (read back by the launch, or written by a function the plan
+        does not clone, whose writes the count phase cannot leave out), each with the places the functions the
+        plan clones read it (none where a copy is needed whatever the count phase keeps: ``KernelPlan.read_at``)."""
         cloned = {id(function.unit.tree) for function in root.walk()}
-        return frozenset(
-            path for path in self.written if path in self._read_back or not self._writers.get(path, set()) <= cloned
-        )
+        copied: dict[str, frozenset[ReadPlace]] = {}
+        for path in self.written:
+            places = self._read_back.get(path, set())
+            if not self._writers.get(path, set()) <= cloned or any(place.tree not in cloned for place in places):
+                copied[path] = frozenset()
+            elif places:
+                copied[path] = frozenset(places)
+        return copied
 
     def _reads(self, unit: Unit, path_of: Callable[[ast.expr], str | None]) -> list[tuple[ast.Subscript, str]]:
         """The function's reads of elements of arrays the launch writes, with their paths."""

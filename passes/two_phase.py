@@ -43,10 +43,10 @@ if TYPE_CHECKING:  # the passes import no runtime: the ABI's names come in throu
     from warp_rewrite.runtime.abi import RuntimeNames
 
 RECORD, REPLAY = "record", "replay"
-# The record kernel without its writes into arrays nothing in the launch reads back, and without its records (a dry
-# run's are thrown away): what a dry run launches to count the trips of loops of unknown length, without copies of
-# those arrays (see warp_rewrite.runtime), cut down to what decides trip counts and what the launch reads back
-# (passes.count_slice).
+# The record kernel without its writes into arrays the plan does not copy, and without its records (a dry run's are
+# thrown away): what a dry run launches to count the trips of loops of unknown length, without copies of those
+# arrays (see warp_rewrite.runtime), cut down to what decides trip counts (passes.count_slice, which also decides
+# which arrays the count reads, and so which are copied).
 COUNT = "count"
 # A cloned helper's replay variant with no atomic at all: what backward's forward replay runs instead of it
 # (registered with @wp.func_replay), since Warp re-runs a helper's atomics when it replays a call.
@@ -649,11 +649,16 @@ def _add_params(function: ast.FunctionDef, params: list[tuple[str, str]], keep_d
         function.args.defaults = []
 
 
+def phase_name(plan: FunctionPlan, phase: str) -> str:
+    """The name of the function ``phase`` makes of ``plan``."""
+    return f"{plan.name}_{phase}"
+
+
 def clone_name(plan: FunctionPlan, settings: PhaseSettings) -> str:
     phase = settings.phase
     if phase == REPLAY_FORWARD and id(plan) in settings.twinless:
         phase = REPLAY  # its replay writes nothing: it is its own forward twin
-    return f"{plan.name}_{phase}"
+    return phase_name(plan, phase)
 
 
 def phase_function(
@@ -670,7 +675,7 @@ def phase_function(
     visited = PhaseWriter(plan, settings, coordinate, in_helper=not is_kernel).visit(plan.unit.tree)
     assert isinstance(visited, ast.FunctionDef)
     function = copy.copy(visited)
-    function.name = f"{plan.name}_{settings.phase}"
+    function.name = phase_name(plan, settings.phase)
     if ast.get_docstring(function) is not None:  # the user's function has it: each phase would repeat it
         function.body = function.body[1:] or [ast.Pass()]
     w = module.warp
@@ -774,5 +779,7 @@ def phase_functions(
     settings = dataclasses.replace(settings, twinless=frozenset(twinless))
     functions.append(tidy(phase_function(plan.root, settings, records, options)))
     if phase == COUNT:
-        return count_slice.sliced(functions, computing, frozenset(plan.root.record_params()))
+        plans = [*reversed([p for p in plan.root.walk() if p is not plan.root]), plan.root]  # as made above
+        dropped = [count_slice.dropped_atomics(f, p, settings.dropped) for f, p in zip(functions, plans, strict=True)]
+        return count_slice.sliced(functions, computing.union(*dropped), frozenset(plan.root.record_params()))
     return functions

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import os
 import sys
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import AtomicCall, WarpNames
+from warp_rewrite.passes.count_slice import fewer_copies
 from warp_rewrite.passes.dataflow import exact_chain_links
 from warp_rewrite.passes.dtypes import ArrayInfo
 from warp_rewrite.passes.fence import Fence
@@ -47,6 +49,7 @@ from warp_rewrite.passes.two_phase import (
     launch_arity,
     mentioning,
     phase_functions,
+    phase_name,
 )
 from warp_rewrite.passes.while_conditions import hoist_conditions
 from warp_rewrite.printing import unparse_wrapped
@@ -408,15 +411,22 @@ class Counted(Recorded):
 
 def count_phase(recorded: Recorded) -> Counted:
     """Where launches count trips in a dry run (a loop of unknown length without ``max_records``): the record
-    kernel without its writes into arrays nothing in the launch reads back, so that the dry run needs no copies
-    of those (``passes.two_phase.COUNT``), cut down to what decides trip counts, each function taking only what it
-    reads (``passes.count_slice``)."""
+    kernel cut down to what decides trip counts, each function taking only what it reads (``passes.count_slice``),
+    without its writes into arrays it does not read, so that the dry run needs no copies of those
+    (``passes.two_phase.COUNT``; the plan's ``copied``, ``count_slice.fewer_copies``)."""
     counted = any(loop.needs_room for loop in recorded.plan.loops) and recorded.max_records is None
     if not counted:
         return _extended(recorded, Counted, count_kernel="")
-    functions = _phase(recorded, COUNT, backward=False)
+    plan_, functions = fewer_copies(
+        recorded.plan,
+        lambda tried: _phase(dataclasses.replace(recorded, plan=tried), COUNT, backward=False),
+        functools.partial(phase_name, phase=COUNT),
+    )
     return _extended(
-        recorded, Counted, functions=recorded.functions + tuple(functions), count_kernel=functions[-1].name
+        dataclasses.replace(recorded, plan=plan_),
+        Counted,
+        functions=recorded.functions + tuple(functions),
+        count_kernel=functions[-1].name,
     )
 
 

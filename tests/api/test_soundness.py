@@ -249,9 +249,10 @@ def emit_and_mark(
 ):
     tid = wp.tid()
     marks[tid] = marks[tid] + wp.float64(1.0)
-    for k in range(trips[tid]):
+    first = wp.atomic_add(count, 1, trips[tid])  # the loop's bounds read both arrays the launch writes
+    for k in range(first, first + trips[tid] * wp.int32(marks[tid])):
         slot = wp.atomic_add(count, 0, 1)
-        out[slot] = x[tid] * wp.float64(k + 1)
+        out[slot] = x[tid] * wp.float64(k - first + 1)
 
 
 def test_the_dry_run_never_writes_user_memory():
@@ -259,10 +260,12 @@ def test_the_dry_run_never_writes_user_memory():
     trips = [1, 2, 0, 1, 2, 1, 0, 1]
     base = f64(np.zeros(2 * N))
     marks = wp.indexedarray(base, [wp.array(np.arange(0, 2 * N, 2, dtype=np.int32), dtype=wp.int32, device="cpu")])
-    count, out = i32([0]), outputs(sum(trips))
+    count, out = i32([0, 0]), outputs(sum(trips))
+    rewritten = wp_rewrite(emit_and_mark)
+    assert rewritten.pair.spec.copied == ("count", "marks")  # not out, which decides no trip count
     with wp.Tape():
-        launch(wp_rewrite(emit_and_mark), N, inputs=[f64(X, True), i32(trips), count, out, marks], device="cpu")
-    assert base.numpy().tolist() == [1.0, 0.0] * N and count.numpy().tolist() == [sum(trips)]
+        launch(rewritten, N, inputs=[f64(X, True), i32(trips), count, out, marks], device="cpu")
+    assert base.numpy().tolist() == [1.0, 0.0] * N and count.numpy().tolist() == [sum(trips)] * 2
 
 
 def _found_in_a_broken_copy(monkeypatch, kernel: wp.Kernel, check, broken) -> list[str]:
@@ -289,15 +292,15 @@ def _with_source(generated, change) -> pipeline.GeneratedKernel:
     return dataclasses.replace(generated, source=ast.unparse(module))
 
 
-def test_the_invariants_catch_a_record_kernel_reading_what_the_count_kernel_does_not_write(monkeypatch):
-    """The count kernel leaves out the writes into arrays the plan does not copy, so the record kernel must read
-    none of them: a plan that copied nothing would have it read ``marks`` and the counter (``dropped_reads``)."""
+def test_the_invariants_catch_a_count_kernel_reading_what_it_does_not_write(monkeypatch):
+    """The count kernel leaves out the writes into arrays the plan does not copy, so it must read none of them: a
+    plan that copied nothing would have it read ``marks`` and the counter (``dropped_reads``)."""
 
     def with_nothing_copied(generated):
         return dataclasses.replace(generated, plan=dataclasses.replace(generated.plan, copied=frozenset()))
 
     found = _found_in_a_broken_copy(monkeypatch, emit_and_mark, dropped_reads, with_nothing_copied)
-    assert [line.split(": ", 1)[1].split(" (")[0] for line in found] == ["reads 'marks'", "reads 'count'"]
+    assert sorted(line.split(": ", 1)[1].split(" (")[0] for line in found) == ["reads 'count'", "reads 'marks'"]
 
 
 def test_the_invariants_catch_a_count_kernel_that_leaves_out_a_trip_count(monkeypatch):
@@ -375,11 +378,15 @@ def emit_into_a_large_output(
         out[slot] = x[tid] * wp.float64(k + 1)
 
 
-def test_the_dry_run_copies_only_what_the_launch_reads_back(monkeypatch):
-    """It launches the count kernel, which leaves out the writes nothing reads back: no copy of ``out``."""
+def test_the_dry_run_copies_only_what_its_count_reads(monkeypatch):
+    """It launches the count kernel, cut down to what the loop's trips need: the counter's atomic and the store into
+    ``out`` decide none, so neither is in it, and the dry run copies neither (``count_slice.fewer_copies``).
+    ``emit_and_mark``'s loop reads both arrays it writes: those are copied
+    (``test_the_dry_run_never_writes_user_memory``)."""
     rewritten = wp_rewrite(emit_into_a_large_output)
-    assert rewritten.pair.spec.written == ("count", "out") and rewritten.pair.spec.copied == ("count",)
-    assert "out[slot] =" not in rewritten.source.split("def emit_into_a_large_output_count(")[1].split("\n\n\n")[0]
+    assert rewritten.pair.spec.written == ("count", "out") and rewritten.pair.spec.copied == ()
+    count_kernel = rewritten.source.split("def emit_into_a_large_output_count(")[1].split("\n\n\n")[0]
+    assert "out[slot] =" not in count_kernel and "atomic_add" not in count_kernel
     copies = []
     clone = wp.clone
 
@@ -392,7 +399,7 @@ def test_the_dry_run_copies_only_what_the_launch_reads_back(monkeypatch):
     x, count, out = f64(X, True), i32([0]), outputs(100_000)
     with wp.Tape():
         launch(rewritten, N, inputs=[x, i32(trips), count, out], device="cpu")
-    assert copies == [1]  # the counter; out (100,000 elements) is not copied
+    assert copies == []  # neither the counter nor out (100,000 elements)
     assert count.numpy().tolist() == [sum(trips)]
 
 

@@ -116,8 +116,9 @@ def test_a_value_that_decides_a_trip_count_stays():
 
 def test_a_clone_left_with_nothing_to_do_goes_and_so_does_its_call():
     """``twice`` reads ``a``, which the launch writes (a record, in the record phase), into a store nothing reads
-    back: its count clone would compute a value nothing reads, so it is not defined. ``a`` is read back: the loop
-    that computes what is stored into it stays."""
+    back: its count clone would compute a value nothing reads, so it is not defined. ``a`` is read back by the loop,
+    but only to compute what is stored into ``a``, which decides no trip count: the store goes, then the loop, and
+    the dry run copies nothing (``fewer_copies``)."""
     helpers = {
         "twice": Unit("""
             @wp.func
@@ -142,12 +143,8 @@ def test_a_clone_left_with_nothing_to_do_goes_and_so_does_its_call():
         def halves_count(a: wp.array[float], n: wp.array[int], b: wp.array[float], trip_capacity0: int,
                          status: wp.array(dtype=wp.int32)):
             tid = wp.tid()
-            s = float(0.0)
             stop0 = n[tid]
             rt.check_trips(status, 0, stop0, trip_capacity0)
-            for j in range(stop0):
-                s = s * 0.5 + a[j]
-            a[tid] = s
         """,
     )
 
@@ -203,14 +200,14 @@ def test_a_while_loop_stays_and_so_does_a_branch_between_two_that_count():
 
 
 def test_a_clone_keeps_its_value_where_returning_nothing_would_leave_out_little():
-    """Nothing reads ``step``'s value in this kernel, but what computes it is stored into ``a``, which the launch
-    reads back: returning nothing would leave out only the return, and make another variant of the clone."""
+    """Nothing reads ``step``'s value in this kernel, but what computes it is stored into ``a``, which the loop's
+    stop reads: returning nothing would leave out only the return, and make another variant of the clone."""
     helpers = {
         "step": Unit("""
             @wp.func
             def step(a: wp.array[float], n: int, i: int) -> float:
                 acc = float(0.0)
-                for j in range(n):
+                for j in range(n + wp.int32(a[i])):
                     acc = acc * 0.5 + a[j]
                 a[i] = acc
                 return acc
@@ -228,8 +225,9 @@ def test_a_clone_keeps_its_value_where_returning_nothing_would_leave_out_little(
         @wp.func
         def step_count(a: wp.array[float], n: int, i: int, {TRIPS}) -> float:
             acc = float(0.0)
-            rt.check_trips(status, loop0, n, trip_capacity0)
-            for j in range(n):
+            stop0 = n + wp.int32(a[i])
+            rt.check_trips(status, loop0, stop0, trip_capacity0)
+            for j in range(stop0):
                 acc = acc * 0.5 + a[j]
             a[i] = acc
             return acc
@@ -239,6 +237,47 @@ def test_a_clone_keeps_its_value_where_returning_nothing_would_leave_out_little(
                         status: wp.array(dtype=wp.int32)):
             tid = wp.tid()
             step_count(a, n[tid], tid, trip_capacity0, 0, status)
+        """,
+    )
+
+
+def test_an_atomic_whose_value_decides_no_trip_count_goes_with_the_store_it_indexes():
+    """A counter's slot only indexes a store into ``out``, which decides no trip count: the count phase leaves out
+    the store, then the atomic (``dropped_atomics``), and the dry run copies neither array (``fewer_copies``). The
+    helper returning the slot returns nothing: its last ``if``, ending in a bare return, goes, and so does the rest,
+    then its call."""
+    helpers = {
+        "reserve": Unit("""
+            @wp.func
+            def reserve(counter: wp.array[int], limit: int) -> int:
+                slot = wp.atomic_add(counter, 0, 1)
+                if slot < limit:
+                    return slot
+                return -1
+        """)
+    }
+    kernel = """
+        @wp.kernel
+        def scan_and_emit(x: wp.array[float], n: wp.array[int], counter: wp.array[int], out: wp.array[float]):
+            tid = wp.tid()
+            s = float(0.0)
+            for j in range(n[tid]):
+                s = s * 0.5 + x[j]
+            slot = reserve(counter, out.shape[0])
+            if slot >= 0:
+                out[slot] = s
+    """
+    plan = plan_of(kernel, helpers)
+    assert plan.copied == {"counter"}  # the launch reads it back (the slot), so the planner would copy it
+    same_code(
+        generated(plan, COUNT),
+        """
+        @wp.kernel
+        def scan_and_emit_count(x: wp.array[float], n: wp.array[int], counter: wp.array[int], out: wp.array[float],
+                                trip_capacity0: int, status: wp.array(dtype=wp.int32)):
+            tid = wp.tid()
+            stop0 = n[tid]
+            rt.check_trips(status, 0, stop0, trip_capacity0)
         """,
     )
 
@@ -266,6 +305,10 @@ PATTERNS = {
         lambda: [f64(VALUES), i32([6, 2, 4, 1]), f64(X, True), f64(np.zeros(N), True)], loss=[3], wrt=[2]
     ),
     "walk_and_branch": Pattern(lambda: [f64(X, True), i32([3, 1, 2, 0]), f64(np.zeros(N), True)], loss=[2], wrt=[0]),
+    # sums 0 (no trip), 0.9, 1.15 and 1.375: three emit, into a buffer with room for two
+    "scan_and_emit": Pattern(
+        lambda: [f64(X, True), i32([0, 1, 2, 3]), i32([0]), f64(np.zeros(2), True)], loss=[3], wrt=[0]
+    ),
 }
 test_through_the_api, test_through_the_command_line = end_to_end_tests(count_slices, N, PATTERNS)
 

@@ -46,6 +46,23 @@ def test_helper_is_cloned_for_each_call_site():
     )
 
 
+def test_the_plan_notes_where_each_array_it_copies_is_read():
+    """A dry run may copy fewer arrays than the launch reads back (``passes.count_slice.fewer_copies``): for each,
+    the plan has the places its functions read it, an atomic's marked as read only where its value is used."""
+    plan = plan_of("""
+        @wp.kernel
+        def emit(n: wp.array[int], count: wp.array[int], marks: wp.array[float], out: wp.array[float]):
+            tid = wp.tid()
+            marks[tid] = marks[tid] + 1.0
+            for k in range(n[tid]):
+                out[wp.atomic_add(count, 0, 1)] = marks[tid]
+    """)
+    assert plan.copied == set(plan.read_at) == {"count", "marks"}
+    (atomic,) = plan.read_at["count"]
+    assert (atomic.line, atomic.only_its_value) == (7, True)  # (the source's first line is blank)
+    assert sorted((place.line, place.only_its_value) for place in plan.read_at["marks"]) == [(5, False), (7, False)]
+
+
 def test_refusals_name_the_construct():
     with pytest.raises(Refusal, match="atomic in a while loop's condition"):
         plan_of("""

@@ -260,9 +260,24 @@ def test_a_fixed_max_records_is_compiled_in_and_the_replay_takes_no_trip_argumen
 
 def test_the_count_phase_leaves_out_writes_nothing_reads_back_and_records_but_keeps_their_calls():
     """What a dry run launches to count trips: ``out`` is never read, so its store goes, but not the atomic in
-    its index (the counter is read back: its values decide the slots); nor are records stored (a dry run's are
-    thrown away), so the records, the thread's row and the trips' coordinates go too, and the loop's variable,
-    read no more, is marked unused."""
+    its index, where the counter is read by the loop's stop; nor are records stored (a dry run's are thrown away),
+    so the records, the thread's row and the trips' coordinates go too, and the loop's variable, read no more, is
+    marked unused. Where nothing the count keeps reads the counter (``EMIT``), its atomic goes too, and with it the
+    loop (``passes.count_slice.fewer_copies``)."""
+    bounded_by_the_counter = EMIT.replace("range(n[tid])", "range(n[tid] + count[1])")
+    same_code(
+        generated(plan_of(bounded_by_the_counter), COUNT),
+        """
+        @wp.kernel
+        def emit_count(n: wp.array[int], count: wp.array[int], out: wp.array[float], trip_capacity0: int,
+                       status: wp.array(dtype=wp.int32)):
+            tid = wp.tid()
+            stop0 = n[tid] + count[1]
+            rt.check_trips(status, 0, stop0, trip_capacity0)
+            for _k in range(stop0):
+                wp.atomic_add(count, 0, 1)
+        """,
+    )
     same_code(
         generated(plan_of(EMIT), COUNT),
         """
@@ -272,8 +287,6 @@ def test_the_count_phase_leaves_out_writes_nothing_reads_back_and_records_but_ke
             tid = wp.tid()
             stop0 = n[tid]
             rt.check_trips(status, 0, stop0, trip_capacity0)
-            for _k in range(stop0):
-                wp.atomic_add(count, 0, 1)
         """,
     )
 

@@ -5,7 +5,10 @@ unknown length, so that every launch counts trips in a dry run first (tests/pass
   with such a loop, another a ``@wp.func_native``; nothing the dry run keeps reads its value, so its count clone
   keeps only the branch with the loop;
 - ``counted_by_helper``: a loop whose trip count is a helper's value, which the count kernel keeps;
-- ``walk_and_branch``: a ``while`` loop, and an ``if`` chain whose middle branch has nothing left to count.
+- ``walk_and_branch``: a ``while`` loop, and an ``if`` chain whose middle branch has nothing left to count;
+- ``scan_and_emit``: a loop, then Newton's contact emission (a counter's slot, or -1 when the buffer is full, and a
+  store into it), which decides no trip count: the count kernel leaves out both, and the dry run copies neither
+  array.
 """
 
 import warp as wp
@@ -100,3 +103,34 @@ def walk_and_branch(
         for j in range(counts[0]):
             t = t * x[j] + s
     out[tid] = s * t
+
+
+@wp.func
+def reserve(counter: wp.array(dtype=wp.int32), limit: int) -> int:
+    """Newton's ``counter_increment``: the next slot, or -1 when the buffer is full."""
+    slot = wp.atomic_add(counter, 0, 1)
+    if slot < limit:
+        return slot
+    return -1
+
+
+@wp.func
+def emit(counter: wp.array(dtype=wp.int32), out: wp.array(dtype=wp.float64), value: wp.float64):
+    slot = reserve(counter, out.shape[0])
+    if slot >= 0:
+        out[slot] = value
+
+
+@wp.kernel
+def scan_and_emit(
+    x: wp.array(dtype=wp.float64),
+    counts: wp.array(dtype=wp.int32),
+    counter: wp.array(dtype=wp.int32),
+    out: wp.array(dtype=wp.float64),
+):
+    tid = wp.tid()
+    s = wp.float64(0.0)
+    for j in range(counts[tid]):
+        s = s * wp.float64(0.5) + x[j]
+    if s > wp.float64(0.5):
+        emit(counter, out, s * x[tid])

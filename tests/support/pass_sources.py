@@ -2,6 +2,7 @@
 before/after source pairs that compile and launch nothing."""
 
 import ast
+import functools
 import textwrap
 from typing import Any
 
@@ -9,14 +10,17 @@ import warp as wp
 
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import WarpNames
+from warp_rewrite.passes.count_slice import fewer_copies
 from warp_rewrite.passes.layout import record_params
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.plan import Planner
 from warp_rewrite.passes.plan_types import KernelPlan, is_int_path
 from warp_rewrite.passes.two_phase import (
+    COUNT,
     KernelNames,
     ModuleNames,
     phase_functions,
+    phase_name,
 )
 from warp_rewrite.runtime.abi import RuntimeNames
 
@@ -134,7 +138,12 @@ def generated(plan: KernelPlan, phase: str, names: KernelNames = NAMES, max_reco
     frontend = Frontend(plan.root.unit, {})
     records = record_params(plan, frontend.array)
     int_paths = frozenset(s.target for s in plan.sites if is_int_path(frontend, s.target))
-    functions = phase_functions(plan, phase, MODULE, names, records, int_paths, {}, max_records)
+
+    def made(plan: KernelPlan) -> list[ast.FunctionDef]:
+        return phase_functions(plan, phase, MODULE, names, records, int_paths, {}, max_records)
+
+    named = functools.partial(phase_name, phase=COUNT)
+    functions = fewer_copies(plan, made, named)[1] if phase == COUNT else made(plan)  # as the pipeline's count stage
     return "\n\n".join(ast.unparse(f) for f in functions)
 
 

@@ -8,8 +8,8 @@ statement for statement. Separately, no record call may stand for the memory an 
 (``record(bodies[b]).mass += m`` would update a temporary and lose the update).
 
 ``count_kernel_differences`` checks the count kernel (the dry run that counts loop trips) against the record
-kernel: the same writes into memory, but for those into arrays nothing in the launch reads back; ``dropped_reads``,
-that the record functions read none of those arrays indeed.
+kernel: the same writes into memory, but for those into arrays the dry run does not copy; ``dropped_reads``, that
+the count functions read none of those arrays indeed.
 ``tests/conftest.py`` runs both on every kernel the suite rewrites.
 """
 
@@ -213,7 +213,7 @@ class _Canonical(ast.NodeTransformer):
 
 
 def count_kernel_differences(frontend: Frontend, generated: GeneratedKernel) -> list[str]:
-    """Writes the count functions add to the record functions', or leave out though the launch reads them back; and
+    """Writes the count functions add to the record functions', or leave out though the dry run copies them; and
     trip counts the record functions check and the count functions do not (a clone the count phase leaves out, with
     nothing left to do, has none of either)."""
     if not generated.count_kernel:
@@ -233,7 +233,7 @@ def count_kernel_differences(frontend: Frontend, generated: GeneratedKernel) -> 
         if kept != counted:
             problems.append(
                 f"{plan.name}_{COUNT}: writes {sorted(counted - kept)} the record kernel does not, and leaves out "
-                f"{sorted(kept - counted)} that the launch reads back"
+                f"{sorted(kept - counted)} that the dry run copies"
             )
         checked, counts = _trip_reports(record, runtime), _trip_reports(count, runtime) if count else Counter()
         if checked != counts:
@@ -249,7 +249,7 @@ def _trip_reports(function: ast.FunctionDef, runtime: str) -> Counter[str]:
 
 
 def dropped_reads(frontend: Frontend, generated: GeneratedKernel) -> list[str]:
-    """Reads the record functions make of arrays the launch writes but does not read back (``written`` less
+    """Reads the count functions make of arrays the launch writes but the dry run does not copy (``written`` less
     ``copied``): the count kernel leaves out its writes into them, so such a read would count trips on values the
     forward never reads."""
     if not generated.count_kernel:
@@ -260,7 +260,7 @@ def dropped_reads(frontend: Frontend, generated: GeneratedKernel) -> list[str]:
     kernel_types = frontend.parameter_types(frontend.kernel)
     problems = []
     for plan in generated.plan.root.walk():
-        function = functions.get(f"{plan.name}_{RECORD}")
+        function = functions.get(f"{plan.name}_{COUNT}")
         if function is None:
             continue
         names = frontend.warp_names(plan.unit)
