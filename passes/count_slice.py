@@ -54,16 +54,18 @@ def fewer_copies(
     while True:
         tried = dataclasses.replace(plan, copied=copied)
         functions = count_phase(tried)
-        read = _read_back(plan, functions, trees)
+        read = _read_back(plan, functions, trees, copied)
         if read <= copied:
             return tried, functions
         copied |= read
 
 
-def _read_back(plan: KernelPlan, functions: list[ast.FunctionDef], trees: dict[str, int]) -> frozenset[str]:
+def _read_back(
+    plan: KernelPlan, functions: list[ast.FunctionDef], trees: dict[str, int], copied: frozenset[str]
+) -> frozenset[str]:
     """The arrays of ``plan.copied`` the count phase ``functions`` reads: those it reads at one of their places
-    (``KernelPlan.read_at``; an atomic only where its value is read), and those whose copy is needed whatever it
-    keeps."""
+    (``KernelPlan.read_at``; an atomic of an array it copies only where its value is read, and one of an array it
+    does not copy wherever it is left: it would write it), and those whose copy is needed whatever it keeps."""
     found: set[tuple[int, int, int, type[ast.AST], bool]] = set()
     for function in functions:
         nodes = walk(function)
@@ -79,20 +81,26 @@ def _read_back(plan: KernelPlan, functions: list[ast.FunctionDef], trees: dict[s
             return True
         return any(
             (place.tree, place.line, place.column, place.node, True) in found
-            or (not place.only_its_value and (place.tree, place.line, place.column, place.node, False) in found)
+            or (
+                (not place.only_its_value or path not in copied)
+                and (place.tree, place.line, place.column, place.node, False) in found
+            )
             for place in places
         )
 
     return frozenset(path for path in plan.copied if read(path))
 
 
-def dropped_atomics(function: ast.FunctionDef, plan: FunctionPlan, dropped: frozenset[str]) -> frozenset[ast.Call]:
-    """The atomics of the count phase's ``function`` (made from ``plan``) on arrays whose writes it leaves out:
-    where nothing reads their values they go, as the phase's other writes into those arrays do."""
+def dropped_atomics(function: ast.FunctionDef, tree: ast.FunctionDef, plan: KernelPlan) -> frozenset[ast.Call]:
+    """The atomics of the count phase's ``function`` (made from ``tree``) whose values the launch reads, on arrays
+    the plan does not copy: where nothing reads their values they go, as the phase's other writes into those
+    arrays do (``KernelPlan.read_at`` has the place of each)."""
+    dropped = plan.written - plan.copied
     places = {
-        (site.node.lineno, site.node.col_offset)
-        for site in plan.sites
-        if site.op != "read" and site.target in dropped and not site.exact and not site.shadow
+        (place.line, place.column)
+        for path in dropped
+        for place in plan.read_at.get(path, ())
+        if place.only_its_value and place.tree == id(tree)
     }
     calls = [node for node in walk(function) if isinstance(node, ast.Call) and hasattr(node, "lineno")]
     return frozenset(call for call in calls if (call.lineno, call.col_offset) in places)

@@ -10,23 +10,17 @@ import warp as wp
 from tests.api.test_frontends import both_sources
 from tests.support import replay_twin_kernels
 from tests.support.emitted import Pattern, emitted_fixture, end_to_end_tests
-from tests.support.harness import f64, i32
+from tests.support.harness import empty_keys, f64, i32, u64
 from warp_rewrite.pipeline import RewriteOptions
 
 N = 5
 X = np.array([0.7, -1.3, 1.9, 0.4, -0.6])
 IDS = [17, 4, 25, 9, 31]  # 17 and 25 probe from one slot: the second moves on
-EMPTY = np.iinfo(np.uint64).max
-
-
-def keys() -> wp.array:
-    return wp.array(np.full(8, EMPTY, dtype=np.uint64), dtype=wp.uint64)
-
 
 emitted = emitted_fixture(replay_twin_kernels)
 PATTERNS = {
     "scatter_by_key": Pattern(
-        lambda: [f64(X, True), wp.array(IDS, dtype=wp.uint64), keys(), i32(np.zeros(9)), f64(np.zeros(8), True)],
+        lambda: [f64(X, True), u64(IDS), empty_keys(8), i32(np.zeros(9)), f64(np.zeros(8), True)],
         loss=[4],
         wrt=[0],
     ),

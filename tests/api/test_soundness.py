@@ -303,6 +303,25 @@ def test_the_invariants_catch_a_count_kernel_reading_what_it_does_not_write(monk
     assert sorted(line.split(": ", 1)[1].split(" (")[0] for line in found) == ["reads 'count'", "reads 'marks'"]
 
 
+def test_the_invariants_catch_a_count_kernel_writing_what_the_dry_run_does_not_copy(monkeypatch):
+    """A dry run runs on copies of the arrays the count kernel writes, and on the launch's own arrays otherwise: an
+    atomic kept in the count kernel on an array the plan does not copy would update the launch's own (a count phase
+    that left in the atomic on Newton's active-slot counter, whose value it no longer read, did: here, the probe's
+    ``atomic_cas`` on the keys, with the keys uncopied; ``count_kernel_differences``)."""
+
+    def with_the_keys_uncopied(generated):
+        fewer = generated.plan.copied - {"keys"}
+        return dataclasses.replace(generated, plan=dataclasses.replace(generated.plan, copied=fewer))
+
+    found = _found_in_a_broken_copy(
+        monkeypatch, count_slices.insert_then_scan, count_kernel_differences, with_the_keys_uncopied
+    )
+    assert [line.split(": ", 1)[1] for line in found] == [
+        "writes ['wp.atomic_cas(keys, idx, EMPTY, key)'] the record kernel does not, and leaves out [] that the dry "
+        "run copies"
+    ]
+
+
 def test_the_invariants_catch_a_count_kernel_that_leaves_out_a_trip_count(monkeypatch):
     """The count phase is cut down to what decides trip counts (``passes.count_slice``): a count clone that no longer
     reported the trips of its loop would leave the records too short (``count_kernel_differences``)."""

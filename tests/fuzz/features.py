@@ -26,6 +26,7 @@ FEATURES = {
     "while probe loop": r"while (True|done\d+ == 0):\n\s+prev\d+ = wp\.atomic_cas",
     "atomic in a while condition": r"while wp\.atomic_cas\(table\d+",
     "return from a helper's probe loop (int or tuple)": r"-> (int|tuple\[bool, int\]):\n    while True:",
+    "Newton's hash insert (for-loop probe, active-slot counter)": r"n = wp\.atomic_add\(active, \d+, 1\)",
     "helper": r"@wp\.func",
     "helper two calls deep": r"@wp\.func\ndef \w+\([^\n]*\n(    [^\n]*\n)*?    [^\n]*fz_\d+_\d+_h\d+\(",
     "helper returning a slot": r"r\d+ = fz_\d+_\d+_h\d+\(",

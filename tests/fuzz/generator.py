@@ -420,7 +420,8 @@ class _KernelWriter:
         scope.line(f"y[tid] += {use}")
 
     def probe_block(self, scope: _Scope) -> None:
-        """A hash-table insert: a CAS probe loop in a while loop, the found slot indexing an output."""
+        """A hash-table insert: a CAS probe loop in a while loop (or Newton's, a for loop in a helper), the found slot
+        indexing an output."""
         size = 17
         number = sum(1 for a in self.arrays if a.name.startswith("table"))
         table = self.add_array(ArraySpec(f"table{number}", "int32", (size,), [-1] * size))
@@ -429,7 +430,7 @@ class _KernelWriter:
         scope.line(f"{key} = keys[tid]" + (f" + {scope.loops[-1][0]}" if scope.loops else ""))
         scope.line(f"{slot} = ({key} * 7) % {size}")
         body = scope.nested(local_loops=scope.local_loops + 1, carry=None)
-        variant = self.rng.choice(("flag", "break", "condition", "returned"))
+        variant = self.rng.choice(("flag", "break", "condition", "returned", "newton"))
         if variant == "flag":
             done = self.fresh("done")
             scope.line(f"{done} = int(0)")
@@ -451,7 +452,8 @@ class _KernelWriter:
             body.nested().line("break")
             body.line(f"y[tid] += xv * {self.constant()}")
             body.line(f"{slot} = ({slot} + 1) % {size}")
-        else:  # a helper returning from inside its probe loop (the rewrite makes that a flag and a break)
+        elif variant == "returned":  # a helper returning from inside its probe loop (the rewrite makes that a flag
+            # and a break)
             probe = self.fresh(f"{self.name}_probe")
             as_tuple = self.rng.random() < 0.5
             self.helpers.append(
@@ -464,7 +466,41 @@ class _KernelWriter:
             )
             found = f"{self.fresh('found')}, " if as_tuple else ""
             scope.line(f"{found}{slot} = {probe}({table.name}, {key}, {slot})")
+        if variant == "newton":
+            self.newton_insert(scope, table, slot, key, values)
+            return
         scope.line(f"{values.name}[{slot}] += {self.float_value(scope)}")
+
+    def newton_insert(self, scope: _Scope, table: ArraySpec, slot: str, key: str, values: ArraySpec) -> None:
+        """Newton's ``hashtable_find_or_insert``: a helper probing in a for loop, reading the key before its CAS,
+        returning from inside the loop, and counting a new entry in an active-slot counter (at the end of its array)
+        whose slot only indexes a store: its replay restores the probe from records, and its atomics record
+        nothing (a dry run that kept the counter's atomic uncopied would update the launch's counter)."""
+        size = table.shape[0]
+        active = self.add_array(ArraySpec(f"active{table.name[5:]}", "int32", (size + 1,)))
+        insert = self.fresh(f"{self.name}_insert")
+        self.helpers.append(
+            f"@wp.func\ndef {insert}(table: {table.annotation()}, active: {active.annotation()}, key: int, "
+            "slot: int) -> int:\n"
+            f"    for _i in range({size}):\n"
+            "        stored = table[slot]\n"
+            "        if stored == key:\n"
+            "            return slot\n"
+            "        if stored == -1:\n"
+            "            prev = wp.atomic_cas(table, slot, -1, key)\n"
+            "            if prev == -1:\n"
+            f"                n = wp.atomic_add(active, {size}, 1)\n"
+            f"                if n < {size}:\n"
+            "                    active[n] = slot\n"
+            "                return slot\n"
+            "            if prev == key:\n"
+            "                return slot\n"
+            f"        slot = (slot + 1) % {size}\n"
+            "    return -1\n"
+        )
+        scope.line(f"{slot} = {insert}({table.name}, {active.name}, {key}, {slot})")
+        scope.line(f"if {slot} >= 0:")
+        scope.nested().line(f"{values.name}[{slot}] += {self.float_value(scope)}")
 
     def lock_block(self, scope: _Scope) -> None:
         """A read-modify-write under a spin lock: the value read is what earlier threads wrote (on the CPU, in

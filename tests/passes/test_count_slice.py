@@ -12,7 +12,7 @@ import numpy as np
 from tests.api.test_frontends import both_sources
 from tests.support import count_slices
 from tests.support.emitted import Pattern, emitted_fixture, end_to_end_tests
-from tests.support.harness import f64, i32
+from tests.support.harness import empty_keys, f64, i32, u64
 from tests.support.pass_sources import Unit, generated, plan_of, same_code
 from warp_rewrite.passes.two_phase import COUNT
 from warp_rewrite.pipeline import RewriteOptions
@@ -308,6 +308,19 @@ PATTERNS = {
     # sums 0 (no trip), 0.9, 1.15 and 1.375: three emit, into a buffer with room for two
     "scan_and_emit": Pattern(
         lambda: [f64(X, True), i32([0, 1, 2, 3]), i32([0]), f64(np.zeros(2), True)], loss=[3], wrt=[0]
+    ),
+    # 11 probes from 3's slot and moves on: four entries of a table of 8 (the active-slot counter at its length)
+    "insert_then_scan": Pattern(
+        lambda: [
+            f64(X, True),
+            u64([3, 11, 15, 4]),
+            empty_keys(8),
+            i32(np.zeros(9)),
+            i32([2, 0, 3, 1]),
+            f64(np.zeros(8), True),
+        ],
+        loss=[5],
+        wrt=[0],
     ),
 }
 test_through_the_api, test_through_the_command_line = end_to_end_tests(count_slices, N, PATTERNS)

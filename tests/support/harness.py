@@ -234,5 +234,14 @@ def i32(values) -> wp.array:
     return wp.array(np.asarray(values, dtype=np.int32), dtype=wp.int32, device="cpu")
 
 
+def u64(values) -> wp.array:
+    return wp.array(np.asarray(values, dtype=np.uint64), dtype=wp.uint64, device="cpu")
+
+
+def empty_keys(n: int) -> wp.array:
+    """A hash table's keys, every slot empty (Newton's ``HASHTABLE_EMPTY_KEY``, all bits set)."""
+    return u64(np.full(n, np.iinfo(np.uint64).max, dtype=np.uint64))
+
+
 def vec3d(values, grad: bool = False) -> wp.array:
     return wp.array(np.asarray(values, dtype=np.float64), dtype=wp.vec3d, requires_grad=grad, device="cpu")
