@@ -9,13 +9,15 @@ unknown length, so that every launch counts trips in a dry run first (tests/pass
 - ``scan_and_emit``: a loop, then Newton's contact emission (a counter's slot, or -1 when the buffer is full, and a
   store into it), which decides no trip count: the count kernel leaves out both, and the dry run copies neither
   array;
-- ``insert_then_scan``: Newton's hash table insert (``hashtable_find_or_insert``), whose probe loop the replay
-  restores from its records (its atomics record nothing), then a loop: the keys decide the probe's trips and are
-  copied; the active-slot counter's slot only indexes a store, so its atomic goes from the count kernel, which would
-  otherwise update the launch's own counter.
+- ``insert_then_scan``: Newton's hash table insert (``hashtable_find_or_insert``, from another module, as Newton's
+  tests call it), whose probe loop the replay restores from its records (its atomics record nothing), then a loop:
+  the keys decide the probe's trips and are copied; the active-slot counter's slot only indexes a store, so its
+  atomic goes from the count kernel, which would otherwise update the launch's own counter.
 """
 
 import warp as wp
+
+from tests.support.replay_twin_kernels import find_or_insert
 
 
 @wp.func
@@ -138,28 +140,6 @@ def scan_and_emit(
         s = s * wp.float64(0.5) + x[j]
     if s > wp.float64(0.5):
         emit(counter, out, s * x[tid])
-
-
-EMPTY = wp.constant(wp.uint64(0xFFFFFFFFFFFFFFFF))
-
-
-@wp.func
-def find_or_insert(key: wp.uint64, keys: wp.array(dtype=wp.uint64), active: wp.array(dtype=wp.int32)) -> int:
-    n = keys.shape[0]
-    idx = int(key % wp.uint64(n))
-    for _i in range(n):
-        stored = keys[idx]
-        if stored == key:
-            return idx
-        if stored == EMPTY:
-            old = wp.atomic_cas(keys, idx, EMPTY, key)
-            if old == EMPTY:
-                slot = wp.atomic_add(active, n, 1)
-                if slot < n:
-                    active[slot] = idx
-                return idx
-        idx = (idx + 1) % n
-    return -1
 
 
 @wp.kernel
