@@ -2,10 +2,10 @@
 
 A dry run launches the count kernel to learn how many trips each loop of unknown length makes, before the record
 kernel runs with room for their records. What it must compute is the record kernel's control flow and every write
-the launch reads back (``KernelPlan.copied``: a later read, in this thread or another, may decide a trip count);
+into an array it reads (``KernelPlan.copied``: a later read, in this thread or another, may decide a trip count);
 anything else it computes is thrown away. The count phase as ``passes.two_phase`` makes it is the record phase
-less its records and less its writes nothing reads back, and left the rest for the compiler to leave out: in a
-helper's clone, most of the helper. Here it is left out of the text too:
+less its records and less its writes into the arrays the plan does not copy, and left the rest for the compiler
+to leave out: in a helper's clone, most of the helper. Here it is left out of the text too:
 
 - a clone whose value no caller reads returns nothing (where that leaves out a good part of it: ``sliced``);
 - a statement that only computes a value nothing reads is left out: an assignment to a local nothing reads, or a
@@ -15,7 +15,7 @@ helper's clone, most of the helper. Here it is left out of the text too:
 - then an ``if`` or a ``for`` with nothing left inside, whose test or range only computes; a clone left with
   nothing to do, and its calls.
 
-What stays is what the record phase does to decide trip counts and to write what the launch reads back, in the
+What stays is what the record phase does to decide trip counts and to write the arrays the dry run copies, in the
 same order: the same statements, not new ones. A ``while`` loop stays whatever its body (leaving it out could
 change whether the kernel ends).
 
