@@ -54,39 +54,36 @@ def fewer_copies(
     while True:
         tried = dataclasses.replace(plan, copied=copied)
         functions = count_phase(tried)
-        read = _read_back(plan, functions, trees, copied)
+        read = _arrays_read(plan, functions, trees, copied)
         if read <= copied:
             return tried, functions
         copied |= read
 
 
-def _read_back(
+def _arrays_read(
     plan: KernelPlan, functions: list[ast.FunctionDef], trees: dict[str, int], copied: frozenset[str]
 ) -> frozenset[str]:
     """The arrays of ``plan.copied`` the count phase ``functions`` reads: those it reads at one of their places
     (``KernelPlan.read_at``; an atomic of an array it copies only where its value is read, and one of an array it
     does not copy wherever it is left: it would write it), and those whose copy is needed whatever it keeps."""
-    found: set[tuple[int, int, int, type[ast.AST], bool]] = set()
+    found: dict[tuple[int, int, int, type[ast.AST]], set[bool]] = {}  # a node's place -> is its value read?
     for function in functions:
         nodes = walk(function)
         parents = parent_map(nodes)
         for node in nodes:
             if isinstance(node, ast.expr) and hasattr(node, "lineno"):  # (a name the phase made has none)
-                value_read = not isinstance(parents.get(node), ast.Expr)
-                found.add((trees[function.name], node.lineno, node.col_offset, type(node), value_read))
+                place = (trees[function.name], node.lineno, node.col_offset, type(node))
+                found.setdefault(place, set()).add(not isinstance(parents.get(node), ast.Expr))
 
     def read(path: str) -> bool:
         places = plan.read_at.get(path)
         if places is None:
             return True
-        return any(
-            (place.tree, place.line, place.column, place.node, True) in found
-            or (
-                (not place.only_its_value or path not in copied)
-                and (place.tree, place.line, place.column, place.node, False) in found
-            )
-            for place in places
-        )
+        for place in places:
+            value_read = found.get((place.tree, place.line, place.column, place.node_type), set())
+            if True in value_read or (value_read and (not place.only_its_value or path not in copied)):
+                return True
+        return False
 
     return frozenset(path for path in plan.copied if read(path))
 

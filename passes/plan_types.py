@@ -252,7 +252,7 @@ class ReadPlace:
     tree: int  # id() of the function's tree
     line: int
     column: int
-    node: type[ast.AST]
+    node_type: type[ast.AST]
     only_its_value: bool  # an atomic: it reads its target only where its value is used
 
     @staticmethod

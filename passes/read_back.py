@@ -371,17 +371,17 @@ class MemoryAccesses:
                 if path is not None and self._untyped(path):
                     untyped.setdefault(path, (unit, node))
             written.update(path for _, path in writes)
-            read_back = functools.partial(self._note_read, unit.tree)
+            note_read = functools.partial(self._note_read, unit.tree)
             for atomic in facts.atomics:
                 if atomic.consumed:
                     consumed.add(path := path_of(atomic.target))
-                    read_back([path], atomic.node, only_its_value=True)
+                    note_read([path], atomic.node, only_its_value=True)
             for node in memory.loads(facts.nodes, facts.parents, facts.names):
                 if (name := _root_name(node)) in choices:
                     uses.append(ChoiceUse(unit, node, name, choices[name], "read"))
-                    read_back(choices[name], node)
+                    note_read(choices[name], node)
                 elif self._is_element_read(unit, node, path := path_of(node)):
-                    read_back([path], node)
+                    note_read([path], node)
             for call in facts.calls:
                 if facts.names.atomic_op(call) is not None:
                     continue
@@ -412,7 +412,7 @@ class MemoryAccesses:
                 else:
                     effect = builtin_effect_of(call, facts.names)
                     if effect is None or Effect.READS_ARRAYS in effect.effects:
-                        read_back(handed, call)
+                        note_read(handed, call)
                     if effect is None or Effect.WRITES_ARRAYS in effect.effects:
                         written.update(handed)  # it writes them (a builtin the table lacks: it might)
                         for path in handed:
