@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 from warp_rewrite.passes.pruning import constructs
 from warp_rewrite.passes.slicing import LeavesOut
 from warp_rewrite.passes.syntax import walk
-from warp_rewrite.passes.twins import is_registration
 
 if TYPE_CHECKING:  # the passes import no runtime: the ABI's names come in through ModuleNames
     from warp_rewrite.runtime.abi import RuntimeNames
@@ -29,12 +28,10 @@ def leaves_out(computing: frozenset[ast.Call], runtime: RuntimeNames) -> LeavesO
 
 def records_read(replay: list[ast.FunctionDef]) -> frozenset[str]:
     """The records the replay phase's functions read, other than to hand them on to a clone (every function names
-    a record alike; a ``@wp.func_replay`` registration only hands on what its twin takes)."""
+    a record alike)."""
     generated = {function.name for function in replay}
     read: set[str] = set()
     for function in replay:
-        if is_registration(function):
-            continue
         handed = {
             id(argument)
             for call in walk(function)

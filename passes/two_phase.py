@@ -13,7 +13,7 @@ call stays in place as the argument of ``replay_returned``, so Warp still genera
 Warp skips atomics when it replays the forward code. It keeps what carries gradients: its statements that only
 compute values nothing kept reads are left out (``passes.slicing``), and so are the records they read
 (``pipeline.unread_reads``, ``passes.replay_needs``). A cloned helper whose replay still writes memory gets a
-``@wp.func_replay`` twin that writes nothing, for Warp's backward to run in its place (``passes.twins``).
+twin that writes nothing, registered for Warp's backward to run in its place (``passes.twins``).
 
 Both wrap the atomic call where it stands, so argument evaluation order, short-circuit ``and``/``or`` and
 ``x if c else y`` keep the original semantics. Loops around an atomic get a coordinate (see ``passes.plan``);
@@ -49,7 +49,8 @@ RECORD, REPLAY = "record", "replay"
 # which arrays the count reads, and so which are copied).
 COUNT = "count"
 # A cloned helper's replay variant with no atomic at all: what backward's forward replay runs instead of it
-# (registered with @wp.func_replay), since Warp re-runs a helper's atomics when it replays a call.
+# (registered by the runtime's ``replays``, through wp.func_replay), since Warp re-runs a helper's atomics when it
+# replays a call.
 REPLAY_FORWARD = "replay_forward"
 
 
@@ -775,7 +776,7 @@ def phase_functions(
         if twin is None or twins.same_code(twin, functions[-1]):  # the replay writes nothing Warp's backward would redo
             twinless.add(id(clone))
         else:
-            functions += [twin, twins.registration(twin, functions[-1].name, module.warp)]
+            functions.append(twins.registered(twin, functions[-1].name, module.runtime.replays))
     settings = dataclasses.replace(settings, twinless=frozenset(twinless))
     functions.append(tidy(phase_function(plan.root, settings, records, options)))
     if phase == COUNT:

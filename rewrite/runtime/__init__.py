@@ -15,7 +15,8 @@ library (and its own modules, relatively), so that ``wp-rewrite`` can copy it wh
 - ``exact``, ``exact_kernels``: the exact backward of floating-point atomic returns, host and device side;
 - ``verify``: verify mode, which checks in backward that the memory a replay reads has not changed;
 - ``hook``: ``wp.launch`` taking rewritten kernels;
-- ``fingerprints``: what a generated block was made from, checked when the emitted module is imported.
+- ``fingerprints``: what a generated block was made from, checked when the emitted module is imported;
+- ``replays``: registers a helper's replay clone's twin as what Warp's backward runs in its place.
 
 Importing the runtime is the one place warp-rewrite changes Warp: it installs the ``wp.launch`` hook (``hook``).
 That happens when ``wp_rewrite`` or ``rewrite_launches()`` is first used, or an emitted module imports its copy;
@@ -56,6 +57,7 @@ from .exact_atomics import (
 )
 from .fingerprints import check_fingerprint
 from .launch import KernelRewrite, RewrittenKernel, RewrittenLaunch
+from .replays import replays
 from .specs import ExactRecords, KernelPair, KernelSpec, LoopSpec, RecordSpec, SiteSpec
 
 __all__ = [  # exactly the ABI's names (abi.EXPORTED), as a test checks
@@ -93,6 +95,7 @@ __all__ = [  # exactly the ABI's names (abi.EXPORTED), as a test checks
     "record_returned",
     "refused",
     "replay_returned",
+    "replays",
     "require_abi",
     "shadowed_read",
 ]

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .specs import RecordSpec, SiteSpec
 
 __version__ = "0.7.0"
-ABI = 7  # the contract generated code is written against (see above); not the version, which changes more often
+ABI = 8  # the contract generated code is written against (see above); not the version, which changes more often
 
 
 class Op(str, enum.Enum):
@@ -123,6 +123,7 @@ class RuntimeNames:
     pool_read: str
     pool_written: str
     pool_value: str
+    replays: str  # a helper's replay clone's twin: ``@<runtime>.replays(f_replay)`` (``replays``)
     Any: str  # record annotations of generic kernels: wp.array(dtype=<runtime>.Any)
     # what an emitted block makes: its checks at import (``abi``, ``fingerprints``), its launch, spelled out
     # (``specs``, ``launch``)

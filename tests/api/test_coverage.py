@@ -255,7 +255,7 @@ def deposit_all(
 
 def test_helper_with_a_float_accumulation_keeps_its_adjoint_without_rerunning_it():
     check(Case(deposit_all, N, lambda: [f64(X, True), i32([0]), f64([0.5, 0.0], True), zeros(N)], [2, 3], [0]))
-    assert "@wp.func_replay(deposit_replay)" in wp_rewrite(deposit_all).source
+    assert ".replays(deposit_replay)\n@wp.func\ndef deposit_replay_forward(" in wp_rewrite(deposit_all).source
 
 
 # --- 5. structs ----------------------------------------------------------------------------------------

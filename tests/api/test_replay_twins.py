@@ -30,9 +30,12 @@ test_through_the_api, test_through_the_command_line = end_to_end_tests(replay_tw
 
 
 def defined(kernel: wp.Kernel) -> set[str]:
+    """The generated functions' names, and ``@replays(f)`` for each replay ``f`` a twin is registered for."""
     api, cli = both_sources(kernel, Path(replay_twin_kernels.__file__), RewriteOptions())
     assert api == cli and api is not None
-    return {line.split("(")[0].removeprefix("def ") for line in api.splitlines() if line.startswith("def ")}
+    lines = api.splitlines()
+    names = {line.split("(")[0].removeprefix("def ") for line in lines if line.startswith("def ")}
+    return names | {f"@replays({line.split('(')[1][:-1]})" for line in lines if ".replays(" in line}
 
 
 def test_a_replay_that_writes_nothing_has_no_twin_and_one_that_writes_keeps_it():
@@ -40,5 +43,6 @@ def test_a_replay_that_writes_nothing_has_no_twin_and_one_that_writes_keeps_it()
     assert not {name for name in defined(replay_twin_kernels.scatter_by_key) if "replay_" in name}
     names = defined(replay_twin_kernels.emit_wrapped)
     helpers = {name for name in names if name.endswith("_replay")} - {"emit_wrapped_replay"}
-    assert {name for name in names if name.endswith("_replayed")} == {f"{name}_replayed" for name in helpers}
+    assert {name for name in names if name.startswith("@replays")} == {f"@replays({name})" for name in helpers}
+    assert {name for name in names if name.endswith("_forward")} == {f"{name}_forward" for name in helpers}
     assert any(name.startswith("emit_twice") for name in helpers)  # the wrapper's twin calls the store's

@@ -15,11 +15,6 @@ def test_a_record_only_handed_to_a_clone_that_does_not_read_it_is_not_read():
                 pass
         """),
         parse("""
-            @wp.func_replay(update_replay)
-            def update_replay_replayed(values: wp.array[int], values_reads: wp.array(dtype=wp.int32), coordinate: int):
-                return update_replay_forward(values, values_reads, coordinate)
-        """),
-        parse("""
             @wp.kernel
             def insert_replay(values: wp.array[int], out: wp.array[float], values_reads: wp.array(dtype=wp.int32),
                               slot_records: wp.array(dtype=wp.int32)):

@@ -21,7 +21,7 @@ from warp_rewrite.cli.main import FINDINGS, OK, main
 
 GOAL = 3.0  # issue 37: every rewritten file at most three times its input
 # the names the pipeline gives a generated function: its kernel's or helper's, a clone number, then its phase
-PHASE = re.compile(r"^(?P<base>.+?)(_\d+)?_(record|count|replay|replay_forward|replay_replayed)$")
+PHASE = re.compile(r"^(?P<base>.+?)(_\d+)?_(record|count|replay|replay_forward)$")
 
 
 def lines(text: str) -> int:

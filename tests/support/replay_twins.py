@@ -18,14 +18,23 @@ from warp_rewrite.pipeline import Frontend, GeneratedKernel
 
 
 def rerun_writes(frontend: Frontend, generated: GeneratedKernel) -> list[str]:
-    """Each write into memory of a helper's replay that has no ``@wp.func_replay`` twin (none, if sound)."""
+    """Each write into memory of a helper's replay that has no twin registered (none, if sound)."""
     module = ast.parse(generated.source)
     functions = {f.name: f for f in module.body if isinstance(f, ast.FunctionDef)}
+    # the replays a twin is registered for: ``@<runtime>.replays(f_replay)`` (the runtime's ``replays``)
+    twinned = {
+        argument.id
+        for function in functions.values()
+        for decorator in function.decorator_list
+        if isinstance(decorator, ast.Call) and ast.unparse(decorator.func).endswith(".replays")
+        for argument in decorator.args
+        if isinstance(argument, ast.Name)
+    }
     names = frontend.warp_names(generated.plan.root.unit)
     problems = []
     for plan in generated.plan.root.walk():
         replay = functions.get(f"{plan.name}_replay")
-        if plan is generated.plan.root or replay is None or f"{plan.name}_replay_replayed" in functions:
+        if plan is generated.plan.root or replay is None or replay.name in twinned:
             continue
         types = frontend.parameter_types(plan.unit)  # (a clone's parameters are its original's, then records)
         memory = [a.arg for a in replay.args.args if not dtypes.is_value_type(types.get(a.arg))]
