@@ -437,7 +437,7 @@ class Replayed(Counted):
 
 def replay_phase(counted: Counted) -> Replayed:
     """The replay kernel and its cloned helpers, cut down to what carries gradients (``passes.slicing``), with
-    ``@wp.func_replay`` twins for those that write memory (``passes.twins``)."""
+    twins for those that write memory, registered as what Warp's backward runs in their place (``passes.twins``)."""
     functions = _phase(counted, REPLAY, backward=True)
     return _extended(
         counted, Replayed, functions=counted.functions + tuple(functions), replay_kernel=functions[-1].name

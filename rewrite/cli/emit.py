@@ -53,6 +53,7 @@ from warp_rewrite.cli.static_frontend import (
 from warp_rewrite.cli.static_module import StaticModule
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.naming import RUNTIME_FOLDER, RUNTIME_NAME, Namer
+from warp_rewrite.passes.plan_types import array_at
 from warp_rewrite.passes.syntax import Located, end_line, walk
 from warp_rewrite.passes.two_phase import ModuleNames
 from warp_rewrite.pipeline import GeneratedKernel, LeftToWarp, RewriteOptions
@@ -355,6 +356,13 @@ def _launch_names(kernel: str, taken: set[str], free: set[str], nested: bool, co
     return names
 
 
+def _pair_items(generated: GeneratedKernel, spec: str) -> list[str]:
+    """What ``KernelPair(...)`` takes: the record and replay kernels, the spec and the count kernel, if any."""
+    return [generated.record_kernel, generated.replay_kernel, spec] + (
+        [f"count={generated.count_kernel}"] if generated.count_kernel else []
+    )
+
+
 def _rewritten_kernel(
     generated: GeneratedKernel,
     spec: str,
@@ -362,6 +370,7 @@ def _rewritten_kernel(
     launch: LaunchNames,
     max_records: int | None,
     rebind: bool,
+    detached: tuple[GeneratedKernel, str] | None = None,
 ) -> str:
     """``<kernel>_rewritten = RewrittenKernel(...)``, then (at module level) ``launch_<kernel> =
     <kernel>_rewritten.launch``, then ``<kernel> = <kernel>_rewritten``: every name of the kernel (aliases, default
@@ -369,9 +378,11 @@ def _rewritten_kernel(
     ``wp.launch`` launches through the runtime's hook. For a plain function made a kernel by a call, ``rewrite_<kernel>
     = KernelRewrite(...)``, which that call is wrapped in."""
     kernel = generated.kernel
-    pair = [generated.record_kernel, generated.replay_kernel, spec]
-    pair += [f"count={generated.count_kernel}"] if generated.count_kernel else []
+    pair = _pair_items(generated, spec)
     options = [f"max_records={max_records}"] if max_records is not None else []
+    if detached is not None:  # (``Block.detached``)
+        items = "".join(f"        {item},\n" for item in _pair_items(*detached))
+        options.insert(0, f"detached=lambda: {names.runtime.KernelPair}(\n{items}    )")
     if launch.launch is None:
         return (
             "\n".join(
@@ -419,6 +430,15 @@ def generate(frontend: StaticFrontend, detach_returns: bool) -> tuple[GeneratedK
     return generated, [helper_import for helper_import in imports if helper_import.name in named]
 
 
+def _takes_any_dtype(frontend: StaticFrontend, generated: GeneratedKernel) -> bool:
+    """Does an atomic whose float returns get exact gradients act on an array of any dtype (``dtype=Any``)? A launch
+    may pass ints there, for which the exact path does not compile; ``wp_rewrite`` knows the dtypes of each launch,
+    the command line does not."""
+    exact = [site.target for site in generated.spec.sites if site.exact]
+    arrays = [array_at(frontend, generated.plan.narrowed, target) for target in exact]
+    return any(array is None or array.dtype is None or dtypes.is_generic(array.dtype) for array in arrays)
+
+
 @dataclass
 class Block:
     """A kernel's generated code, and where it goes."""
@@ -433,7 +453,23 @@ class Block:
     location: str  # the kernel's, in the input
     lint: LintConfig  # the user's: the line length and quotes of the generated lines
     end: int  # the input line after which the block goes: the kernel's last, or its overload stubs' (definition_end)
+    # The variant recording float returns as constants, where a launch may pass ints for a target of exact float
+    # returns (``_takes_any_dtype``): what such launches run, as ``wp_rewrite`` makes it on first use
+    detached: GeneratedKernel | None = None
     source: str = ""  # the generated definitions it holds (``shared_clones``: less those defined elsewhere)
+
+    @property
+    def generated_source(self) -> str:
+        """The pipeline's definitions for the block: the kernel's, then its detached variant's."""
+        variants = [self.generated] + ([self.detached] if self.detached else [])
+        return "\n\n\n".join(variant.source.rstrip("\n") for variant in variants) + "\n"
+
+    @property
+    def kernels(self) -> set[str]:
+        """The generated kernels' names (the other definitions are helpers' clones)."""
+        variants = [self.generated] + ([self.detached] if self.detached else [])
+        names = [name for v in variants for name in (v.record_kernel, v.replay_kernel, v.count_kernel)]
+        return {name for name in names if name}
 
     @property
     def gap(self) -> int:
@@ -447,9 +483,12 @@ class Block:
         generated = self.generated
         width = self.lint.line_length - len(self.indent)
         spec = _literal(generated.spec, self.names, " " * 8, relocate, width)
+        detached = None
+        if self.detached is not None:
+            detached = (self.detached, _literal(self.detached.spec, self.names, " " * 8, relocate, width))
         abi = self._abi_check(relocate)
-        launch = _rewritten_kernel(generated, spec, self.names, self.launch, max_records, self.nested)
-        body = (self.source or generated.source) + gap + launch
+        launch = _rewritten_kernel(generated, spec, self.names, self.launch, max_records, self.nested, detached)
+        body = (self.source or self.generated_source) + gap + launch
         name, made = self.kernel.name, self.made
         arguments = [
             json.dumps(name),
@@ -605,12 +644,18 @@ def emit_module(
             continue
         generated, needed = made
         helper_imports += needed
+        detached = None
+        if not detach_returns and _takes_any_dtype(frontend(kernel), generated):
+            made = generate(frontend(kernel), True)
+            assert made is not None  # (the same atomics, their returns recorded as constants)
+            detached, needed = made
+            helper_imports += needed
         launch = _launch_names(kernel.name, taken, free, nested, constructed)
         line = module.lines[kernel.lineno - 1]
         indent, origin = line[: len(line) - len(line.lstrip())], made_from(module, kernel, finder, options)
         location = module.location(kernel)
         end = module.definition_end(kernel)
-        blocks.append(Block(kernel, generated, launch, names, indent, nested, origin, location, config, end))
+        blocks.append(Block(kernel, generated, launch, names, indent, nested, origin, location, config, end, detached))
         if constructed:
             wrappers[id(kernel)] = launch.rewritten
             emitted.warnings += [
@@ -675,12 +720,9 @@ def _shared_clones(
 ) -> list[tuple[int, str]]:
     """One definition per variant of the blocks' cloned helpers (``shared_clones``): each block's source loses the
     clones defined elsewhere; the insertion of the module-level block of the shared ones, if any."""
-    kernels = [
-        {name for name in (b.generated.record_kernel, b.generated.replay_kernel, b.generated.count_kernel) if name}
-        for b in blocks
-    ]
+    kernels = [block.kernels for block in blocks]
     bound = {names.warp, names.runtime.alias, *imported}
-    sharing = share(module, [b.kernel for b in blocks], [b.generated.source for b in blocks], kernels, bound)
+    sharing = share(module, [b.kernel for b in blocks], [b.generated_source for b in blocks], kernels, bound)
     for block, source in zip(blocks, sharing.sources, strict=True):
         block.source = source
     if sharing.before is None:

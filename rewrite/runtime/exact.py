@@ -11,6 +11,7 @@ from . import exact_kernels as kernels
 from .abi import EXACT_OPS, Op
 from .checks import device_checks, explain_status, unbounded_chain
 from .device import STATUS_TRIPS
+from .exact_atomics import SHADOWED_INTS
 from .hook import warp_launch
 from .memory import float_components, is_float_dtype, written_first
 from .specs import SiteSpec
@@ -65,9 +66,14 @@ def _run(kernel: wp.Kernel, dim: Any, inputs: list[Any], device: Any) -> None:
     warp_launch(kernel, dim, inputs=inputs, device=device, record_tape=False)
 
 
-def component_views(array: wp.array) -> list[wp.array]:
-    """One 4-D scalar view per float component of an array of up to 4 dimensions (``float_components``), through
-    its own strides (no copy).
+def shadowed_components(dtype: Any) -> list[tuple[int, type]]:
+    """The components a shadow holds of an element of ``dtype``: its float components, or the int itself."""
+    return [(0, dtype)] if dtype in SHADOWED_INTS else float_components(dtype)
+
+
+def component_views(array: wp.array, components: list[tuple[int, type]] | None = None) -> list[wp.array]:
+    """One 4-D scalar view per float component of an array of up to 4 dimensions (``float_components``; or per one of
+    ``components``), through its own strides (no copy).
 
     Views (``table[:, 0]``, ``arr[::2]``) keep their strides, so the kernels below read and write exactly the
     elements the array is made of.
@@ -75,7 +81,7 @@ def component_views(array: wp.array) -> list[wp.array]:
     padding = 4 - array.ndim
     shape, strides = (1,) * padding + tuple(array.shape), (0,) * padding + tuple(array.strides)
     views = []
-    for offset, scalar in float_components(array.dtype):
+    for offset, scalar in float_components(array.dtype) if components is None else components:
         view: wp.array = wp.array(
             ptr=array.ptr + offset, dtype=scalar, shape=shape, strides=strides, device=array.device
         )
@@ -115,8 +121,10 @@ class Shadow:
 
     def __init__(self, target: wp.array, device: wp.Device):
         self.target = target
-        self.components = wp._src.types.type_size(target.dtype)
-        self.wide = wp._src.types.type_scalar_type(target.dtype) is wp.float64  # two words per component
+        self.held = shadowed_components(target.dtype)
+        self.components = len(self.held)
+        # two words per component: 64-bit values
+        self.wide = wp._src.types.type_scalar_type(target.dtype) in (wp.float64, wp.int64, wp.uint64)
         self.words = wp.empty((target.size, self.components * (1 + self.wide)), dtype=wp.uint64, device=device)
 
     def bits_column(self, component: int) -> int:
@@ -127,14 +135,14 @@ class Shadow:
 
     def load(self) -> None:
         """Fill the shadow from the target (its tickets at 0): before the record kernel."""
-        for c, view in enumerate(component_views(self.target)):
+        for c, view in enumerate(component_views(self.target, self.held)):
             ticket_column = self.ticket_column(c) if self.wide else -1
             inputs = [view, self.bits_column(c), ticket_column, self.words]
             _run(kernels.load_shadow, self.target.size, inputs=inputs, device=self.words.device)
 
     def store(self) -> None:
         """Write the shadow's values back into the target: after the record kernel."""
-        for c, view in enumerate(component_views(self.target)):
+        for c, view in enumerate(component_views(self.target, self.held)):
             _run(
                 kernels.store_shadow,
                 self.target.size,

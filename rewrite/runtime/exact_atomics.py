@@ -16,9 +16,11 @@ from .abi import EXACT_OPS, Op
 # operations on that address. float64 takes two words, (value bits, ticket word): a 128-bit compare-and-swap on
 # sm_90 and later (and on the CPU), below sm_90 a ticket lock whose ticket is taken by one atomic add. Either way
 # the ticket word holds (count << 32 | count) at rest. Vectors, matrices, quaternions and transforms work per
-# component, as Warp's own atomics do. The launch fills the shadow from the target before the record kernel and
-# writes the values back after it; the tickets stay for the exact backward. The CPU runs this same code (its
-# compare-and-swap always succeeds first: CPU launches are serial).
+# component, as Warp's own atomics do. An int target (int32 and uint32 as float32, int64 and uint64 as float64) is a
+# generic kernel's, launched with ints beside targets that need exact gradients: its returns have none, but it lives
+# in its shadow like the others, as the generated code is the same. The launch fills the shadow from the target
+# before the record kernel and writes the values back after it; the tickets stay for the exact backward. The CPU
+# runs this same code (its compare-and-swap always succeeds first: CPU launches are serial).
 
 # The device's op codes: each exact op's place in abi.EXACT_OPS.
 OP_ADD, OP_SUB, OP_MIN, OP_MAX, OP_EXCH, OP_CAS = (
@@ -29,6 +31,9 @@ SHIFT32 = wp.constant(wp.uint64(32))
 _ONE = wp.constant(wp.uint64(1))
 _NEXT_TICKET = wp.constant(wp.uint64(1 << 32))
 Float = wp._src.types.Float  # Warp's generic float scalar
+Int = wp._src.types.Int  # Warp's generic int scalar
+# The int targets a shadow holds (a generic kernel's, launched with ints): those Warp's atomics take.
+SHADOWED_INTS = (wp.int32, wp.uint32, wp.int64, wp.uint64)
 
 
 @wp.func_native(
@@ -155,6 +160,26 @@ def to_bits(x: wp.float64) -> wp.uint64:  # noqa: F811  (Warp overloads @wp.func
 
 
 @wp.func
+def to_bits(x: wp.int32) -> wp.uint64:  # noqa: F811  (ints: a generic kernel's target launched with ints)
+    return wp.uint64(wp.cast(x, wp.uint32))
+
+
+@wp.func
+def to_bits(x: wp.uint32) -> wp.uint64:  # noqa: F811  (Warp overloads @wp.func by signature)
+    return wp.uint64(x)
+
+
+@wp.func
+def to_bits(x: wp.int64) -> wp.uint64:  # noqa: F811  (Warp overloads @wp.func by signature)
+    return wp.cast(x, wp.uint64)
+
+
+@wp.func
+def to_bits(x: wp.uint64) -> wp.uint64:  # noqa: F811  (Warp overloads @wp.func by signature)
+    return x
+
+
+@wp.func
 def from_bits(bits: wp.uint64, like: wp.float32) -> wp.float32:
     return wp.cast(wp.uint32(bits & _LOW32), wp.float32)
 
@@ -172,6 +197,26 @@ def from_bits(bits: wp.uint64, like: wp.bfloat16) -> wp.bfloat16:  # noqa: F811 
 @wp.func
 def from_bits(bits: wp.uint64, like: wp.float64) -> wp.float64:  # noqa: F811  (Warp overloads @wp.func by signature)
     return wp.cast(bits, wp.float64)
+
+
+@wp.func
+def from_bits(bits: wp.uint64, like: wp.int32) -> wp.int32:  # noqa: F811  (Warp overloads @wp.func by signature)
+    return wp.cast(wp.uint32(bits & _LOW32), wp.int32)
+
+
+@wp.func
+def from_bits(bits: wp.uint64, like: wp.uint32) -> wp.uint32:  # noqa: F811  (Warp overloads @wp.func by signature)
+    return wp.uint32(bits & _LOW32)
+
+
+@wp.func
+def from_bits(bits: wp.uint64, like: wp.int64) -> wp.int64:  # noqa: F811  (Warp overloads @wp.func by signature)
+    return wp.cast(bits, wp.int64)
+
+
+@wp.func
+def from_bits(bits: wp.uint64, like: wp.uint64) -> wp.uint64:  # noqa: F811  (Warp overloads @wp.func by signature)
+    return bits
 
 
 @wp.func
@@ -245,9 +290,10 @@ def _exact_word_from(
 
 @wp.func
 def _exact_pair_cas(
-    op: int, shadow: wp.array2d(dtype=wp.uint64), address: int, column: int, operand: wp.float64, compare: wp.float64
+    op: int, shadow: wp.array2d(dtype=wp.uint64), address: int, column: int, operand: Any, compare: Any
 ):
-    """float64 on a (bits, ticket word) pair with one 128-bit compare-and-swap: the value found and its ticket."""
+    """float64 (int64, uint64) on a (bits, ticket word) pair with one 128-bit compare-and-swap: the value found and
+    its ticket."""
     guess = wp.vec2ul(_peek(shadow, address, column), _peek(shadow, address, column + 1))  # torn: fails once
     return _exact_pair_cas_from(op, shadow, address, column, operand, compare, guess)
 
@@ -258,8 +304,8 @@ def _exact_pair_cas_from(
     shadow: wp.array2d(dtype=wp.uint64),
     address: int,
     column: int,
-    operand: wp.float64,
-    compare: wp.float64,
+    operand: Any,
+    compare: Any,
     guess: wp.vec2ul,
 ):
     word = guess
@@ -281,9 +327,10 @@ def _exact_pair_cas_from(
 
 @wp.func
 def _exact_pair_locked(
-    op: int, shadow: wp.array2d(dtype=wp.uint64), address: int, column: int, operand: wp.float64, compare: wp.float64
+    op: int, shadow: wp.array2d(dtype=wp.uint64), address: int, column: int, operand: Any, compare: Any
 ):
-    """float64 below sm_90: a ticket lock (next ticket << 32 | ticket served); the ticket is the place."""
+    """float64 (int64, uint64) below sm_90: a ticket lock (next ticket << 32 | ticket served); the ticket is the
+    place."""
     lock = wp.atomic_add(shadow, address, column + 1, _NEXT_TICKET)
     ticket = lock >> SHIFT32
     serving = lock & _LOW32
@@ -329,6 +376,38 @@ def _exact_scalar(
 
 
 @wp.func
+def _exact_scalar(
+    op: int, shadow: wp.array2d(dtype=wp.uint64), address: int, component: int, operand: wp.int32, compare: Any
+):
+    return _exact_word(op, shadow, address, component, operand, wp.int32(compare))
+
+
+@wp.func
+def _exact_scalar(
+    op: int, shadow: wp.array2d(dtype=wp.uint64), address: int, component: int, operand: wp.uint32, compare: Any
+):
+    return _exact_word(op, shadow, address, component, operand, wp.uint32(compare))
+
+
+@wp.func
+def _exact_scalar(
+    op: int, shadow: wp.array2d(dtype=wp.uint64), address: int, component: int, operand: wp.int64, compare: Any
+):
+    if _wide_cas_available():
+        return _exact_pair_cas(op, shadow, address, 2 * component, operand, wp.int64(compare))
+    return _exact_pair_locked(op, shadow, address, 2 * component, operand, wp.int64(compare))
+
+
+@wp.func
+def _exact_scalar(
+    op: int, shadow: wp.array2d(dtype=wp.uint64), address: int, component: int, operand: wp.uint64, compare: Any
+):
+    if _wide_cas_available():
+        return _exact_pair_cas(op, shadow, address, 2 * component, operand, wp.uint64(compare))
+    return _exact_pair_locked(op, shadow, address, 2 * component, operand, wp.uint64(compare))
+
+
+@wp.func
 def _exact_value(
     op: int,
     shadow: wp.array2d(dtype=wp.uint64),
@@ -339,6 +418,24 @@ def _exact_value(
     record_index: int,
 ):
     """Run one exact operation on a value: the value it found, its tickets recorded per component."""
+    old, ticket = _exact_scalar(op, shadow, address, 0, operand, compare)
+    if record_index < order.shape[0]:
+        order[record_index, 0] = ticket
+    return old
+
+
+@wp.func
+def _exact_value(
+    op: int,
+    shadow: wp.array2d(dtype=wp.uint64),
+    address: int,
+    operand: Int,
+    compare: Int,
+    order: wp.array2d(dtype=wp.int32),
+    record_index: int,
+):
+    """An int target's operation (a generic kernel's target launched with ints, beside targets whose float returns
+    need exact gradients): in its shadow too, where the launch keeps its values; its returns have no gradient."""
     old, ticket = _exact_scalar(op, shadow, address, 0, operand, compare)
     if record_index < order.shape[0]:
         order[record_index, 0] = ticket

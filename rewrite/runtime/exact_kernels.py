@@ -8,7 +8,19 @@ from typing import Any
 import warp as wp
 
 from .device import _CANCELLED, _CHAIN, _FINAL, _MISSING, _ORDER, _REPLAY_DIFFERS, _UNSETTLED, refuse, refused
-from .exact_atomics import OP_CAS, OP_EXCH, OP_MAX, OP_MIN, SHIFT32, combine, from_bits, on_cuda, same_value, to_bits
+from .exact_atomics import (
+    OP_CAS,
+    OP_EXCH,
+    OP_MAX,
+    OP_MIN,
+    SHADOWED_INTS,
+    SHIFT32,
+    combine,
+    from_bits,
+    on_cuda,
+    same_value,
+    to_bits,
+)
 
 SCALARS = wp._src.types.float_types  # the overloads of every generic kernel below: float16, bfloat16, float32, float64
 
@@ -424,11 +436,12 @@ def accumulate_flat(status: wp.array(dtype=wp.int32), source: wp.array(dtype=Any
 
 
 def _declare_overloads() -> None:
-    """Declare every generic kernel of this module for every float scalar type now, so that the module compiles once
-    (an overload made by a launch after it loaded would make Warp compile it all again)."""
+    """Declare every generic kernel of this module for every float scalar type now, and the shadow's for the ints it
+    holds too, so that the module compiles once (an overload made by a launch after it loaded would make Warp compile
+    it all again)."""
     generic = [value for value in globals().values() if isinstance(value, wp.Kernel) and value.is_generic]
     for kernel in generic:
-        for scalar in SCALARS:
+        for scalar in (*SCALARS, *SHADOWED_INTS) if kernel in (load_shadow, store_shadow) else SCALARS:
             types = {
                 name: wp.array(dtype=scalar, ndim=annotation.ndim)
                 for name, annotation in kernel.adj.arg_types.items()

@@ -84,6 +84,50 @@ def test_overloads_declared_in_an_emitted_file(emitted):
     check(Case(None, N, compaction, [2], [0], program=original_or(overloads.compact_any, N, rewritten)))
 
 
+# total's dtype -> fresh arguments of running_any (x away from the int total's truncation steps)
+RUNNING = {
+    wp.int32: lambda: [f64(X, True), i32([2]), f64(np.zeros(N), True)],
+    wp.float64: lambda: [f64(X, True), f64([0.5], True), f64(np.zeros(N), True)],
+}
+
+
+@pytest.mark.parametrize("dtype", sorted(RUNNING, key=str))
+def test_a_target_of_any_dtype_through_the_api(dtype):
+    check(Case(overloads.running_any, N, RUNNING[dtype], [2], [0, 1] if dtype is wp.float64 else [0]))
+
+
+@pytest.mark.parametrize("dtype", sorted(RUNNING, key=str))
+def test_a_target_of_any_dtype_through_the_command_line(emitted, dtype):
+    """The block also holds the variant recording float returns as constants, which launches with an int total
+    run (the exact path does not compile for ints), as ``wp_rewrite`` makes it on first use."""
+    wrt = [0, 1] if dtype is wp.float64 else [0]
+    check(Case(None, N, RUNNING[dtype], [2], wrt, program=through(emitted, "running_any", N)))
+    assert emitted.running_any.detached() is not None and emitted.compact_any.detached() is None
+
+
+# the counter's dtype -> fresh arguments of emit_beside_a_total
+BESIDE = {
+    dtype: lambda dtype=dtype: [
+        f64(X, True),
+        wp.zeros(1, dtype=dtype, device="cpu"),
+        f64([0.5], True),
+        f64(np.zeros(N), True),
+    ]
+    for dtype in (wp.int32, wp.int64)
+}
+
+
+@pytest.mark.parametrize("dtype", sorted(BESIDE, key=str))
+def test_an_int_target_of_any_dtype_beside_exact_returns_through_the_api(dtype):
+    check(Case(overloads.emit_beside_a_total, N, BESIDE[dtype], [3], [0, 2]))
+
+
+@pytest.mark.parametrize("dtype", sorted(BESIDE, key=str))
+def test_an_int_target_of_any_dtype_beside_exact_returns_through_the_command_line(emitted, dtype):
+    """Warp once failed to compile the exact path for the int counter (``_exact_value`` had float overloads only)."""
+    check(Case(None, N, BESIDE[dtype], [3], [0, 2], program=through(emitted, "emit_beside_a_total", N)))
+
+
 @wp.func
 def scale(v: wp.float32) -> wp.float32:
     return v * wp.float32(2.0)

@@ -54,6 +54,7 @@ FEATURES = {
     "float return on a struct argument's field": r"a\d+ = wp\.atomic_\w+\(s0\.f\d",
     "overloaded helper": r"def (fz_\d+_\d+_take\d+)\(count: wp\.array\(dtype=wp(.|\n)*def \1\(",
     "generic helper instantiated for two widths": r"def fz_\d+_\d+_take\d+\(count: wp\.array\(dtype=Any\)",
+    "counter of any dtype (dtype=Any), launched with int32": r"\bc\d+: wp\.array(\dd)?\(dtype=Any\)",
     "read back at a consumed slot": r"(q\d+) = wp\.atomic_add\(g\d+, 0, \d\)\n\s+g\d+\[\1\] = ",
     "append pool read below the launch's writes": r"pp\d+ = p\d+\[tid\]\n\s+b\d+ = wp\.atomic_add",
     "strided view argument": "layout=strided",

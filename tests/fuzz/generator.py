@@ -49,8 +49,11 @@ class ArraySpec:
     layout: str = "plain"
     struct: str | None = None  # the struct argument that holds it as a field, if any
     alias_of: str | None = None  # launched bound to the same array as this argument (the launch must refuse)
+    generic: bool = False  # annotated ``dtype=Any``: Warp instantiates the kernel for the dtype each launch passes
 
     def annotation(self) -> str:
+        if self.generic:
+            return f"wp.array{'' if len(self.shape) == 1 else f'{len(self.shape)}d'}(dtype=Any)"
         if self.layout == "structs":  # an array of the struct named by ``dtype``
             return f"wp.array(dtype={self.dtype})"
         if self.layout == "indexed":
@@ -184,7 +187,9 @@ def _distinct_inputs(rng: random.Random, n: int) -> list[float]:
 
 
 class _KernelWriter:
-    """Writes one kernel. Every choice comes from ``rng``."""
+    """Writes one kernel. Every choice comes from ``rng``, but those added after the stream's kernels were settled,
+    which come from a stream of their own (``later``), so that adding one leaves every kernel of a seed as it was
+    but for what that choice changes."""
 
     def __init__(
         self,
@@ -196,6 +201,7 @@ class _KernelWriter:
         refused_form: str | None = None,
     ):
         self.rng = rng
+        self.later = random.Random(f"{name}:later")
         self.cell = cell
         self.loops_alone = loops_alone
         self.refused_form = refused_form
@@ -237,7 +243,10 @@ class _KernelWriter:
         shape = (width, 1, 1, 1)[: self.rng.choice((1, 1, 1, 2, 3, 4))]  # 1-4 index arguments
         layout = "strided" if len(shape) == 1 and self.rng.random() < 0.2 else "plain"
         struct = self.struct_argument() if self.rng.random() < 0.25 else None
-        array = self.add_array(ArraySpec(f"c{number}", "int32", shape, layout=layout, struct=struct))
+        # Rarely of any dtype (an int32 one launched), for an op a float target takes too (a bitwise one's target holds
+        # ints, which the rewrite does not infer from it: refused): the command line cannot tell its returns are ints
+        generic = struct is None and op in (*FLOAT_OPS, "cas") and self.later.random() < 0.1
+        array = self.add_array(ArraySpec(f"c{number}", "int32", shape, layout=layout, struct=struct, generic=generic))
         out = self.add_array(ArraySpec(f"o{number}", "float64", (width, MOD), None, True, True))
         counter = _Counter(array, op, width, out)
         self.counters.append(counter)

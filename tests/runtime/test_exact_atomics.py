@@ -1,4 +1,5 @@
-"""The exact float atomics of the runtime, against Warp's own atomics on the CPU.
+"""The exact float atomics of the runtime, against Warp's own atomics on the CPU (and on the ints a shadow holds: a
+generic kernel's target launched with ints beside targets whose float returns need exact gradients).
 
 Each operation takes its returned value and its ticket (its place among the operations on its address) from one
 atomic on the target's shadow. The returned values and the final values must be Warp's own, bit for bit; the
@@ -113,6 +114,8 @@ DTYPES = {
     "exch": [wp.float32, wp.float64],
     "cas": [wp.float32, wp.float64],
 }
+for _dtypes in DTYPES.values():  # a generic kernel's int targets, launched beside targets with exact returns
+    _dtypes += exact_atomics.SHADOWED_INTS
 for _op, _dtypes in DTYPES.items():  # declared up front: the test module compiles once
     for _dtype in _dtypes:
         _values = wp.array(dtype=_dtype)
@@ -124,7 +127,8 @@ for _op, _dtypes in DTYPES.items():  # declared up front: the test module compil
 
 
 def _array(values: np.ndarray, dtype) -> wp.array:
-    """An array of ``dtype`` holding ``values`` (float64 scalars, one row per element), rounded as Warp rounds."""
+    """An array of ``dtype`` holding ``values`` (float64 scalars, one row per element), rounded as Warp rounds (ints:
+    ten times the values, truncated)."""
     components = wp._src.types.type_size(dtype)
     scalar = wp._src.types.type_scalar_type(dtype)
     flat = values.reshape(len(values), -1)[:, :components]
@@ -133,6 +137,9 @@ def _array(values: np.ndarray, dtype) -> wp.array:
         scalars = wp.array(flat.astype(np.float32).reshape(-1), dtype=wp.float32, device="cpu")
         wp.launch(_to_bfloat16, scalars.size, inputs=[scalars, exact.records_view(array)], device="cpu")
         return array
+    if scalar in exact_atomics.SHADOWED_INTS:  # whole numbers, negative ones wrapped into the unsigned types
+        numpy_int = np.dtype(wp._src.types.warp_type_to_np_dtype[scalar])
+        return wp.array((flat * 10).astype(np.int64).astype(numpy_int).reshape(-1), dtype=dtype, device="cpu")
     numpy_scalar = {wp.float16: np.float16, wp.float32: np.float32, wp.float64: np.float64}[scalar]
     shape = (len(values), *getattr(dtype, "_shape_", ()))
     return wp.array(flat.astype(numpy_scalar).reshape(shape), dtype=dtype, device="cpu")
@@ -284,5 +291,7 @@ def test_the_runtime_declares_its_kernels_overloads_up_front():
     declared when the runtime is imported, so that its module compiles once per process."""
     generic = [kernel for kernel in vars(exact_kernels).values() if isinstance(kernel, wp.Kernel) and kernel.is_generic]
     assert generic
+    shadows = (exact_kernels.load_shadow, exact_kernels.store_shadow)  # also for the ints a shadow holds
     for kernel in generic:
-        assert len(kernel.overloads) == len(exact_kernels.SCALARS), kernel.key
+        scalars = len(exact_kernels.SCALARS) + (len(exact_atomics.SHADOWED_INTS) if kernel in shadows else 0)
+        assert len(kernel.overloads) == scalars, kernel.key

@@ -64,3 +64,32 @@ wp.overload(compact_any, [wp.array(dtype=wp.float32), wp.array[wp.int32], wp.arr
 
 @wp.overload
 def compact_any(x: wp.array(dtype=wp.float16), count: wp.array[wp.int32], out: wp.array(dtype=wp.float16)): ...
+
+
+@wp.kernel
+def running_any(x: wp.array(dtype=Any), total: wp.array(dtype=Any), out: wp.array(dtype=Any)):
+    """A total of any dtype: an int one's returns have no gradient, a float one's get exact gradients. The command
+    line cannot tell which a launch passes (it once emitted the exact path only, which Warp cannot compile for ints)."""
+    tid = wp.tid()
+    before = wp.atomic_add(total, 0, total.dtype(x[tid] * x[tid]))
+    out[tid] = x[tid] * out.dtype(before)
+
+
+wp.overload(running_any, [wp.array(dtype=wp.float64), wp.array(dtype=wp.int32), wp.array(dtype=wp.float64)])
+wp.overload(running_any, [wp.array(dtype=wp.float64), wp.array(dtype=wp.float64), wp.array(dtype=wp.float64)])
+
+
+@wp.kernel
+def emit_beside_a_total(
+    x: wp.array[wp.float64], count: wp.array(dtype=Any), total: wp.array[wp.float64], out: wp.array[wp.float64]
+):
+    """A counter of any dtype beside a total whose float returns need exact gradients: a launch with an int counter
+    runs the exact path for both, the counter in its shadow too (its returns have no gradient)."""
+    tid = wp.tid()
+    slot = wp.atomic_add(count, 0, count.dtype(1))
+    before = wp.atomic_add(total, 0, x[tid] * x[tid])
+    out[int(slot)] = x[tid] * before
+
+
+for counter in (wp.int32, wp.int64):
+    wp.overload(emit_beside_a_total, [wp.array[wp.float64], wp.array(dtype=counter), *[wp.array[wp.float64]] * 2])

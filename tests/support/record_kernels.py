@@ -181,10 +181,11 @@ class _Canonical(ast.NodeTransformer):
             node.args = node.args[: self.clones[node.func.id]]
         called = _runtime_call(node, self.runtime)
         if _exact_target(node, self.runtime) is not None:
-            flat = node.args[0]  # flat_index(target, *indices), then the value
+            flat = node.args[0]  # flat_index(target, *indices), then the value (exact_cas: the compare, the value)
             target = flat.args if _runtime_call(flat, self.runtime) == "flat_index" else [flat]
+            operands = node.args[1:3] if called == "exact_cas" else node.args[1:2]
             atomic = ast.Attribute(ast.Name(self.warp, ast.Load()), f"atomic_{called.removeprefix('exact_')}")
-            return ast.Call(atomic, [self.visit(a) for a in [*target, node.args[1]]], [])
+            return ast.Call(atomic, [self.visit(a) for a in [*target, *operands]], [])
         self.generic_visit(node)
         func = node.func
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in self.warps:
