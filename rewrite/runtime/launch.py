@@ -777,6 +777,7 @@ class KernelRewrite:
 
     pair: KernelPair
     max_records: int | None = None
+    detached: Callable[[], KernelPair | None] | None = None  # (``RewrittenKernel``'s)
 
     def __call__(self, kernel: wp.Kernel) -> RewrittenKernel:
         spec = self.pair.spec
@@ -786,4 +787,4 @@ class KernelRewrite:
                 f"'{spec.key}' the record and replay kernels were generated from"
             )
             raise RewriteError(spec.key, spec.location, problem, "Make that call return the kernel it makes")
-        return RewrittenKernel(kernel, self.pair, max_records=self.max_records)
+        return RewrittenKernel(kernel, self.pair, detached=self.detached, max_records=self.max_records)

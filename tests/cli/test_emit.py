@@ -549,6 +549,8 @@ def test_new_files_get_the_usual_mode(capsys, tmp_path):
 
 MADE_AT_RUN_TIME = '''"""Kernels made of plain functions when the module runs, as Warp's own tests make them."""
 
+from typing import Any
+
 import warp as wp
 
 made = {}
@@ -587,6 +589,15 @@ def compact_shifted(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.
 by_options = wp.kernel(enable_backward=True)(compact_shifted)
 
 
+def counted_any(x: wp.array[wp.float64], count: wp.array(dtype=Any), out: wp.array[wp.float64]):
+    tid = wp.tid()
+    slot = wp.atomic_add(count, 0, count.dtype(1))
+    out[int(slot)] = x[tid] * x[tid] + wp.float64(2.0)
+
+
+by_call_of_any = wp.kernel(counted_any)  # its rewrite also takes the variant an int count runs (detached=)
+
+
 def make_compact_scaled(dtype):
     def compact_scaled(x: wp.array(dtype=dtype), count: wp.array[wp.int32], out: wp.array(dtype=dtype)):
         tid = wp.tid()
@@ -605,6 +616,10 @@ WAYS = {
     "wp.kernel(...)(f)": (
         "by_options",
         "by_options = rewrite_compact_shifted(wp.kernel(enable_backward=True)(compact_shifted))\n",
+    ),
+    "wp.kernel(f), a target of any dtype": (
+        "by_call_of_any",
+        "by_call_of_any = rewrite_counted_any(wp.kernel(counted_any))",
     ),
     "getkernel(f)": (
         "make_compact_scaled",
@@ -635,6 +650,7 @@ def test_kernels_made_at_run_time_are_rewritten_where_they_are_made(made_at_run_
     rewritten = made(wp.float64) if callable(made) and not hasattr(made, "launch") else made
     assert isinstance(rewritten, made_at_run_time.wp_rewrite_runtime.RewrittenKernel)
     assert rewritten.record_kernel is not None
+    assert (rewritten.detached() is not None) == (name == "by_call_of_any")  # (its int count runs that variant)
 
     def program(args, launcher):
         if launcher.__name__ == "launch_original":
@@ -665,9 +681,10 @@ def test_kernels_made_at_run_time_rewrite_to_themselves_come_back_and_check_clea
     status, _, err = run_cli(capsys, path, "-o", again)
     assert status == 0 and again.read_text() == path.read_text()
     assert err.endswith(
-        "already rewritten (compact_squares, compact_sines, compact_shifted, compact_scaled): nothing to change\n"
+        "already rewritten (compact_squares, compact_sines, compact_shifted, counted_any, compact_scaled): nothing to "
+        "change\n"
     )
-    assert assert_each_block_comes_back(path) == 4
+    assert assert_each_block_comes_back(path) == 5
     status, out, _ = run_cli(capsys, "--check", path)
     assert (status, out) == (0, "")
 
@@ -746,9 +763,11 @@ def test_a_function_made_a_kernel_and_named_elsewhere_is_warned_about(capsys, tm
     source.write_text(MADE_AT_RUN_TIME + "\n\nlisted = [compact_sines]\nnamed = compact_sines.__name__\n")
     status, _, err = run_cli(capsys, source, "-o", out)
     assert status == 0
+    listed = MADE_AT_RUN_TIME.count("\n") + 3  # the line of ``listed = [...]``
     assert err.splitlines()[0] == (
-        f"{source}:51:11: warning: kernel 'compact_sines' is a plain function named here, where wp-rewrite cannot "
-        "tell whether a kernel is made of it: one made through here launches the original, whose gradients are wrong"
+        f"{source}:{listed}:11: warning: kernel 'compact_sines' is a plain function named here, where wp-rewrite "
+        "cannot tell whether a kernel is made of it: one made through here launches the original, whose gradients are "
+        "wrong"
     )
 
 
