@@ -99,7 +99,7 @@ def test_a_target_of_any_dtype_through_the_api(dtype):
 @pytest.mark.parametrize("dtype", sorted(RUNNING, key=str))
 def test_a_target_of_any_dtype_through_the_command_line(emitted, dtype):
     """The block also holds the variant recording float returns as constants, which launches with an int total
-    run (the exact path does not compile for ints), as ``wp_rewrite`` makes it on first use."""
+    run (a plain atomic rather than the exact path's loop on a shadow), as ``wp_rewrite`` makes it on first use."""
     wrt = [0, 1] if dtype is wp.float64 else [0]
     check(Case(None, N, RUNNING[dtype], [2], wrt, program=through(emitted, "running_any", N)))
     assert emitted.running_any.detached() is not None and emitted.compact_any.detached() is None

@@ -69,7 +69,8 @@ def compact_any(x: wp.array(dtype=wp.float16), count: wp.array[wp.int32], out: w
 @wp.kernel
 def running_any(x: wp.array(dtype=Any), total: wp.array(dtype=Any), out: wp.array(dtype=Any)):
     """A total of any dtype: an int one's returns have no gradient, a float one's get exact gradients. The command
-    line cannot tell which a launch passes (it once emitted the exact path only, which Warp cannot compile for ints)."""
+    line cannot tell which a launch passes (it once emitted the exact path only, which Warp could not compile for
+    ints)."""
     tid = wp.tid()
     before = wp.atomic_add(total, 0, total.dtype(x[tid] * x[tid]))
     out[tid] = x[tid] * out.dtype(before)
