@@ -17,7 +17,7 @@ import dataclasses
 import functools
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, cast
 
@@ -305,6 +305,16 @@ class Surveyed(Desugared):
         return not self.first.sites and not self.first.loops
 
 
+BITWISE_OPS = frozenset({"and", "or", "xor"})  # Warp's bitwise atomics, which take int targets only
+
+
+def known_ints(frontend: PlanFrontend, plan_: KernelPlan, paths: Iterable[str]) -> frozenset[str]:
+    """Of ``paths``, those known before launch to hold ints: by their Warp type, or as the target of a bitwise atomic
+    whose return is used (an array of any dtype, ``dtype=Any``, that Warp's ``atomic_and`` updates holds ints)."""
+    bitwise = {site.target for site in plan_.sites if site.op in BITWISE_OPS}
+    return frozenset(path for path in paths if path in bitwise or is_int_path(frontend, path, plan_.narrowed))
+
+
 def survey(desugared: Desugared) -> Surveyed:
     """A first planning (``passes.plan``), to find the functions involved and the targets whose float returns
     get exact gradients: every target of an atomic but int ones, unless ``detach_returns``."""
@@ -312,9 +322,8 @@ def survey(desugared: Desugared) -> Surveyed:
     analyses: dict[int, Analysis] = {}
     namer = Namer.for_tree(frontend.kernel.tree, frontend.taken)
     first = Planner(frontend, namer, analyses=analyses).plan()
-    atomics = {s.target for s in first.sites if s.op != "read"}  # reads get no exact gradients
-    exact = frozenset() if desugared.options.detach_returns else atomics
-    exact = frozenset(path for path in exact if not is_int_path(frontend, path, first.narrowed))
+    atomics = frozenset(s.target for s in first.sites if s.op != "read")  # reads get no exact gradients
+    exact = frozenset() if desugared.options.detach_returns else atomics - known_ints(frontend, first, atomics)
     return Surveyed(frontend, desugared.options, first, namer, analyses, exact)
 
 
@@ -362,7 +371,7 @@ def layout(planned: Planned) -> Laid:
     frontend, plan_ = planned.frontend, planned.plan
     records = record_params(plan_, lambda path: array_at(frontend, plan_.narrowed, path))
     paths = {s.target for s in plan_.sites} | {p for f in plan_.root.walk() for p in f.unconsumed.values() if p}
-    int_paths = frozenset(path for path in paths if is_int_path(frontend, path, plan_.narrowed))
+    int_paths = known_ints(frontend, plan_, paths)
     check_replay_twins(plan_, records, int_paths, frontend.is_generic)
     return _extended(planned, Laid, records=records, int_paths=int_paths)
 

@@ -128,6 +128,17 @@ def test_an_int_target_of_any_dtype_beside_exact_returns_through_the_command_lin
     check(Case(None, N, BESIDE[dtype], [3], [0, 2], program=through(emitted, "emit_beside_a_total", N)))
 
 
+def flagging() -> list:
+    return [f64(X, True), i32([0]), f64(np.zeros(N), True)]
+
+
+def test_the_target_of_a_bitwise_atomic_holds_ints_whatever_its_dtype_says(emitted):
+    """Through the API and the command line alike, against finite differences."""
+    check(Case(overloads.flag_any, N, flagging, [2], [0]))
+    check(Case(None, N, flagging, [2], [0], program=through(emitted, "flag_any", N)))
+    assert emitted.flag_any.detached() is None  # (no exact path: nothing to detach)
+
+
 @wp.func
 def scale(v: wp.float32) -> wp.float32:
     return v * wp.float32(2.0)

@@ -236,16 +236,17 @@ class _KernelWriter:
 
     # --- targets ------------------------------------------------------------------------------------
 
-    def new_counter(self) -> _Counter:
+    def new_counter(self, in_helper: bool = False) -> _Counter:
         op = self.rng.choice(INT_OPS)
         width = self.rng.choice((1, 1, 2))
         number = len(self.counters)
         shape = (width, 1, 1, 1)[: self.rng.choice((1, 1, 1, 2, 3, 4))]  # 1-4 index arguments
         layout = "strided" if len(shape) == 1 and self.rng.random() < 0.2 else "plain"
         struct = self.struct_argument() if self.rng.random() < 0.25 else None
-        # Rarely of any dtype (an int32 one launched), for an op a float target takes too (a bitwise one's target holds
-        # ints, which the rewrite does not infer from it: refused): the command line cannot tell its returns are ints
-        generic = struct is None and op in (*FLOAT_OPS, "cas") and self.later.random() < 0.1
+        # Rarely of any dtype (an int32 one launched): but for a bitwise op's (Warp's take ints only), the command line
+        # cannot tell that its returns are ints. Not in helpers: one handed it is generic, and a generic helper that
+        # keeps a float write in its replay is refused (Warp allows it no replay of its own)
+        generic = struct is None and not in_helper and self.later.random() < 0.1
         array = self.add_array(ArraySpec(f"c{number}", "int32", shape, layout=layout, struct=struct, generic=generic))
         out = self.add_array(ArraySpec(f"o{number}", "float64", (width, MOD), None, True, True))
         counter = _Counter(array, op, width, out)
@@ -258,10 +259,15 @@ class _KernelWriter:
             self.structs.append(StructSpec("s0", f"S_{self.name}", []))
         return self.structs[0].name
 
-    def pick_counter(self) -> _Counter:
-        if self.counters and self.rng.random() < 0.4:
-            return self.rng.choice(self.counters)
-        return self.new_counter()
+    def pick_counter(self, in_helper: bool = False) -> _Counter:
+        reusable = self.counters_for(in_helper)
+        if self.counters and self.rng.random() < 0.4 and reusable:
+            return self.rng.choice(reusable)
+        return self.new_counter(in_helper)
+
+    def counters_for(self, in_helper: bool) -> list[_Counter]:
+        """The counters code may use: in a helper, none of any dtype (see ``new_counter``)."""
+        return [counter for counter in self.counters if not (in_helper and counter.array.generic)]
 
     def new_target(self) -> _FloatTarget:
         op = self.rng.choice(FLOAT_OPS)
@@ -347,7 +353,7 @@ class _KernelWriter:
 
     def int_block(self, scope: _Scope, depth: int = 0, chained: str | None = None) -> str:
         """A consumed int atomic and a few uses of its return; returns the variable holding it."""
-        counter = self.pick_counter()
+        counter = self.pick_counter(scope.in_helper)
         index = self.index_expr(counter.width, chained)
         if index != "0":
             local = self.fresh("i")
@@ -575,7 +581,7 @@ class _KernelWriter:
 
     def alias_block(self, scope: _Scope) -> None:
         """A read through an argument the launch binds to a counter's array: the launch must refuse."""
-        counter = self.pick_counter()
+        counter = self.pick_counter(scope.in_helper)
         peek = self.add_array(
             ArraySpec(f"peek{len(self.counters)}", "int32", counter.array.shape, alias_of=counter.array.name)
         )
@@ -584,7 +590,7 @@ class _KernelWriter:
 
     def unconsumed(self, scope: _Scope) -> None:
         """An atomic whose return is unused (``arr[i] += v`` or a bare call) on an existing target."""
-        choices = [*self.counters, *self.targets]
+        choices = [*self.counters_for(scope.in_helper), *self.targets]
         if not choices:
             return
         target = self.rng.choice(choices)

@@ -94,3 +94,15 @@ def emit_beside_a_total(
 
 for counter in (wp.int32, wp.int64):
     wp.overload(emit_beside_a_total, [wp.array[wp.float64], wp.array(dtype=counter), *[wp.array[wp.float64]] * 2])
+
+
+@wp.kernel
+def flag_any(x: wp.array[wp.float64], flags: wp.array(dtype=Any), out: wp.array[wp.float64]):
+    """Flags of any dtype set by ``atomic_or``, which Warp's bitwise atomics allow on ints only: they hold ints, so
+    their returns need no exact path (they were refused as "wp.atomic_or() on a float target")."""
+    tid = wp.tid()
+    seen = wp.atomic_or(flags, 0, flags.dtype(1 << (tid % 3)))
+    out[tid] = x[tid] * x[tid] * wp.float64(seen + flags.dtype(1))
+
+
+wp.overload(flag_any, [wp.array[wp.float64], wp.array(dtype=wp.int32), wp.array[wp.float64]])
