@@ -87,7 +87,8 @@ _built: dict[str, Structures] = {}
 
 
 def structure_id(kind: str, module: ModuleType) -> Any:
-    """The id of the batch's structure of ``kind`` ("grid", "bvh" or "mesh"): built at the batch's first launch."""
+    """The id of the batch's structure of ``kind`` ("grid", "bvh" or "mesh"): built at the batch's first launch. A
+    ``wp.uint64``: a generic kernel (an argument of any dtype) takes a plain int for an int32."""
     if module.__name__ not in _built:
         _built[module.__name__] = build()
-    return _built[module.__name__].id(kind)
+    return wp.uint64(_built[module.__name__].id(kind))
