@@ -431,12 +431,9 @@ def generate(frontend: StaticFrontend, detach_returns: bool) -> tuple[GeneratedK
 
 
 def _takes_any_dtype(frontend: StaticFrontend, generated: GeneratedKernel) -> bool:
-    """Does an atomic whose float returns get exact gradients act on an array of any dtype (``dtype=Any``)? A launch
-    may pass ints there, whose returns need no exact path (a compare-and-swap loop on a shadow per operation, where a
-    plain atomic does): ``wp_rewrite`` makes the variant without it from a launch's dtypes, the command line emits it
-    beside the other."""
-    exact = [site.target for site in generated.spec.sites if site.exact]
-    arrays = [array_at(frontend, generated.plan.narrowed, target) for target in exact]
+    """Does an atomic whose float returns get exact gradients act on an array of any dtype? A launch may pass ints,
+    which a plain atomic serves (``wp_rewrite`` makes that variant from a launch's dtypes; the block holds it too)."""
+    arrays = [array_at(frontend, generated.plan.narrowed, site.target) for site in generated.spec.sites if site.exact]
     return any(array is None or array.dtype is None or dtypes.is_generic(array.dtype) for array in arrays)
 
 
@@ -454,8 +451,7 @@ class Block:
     location: str  # the kernel's, in the input
     lint: LintConfig  # the user's: the line length and quotes of the generated lines
     end: int  # the input line after which the block goes: the kernel's last, or its overload stubs' (definition_end)
-    # The variant recording float returns as constants, where a launch may pass ints for a target of exact float
-    # returns (``_takes_any_dtype``): what launches through which no gradient flows run (``RewrittenKernel.detached``)
+    # The variant recording float returns as constants (``_takes_any_dtype``, ``RewrittenKernel.detached``)
     detached: GeneratedKernel | None = None
     source: str = ""  # the generated definitions it holds (``shared_clones``: less those defined elsewhere)
 
