@@ -103,12 +103,10 @@ def dropped_atomics(function: ast.FunctionDef, tree: ast.FunctionDef, plan: Kern
     return frozenset(call for call in calls if (call.lineno, call.col_offset) in places)
 
 
-def sliced(
-    functions: list[ast.FunctionDef], computing: frozenset[ast.Call], records: frozenset[str]
-) -> list[ast.FunctionDef]:
+def sliced(functions: list[ast.FunctionDef], computing: frozenset[ast.Call]) -> list[ast.FunctionDef]:
     """The count phase's ``functions`` (the clones, callees first, then the kernel) cut down to what decides trip
     counts, each taking only what it reads; ``computing``: the calls of the plan's functions that only compute a
-    value; ``records``: the record parameters of the kernel.
+    value.
 
     A clone whose value no caller reads returns nothing where that, with the same for the clones it calls, leaves
     out at least a quarter of it and them: a file defines each variant of a clone once (``rewrite.cli.shared_clones``),
@@ -116,14 +114,17 @@ def sliced(
     slicer = _Slicer(computing)
     void: frozenset[str] = frozenset()
     cut = slicer.fixed_point(functions, void)
-    for clone in reversed(functions[:-1]):  # callers first
-        if clone.name in void or clone.name in _returns_read(cut):
-            continue
-        below = _called(functions, clone.name)
-        trial = slicer.fixed_point(functions, void | below)
-        if 4 * _size(trial, below) <= 3 * _size(cut, below):
-            void, cut = void | below, trial
-    while (taking := _reading_what_they_take(cut, records, slicer.leaves_out(frozenset()))) is not cut:
+    tried = None
+    while tried != void:  # again where a clone returning nothing leaves another's value unread
+        tried = void
+        for clone in reversed(functions[:-1]):  # callers first
+            if clone.name in void or clone.name in _returns_read(cut):
+                continue
+            below = _called(functions, clone.name)
+            trial = slicer.fixed_point(functions, void | below)
+            if 4 * _size(trial, below) <= 3 * _size(cut, below):
+                void, cut = void | below, trial
+    while (taking := _reading_what_they_take(cut, slicer.leaves_out(frozenset()))) is not cut:
         cut = slicer.fixed_point(taking, void)
     return cut
 
@@ -170,13 +171,11 @@ class _Slicer:
         return leaves_out
 
 
-def _reading_what_they_take(
-    functions: list[ast.FunctionDef], records: frozenset[str], leaves_out: LeavesOut
-) -> list[ast.FunctionDef]:
+def _reading_what_they_take(functions: list[ast.FunctionDef], leaves_out: LeavesOut) -> list[ast.FunctionDef]:
     """The count phase's functions taking only what they read: a clone's parameter nothing in it reads goes, with
-    the argument each call passes it where that argument only computes; of the kernel's, its records it does not
-    read (its own parameters are what the launch passes; it passes the count kernel only the records it takes:
-    ``KernelPair.count_arguments``). The same list where nothing goes."""
+    the argument each call passes it where that argument only computes; so does a parameter of the kernel nothing
+    in it reads (the launch passes the count kernel only the arguments it takes: ``KernelPair.count_arguments``).
+    The same list where nothing goes."""
     clones = {function.name: function for function in functions[:-1]}
     calls = [node for f in functions for node in walk(f) if isinstance(node, ast.Call) and _callee(node) in clones]
     unread: dict[str, set[int]] = {}
@@ -190,7 +189,7 @@ def _reading_what_they_take(
             unread[name] = positions
     kernel = functions[-1]
     kernel_read = loaded(kernel)
-    kernel_unread = {i for i, p in enumerate(kernel.args.args) if p.arg in records and p.arg not in kernel_read}
+    kernel_unread = {i for i, p in enumerate(kernel.args.args) if p.arg not in kernel_read}
     if not unread and not kernel_unread:
         return functions
     taking = []

@@ -54,7 +54,7 @@ def _swept(body: list[ast.stmt], needed: set[str], reads: set[str], leaves_out: 
                 continue
             else:
                 continue
-        elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        elif isinstance(statement, ast.Expr):  # a call on its own, or what leaving out a write left of its value
             if only_computes(statement.value, leaves_out):
                 continue
             reads |= loaded(statement)

@@ -782,5 +782,5 @@ def phase_functions(
     if phase == COUNT:
         plans = [*reversed([p for p in plan.root.walk() if p is not plan.root]), plan.root]  # as made above
         dropped = [count_slice.dropped_atomics(f, p.unit.tree, plan) for f, p in zip(functions, plans, strict=True)]
-        return count_slice.sliced(functions, computing.union(*dropped), frozenset(plan.root.record_params()))
+        return count_slice.sliced(functions, computing.union(*dropped))
     return functions

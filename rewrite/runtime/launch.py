@@ -610,8 +610,9 @@ class RewrittenKernel(wp.Kernel):
         dry = phase_arguments(spec, scratch, request.shape, no_room, request.device)
         for shadow in dry.shadows:
             shadow.load()
-        kernel, extra = (pair.count, pair.count_arguments(dry.extra)) if pair.count else (pair.record, dry.extra)
-        warp_launch(kernel, request.shape, scratch, extra, record_tape=False, **request.options)
+        arguments = [*scratch, *dry.extra]
+        kernel, taken = (pair.count, pair.count_arguments(arguments)) if pair.count else (pair.record, arguments)
+        warp_launch(kernel, request.shape, taken, record_tape=False, **request.options)
         assert dry.status is not None  # (a kernel with counted loops reports into its status)
         needed = dry.status.numpy()  # the host needs the counts to size the records: it waits here
         counts = {loop: room if room is not None else trips_of(needed, loop) for loop, room in known.items()}

@@ -104,14 +104,14 @@ class KernelPair:
     count: wp.Kernel | None = None  # the record kernel without writes nothing reads back: what dry runs launch
 
     @functools.cached_property
-    def _counted_records(self) -> tuple[bool, ...]:
-        """Which records the count kernel takes: only those it reads (``passes.count_slice``)."""
+    def _counted(self) -> tuple[bool, ...]:
+        """Which of the record kernel's parameters the count kernel takes: only those it reads
+        (``passes.count_slice``)."""
         assert self.count is not None  # (asked only of a pair with a count kernel)
         taken = {argument.label for argument in self.count.adj.args}
-        return tuple(record.name in taken for record in self.spec.records)
+        return tuple(argument.label in taken for argument in self.record.adj.args)
 
-    def count_arguments(self, extra: list[Any]) -> list[Any]:
-        """Of the arguments the record kernel takes after the kernel's own (``records.phase_arguments``: the records,
-        then the rest), those the count kernel takes."""
-        records = len(self.spec.records)
-        return [*(a for a, taken in zip(extra, self._counted_records, strict=False) if taken), *extra[records:]]
+    def count_arguments(self, arguments: list[Any]) -> list[Any]:
+        """Of the record kernel's arguments (the kernel's own, then ``records.phase_arguments``' extra), those the
+        count kernel takes."""
+        return [argument for argument, taken in zip(arguments, self._counted, strict=True) if taken]

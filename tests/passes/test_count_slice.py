@@ -24,7 +24,8 @@ def test_a_helper_whose_value_nothing_reads_keeps_only_the_branch_that_counts():
     """Newton's support map: the kernel's store is into an array nothing reads back, so neither helper's value is
     read: both return nothing, and of the branches only the one reaching the loop stays; the loop itself, with
     nothing left in it, goes (its trips are counted before it); so does the print. Each function takes only what it
-    reads: the clones no record (the count phase stores none) and no point, the kernel no record."""
+    reads: the clones no record (the count phase stores none) and no point, the kernel no record, no point, no
+    direction and no output (the launch passes it only what it takes)."""
     helpers = {
         "farthest": Unit("""
             @wp.func
@@ -68,8 +69,7 @@ def test_a_helper_whose_value_nothing_reads_keeps_only_the_branch_that_counts():
                 farthest_count(n, trip_capacity0, loop0, status)
 
         @wp.kernel
-        def probe_count(kinds: wp.array[int], points: wp.array[wp.vec3], n: wp.array[int], d: wp.array[wp.vec3],
-                        out: wp.array[float], trip_capacity0: int, status: wp.array(dtype=wp.int32)):
+        def probe_count(kinds: wp.array[int], n: wp.array[int], trip_capacity0: int, status: wp.array(dtype=wp.int32)):
             tid = wp.tid()
             support_count(kinds[tid], n[tid], trip_capacity0, 0, status)
         """,
@@ -105,8 +105,8 @@ def test_a_value_that_decides_a_trip_count_stays():
         generated(plan_of(kernel, helpers), COUNT),
         """
         @wp.kernel
-        def climb_count(values: wp.array[float], n: wp.array[int], x: wp.array[float], out: wp.array[float],
-                        trip_capacity0: int, status: wp.array(dtype=wp.int32)):
+        def climb_count(values: wp.array[float], n: wp.array[int], trip_capacity0: int,
+                        status: wp.array(dtype=wp.int32)):
             tid = wp.tid()
             m = rising(values, n[tid])
             rt.check_trips(status, 0, m, trip_capacity0)
@@ -140,8 +140,7 @@ def test_a_clone_left_with_nothing_to_do_goes_and_so_does_its_call():
         generated(plan_of(kernel, helpers), COUNT),
         """
         @wp.kernel
-        def halves_count(a: wp.array[float], n: wp.array[int], b: wp.array[float], trip_capacity0: int,
-                         status: wp.array(dtype=wp.int32)):
+        def halves_count(n: wp.array[int], trip_capacity0: int, status: wp.array(dtype=wp.int32)):
             tid = wp.tid()
             stop0 = n[tid]
             rt.check_trips(status, 0, stop0, trip_capacity0)
@@ -176,8 +175,8 @@ def test_a_while_loop_stays_and_so_does_a_branch_between_two_that_count():
         generated(plan_of(kernel), COUNT),
         """
         @wp.kernel
-        def walk_count(x: wp.array[float], n: wp.array[int], out: wp.array[float], trip_capacity0: int,
-                       trip_capacity1: int, trip_capacity2: int, status: wp.array(dtype=wp.int32)):
+        def walk_count(x: wp.array[float], n: wp.array[int], trip_capacity0: int, trip_capacity1: int,
+                       trip_capacity2: int, status: wp.array(dtype=wp.int32)):
             tid = wp.tid()
             s = float(0.0)
             i = int(0)
@@ -233,8 +232,7 @@ def test_a_clone_keeps_its_value_where_returning_nothing_would_leave_out_little(
             return acc
 
         @wp.kernel
-        def steps_count(a: wp.array[float], n: wp.array[int], b: wp.array[float], trip_capacity0: int,
-                        status: wp.array(dtype=wp.int32)):
+        def steps_count(a: wp.array[float], n: wp.array[int], trip_capacity0: int, status: wp.array(dtype=wp.int32)):
             tid = wp.tid()
             step_count(a, n[tid], tid, trip_capacity0, 0, status)
         """,
@@ -273,11 +271,69 @@ def test_an_atomic_whose_value_decides_no_trip_count_goes_with_the_store_it_inde
         generated(plan, COUNT),
         """
         @wp.kernel
-        def scan_and_emit_count(x: wp.array[float], n: wp.array[int], counter: wp.array[int], out: wp.array[float],
-                                trip_capacity0: int, status: wp.array(dtype=wp.int32)):
+        def scan_and_emit_count(n: wp.array[int], trip_capacity0: int, status: wp.array(dtype=wp.int32)):
             tid = wp.tid()
             stop0 = n[tid]
             rt.check_trips(status, 0, stop0, trip_capacity0)
+        """,
+    )
+
+
+def test_what_a_write_left_out_leaves_of_its_value_goes_and_then_a_value_it_alone_read():
+    """Newton's heightfield contacts: where the closest cell is near enough, a key made of it is claimed in an array
+    nothing reads back, and a contact emitted. The claim goes, and what is left of its key, a value nothing reads,
+    goes too; the emission goes; then nothing reads the search's value, whichever of the two clones is cut first:
+    the search's count clone keeps only the range it counts. The kernel takes only what it reads."""
+    helpers = {
+        "order_bits": Unit("""
+            @wp.func
+            def order_bits(value: float) -> wp.uint64:
+                return wp.uint64(value * 1.0e6)
+        """),
+        "closest": Unit("""
+            @wp.func
+            def closest(values: wp.array[float], begin: int, end: int, d: float):
+                best = float(1.0e10)
+                cell = int(-1)
+                for i in range(begin, end):
+                    gap = wp.abs(values[i] - d)
+                    if gap < best:
+                        best = gap
+                        cell = i
+                return best, cell
+        """),
+        "emit": Unit("""
+            @wp.func
+            def emit(counter: wp.array[int], out: wp.array[float], value: float):
+                slot = wp.atomic_add(counter, 0, 1)
+                if slot < out.shape[0]:
+                    out[slot] = value
+        """),
+    }
+    kernel = """
+        @wp.kernel
+        def closest_then_claim(values: wp.array[float], begins: wp.array[int], ends: wp.array[int],
+                               d: wp.array[float], winners: wp.array[wp.uint64], counter: wp.array[int],
+                               out: wp.array[float]):
+            tid = wp.tid()
+            distance, cell = closest(values, begins[tid], ends[tid], d[tid])
+            if distance < 0.5:
+                key = (order_bits(distance) << wp.uint64(32)) | wp.uint64(cell)
+                wp.atomic_min(winners, 0, key)
+                emit(counter, out, distance * d[tid])
+    """
+    same_code(
+        generated(plan_of(kernel, helpers), COUNT),
+        f"""
+        @wp.func
+        def closest_count(begin: int, end: int, {TRIPS}):
+            rt.check_trips(status, loop0, rt.range_length(begin, end, 1), trip_capacity0)
+
+        @wp.kernel
+        def closest_then_claim_count(begins: wp.array[int], ends: wp.array[int], trip_capacity0: int,
+                                     status: wp.array(dtype=wp.int32)):
+            tid = wp.tid()
+            closest_count(begins[tid], ends[tid], trip_capacity0, 0, status)
         """,
     )
 
@@ -310,6 +366,20 @@ PATTERNS = {
         lambda: [f64(X, True), i32([0, 1, 2, 3]), i32([0]), f64(np.zeros(2), True)], loss=[3], wrt=[0]
     ),
     # 11 probes from 3's slot and moves on: four entries of a table of 8 (the active-slot counter at its length)
+    # the closest cells are 0.1 and 0.3 away (emitted, into a buffer with room for three), 0.6, and none (no cell)
+    "closest_then_claim": Pattern(
+        lambda: [
+            f64(VALUES, True),
+            i32([0, 2, 4, 1]),
+            i32([3, 5, 6, 1]),
+            f64([0.2, 2.6, -0.5, 0.7], True),
+            u64([np.iinfo(np.uint64).max]),
+            i32([0]),
+            f64(np.zeros(3), True),
+        ],
+        loss=[6],
+        wrt=[0, 3],
+    ),
     "insert_then_scan": Pattern(
         lambda: [
             f64(X, True),

@@ -263,14 +263,13 @@ def test_the_count_phase_leaves_out_writes_nothing_reads_back_and_records_but_ke
     its index, where the counter is read by the loop's stop; nor are records stored (a dry run's are thrown away),
     so the records, the thread's row and the trips' coordinates go too, and the loop's variable, read no more, is
     marked unused. Where nothing the count keeps reads the counter (``EMIT``), its atomic goes too, and with it the
-    loop (``passes.count_slice.fewer_copies``)."""
+    loop (``passes.count_slice.fewer_copies``). The count kernel takes only what it reads (``out`` never)."""
     bounded_by_the_counter = EMIT.replace("range(n[tid])", "range(n[tid] + count[1])")
     same_code(
         generated(plan_of(bounded_by_the_counter), COUNT),
         """
         @wp.kernel
-        def emit_count(n: wp.array[int], count: wp.array[int], out: wp.array[float], trip_capacity0: int,
-                       status: wp.array(dtype=wp.int32)):
+        def emit_count(n: wp.array[int], count: wp.array[int], trip_capacity0: int, status: wp.array(dtype=wp.int32)):
             tid = wp.tid()
             stop0 = n[tid] + count[1]
             rt.check_trips(status, 0, stop0, trip_capacity0)
@@ -282,8 +281,7 @@ def test_the_count_phase_leaves_out_writes_nothing_reads_back_and_records_but_ke
         generated(plan_of(EMIT), COUNT),
         """
         @wp.kernel
-        def emit_count(n: wp.array[int], count: wp.array[int], out: wp.array[float], trip_capacity0: int,
-                       status: wp.array(dtype=wp.int32)):
+        def emit_count(n: wp.array[int], trip_capacity0: int, status: wp.array(dtype=wp.int32)):
             tid = wp.tid()
             stop0 = n[tid]
             rt.check_trips(status, 0, stop0, trip_capacity0)

@@ -13,6 +13,11 @@ unknown length, so that every launch counts trips in a dry run first (tests/pass
   tests call it), whose probe loop the replay restores from its records (its atomics record nothing), then a loop:
   the keys decide the probe's trips and are copied; the active-slot counter's slot only indexes a store, so its
   atomic goes from the count kernel, which would otherwise update the launch's own counter.
+- ``closest_then_claim``: Newton's heightfield contacts (``soft_contacts_heightfield.py``): a helper's search over a
+  range of cells, then, where the closest is near enough, a claim of the winning cell (``atomic_min`` of a key a
+  ``@wp.func_native`` makes, into an array nothing reads back) and an emission: what is left of the claim is a
+  value nothing reads, which goes, and once the emission goes too, nothing reads the search's value: its count clone
+  keeps only the range it counts.
 """
 
 import warp as wp
@@ -158,3 +163,39 @@ def insert_then_scan(
         s = s * wp.float64(0.5) + x[j]
     if entry >= 0:
         out[entry] = s * x[tid] + x[tid]
+
+
+@wp.func_native("return (uint64_t)(value * 1.0e6);")
+def order_bits(value: wp.float64) -> wp.uint64:
+    """C++ the rewrite cannot read (Newton's ``float_flip``), handed a value."""
+    ...
+
+
+@wp.func
+def closest(values: wp.array(dtype=wp.float64), begin: int, end: int, d: wp.float64):
+    best = wp.float64(1.0e10)
+    cell = int(-1)
+    for i in range(begin, end):
+        gap = wp.abs(values[i] - d)
+        if gap < best:
+            best = gap
+            cell = i
+    return best, cell
+
+
+@wp.kernel
+def closest_then_claim(
+    values: wp.array(dtype=wp.float64),
+    begins: wp.array(dtype=wp.int32),
+    ends: wp.array(dtype=wp.int32),
+    d: wp.array(dtype=wp.float64),
+    winners: wp.array(dtype=wp.uint64),
+    counter: wp.array(dtype=wp.int32),
+    out: wp.array(dtype=wp.float64),
+):
+    tid = wp.tid()
+    distance, cell = closest(values, begins[tid], ends[tid], d[tid])
+    if distance < wp.float64(0.5):
+        key = (order_bits(distance) << wp.uint64(32)) | wp.uint64(cell)
+        wp.atomic_min(winners, 0, key)
+        emit(counter, out, distance * d[tid])
