@@ -183,6 +183,12 @@ class Site:
     def exact(self) -> bool:
         return bool(self.values)
 
+    @property
+    def reported(self) -> bool:
+        """Does the device name it by its number (its place among the launch spec's first sites): an exact site, whose
+        records the exact backward checks, or a read of an append pool, which the record kernel checks?"""
+        return self.exact or bool(self.marks)
+
     def record_names(self) -> list[str]:
         return [n for n in (self.records, self.values, self.order, self.addresses, self.compares) if n]
 

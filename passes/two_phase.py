@@ -752,7 +752,7 @@ def phase_functions(
         trip_args=trip_parameters(plan, names, max_records),
         may_outgrow=frozenset(loop.id for loop in plan.loops if loop.needs_room),
         readers=readers,
-        site_numbers={id(site): number for number, site in enumerate(plan.sites)},
+        site_numbers={id(site): number for number, site in enumerate(s for s in plan.sites if s.reported)},
         dropped=plan.written - plan.copied if phase == COUNT else frozenset(),
     )
     computing = frozenset().union(*(function.computing for function in plan.root.walk()))

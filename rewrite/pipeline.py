@@ -34,7 +34,7 @@ from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.own_writes import counter_slots, forward_own_writes, thread_index
 from warp_rewrite.passes.plan import Planner
 from warp_rewrite.passes.plan_types import Frontend as PlanFrontend
-from warp_rewrite.passes.plan_types import KernelPlan, Unit, array_at, is_int_path
+from warp_rewrite.passes.plan_types import KernelPlan, Site, Unit, array_at, is_int_path
 from warp_rewrite.passes.read_back import Analysis
 from warp_rewrite.passes.refusals import Refusal
 from warp_rewrite.passes.replay_needs import records_read
@@ -490,12 +490,17 @@ def launch_spec(printed: Printed) -> Specified:
     sources = site_gradient_sources(
         kernel, plan_, params, frontend.warp_names(kernel), frontend.resolve_helper, printed.int_paths
     )
-    sites = []
-    for s in plan_.sites:
+
+    def site_spec(s: Site) -> SiteSpec:
         gradient_sources = sources.get(id(s), frozenset())
         exact = ExactRecords(s.records, s.values, s.order, s.addresses, s.compares or None) if s.exact else None
         sources_ = None if gradient_sources is None else tuple(sorted(gradient_sources))
-        sites.append(SiteSpec(s.target, Op(s.op), s.location, sources_, exact, pool=bool(s.marks)))
+        return SiteSpec(s.target, Op(s.op), s.location, sources_, exact, pool=bool(s.marks))
+
+    # The sites the device names by number first, in their order; then the others, each once (a helper's site,
+    # reached by several calls, is one site to the launch)
+    reported = [site_spec(s) for s in plan_.sites if s.reported]
+    sites = [*reported, *dict.fromkeys(site_spec(s) for s in plan_.sites if not s.reported)]
     records = []
     for name in plan_.root.record_params():
         r = printed.records[name]

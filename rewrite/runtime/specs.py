@@ -76,6 +76,7 @@ class KernelSpec:
     written: tuple[str, ...] = ()  # argument paths of the arrays the launch writes
     # those of them a dry run copies: the ones the launch reads back (the count kernel writes no others)
     copied: tuple[str, ...] = ()
+    # The sites the device names by number (exact ones, reads of an append pool) first, then the others, each once
     sites: tuple[SiteSpec, ...] = ()
     records: tuple[RecordSpec, ...] = ()  # in the order of the generated kernels' record parameters
     loops: tuple[LoopSpec, ...] = ()
