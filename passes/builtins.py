@@ -31,7 +31,7 @@ from warp._src.context import Function, builtin_functions
 from warp._src.texture import Texture
 
 from warp_rewrite.passes import dtypes
-from warp_rewrite.passes.atomics import WarpNames
+from warp_rewrite.passes.atomics import ATOMIC_OPS, WarpNames
 
 
 class Effect(Enum):
@@ -365,6 +365,24 @@ def registry() -> dict[str, Function]:
         if isinstance(value, Function) and not value.is_builtin() and name not in found:
             found[name] = value
     return found
+
+
+@functools.cache
+def int_only_atomics() -> frozenset[str]:
+    """The ops of the atomics Warp compiles for int targets only (``atomic_and``, ``atomic_or``, ``atomic_xor``): a
+    target whose return such an atomic uses holds ints, whatever its annotation says (``dtype=Any``). Asked of the
+    installed Warp: the overload's value function refuses a float32 array."""
+    floats: dict[str, Any] = {"arr": warp_types.array(dtype=wp.float32), "i": wp.int32, "value": wp.float32}
+    floats["compare"] = wp.float32
+    refused = set()
+    for op in ATOMIC_OPS:
+        one_index = next(o for o in _overloads(builtin_functions[f"atomic_{op}"]) if set(o.input_types) <= set(floats))
+        assert one_index.value_func is not None  # (Warp's atomics say their type)
+        try:
+            one_index.value_func({name: floats[name] for name in one_index.input_types}, {})
+        except RuntimeError:
+            refused.add(op)
+    return frozenset(refused)
 
 
 def _table() -> tuple[dict[str, tuple[Overload, ...]], dict[str, Group]]:

@@ -23,6 +23,7 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import AtomicCall, WarpNames
+from warp_rewrite.passes.builtins import int_only_atomics
 from warp_rewrite.passes.count_slice import fewer_copies
 from warp_rewrite.passes.dataflow import exact_chain_links
 from warp_rewrite.passes.dtypes import ArrayInfo
@@ -305,13 +306,10 @@ class Surveyed(Desugared):
         return not self.first.sites and not self.first.loops
 
 
-BITWISE_OPS = frozenset({"and", "or", "xor"})  # Warp's bitwise atomics, which take int targets only
-
-
 def known_ints(frontend: PlanFrontend, plan_: KernelPlan, paths: Iterable[str]) -> frozenset[str]:
     """Of ``paths``, those known before launch to hold ints: by their Warp type, or as the target of a bitwise atomic
     whose return is used (an array of any dtype, ``dtype=Any``, that Warp's ``atomic_and`` updates holds ints)."""
-    bitwise = {site.target for site in plan_.sites if site.op in BITWISE_OPS}
+    bitwise = {site.target for site in plan_.sites if site.op in int_only_atomics()}
     return frozenset(path for path in paths if path in bitwise or is_int_path(frontend, path, plan_.narrowed))
 
 

@@ -83,6 +83,12 @@ def test_what_the_groups_call_warp_s_code_generator_s_own_is_hidden_in_its_regis
     assert all(overload.function.hidden for name in internal for overload in TABLE[name])
 
 
+def test_the_atomics_warp_compiles_for_int_targets_only_are_asked_of_warp():
+    """Warp's bitwise atomics refuse a float array (their value function says so); the others take one. A target whose
+    return such an atomic uses holds ints, whatever its annotation (``pipeline.known_ints``)."""
+    assert builtins.int_only_atomics() == {"and", "or", "xor"}
+
+
 def test_each_written_parameter_is_one_of_the_builtin():
     for group in GROUPS:
         for name, written in group.builtins().items():
