@@ -1,12 +1,14 @@
 """Which locals a loop carries: into its next iteration, or out of it to the code after it.
 
-Warp's backward replays a dynamic loop's body with every local the loop changes at another trip's value, so the
-rewrite records and restores exactly the locals whose values cross an iteration's boundary. That is a
-question of reaching definitions, answered here over the function's statements as a control-flow graph (with
-break, continue and return): a local is carried into later iterations when a read in the loop can see an
-assignment the loop made in an earlier iteration, and out of the loop when a read outside it (later in the
-function, or in the next iteration of a loop around it) can see one the loop made. A local assigned before it is
-read, on every path through an iteration, carries nothing, whatever it held before the loop. A store into a
+Warp's backward replays a dynamic loop's body with every local the loop changes at another trip's value: the value
+the whole loop left it, whether or not a later trip of the forward saw the change. So a local the loop changes
+anywhere, and an iteration may read before assigning it, is carried into the iterations (an update right before a
+``break`` included: no later trip sees it, but each replayed trip does); the rewrite records and restores it at each
+trip's start. Which reads see what is a question of reaching definitions, answered here over the function's
+statements as a control-flow graph (with break, continue and return): a local is carried out of the loop when a
+read outside it (later in the function, or in the next iteration of a loop around it) can see an assignment the
+loop made. A local assigned before it is read, on every path through an iteration, carries nothing into it,
+whatever it held before the loop. A store into a
 component of a local value (``v[0] = x``, ``contact.depth = d``) reads the rest of it and assigns it; so does a
 builtin that writes a local it is handed (``wp.hash_grid_query_next(query, j)`` assigns ``query`` and ``j``:
 ``passes.builtins.written_arguments``, handed in: the command line's ``--check`` reads loops without importing Warp,
@@ -29,7 +31,8 @@ WrittenBy = Callable[[ast.Call], list[ast.Name]]
 class CarriedLocals:
     """The locals a loop changes whose values cross its iterations' boundaries."""
 
-    into_iterations: frozenset[str]  # read by a later iteration before it assigns them (and set before the loop)
+    # changed by the loop and read by an iteration before it assigns them (and set before the loop)
+    into_iterations: frozenset[str]
     out_of_loop: frozenset[str]  # read, where the loop's value reaches them, after the loop
     updated_only: frozenset[str]  # of those, the ones the loop changes only one component at a time
     assigned_in_loop_only: frozenset[str]  # of those carried out, the ones no assignment before the loop reaches
@@ -86,13 +89,10 @@ class LoopFlow:
         changed = {name for p in where.points for name in self.defines[p]}
         at_head = self._reaching[where.head]
         exposed = self._read_before_assigned(where)
-        # Read before assigned, with a value from an earlier iteration and one from before the loop: Warp carries
-        # only locals that exist when the loop starts.
-        into = {
-            name
-            for name in changed & exposed
-            if at_head & inside & self._bits[name] and at_head & ~inside & self._bits[name]
-        }
+        # Changed by the loop and read before assigned, with a value from before the loop (Warp carries only locals
+        # that exist when the loop starts): whether or not an earlier iteration's value reaches the read, Warp's
+        # backward replays each trip with the value the whole loop left it.
+        into = {name for name in changed & exposed if at_head & ~inside & self._bits[name]}
         out = {
             name
             for p, uses in enumerate(self.uses)

@@ -45,6 +45,7 @@ LOOP_FORMS = (
     "while over a data-dependent count",
     "while over a float condition",
     "while that breaks",
+    "float updated only right before a break",
     "while that continues",
     "for that breaks",
     "for that continues",
@@ -253,6 +254,7 @@ class _Carried:
     before: list[str] = field(default_factory=list)
     trip: list[str] = field(default_factory=list)
     uses: list[str] = field(default_factory=list)
+    floats: list[tuple[str, str, str]] = field(default_factory=list)  # (a carried float, its trip line, a trip's term)
 
 
 def _carry(writer: _KernelWriter, header: _Header, carried: _Carried, scale: float) -> None:
@@ -284,6 +286,7 @@ def _carry_float(writer: _KernelWriter, carried: _Carried, term: str) -> None:
                 "norm": f"{a} = wp.sqrt({a} * {a} + {term} * {term} * xv * xv)",
             }[update]
         )
+    carried.floats.append((a, carried.trip[-1], term))
     if rng.random() < 0.35:
         writer.loop_forms.add("float carried out, used linearly")
         carried.uses.append(f"{a} * {writer.constant()}")
@@ -345,6 +348,11 @@ def _carried_loop(writer: _KernelWriter, scope: _Scope, header: _Header, consume
 
 def _write_loop(writer: _KernelWriter, scope: _Scope, header: _Header, carried: _Carried, consumed: bool) -> None:
     rng = writer.rng
+    # One carried float in four is updated only right before a break of its own, through its value at the trip's
+    # start: no later trip sees the update, but Warp's backward replays each trip with the value the whole loop left
+    # it. Drawn from a stream of the loop's own, so that every other kernel stays as it was drawn.
+    side = random.Random(f"{writer.name}:{header.variable}:break")
+    sole = side.choice(carried.floats) if carried.floats and side.random() < 0.25 else None
     for line in [*carried.before, *header.setup]:
         scope.line(line)
     scope.line(header.line)
@@ -358,7 +366,8 @@ def _write_loop(writer: _KernelWriter, scope: _Scope, header: _Header, carried: 
         inner.line(f"if {header.variable} % 3 == keys[tid] % 3:")
         inner.nested().line("continue")
     for line in carried.trip:
-        inner.line(line)
+        if sole is None or line != sole[1]:
+            inner.line(line)
     if consumed and rng.random() < 0.5:
         writer.loop_forms.add("consumed atomic in the loop")
         if rng.random() < 0.8:
@@ -368,6 +377,12 @@ def _write_loop(writer: _KernelWriter, scope: _Scope, header: _Header, carried: 
     if rng.random() < 0.2:
         writer.loop_forms.add(f"{header.kind} that breaks")
         inner.line(f"if keys[(tid + {header.variable}) % {writer.dim}] > {rng.randint(5, 8)}:")
+        inner.nested().line("break")
+    if sole is not None:
+        writer.loop_forms.add("float updated only right before a break")
+        a, _, term = sole
+        inner.line(f"if keys[(tid + {header.variable} + 1) % {writer.dim}] > {side.randint(3, 7)}:")
+        inner.nested().line(f"{a} = {a} * xv * wp.float64({side.uniform(0.5, 1.5):.3f}) + {term}")
         inner.nested().line("break")
 
 

@@ -170,6 +170,20 @@ CARRIED_SHAPES = {
         set(),
         set(),
     ),
+    "updated right before a break: no later iteration sees it, but Warp's replay of each trip does": (
+        """
+        acc = x[0]
+        k = 0
+        while k < n:
+            k += 1
+            if k >= 3:
+                acc = acc * x[k]
+                break
+        y[0] = acc
+        """,
+        {"acc", "k"},
+        {"acc"},
+    ),
     "a loop variable is set by its own loop, and read after it keeps its last value": (
         """
         for i in range(n):

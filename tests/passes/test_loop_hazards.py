@@ -56,6 +56,8 @@ KERNELS = {
     "named_bound": Pattern(lambda: [f64(X, True), i32(COUNTS), zeros()], [2], [0]),
     "variable_after": Pattern(lambda: [i32([3, 1, 2, 4]), f64([0.9, 0.7, 0.55, 0.8, 1.2], True), zeros()], [2], [1]),
     "strided_and_shrinking": Pattern(lambda: [f64(X, True), i32(COUNTS), zeros()], [2], [0]),
+    "update_then_break": Pattern(lambda: [f64(X, True), i32(COUNTS), zeros()], [2], [0]),
+    "update_then_break_into_slot": Pattern(lambda: [f64(X, True), i32(COUNTS), i32([0]), zeros()], [3], [0]),
 }
 emitted = emitted_fixture(loops)
 test_through_the_api, test_through_the_command_line = end_to_end_tests(loops, N, KERNELS)
@@ -63,7 +65,17 @@ test_through_the_api, test_through_the_command_line = end_to_end_tests(loops, N,
 
 @pytest.mark.parametrize(
     "name",
-    ["squared_sum_alone", "substeps", "halvings", "windows", "argmax_of_grid", "argmax_while_true", "variable_after"],
+    [
+        "squared_sum_alone",
+        "substeps",
+        "halvings",
+        "windows",
+        "argmax_of_grid",
+        "argmax_while_true",
+        "variable_after",
+        "update_then_break",
+        "update_then_break_into_slot",
+    ],
 )
 def test_plain_warp_is_wrong_on_these(name):
     """What the rewrite fixes: plain Warp's tape gives another gradient than finite differences of its forward."""

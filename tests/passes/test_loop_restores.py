@@ -43,6 +43,8 @@ def broken(kernel, old: str, new: str) -> list[str]:
         loops.nested,
         loops.probe_while_true,
         loops.named_components,
+        loops.update_then_break,
+        loops.update_then_break_into_slot,
         queries.grid_neighbours,
         queries.grid_neighbours_for,
         queries.box_pairs,

@@ -259,3 +259,34 @@ def strided_and_shrinking(x: wp.array[wp.float64], n: wp.array[wp.int32], out: w
         m = m - 1
         acc = acc * x[m % 4] + wp.float64(0.05)
     out[i] = acc * acc
+
+
+@wp.kernel
+def update_then_break(x: wp.array[wp.float64], n: wp.array[wp.int32], out: wp.array[wp.float64]):
+    """A carried float updated right before a ``break``: no later trip sees the update, but Warp's backward replays
+    each trip with the value the whole loop left it (a work-queue pop, a search that stops at its hit)."""
+    i = wp.tid()
+    acc = wp.float64(1.0)
+    k = int(0)
+    while k < 10:
+        k += 1
+        if k >= n[i]:
+            acc = acc * x[i] + wp.float64(0.1)
+            break
+    out[i] = acc * acc
+
+
+@wp.kernel
+def update_then_break_into_slot(
+    x: wp.array[wp.float64], n: wp.array[wp.int32], count: wp.array[wp.int32], out: wp.array[wp.float64]
+):
+    """The same in a ``for`` over a data-dependent range, the result stored at a slot: the update's only assignment
+    in the loop is the one before the break (n = 2 makes no update)."""
+    i = wp.tid()
+    acc = x[i]
+    for j in range(n[i]):
+        if j * j >= n[i]:
+            acc = acc * x[i] + wp.float64(j)
+            break
+    slot = wp.atomic_add(count, 0, 1)
+    out[slot] = acc * acc
