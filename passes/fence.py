@@ -23,7 +23,7 @@ from warp_rewrite.passes.dataflow import rebound_locals
 from warp_rewrite.passes.memory import index_count
 from warp_rewrite.passes.overloads import Ambiguous
 from warp_rewrite.passes.plan_types import Frontend, Unit
-from warp_rewrite.passes.read_back import Analysis
+from warp_rewrite.passes.read_back import Analysis, MemoryAccesses
 from warp_rewrite.passes.refusals import Refusal
 from warp_rewrite.passes.syntax import Located, called_name, function_locals, parent_map, walk
 
@@ -222,13 +222,34 @@ class Fence:
 
     @functools.cached_property
     def needs_rewrite(self) -> bool:
-        """Does the kernel, or a helper it reaches, use an atomic's return (a tile atomic's too), or hold a loop
-        Warp's backward replays wrong (not in what a helper with a hand-written gradient calls)? Any other kernel
-        runs as plain Warp: the one answer both front ends go by (``pipeline.needs_rewrite``). Either matters only
-        where Warp builds the kernel's backward pass: without one, nothing replays it and no gradient flows."""
+        """Does the kernel, or a helper it reaches, use an atomic's return (a tile atomic's too), hold a loop Warp's
+        backward replays wrong (not in what a helper with a hand-written gradient calls), or read an array the launch
+        updates (``reads_updated``)? Any other kernel runs as plain Warp: the one answer both front ends go by
+        (``pipeline.needs_rewrite``). Each matters only where Warp builds the kernel's backward pass: without one,
+        nothing replays it and no gradient flows."""
         if not self.frontend.backward:
             return False
-        return self.consumes_returns or any(map(self._replayed_wrong, self.reached(through_custom_gradients=False)))
+        loops = any(map(self._replayed_wrong, self.reached(through_custom_gradients=False)))
+        return self.consumes_returns or loops or bool(self.reads_updated)
+
+    @functools.cached_property
+    def reads_updated(self) -> frozenset[str]:
+        """The arrays the launch updates (an atomic, ``+=``) and reads (``MemoryAccesses.reads_updated``): Warp's
+        backward replays each read against the final sum. None where the launch hands memory to a call the rewrite
+        cannot read: it cannot tell, and leaves the kernel to Warp as it leaves any it need not rewrite."""
+        if not any(map(self._updates, self.reached())):
+            return frozenset()  # (most kernels update nothing: asked first, as it is cheap)
+        try:
+            return MemoryAccesses(self.frontend).reads_updated()
+        except Refusal:
+            return frozenset()
+
+    def _updates(self, unit: Unit) -> bool:
+        """Does the function hold an atomic, or an augmented assignment into an element or a field?"""
+        augmented = (n for n in walk(unit.tree) if isinstance(n, ast.AugAssign))
+        if any(isinstance(n.target, ast.Subscript | ast.Attribute) for n in augmented):
+            return True
+        return bool(find_atomic_calls(unit.tree, self.frontend.warp_names(unit)))
 
     @functools.cached_property
     def consumes_returns(self) -> bool:

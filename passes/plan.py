@@ -68,11 +68,13 @@ class Planner(MemoryAccesses):
 
     def plan(self) -> KernelPlan:
         namer = self.namer
-        if not self._consumes(self.kernel, set()) and not self._has_loop_hazards(self.kernel, set()):
+        hazards = self._consumes(self.kernel, set()) or self._has_loop_hazards(self.kernel, set())
+        if not hazards and not self.reads_updated():  # (which finds the arrays the launch writes)
             return KernelPlan(FunctionPlan(self.kernel, self.kernel.name), [], [])  # nothing to record
         identity = {p: p for p in self.params}
-        self.narrowed = self._narrowed_types()
-        self.written = self._written_paths()
+        if hazards:
+            self.narrowed = self._narrowed_types()
+            self.written = self._written_paths()
         self.pools = self._pools()
         root = self._plan(self.kernel, identity, (), namer.fresh_base(self.kernel.name))
         check_exact_families(self.kernel, self.sites)

@@ -230,6 +230,8 @@ class MemoryAccesses:
         self._analyses = {} if analyses is None else analyses
         self.written: frozenset[str] = frozenset()  # argument paths of the arrays the launch writes
         self._read_back: dict[str | None, set[ReadPlace]] = {}  # see _written_paths
+        self._updated: set[str | None] = set()  # see _written_paths
+        self._replayed_reads: set[str | None] = set()  # see _written_paths
         self._writers: dict[str | None, set[int | None]] = {}
         self._reading: dict[tuple, bool] = {}
         self._updating: dict[tuple, bool] = {}
@@ -338,7 +340,10 @@ class MemoryAccesses:
         builtin that might write it. A call the planner cannot see into, handed memory, is refused.
 
         Also notes (``self._read_back``) the arrays the launch may read back, with a consumed atomic, an element read
-        or a builtin, and (``self._writers``) which functions write each array: what a dry run must copy.
+        or a builtin, (``self._writers``) which functions write each array: what a dry run must copy, and
+        (``self._updated``, ``self._replayed_reads``) the arrays it updates, with an atomic or an augmented assignment,
+        and those it reads (an element, or through a builtin), where Warp's backward replays them: not in a helper with
+        a hand-written gradient.
 
         A local assigned memory more than once (``_choices``) writes every array it may name; any other use of it
         is refused where one of them is written (``_check_choices``). Refuses a write into memory under an argument
@@ -371,7 +376,12 @@ class MemoryAccesses:
                 if path is not None and self._untyped(path):
                     untyped.setdefault(path, (unit, node))
             written.update(path for _, path in writes)
-            note_read = functools.partial(self._note_read, unit.tree)
+            replayed = unit is self.kernel or not self.frontend.has_custom_gradient(unit)
+            if replayed:
+                self._updated.update(path for call in facts.atomics for path in paths_of(call.target))
+                augmented = [a for node, a in stored if isinstance(node, ast.AugAssign)]
+                self._updated.update(path for array in augmented for path in paths_of(array))
+            note_read = functools.partial(self._note_read, unit.tree, replayed=replayed)
             for atomic in facts.atomics:
                 if atomic.consumed:
                     consumed.add(path := path_of(atomic.target))
@@ -432,6 +442,16 @@ class MemoryAccesses:
                 )
         return frozenset(path for path in written if path is not None and self.array(path) is not None)
 
+    def reads_updated(self) -> frozenset[str]:
+        """The arrays the launch updates (an atomic, an augmented assignment, in the kernel or a helper it runs) and
+        also reads (an element, or through a builtin): a sum read while it accumulates. Warp's backward replays such a
+        read against the launch's final memory, and its adjoint reaches only the updates its own thread made before
+        it, so its gradients are wrong whatever else the kernel does (``passes.fence.Fence.needs_rewrite``). Raises
+        ``Refusal`` where the launch hands memory to a call the rewrite cannot read, as ``_written_paths`` does."""
+        self.narrowed = self._narrowed_types()
+        self.written = self._written_paths()
+        return frozenset(path for path in self._updated & self._replayed_reads if path in self.written)
+
     def _choices(self, unit: Unit, path_of: Callable[[ast.expr], str | None]) -> dict[str, frozenset[str]]:
         """The function's locals assigned memory more than once (``polygon = trim_poly``, then ``polygon = loop``),
         with the kernel paths of what each may name."""
@@ -452,10 +472,20 @@ class MemoryAccesses:
         return dtypes.is_generic(self.frontend.parameter_types(self.kernel).get(path.partition(".")[0]))
 
     def _note_read(
-        self, tree: ast.FunctionDef, paths: Iterable[str | None], node: ast.expr, only_its_value: bool = False
+        self,
+        tree: ast.FunctionDef,
+        paths: Iterable[str | None],
+        node: ast.expr,
+        only_its_value: bool = False,
+        *,
+        replayed: bool,
     ) -> None:
+        """``paths`` read at ``node`` (an atomic's target: ``only_its_value``), in a function Warp's backward replays
+        or not (a helper with a hand-written gradient)."""
         for path in paths:
             self._read_back.setdefault(path, set()).add(ReadPlace.of(tree, node, only_its_value))
+            if replayed and not only_its_value:
+                self._replayed_reads.add(path)
 
     def _copied(self, root: FunctionPlan) -> dict[str, frozenset[ReadPlace]]:
         """The written arrays a dry run needs copies of (read back by the launch, or written by a function the plan

@@ -654,7 +654,7 @@ def rewrite_kernel(frontend: Frontend, options: RewriteOptions = RewriteOptions(
         done.record_kernel,
         done.replay_kernel,
         done.count_kernel,
-        dataclasses.replace(done.spec, loops_only=not consumes),
+        dataclasses.replace(done.spec, uses_no_returns=not consumes),
         done.plan,
         done.max_records,
         done.frontend.source,

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from warp_rewrite.cli.project import Project, Unfollowed, Unresolved
 from warp_rewrite.cli.source_file import position
 from warp_rewrite.cli.static_module import StaticModule
+from warp_rewrite.passes import memory
 from warp_rewrite.passes.loop_hazards import Callees, LoopHazard, writes_gradient_memory
 
 
@@ -82,6 +83,39 @@ class HazardFinder:
         self.project = project
         self._scans: dict[int, _Scan] = {}
         self._writes: dict[int, bool] = {}  # helper -> may it write memory a gradient flows through
+
+    def reads_updated(self, module: StaticModule, kernel: ast.FunctionDef) -> frozenset[str]:
+        """The argument paths of the arrays the kernel's launch updates (an atomic, an augmented assignment into an
+        element or a field) and reads (an element), in the kernel and the helpers it calls, each helper's parameters
+        bound to the paths its call hands it by name: the question ``passes.fence.Fence.reads_updated`` asks the
+        rewrite, read off the source as ``--check`` reads it, without Warp. A helper with a hand-written gradient
+        counts for nothing: Warp's backward never replays its body."""
+        updated: set[str | None] = set()
+        read: set[str | None] = set()
+        seen: set[tuple] = set()
+        pending: list[tuple[StaticModule, ast.FunctionDef, dict[str, str | None]]] = [
+            (module, kernel, {a.arg: a.arg for a in kernel.args.args})
+        ]
+        while pending:
+            owner, function, paths = pending.pop()
+            key = (id(function), tuple(sorted(paths.items(), key=repr)))
+            if key in seen:
+                continue
+            seen.add(key)
+            names = owner.warp.names()
+            nodes = owner.function_nodes(function)
+            parents = {child: node for node in nodes for child in ast.iter_child_nodes(node)}
+            read |= {_argument_path(load, paths) for load in memory.loads(nodes, parents, names)}
+            for node in nodes:
+                if isinstance(node, ast.AugAssign):
+                    updated |= {_argument_path(array, paths) for array in memory.stored_arrays(node)}
+                elif isinstance(node, ast.Call) and names.atomic_op(node) is not None and node.args:
+                    updated.add(_argument_path(node.args[0], paths))
+                elif isinstance(node, ast.Call):
+                    found = self.project.resolve(owner, node, owner.scopes_in(function, nodes))
+                    if isinstance(found, tuple) and not found[0].has_gradient(found[1]):
+                        pending.append((*found, _bound(node, found[1], paths)))
+        return frozenset(path for path in updated & read if path is not None)
 
     def loop_hazards(self, module: StaticModule, function: ast.FunctionDef) -> list[LoopHazard]:
         """The loops of ``function`` (in ``module``) Warp's backward replays wrong and some gradient depends on
@@ -180,3 +214,27 @@ def launched_kernel(call: ast.Call) -> ast.expr | None:
     if call.args and not isinstance(call.args[0], ast.Starred):
         return call.args[0]
     return next((k.value for k in call.keywords if k.arg == "kernel"), None)
+
+
+def _argument_path(expr: ast.expr, paths: dict[str, str | None]) -> str | None:
+    """The kernel argument path of the array ``expr`` indexes or names (``s.arr`` for ``s.arr[i][0]``), where the
+    function's ``paths`` tell it."""
+    while isinstance(expr, ast.Subscript):
+        expr = expr.value
+    fields = []
+    while isinstance(expr, ast.Attribute):
+        fields.append(expr.attr)
+        expr = expr.value
+    root = paths.get(expr.id) if isinstance(expr, ast.Name) else None
+    return ".".join([root, *reversed(fields)]) if root is not None else None
+
+
+def _bound(call: ast.Call, helper: ast.FunctionDef, paths: dict[str, str | None]) -> dict[str, str | None]:
+    """The kernel argument path each parameter of ``helper`` is handed by ``call`` (None: none, or a view)."""
+    parameters = [a.arg for a in helper.args.args]
+    handed = dict(zip(parameters, call.args, strict=False))
+    handed |= {k.arg: k.value for k in call.keywords if k.arg in parameters}
+    return {
+        name: None if isinstance(value, ast.Subscript) else _argument_path(value, paths)
+        for name, value in handed.items()
+    }

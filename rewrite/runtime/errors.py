@@ -20,15 +20,17 @@ class RewriteError(Exception):
 
 
 class RewriteWarning(UserWarning):
-    """A kernel left as plain Warp: it uses no atomic's return, and a loop of it that Warp's backward replays wrong is
-    of a form the rewrite cannot replay right (said when it is rewritten, or at a launch it cannot make right). Its
-    gradients are plain Warp's, with Warp's own documented limitation of such loops; it launches as it always did."""
+    """A kernel left as plain Warp: it uses no atomic's return, and what Warp's backward replays wrong in it (a loop
+    Warp does not unroll, a read of an array its launch updates) is of a form the rewrite cannot make right (said when
+    it is rewritten, or at a launch it cannot make right). Its gradients are plain Warp's; it launches as it always
+    did."""
 
 
 def left_to_warp(refusal: RewriteError) -> str:
     """The warning's text for a kernel left as plain Warp, from what the rewrite could not do (a refusal's parts),
     without its location, which the API and the command line put before it in their own ways."""
     return (
-        f"kernel '{refusal.kernel}' is left as plain Warp, whose backward replays a loop of it wrong (Warp's "
-        f"documented limitation), as the rewrite cannot: {refusal.problem}. {refusal.advice}"
+        f"kernel '{refusal.kernel}' is left as plain Warp, whose backward replays it wrong (a loop Warp does not "
+        f"unroll, or a read of an array its launch updates), as the rewrite cannot make it right: {refusal.problem}. "
+        f"{refusal.advice}"
     )

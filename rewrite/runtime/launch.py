@@ -421,9 +421,9 @@ class RewrittenKernel(wp.Kernel):
             try:
                 checked = self._checked_variant(request)
             except RewriteError as left:
-                if not self._generated.spec.loops_only:
+                if not self._generated.spec.uses_no_returns:
                     raise
-                # It launched before it was rewritten: it runs as plain Warp, with Warp's gradient through its loops.
+                # It launched before it was rewritten: it runs as plain Warp, with Warp's gradients.
                 warnings.warn(f"{left.location}: {left_to_warp(left)}", RewriteWarning, stacklevel=2)
                 warp_launch(self.kernel, dim, inputs, outputs, record_tape=record_tape, **original)
                 return None

@@ -85,9 +85,10 @@ class KernelSpec:
     # chain of exact returns feeding exact operands; None: found by the backward, which then reads on the host
     # whether gradient is left after each (a chain through a helper, or one that can feed back into its target).
     exact_rounds: int | None = 0
-    # No atomic's return used, only loops Warp replays wrong: a launch the rewrite refuses before anything runs runs
-    # the original kernel instead, as plain Warp, with a ``RewriteWarning`` (it launched before it was rewritten)
-    loops_only: bool = False
+    # No atomic's return used (only loops Warp replays wrong, reads of arrays the launch updates): a launch the rewrite
+    # refuses before anything runs runs the original kernel instead, as plain Warp, with a ``RewriteWarning`` (it
+    # launched before it was rewritten)
+    uses_no_returns: bool = False
 
     @property
     def has_status(self) -> bool:

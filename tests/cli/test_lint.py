@@ -927,3 +927,55 @@ def test_a_helper_passed_as_a_value_only_to_kernels_without_a_backward_pass_is_i
         "WR002 helper 'write_kept' uses the value returned by wp.atomic_add(); gradients through it are wrong in plain "
         "Warp: run wp-rewrite on the files of the kernels that call it, or launch them with wp_rewrite()",
     ]
+
+
+UPDATED_READS = """import warp as wp
+
+
+@wp.func
+def count_into(histogram: wp.array(dtype=int), b: int):
+    histogram[b] += 1
+
+
+@wp.kernel
+def reads_its_sum(cells: wp.array(dtype=int), x: wp.array(dtype=float), sums: wp.array(dtype=float)):
+    tid = wp.tid()
+    wp.atomic_add(sums, cells[tid], x[tid])
+    x[tid] = sums[cells[tid]] * 2.0
+
+
+@wp.kernel
+def through_helper(cells: wp.array(dtype=int), x: wp.array(dtype=float), histogram: wp.array(dtype=int)):
+    tid = wp.tid()
+    count_into(histogram, cells[tid])
+    x[tid] = float(histogram[cells[tid]]) * x[tid]
+
+
+@wp.kernel
+def reads_what_it_stored(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+    tid = wp.tid()
+    out[tid] = x[tid]
+    out[tid] = out[tid] * x[tid]
+
+
+@wp.kernel
+def updates_another(cells: wp.array(dtype=int), x: wp.array(dtype=float), sums: wp.array(dtype=float)):
+    tid = wp.tid()
+    wp.atomic_add(sums, cells[tid], x[tid])
+
+
+@wp.kernel(enable_backward=False)
+def without_backward(cells: wp.array(dtype=int), x: wp.array(dtype=float), sums: wp.array(dtype=float)):
+    tid = wp.tid()
+    wp.atomic_add(sums, cells[tid], x[tid])
+    x[tid] = sums[cells[tid]]
+"""
+
+
+def test_a_kernel_reading_an_array_its_launch_updates_is_wr009(capsys, tmp_path):
+    """On the kernel, naming the array, its helpers followed; a plain store read back, an update of an array nothing
+    reads, and a kernel without a backward pass are no such hazard."""
+    assert check(capsys, tmp_path, UPDATED_READS, "--select", "ALL") == ["10:1: WR009", "17:1: WR009"]
+    _, out, _ = run_cli(capsys, "--check", tmp_path / "kernels.py")
+    assert "kernel 'reads_its_sum' reads 'sums', which its launch also updates (an atomic or +=)" in out
+    assert "kernel 'through_helper' reads 'histogram', which its launch also updates" in out

@@ -47,6 +47,8 @@ FEATURES = {
     "int read of another thread's write": r"wp\.float64\(w\d+\[\(tid \+ \d+\) % \d+\] % 5",
     "float read of another thread's write": r"y\[tid\] \+= w\d+\[\(tid \+ \d+\) % \d+\] \* xv",
     "float read of a write with a gradient (refused)": r"w\d+\[tid\] = xv \* ",
+    "count the launch updates, read back (no atomic's return used)": r"\n\s+if u\d+\[\(tid \+ 1\) % \d\] > \d:",
+    "float sum the launch updates, read back (no atomic's return used)": r"\(u\d+\[tid % \d\] \+ wp\.float64\(1\.0\)\)",
     # comparison reads, own writes at slots, append pools
     "early depth test on a target with exact returns": r"if d\d+ [<>] z\d+\[[^]]+\]:\n\s+zr\d+ = wp\.atomic_m",
     "early depth test in a helper": r"@wp\.func\ndef \w+\([^\n]*\n(    [^\n]*\n)*?\s+if d\d+ [<>] z\d+\[",

@@ -102,6 +102,8 @@ class KernelCase:
     combination: Cell | None = None  # the cell of tests/fuzz/combinations.py the kernel drew
     projections: list[Projection] = field(default_factory=list)  # kernels the loss reads arrays of structs through
     loop_forms: frozenset[str] = frozenset()  # the forms of loops Warp does not unroll it has (tests/fuzz/loops.py)
+    # the fence's form it was written to use (``generate_form_kernel``): alone, it may be one of Warp's own limits
+    form: str | None = None
 
     @property
     def arguments(self) -> list[ArraySpec]:
@@ -588,6 +590,27 @@ class _KernelWriter:
         self.int_block(scope)
         scope.line(f"y[tid] += wp.float64({peek.name}[{counter.address('0')}] % 3 + 1) * xv")
 
+    def updated_read(self, scope: _Scope, side: random.Random) -> None:
+        """An array the launch updates and reads back (``passes.fence.Fence.reads_updated``, WR009), in a kernel that
+        uses no atomic's return: a count the threads add to, read to decide a branch (an int: no gradient through it,
+        the rewrite records the read), or a float sum of values needing no gradient, read to scale this thread's own
+        (a float read of memory the launch wrote: exact where its terms need no gradient). Drawn from ``side``."""
+        cells = side.randint(2, 3)
+        if side.random() < 0.5:
+            count = self.add_array(ArraySpec(self.fresh("u"), "int32", (cells,))).name
+            if side.random() < 0.5:
+                scope.line(f"{count}[tid % {cells}] += 1")
+            else:
+                scope.line(f"wp.atomic_add({count}, tid % {cells}, 1)")
+            scope.line(f"if {count}[(tid + 1) % {cells}] > {side.randint(0, 1)}:")
+            scope.nested().line(f"y[tid] += xv * xv * wp.float64({side.uniform(0.5, 1.5):.3f})")
+            return
+        values = [round(side.uniform(0.5, 1.5), 3) for _ in range(self.dim)]
+        weights = self.add_array(ArraySpec(self.fresh("uw"), "float64", (self.dim,), values)).name
+        total = self.add_array(ArraySpec(self.fresh("u"), "float64", (cells,))).name
+        scope.line(f"wp.atomic_add({total}, tid % {cells}, {weights}[tid])")
+        scope.line(f"y[tid] += xv * xv / ({total}[tid % {cells}] + wp.float64(1.0))")
+
     def unconsumed(self, scope: _Scope) -> None:
         """An atomic whose return is unused (``arr[i] += v`` or a bare call) on an existing target."""
         choices = [*self.counters_for(scope.in_helper), *self.targets]
@@ -768,7 +791,12 @@ class _KernelWriter:
 
         loops = LoopDraw.of(self.name, self.loops_alone)  # a stream of its own: what the rest draws stays as it was
         if loops.alone:
-            write_loops(self, scope, loops)
+            side = random.Random(f"{self.name}:updated")  # one too: the kernels without it stay as they were
+            reads = side.random() < UPDATED_READS
+            if reads:
+                self.updated_read(scope, side)
+            if not reads or side.random() < 0.5:  # else the read is the kernel's only hazard
+                write_loops(self, scope, loops)
         else:
             kinds = [self.block(scope) for _ in range(self.rng.randint(1, 3))]
             if set(kinds) <= {"peek"}:  # the rewrite takes kernels that consume an atomic's return
@@ -827,6 +855,8 @@ class _KernelWriter:
         )
 
 
+UPDATED_READS = 0.4  # of the kernels that use no atomic's return, those reading an array their launch updates
+
 REFUSED_EVERY = 20  # one kernel in this many has its first form block use a refused form of the fence's table
 
 
@@ -865,7 +895,7 @@ def generate_form_kernel(form: str, consumed: bool) -> KernelCase:
     index = 2 * list(GENERATORS).index(form) + consumed
     rng = random.Random(f"{FORM_SEED}:{form}:{consumed}")
     case = _KernelWriter(rng, f"fz_{FORM_SEED}_{index}", rng.randint(4, 8)).write_form(form, consumed)
-    case.seed, case.index = FORM_SEED, index
+    case.seed, case.index, case.form = FORM_SEED, index, form
     return case
 
 

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import builtin_refused
+from tests.support import builtin_refused, updated_reads
 from warp_rewrite import RewriteError, wp_rewrite
 from warp_rewrite.cli.main import main
+from warp_rewrite.live_frontend import LiveFrontend
 from warp_rewrite.passes import builtins
-from warp_rewrite.passes.fence import BY_NAME, FORMS, UNSUPPORTED, Kind, form_list, target_kind
+from warp_rewrite.passes.fence import BY_NAME, FORMS, UNSUPPORTED, Fence, Kind, form_list, target_kind
 
 KERNELS = """import warp as wp
 
@@ -234,3 +235,22 @@ def test_a_builtin_the_table_lacks_is_refused_naming_it(tmp_path, capsys, monkey
     assert expected in str(error.value)
     assert main([str(path), "-o", str(tmp_path / "out.py")]) == 1
     assert expected in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("name", "arrays"),
+    [("crowding", {"counts"}), ("shade_by_coverage", {"coverage"}), ("histogram_in_helper", {"histogram"})],
+)
+def test_a_kernel_reading_an_array_its_launch_updates_needs_a_rewrite(name, arrays):
+    """It uses no atomic's return and holds no loop, but Warp's backward replays the read against the final sum."""
+    fence = Fence(LiveFrontend(getattr(updated_reads, name), set()))
+    assert fence.reads_updated == arrays and fence.needs_rewrite and not fence.consumes_returns
+
+
+def test_a_read_of_what_a_thread_stored_or_of_another_array_is_no_such_hazard():
+    """A plain store is no update; an update of one array beside reads of others is none either; and a kernel
+    without a backward pass needs no rewrite, whatever it reads."""
+    for kernel in (updated_reads.reads_what_it_stored, updated_reads.updates_another):
+        fence = Fence(LiveFrontend(kernel, set()))
+        assert fence.reads_updated == set() and not fence.needs_rewrite
+    assert not Fence(LiveFrontend(updated_reads.no_backward, set())).needs_rewrite

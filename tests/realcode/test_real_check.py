@@ -12,7 +12,7 @@ from trees import TREES, check, require
 
 from tests.support.masked_names import unmasked_names
 
-HAZARDS = {"WR001", "WR003", "WR005", "WR008"}
+HAZARDS = {"WR001", "WR003", "WR005", "WR008", "WR009"}
 NOT_HAZARDS = {"WR101", "WR103"}  # or nothing: a kernel without backward is no hazard, whatever it calls
 
 # Kernels whose every consumed atomic is in a helper with a hand-written @wp.func_replay: correct in plain Warp, so
