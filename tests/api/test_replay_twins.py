@@ -11,7 +11,9 @@ from tests.api.test_frontends import both_sources
 from tests.support import replay_twin_kernels
 from tests.support.emitted import Pattern, emitted_fixture, end_to_end_tests
 from tests.support.harness import empty_keys, f64, i32, u64
+from warp_rewrite import wp_rewrite
 from warp_rewrite.pipeline import RewriteOptions
+from warp_rewrite.runtime import Op
 
 N = 5
 X = np.array([0.7, -1.3, 1.9, 0.4, -0.6])
@@ -46,3 +48,10 @@ def test_a_replay_that_writes_nothing_has_no_twin_and_one_that_writes_keeps_it()
     assert {name for name in names if name.startswith("@replays")} == {f"@replays({name})" for name in helpers}
     assert {name for name in names if name.endswith("_forward")} == {f"{name}_forward" for name in helpers}
     assert any(name.startswith("emit_twice") for name in helpers)  # the wrapper's twin calls the store's
+
+
+def test_a_helpers_site_reached_by_two_calls_is_one_site_of_the_launch_spec():
+    """``emit`` is called twice: its atomic is recorded once per call (two records), and named once in the spec."""
+    spec = wp_rewrite(replay_twin_kernels.emit_wrapped).pair.spec
+    assert [site.op for site in spec.sites] == [Op.ADD]
+    assert len([record for record in spec.records if record.target == "count"]) == 2
