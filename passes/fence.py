@@ -235,7 +235,7 @@ class Fence:
     @functools.cached_property
     def reads_updated(self) -> frozenset[str]:
         """The arrays the launch updates (an atomic, ``+=``) and reads (``MemoryAccesses.reads_updated``): Warp's
-        backward replays each read against the final sum. None where the launch hands memory to a call the rewrite
+        backward replays each read against the final sum. Empty where the launch hands memory to a call the rewrite
         cannot read: it cannot tell, and leaves the kernel to Warp as it leaves any it need not rewrite."""
         if not any(map(self._updates, self.reached())):
             return frozenset()  # (most kernels update nothing: asked first, as it is cheap)

@@ -193,8 +193,8 @@ class Fenced(Given):
 
 
 class LeftToWarp(RewriteError):
-    """A kernel that uses no atomic's return, with a loop Warp's backward replays wrong in a form the rewrite cannot
-    replay right: it runs as plain Warp, whose gradient through such a loop is Warp's own documented limitation, and
+    """A kernel that uses no atomic's return, with a hazard (a loop Warp's backward replays wrong, a read of an array
+    its launch updates) in a form the rewrite cannot make right: it runs as plain Warp, with Warp's own gradients, and
     the front ends warn instead of refusing, so that a kernel that launches in plain Warp still launches. (Where a
     kernel uses an atomic's return, the same form is refused: the promise covers the whole kernel.) The message is a
     refusal's: where, what, and what to do (``runtime.errors.left_to_warp`` says it as the front ends warn it)."""

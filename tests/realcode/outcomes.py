@@ -36,5 +36,5 @@ def refusal_reason(message: str) -> str:
 
 
 LEFT_WARNING = re.compile(
-    r"kernel '(?P<kernel>[^']+)' is left as plain Warp, .*? as the rewrite cannot: (?P<reason>.+)$"
+    r"kernel '(?P<kernel>[^']+)' is left as plain Warp, .*? as the rewrite cannot make it right: (?P<reason>.+)$"
 )
