@@ -12,26 +12,13 @@ import ast
 
 from warp_rewrite.passes.atomics import PLAIN, AtomicCall, WarpNames
 from warp_rewrite.passes.builtins import written_arguments
-from warp_rewrite.passes.memory import stored_arrays
+from warp_rewrite.passes.memory import path_parts, stored_arrays
 from warp_rewrite.passes.syntax import walk
 
 # Casts and tests whose result carries no derivative, whatever their operands.
 _NON_DIFFERENTIABLE_CALLS = frozenset(
     {"int", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "tid", "len"}
 )
-
-
-def path_parts(expr: ast.expr) -> list[str] | None:
-    """['w', 'count'] for ``w.count`` or ``w.count[i]``; None for anything not an attribute chain."""
-    while isinstance(expr, ast.Subscript):
-        expr = expr.value
-    parts = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if not isinstance(expr, ast.Name):
-        return None
-    return [expr.id, *reversed(parts)]
 
 
 def single_assignments(

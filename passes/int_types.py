@@ -17,8 +17,8 @@ from typing import Any
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import PLAIN, WarpNames, positional_arguments
 from warp_rewrite.passes.builtins import returned_type, written_locals
-from warp_rewrite.passes.dataflow import path_parts
 from warp_rewrite.passes.dtypes import BOOL, INT
+from warp_rewrite.passes.memory import path_parts
 from warp_rewrite.passes.syntax import walk
 
 _UNKNOWN = "?"  # not settled yet: compatible with anything

@@ -143,3 +143,16 @@ def pool_arrays(function: ast.FunctionDef, ndims: dict[str, int], names: WarpNam
         if not ok:
             pools.discard(node.id)
     return frozenset(pools)
+
+
+def path_parts(expr: ast.expr) -> list[str] | None:
+    """['w', 'count'] for ``w.count`` or ``w.count[i]``; None for anything not an attribute chain."""
+    while isinstance(expr, ast.Subscript):
+        expr = expr.value
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    return [expr.id, *reversed(parts)]

@@ -18,7 +18,7 @@ import warp as wp
 from warp._src import types as warp_types
 
 from warp_rewrite.passes import dtypes
-from warp_rewrite.passes.dataflow import path_parts
+from warp_rewrite.passes.memory import path_parts
 from warp_rewrite.passes.plan_types import Unit
 from warp_rewrite.passes.refusals import Refusal
 

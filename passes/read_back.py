@@ -21,10 +21,11 @@ from warp_rewrite.passes.builtins import (
     warp_builtin,
     written_arguments,
 )
-from warp_rewrite.passes.dataflow import argument_path, is_view, path_parts, rebound_locals, single_assignments
+from warp_rewrite.passes.dataflow import argument_path, is_view, rebound_locals, single_assignments
 from warp_rewrite.passes.int_types import IntLocals
 from warp_rewrite.passes.loop_carried import LoopFlow
 from warp_rewrite.passes.loop_hazards import Callees, LoopHazard, loop_hazards, writes_gradient_memory
+from warp_rewrite.passes.memory import path_parts
 from warp_rewrite.passes.overloads import Ambiguous
 from warp_rewrite.passes.plan_types import Frontend, FunctionPlan, ReadPlace, Unit, array_at, is_int_path
 from warp_rewrite.passes.refusals import Refusal

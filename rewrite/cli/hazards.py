@@ -219,14 +219,9 @@ def launched_kernel(call: ast.Call) -> ast.expr | None:
 def _argument_path(expr: ast.expr, paths: dict[str, str | None]) -> str | None:
     """The kernel argument path of the array ``expr`` indexes or names (``s.arr`` for ``s.arr[i][0]``), where the
     function's ``paths`` tell it."""
-    while isinstance(expr, ast.Subscript):
-        expr = expr.value
-    fields = []
-    while isinstance(expr, ast.Attribute):
-        fields.append(expr.attr)
-        expr = expr.value
-    root = paths.get(expr.id) if isinstance(expr, ast.Name) else None
-    return ".".join([root, *reversed(fields)]) if root is not None else None
+    parts = memory.path_parts(expr)
+    root = paths.get(parts[0]) if parts is not None else None
+    return ".".join([root, *parts[1:]]) if root is not None and parts is not None else None
 
 
 def _bound(call: ast.Call, helper: ast.FunctionDef, paths: dict[str, str | None]) -> dict[str, str | None]:
