@@ -105,6 +105,7 @@ class HazardFinder:
             names = owner.warp.names()
             nodes = owner.function_nodes(function)
             parents = {child: node for node in nodes for child in ast.iter_child_nodes(node)}
+            paths = paths | _aliases(nodes, paths)
             read |= {_argument_path(load, paths) for load in memory.loads(nodes, parents, names)}
             for node in nodes:
                 if isinstance(node, ast.AugAssign):
@@ -232,4 +233,20 @@ def _bound(call: ast.Call, helper: ast.FunctionDef, paths: dict[str, str | None]
     return {
         name: None if isinstance(value, ast.Subscript) else _argument_path(value, paths)
         for name, value in handed.items()
+    }
+
+
+def _aliases(nodes: list[ast.AST], paths: dict[str, str | None]) -> dict[str, str | None]:
+    """Locals bound once to memory the function's ``paths`` tell (``values = holder.values``), with its path."""
+    bound: dict[str, list[ast.expr]] = {}
+    for node in nodes:
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name) and target.id not in paths:
+                    bound.setdefault(target.id, []).append(node.value if node.value is not None else target)
+    return {
+        name: _argument_path(values[0], paths)
+        for name, values in bound.items()
+        if len(values) == 1 and isinstance(values[0], ast.Name | ast.Attribute)
     }

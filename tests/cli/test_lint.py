@@ -969,13 +969,22 @@ def without_backward(cells: wp.array(dtype=int), x: wp.array(dtype=float), sums:
     tid = wp.tid()
     wp.atomic_add(sums, cells[tid], x[tid])
     x[tid] = sums[cells[tid]]
+
+
+@wp.kernel
+def through_a_local(x: wp.array(dtype=float), sums: wp.array(dtype=float)):
+    tid = wp.tid()
+    total = sums
+    total[0] += x[tid]
+    x[tid] = total[0] * 2.0
 """
 
 
 def test_a_kernel_reading_an_array_its_launch_updates_is_wr009(capsys, tmp_path):
-    """On the kernel, naming the array, its helpers followed; a plain store read back, an update of an array nothing
-    reads, and a kernel without a backward pass are no such hazard."""
-    assert check(capsys, tmp_path, UPDATED_READS, "--select", "ALL") == ["10:1: WR009", "17:1: WR009"]
+    """On the kernel, naming the array, its helpers and a local bound to the array followed (Warp's own tests:
+    ``values = holder.values``); a plain store read back, an update of an array nothing reads, and a kernel without a
+    backward pass are no such hazard."""
+    assert check(capsys, tmp_path, UPDATED_READS, "--select", "ALL") == ["10:1: WR009", "17:1: WR009", "44:1: WR009"]
     _, out, _ = run_cli(capsys, "--check", tmp_path / "kernels.py")
     assert "kernel 'reads_its_sum' reads 'sums', which its launch also updates (an atomic or +=)" in out
     assert "kernel 'through_helper' reads 'histogram', which its launch also updates" in out
