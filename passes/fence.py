@@ -246,10 +246,12 @@ class Fence:
 
     def _updates(self, unit: Unit) -> bool:
         """Does the function hold an atomic, or an augmented assignment into an element or a field?"""
-        augmented = (n for n in walk(unit.tree) if isinstance(n, ast.AugAssign))
-        if any(isinstance(n.target, ast.Subscript | ast.Attribute) for n in augmented):
-            return True
-        return bool(find_atomic_calls(unit.tree, self.frontend.warp_names(unit)))
+        names = self.frontend.warp_names(unit)
+        return any(
+            (isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Subscript | ast.Attribute))
+            or (isinstance(node, ast.Call) and names.atomic_op(node) is not None)
+            for node in walk(unit.tree)
+        )
 
     @functools.cached_property
     def consumes_returns(self) -> bool:

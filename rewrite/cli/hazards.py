@@ -14,6 +14,7 @@ from warp_rewrite.cli.source_file import position
 from warp_rewrite.cli.static_module import StaticModule
 from warp_rewrite.passes import memory
 from warp_rewrite.passes.loop_hazards import Callees, LoopHazard, writes_gradient_memory
+from warp_rewrite.passes.syntax import parent_map
 
 
 @dataclass(frozen=True)
@@ -104,16 +105,16 @@ class HazardFinder:
             seen.add(key)
             names = owner.warp.names()
             nodes = owner.function_nodes(function)
-            parents = {child: node for node in nodes for child in ast.iter_child_nodes(node)}
+            scopes = owner.scopes_in(function, nodes)
             paths = paths | _aliases(nodes, paths)
-            read |= {_argument_path(load, paths) for load in memory.loads(nodes, parents, names)}
+            read |= {_argument_path(load, paths) for load in memory.loads(nodes, parent_map(nodes), names)}
             for node in nodes:
                 if isinstance(node, ast.AugAssign):
                     updated |= {_argument_path(array, paths) for array in memory.stored_arrays(node)}
                 elif isinstance(node, ast.Call) and names.atomic_op(node) is not None and node.args:
                     updated.add(_argument_path(node.args[0], paths))
                 elif isinstance(node, ast.Call):
-                    found = self.project.resolve(owner, node, owner.scopes_in(function, nodes))
+                    found = self.project.resolve(owner, node, scopes)
                     if isinstance(found, tuple) and not found[0].has_gradient(found[1]):
                         pending.append((*found, _bound(node, found[1], paths)))
         return frozenset(path for path in updated & read if path is not None)
@@ -222,7 +223,7 @@ def _argument_path(expr: ast.expr, paths: dict[str, str | None]) -> str | None:
     function's ``paths`` tell it."""
     parts = memory.path_parts(expr)
     root = paths.get(parts[0]) if parts is not None else None
-    return ".".join([root, *parts[1:]]) if root is not None and parts is not None else None
+    return None if root is None or parts is None else ".".join([root, *parts[1:]])
 
 
 def _bound(call: ast.Call, helper: ast.FunctionDef, paths: dict[str, str | None]) -> dict[str, str | None]:
