@@ -43,7 +43,7 @@ from warp_rewrite.cli.layout import laid_out, quoted
 from warp_rewrite.cli.markers import begin_marker, end_marker, shared_markers
 from warp_rewrite.cli.project import Project
 from warp_rewrite.cli.shared_clones import share
-from warp_rewrite.cli.source_file import Imported, Region, module_level
+from warp_rewrite.cli.source_file import Imported, Region, import_path, module_level
 from warp_rewrite.cli.staleness import MadeFrom, made_from, option_flags, stale
 from warp_rewrite.cli.static_frontend import (
     HelperImport,
@@ -51,6 +51,7 @@ from warp_rewrite.cli.static_frontend import (
     StaticUnit,
 )
 from warp_rewrite.cli.static_module import StaticModule
+from warp_rewrite.cli.weave import woven_sources
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.naming import RUNTIME_FOLDER, RUNTIME_NAME, Namer
 from warp_rewrite.passes.plan_types import array_at
@@ -715,17 +716,18 @@ def emit_module(
 def _shared_clones(
     module: StaticModule, blocks: list[Block], names: ModuleNames, imported: set[str], config: LintConfig
 ) -> list[tuple[int, str]]:
-    """One definition per variant of the blocks' cloned helpers (``shared_clones``): each block's source loses the
-    clones defined elsewhere; the insertion of the module-level block of the shared ones, if any."""
-    kernels = [block.kernels for block in blocks]
+    """One definition per variant of the blocks' cloned helpers (``shared_clones``) and per family of phases
+    (``weave``): each block's source; the insertion of the module-level block of the shared ones, if any."""
     bound = {names.warp, names.runtime.alias, *imported}
+    kernels = [block.kernels for block in blocks]
     sharing = share(module, [b.kernel for b in blocks], [b.generated_source for b in blocks], kernels, bound)
-    for block, source in zip(blocks, sharing.sources, strict=True):
+    sources, shared = woven_sources(sharing.sources, sharing.shared, _taken_names(module), names.warp)
+    for block, source in zip(blocks, sources, strict=True):
         block.source = source
     if sharing.before is None:
         return []
     begin, end = shared_markers()
-    text = begin + "\n\n" + sharing.shared.rstrip("\n") + "\n\n\n" + end
+    text = begin + "\n\n" + shared.rstrip("\n") + "\n\n\n" + end
     laid = laid_out(quoted(text, config.quote_style), "", config.line_length)
     at = min([sharing.before.lineno, *(d.lineno for d in getattr(sharing.before, "decorator_list", []))]) - 1
     while at > 0 and module.lines[at - 1].lstrip().startswith("#"):
@@ -780,20 +782,3 @@ class Relocation:
         """The length of ``text`` once each location of the emitted file in it has a line number of ``LINE_DIGITS``
         digits: what a layout that must not depend on the lines inserted measures."""
         return len(self._own_line.sub(lambda found: found[1] + "9" * LINE_DIGITS + found[2], text))
-
-
-def import_path(path: Path) -> str:
-    """How a generated location names a file other than the module's own: its path from the folder its top-level
-    package is in (``newton/_src/geometry/hashtable.py``), as its import names it (a folder without ``__init__.py``
-    between packages is a namespace package: ``newton/_src``); for a module outside a package, its name. The same
-    wherever wp-rewrite runs from and wherever the project lies."""
-    real = path.resolve()
-    top, outside = real.parent, 0
-    for folder in real.parents:
-        if (folder / "__init__.py").is_file():
-            top, outside = folder.parent, 0
-        else:
-            outside += 1
-            if outside == 2:
-                break
-    return real.relative_to(top).as_posix()

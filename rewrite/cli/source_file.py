@@ -304,3 +304,20 @@ def display_path(path: Path) -> str:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
+
+
+def import_path(path: Path) -> str:
+    """How a generated location names a file other than the module's own: its path from the folder its top-level
+    package is in (``newton/_src/geometry/hashtable.py``), as its import names it (a folder without ``__init__.py``
+    between packages is a namespace package: ``newton/_src``); for a module outside a package, its name. The same
+    wherever wp-rewrite runs from and wherever the project lies."""
+    real = path.resolve()
+    top, outside = real.parent, 0
+    for folder in real.parents:
+        if (folder / "__init__.py").is_file():
+            top, outside = folder.parent, 0
+        else:
+            outside += 1
+            if outside == 2:
+                break
+    return real.relative_to(top).as_posix()

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .specs import RecordSpec, SiteSpec
 
 __version__ = "0.7.0"
-ABI = 9  # the contract generated code is written against (see above); not the version, which changes more often
+ABI = 10  # the contract generated code is written against (see above); not the version, which changes more often
 
 
 class Op(str, enum.Enum):

@@ -29,6 +29,12 @@ def replays(replay: wp.Function) -> Callable[[wp.Function], wp.Function]:
         # wp.func_replay matches every annotation against the replay's parameters, the return's too
         registered.__annotations__ = {k: v for k, v in python.__annotations__.items() if k != "return"}
         wp.func_replay(replay)(registered)
+        # Warp's backward calls ``replay_<the replay's native name>``, while the function it made is named after
+        # its own key: the two agree only where each is the first function of its key, which the functions a
+        # factory makes once per phase (``f_phases``, one key for all) are not.
+        registered_replay = replay.custom_replay_func
+        assert registered_replay is not None  # (``wp.func_replay`` set it)
+        registered_replay.native_func = f"replay_{replay.native_func}"
         return twin
 
     return register

@@ -195,8 +195,8 @@ def test_detached_float_returns_are_read_back_from_their_records_keeping_the_ato
     source.write_text(COUNTED)
     assert run_cli(capsys, source, "--detach-returns", "-o", out)[0] == 0
     stand_in = (  # laid out for ruff's default line length, 88: no configuration above tmp_path
-        "previous = wp_rewrite_runtime.replay_returned(\n"
-        "        wp.atomic_add(total, 0, 1.0), previous_records, thread\n"
+        "            previous = wp_rewrite_runtime.replay_returned(\n"
+        "                wp.atomic_add(total, 0, 1.0), previous_records, thread\n"
     )
     assert stand_in in out.read_text()
     module = import_file(out, "counted_rewritten")
@@ -224,12 +224,15 @@ def compact_tripled(x: wp.array(dtype=wp.float64), count: wp.array(dtype=wp.int3
 
 
 def test_statements_left_as_they_were_keep_the_users_text(tmp_path, capsys):
-    """In the record and the replay kernel alike; out = 3 x in thread order on the CPU, so x.grad = 3."""
+    """In the one definition of the record and the replay kernel (``rewrite/cli/weave.py``), re-indented; out = 3 x
+    in thread order on the CPU, so x.grad = 3."""
     source, out = tmp_path / "laid_out.py", tmp_path / "laid_out_rewritten.py"
     source.write_text(LAID_OUT)
     assert run_cli(capsys, source, "-o", out)[0] == 0
     statement = "    out[slot] = (x[tid]  # the user's comment\n                 * wp.float64(3.0))\n"
-    assert out.read_text().count(statement) == 3  # the user's kernel, kept as it is, and both phases
+    assert out.read_text().count(statement) == 1  # the user's kernel, kept as it is
+    phases = "        out[slot] = (x[tid]  # the user's comment\n                     * wp.float64(3.0))\n"
+    assert out.read_text().count(phases) == 1
     module = import_file(out, "laid_out_rewritten")
     x, count, y = f64(X, grad=True), i32([0]), zeros(N)
     tape = wp.Tape()
@@ -286,8 +289,11 @@ def test_module_with_its_own_warp_alias_and_a_bare_atomic(tmp_path, capsys):
     out = tmp_path / "aliased_rewritten.py"
     assert run_cli(capsys, SAMPLES / "aliased.py", "-o", out)[0] == 0
     text = out.read_text()
-    assert "@w.kernel(enable_backward=False)\ndef pop_and_scale_record(" in text
-    assert "top = wp_rewrite_runtime.record_returned(\n        atomic_sub(stack, 0, 1), top_records, thread\n" in text
+    assert "pop_and_scale_record = w.kernel(enable_backward=False)(\n    pop_and_scale_phases(record=True)\n)" in text
+    recorded = (
+        "top = wp_rewrite_runtime.record_returned(\n                atomic_sub(stack, 0, 1), top_records, thread\n"
+    )
+    assert f"        if w.static(record):\n            {recorded}" in text
     assert runtime_import("wp_rewrite_runtime") in text
     module = import_file(out, "aliased_rewritten")
     make = lambda: [i32([N]), f64(X, True), zeros(N)]  # noqa: E731
@@ -489,7 +495,7 @@ def test_diff_prints_a_unified_diff_and_writes_nothing(tmp_path, capsys):
     status, out, _ = run_cli(capsys, source, "--diff")
     assert status == 0
     assert out.startswith(f"--- {source}\n+++ {source}\n@@ ")
-    assert "+def compact_record(" in out and "+launch_compact = compact_rewritten.launch" in out
+    assert "+compact_record = " in out and "+launch_compact = compact_rewritten.launch" in out
     assert not any(line.startswith("-") and not line.startswith("---") for line in out.splitlines())
     assert source.read_text() == SMALL
 

@@ -183,14 +183,14 @@ def test_discarded_conditional_atomics_keep_their_gradients(adoption):
     statement = (
         "    wp.atomic_add(acc, 0, x[tid] * x[tid]) if x[tid] > wp.float64(0.0) else wp.atomic_sub(acc, 1, x[tid])\n"
     )
-    assert text.count(statement) == 1  # the kernel; the record and the replay kernel keep it, laid out as ruff would
+    assert text.count(statement) == 1  # the kernel; the one definition of both phases keeps it, laid out as ruff would
     laid_out = (
-        "    wp.atomic_add(acc, 0, x[tid] * x[tid]) if x[tid] > wp.float64(\n"
-        "        0.0\n"
-        "    ) else wp.atomic_sub(acc, 1, x[tid])\n"
+        "        wp.atomic_add(acc, 0, x[tid] * x[tid]) if x[tid] > wp.float64(\n"
+        "            0.0\n"
+        "        ) else wp.atomic_sub(acc, 1, x[tid])\n"
     )
-    assert text.count(laid_out) == 2
-    replay_parameters = text.split("def signed_totals_replay(")[1].split("):")[0]
+    assert text.count(laid_out) == 1
+    replay_parameters = text.split("def signed_totals_phase(")[1].split("):")[0]
     assert replay_parameters.count("_records") == 1  # the slot's: nothing recorded for the discarded ones
 
     def program(args, launcher):
@@ -295,7 +295,8 @@ def test_refused_kernels_are_listed_and_the_others_rewritten(capsys, tmp_path):
     assert lines[-1] == f"{source} -> {out}: rewrote 2 kernels (fine, hidden_options); 2 kernels refused (see above)"
     text = out.read_text()
     assert "\nlaunch_fine = fine_rewritten.launch" in text and "pick_record" not in text
-    assert '@wp.kernel(**{**{"enable_backward": True}, "enable_backward": False})\ndef hidden_options_record(' in text
+    record = 'hidden_options_record = wp.kernel(\n    **{**{"enable_backward": True}, "enable_backward": False}\n)('
+    assert record + "hidden_options_phases(record=True))" in text
     assert (tmp_path / "wp_rewrite_runtime" / "__init__.py").exists()
 
 

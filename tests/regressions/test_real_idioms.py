@@ -226,8 +226,9 @@ def test_options_unpacked_into_the_decorator_are_passed_on(tmp_path):
     source.write_text(UNPACKED_OPTIONS)
     assert main([str(source), "-o", str(out)]) == 0
     text = out.read_text()
-    assert '@wp.kernel(**{**OPTIONS, "enable_backward": False})\ndef compact_with_options_record(' in text
-    assert "@wp.kernel(**{**OPTIONS})\ndef compact_with_options_replay(" in text
+    record = 'compact_with_options_record = wp.kernel(**{**OPTIONS, "enable_backward": False})('
+    assert record + "\n    compact_with_options_phases(record=True)\n)" in text
+    assert "_replay = wp.kernel(**{**OPTIONS})(\n    compact_with_options_phases(record=False)\n)" in text
     sys.path.append(str(tmp_path))
     spec = importlib.util.spec_from_file_location("unpacked_rewritten", out)
     module = importlib.util.module_from_spec(spec)

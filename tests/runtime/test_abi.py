@@ -70,7 +70,7 @@ def test_emitted_blocks_record_the_abi(tmp_path, monkeypatch):
     package = emitted_package(tmp_path, monkeypatch, "abi_recorded")
     text = (package / "small.py").read_text()
     assert f'wp_rewrite_runtime.require_abi({abi.ABI}, "compact", ' in text
-    assert text.index("require_abi(") < text.index("def compact_record(")
+    assert text.index("require_abi(") < text.index("def compact_phases(")
 
 
 def test_an_emitted_file_refuses_a_runtime_of_another_abi_at_import(tmp_path, monkeypatch):
