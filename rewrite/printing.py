@@ -39,12 +39,15 @@ _PLACEHOLDER = "__wp_rewrite_kept_"
 _PLACEHOLDER_LINE = re.compile(rf"^( *){_PLACEHOLDER}(\d+)$", re.MULTILINE)
 
 
-def unparse_keeping_text(definition: ast.FunctionDef, originals: dict[ast.stmt, str]) -> str:
+def unparse_keeping_text(
+    definition: ast.FunctionDef, originals: dict[ast.stmt, str], comments_above: bool = False
+) -> str:
     """``ast.unparse(definition)``, but the statements of ``originals`` spelled as in the text they map to.
 
     ``originals``: the statements of the user's functions, each with the source its positions refer to. The
     passes never change a tree they read, so a statement of ``definition`` that is one of these was left as it
-    was (``passes.two_phase.PhaseWriter``).
+    was (``passes.two_phase.PhaseWriter``). ``comments_above``: each such statement with the comment lines right
+    above it there (a statement printed out of a compound one printed anew keeps the comments it had in it).
     """
     kept: list[str] = []
     swapped: list[tuple[list[ast.stmt], int, ast.stmt]] = []
@@ -54,7 +57,8 @@ def unparse_keeping_text(definition: ast.FunctionDef, originals: dict[ast.stmt, 
         for index, statement in enumerate(body):
             text = originals.get(statement)
             spelled = _source_of(statement, _lines(text)) if text is not None else None
-            if spelled is not None:
+            if spelled is not None and text is not None:
+                spelled = (_comments_above(statement, _lines(text)) if comments_above else "") + spelled
                 body[index] = ast.Expr(ast.Name(f"{_PLACEHOLDER}{len(kept)}", ast.Load()))
                 swapped.append((body, index, statement))
                 kept.append(spelled)
@@ -98,6 +102,14 @@ def _source_of(statement: ast.stmt, source_lines: tuple[str, ...]) -> str | None
         return None
     own_indent = " " * column
     return "\n".join([segment[0], *(line.removeprefix(own_indent) for line in segment[1:])])
+
+
+def _comments_above(statement: ast.stmt, source_lines: tuple[str, ...]) -> str:
+    """The comment lines right above the statement, each ending with a line end, without their indentation."""
+    first = statement.lineno - 1
+    while first > 0 and source_lines[first - 1].lstrip().startswith("#"):
+        first -= 1
+    return "".join(line.lstrip() + "\n" for line in source_lines[first : statement.lineno - 1])
 
 
 def _unsafe_to_indent(line: str) -> bool:

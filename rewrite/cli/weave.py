@@ -448,7 +448,11 @@ def woven_source(source: str, generated: set[str], taken: set[str], warp: str) -
         woven_any = True
         factory, *bindings = woven
         assert isinstance(factory, ast.FunctionDef)
-        text = _spaced(unparse_keeping_text(factory, originals)) + "\n\n\n" + "\n".join(map(ast.unparse, bindings))
+        text = (
+            _spaced(unparse_keeping_text(factory, originals, comments_above=True))
+            + "\n\n\n"
+            + "\n".join(map(ast.unparse, bindings))
+        )
         members = list(family.members.values())
         last = max(members, key=lambda m: tree.body.index(m))
         inner = factory.body[-2]

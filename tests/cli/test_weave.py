@@ -114,3 +114,30 @@ def test_phases_of_another_signature_stay_apart():
     assert "def claim_record(extra: int," in kept
     assert "def claim_phases(store: bool):" in kept
     assert "claim_replay_forward = wp_rewrite_runtime.replays(claim_replay)(claim_phases(store=False))" in kept
+
+
+COMMENTED = """\
+@wp.func
+def f_record(a: int, r: Ints) -> int:
+    x = wp_rewrite_runtime.record_if_room(wp.atomic_add(c, 0, 1), r, a)
+    if x == 0:
+        # Undo the reservation.
+        wp.atomic_add(c, 0, -1)
+        return -1
+    return x
+
+
+@wp.func
+def f_replay(a: int, r: Ints) -> int:
+    x = wp_rewrite_runtime.recorded_int32(r, a)
+    if x == 0:
+        return -1
+    return x
+"""
+
+
+def test_a_comment_inside_a_statement_woven_anew_stays_above_its_statement():
+    """The ``if`` is printed anew (its body differs from phase to phase): the statement it held keeps its comment."""
+    assert "        if x == 0:\n            if wp.static(record):\n                # Undo the reservation.\n" in woven(
+        COMMENTED
+    )

@@ -11,6 +11,7 @@ import io
 import re
 import shutil
 import tempfile
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +22,8 @@ from warp_rewrite.cli.main import FINDINGS, OK, main
 
 GOAL = 3.0  # issue 37: every rewritten file at most three times its input
 # the names the pipeline gives a generated function: its kernel's or helper's, a clone number, then its phase
-PHASE = re.compile(r"^(?P<base>.+?)(_\d+)?_(record|count|replay|replay_forward)$")
+# A generated function: a phase of a kernel or clone, or the factory that defines its phases (``rewrite/cli/weave.py``)
+PHASE = re.compile(r"^(?P<base>.+?)(_\d+)?_(record|count|replay|replay_forward|phases)$")
 
 
 def lines(text: str) -> int:
@@ -59,7 +61,13 @@ class Breakdown:
     def of(cls, original: str, emitted: str) -> Breakdown:
         defined = {node.name for node in ast.walk(ast.parse(original)) if isinstance(node, ast.FunctionDef)}
         counted = cls()
-        for node in ast.walk(ast.parse(emitted)):
+        tree = ast.parse(emitted)
+        bound: Counter[str] = Counter()  # the lines binding a factory's phases, by factory
+        for node in ast.walk(tree):
+            for call in ast.walk(node.value) if isinstance(node, ast.Assign) else ():
+                if isinstance(call, ast.Call) and ast.unparse(call.func).endswith("_phases"):
+                    bound[ast.unparse(call.func)] += (node.end_lineno or node.lineno) - node.lineno + 1
+        for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "KernelSpec":
                 counted.specs += (node.end_lineno or node.lineno) - node.lineno + 1
             if not isinstance(node, ast.FunctionDef) or node.name in defined:
@@ -68,7 +76,9 @@ class Breakdown:
             if match is None:
                 continue
             size = (node.end_lineno or node.lineno) - min([node.lineno, *(d.lineno for d in node.decorator_list)]) + 1
-            if any("kernel" in ast.unparse(d) for d in node.decorator_list):
+            size += bound[node.name]
+            decorators = [d for n in (node, *node.body) if isinstance(n, ast.FunctionDef) for d in n.decorator_list]
+            if any("kernel" in ast.unparse(d) for d in decorators) or not decorators:  # (a factory of kernels)
                 counted.kernels += size
             else:
                 counted.clones += size
