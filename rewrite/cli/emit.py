@@ -16,11 +16,7 @@ from __future__ import annotations
 
 import ast
 import builtins
-import dataclasses
-import enum
-import functools
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,8 +38,9 @@ from warp_rewrite.cli.kernel_choice import choose_kernels, warning
 from warp_rewrite.cli.layout import laid_out, quoted
 from warp_rewrite.cli.markers import begin_marker, end_marker, shared_markers
 from warp_rewrite.cli.project import Project
-from warp_rewrite.cli.shared_clones import share
+from warp_rewrite.cli.shared_clones import share, top_statement
 from warp_rewrite.cli.source_file import Imported, Region, import_path, module_level
+from warp_rewrite.cli.spec_literal import Relocation, SharedSpecValues, spec_literal
 from warp_rewrite.cli.staleness import MadeFrom, made_from, option_flags, stale
 from warp_rewrite.cli.static_frontend import (
     HelperImport,
@@ -61,7 +58,7 @@ from warp_rewrite.pipeline import GeneratedKernel, LeftToWarp, RewriteOptions
 from warp_rewrite.printing import string_lines
 from warp_rewrite.runtime import RewriteError
 from warp_rewrite.runtime.abi import RuntimeNames
-from warp_rewrite.runtime.specs import RecordSpec, SiteSpec
+from warp_rewrite.runtime.specs import KernelSpec
 
 
 @dataclass
@@ -266,75 +263,6 @@ def runtime_level(module: StaticModule) -> int | None:
     return 0 if imported else None
 
 
-def _literal(
-    value: Any,
-    names: ModuleNames,
-    indent: str,
-    relocate: Relocation,
-    width: int,
-    around: int = 1,
-    expanded: bool = False,
-) -> str:
-    """Source text that makes ``value`` (a launch spec: the runtime's dataclasses, tuples, Warp types, constants),
-    laid out as ruff lays it out where one line would be too long for lines of ``width`` (its line is ``indent``,
-    ``around`` other characters, a field's name and the comma after it, and the value): a call's arguments on a line
-    of their own where they fit, else one item a line. A spec's fields without a default go by position, the others
-    by name; a record and a site are calls of their kind and op (``RecordKind.CARRIED("x_in_loop0", dtype=...)``,
-    ``Op.READ("state.count", "f.py:12:9")``). Lengths are measured with each location in the emitted file at its
-    widest (``Relocation.widest``), so that the number of lines does not depend on its line numbers, which
-    ``relocate`` changes. ``expanded``: one item a line, whatever fits."""
-    inner = indent + "    "
-    if dataclasses.is_dataclass(value):
-        fields = [f for f in dataclasses.fields(value) if f.default is dataclasses.MISSING]
-        fields += [f for f in dataclasses.fields(value) if f not in fields and getattr(value, f.name) != f.default]
-        items = [
-            ("" if f.default is dataclasses.MISSING else f"{f.name}=")
-            + (
-                json.dumps(relocate(getattr(value, f.name)))
-                if f.name == "location"
-                else _literal(getattr(value, f.name), names, inner, relocate, width, len(f.name) + 2)
-            )
-            for f in fields
-        ]
-        opening, closing = f"{names.runtime.named(type(value).__name__)}(", ")"
-        if isinstance(value, (RecordSpec, SiteSpec)):  # the call of its kind or op, which comes second
-            kind = value.kind if isinstance(value, RecordSpec) else value.op
-            opening = f"{names.runtime.named(type(kind).__name__)}.{kind.name}("
-            del items[1]
-    elif isinstance(value, enum.Enum):  # the ABI's Op and RecordKind
-        return f"{names.runtime.named(type(value).__name__)}.{value.name}"
-    elif isinstance(value, tuple):
-        items = [_literal(item, names, inner, relocate, width) for item in value]
-        opening, closing = "(", ",)" if len(value) == 1 else ")"
-    elif isinstance(value, type):
-        spelled = dtypes.source(value, names.warp)
-        assert spelled is not None  # (a record's dtype is one generated code can name)
-        return spelled
-    else:
-        return json.dumps(value) if isinstance(value, str) else repr(value)  # strings in double quotes
-    flat = opening + ", ".join(items) + closing
-    widest = relocate.widest(flat)
-    if len(indent) + around + widest <= width and "\n" not in flat and not expanded:
-        return flat
-    if isinstance(value, tuple) and len(value) == 1 and widest != len(flat):
-        # The comma of a tuple of one is no trailing comma to ruff, which joins it where it fits with the line
-        # number the location has: its item one item a line too, kept so by its trailing comma.
-        items = [_literal(value[0], names, inner, relocate, width, expanded=True)]
-    arguments = ", ".join(items)  # a call's arguments on a line of their own, where they fit (as ruff does)
-    # A location in the emitted file may have a shorter line number than measured, and ruff joins a call's arguments
-    # that fit on one line: with one, one item a line, which the trailing comma keeps so.
-    moving = relocate.widest(arguments) != len(arguments)
-    if (
-        not isinstance(value, tuple)
-        and not moving
-        and not expanded
-        and "\n" not in arguments
-        and len(inner) + len(arguments) <= width
-    ):
-        return f"{opening}\n{inner}{arguments}\n{indent}{closing}"
-    return opening + "\n" + "".join(f"{inner}{item},\n" for item in items) + indent + closing.lstrip(",")
-
-
 @dataclass(frozen=True)
 class LaunchNames:
     """The names a block binds for the kernel's launch."""
@@ -455,12 +383,17 @@ class Block:
     # The variant recording float returns as constants (``_takes_any_dtype``, ``RewrittenKernel.detached``)
     detached: GeneratedKernel | None = None
     source: str = ""  # the generated definitions it holds (``shared_clones``: less those defined elsewhere)
+    shared_specs: dict[tuple[str, Any], str] = field(default_factory=dict)  # (``SharedSpecValues.names``)
 
     @property
     def generated_source(self) -> str:
         """The pipeline's definitions for the block: the kernel's, then its detached variant's."""
         variants = [self.generated] + ([self.detached] if self.detached else [])
         return "\n\n\n".join(variant.source.rstrip("\n") for variant in variants) + "\n"
+
+    @property
+    def specs(self) -> list[KernelSpec]:
+        return [self.generated.spec] + ([self.detached.spec] if self.detached else [])
 
     @property
     def kernels(self) -> set[str]:
@@ -480,10 +413,14 @@ class Block:
         gap = "\n" * self.gap
         generated = self.generated
         width = self.lint.line_length - len(self.indent)
-        spec = _literal(generated.spec, self.names, " " * 8, relocate, width)
+        spec = spec_literal(generated.spec, self.names, " " * 8, relocate, width, shared=self.shared_specs)
         detached = None
         if self.detached is not None:
-            detached = (self.detached, _literal(self.detached.spec, self.names, " " * 8, relocate, width))
+            shared = self.shared_specs
+            detached = (
+                self.detached,
+                spec_literal(self.detached.spec, self.names, " " * 8, relocate, width, shared=shared),
+            )
         abi = self._abi_check(relocate)
         launch = _rewritten_kernel(generated, spec, self.names, self.launch, max_records, self.nested, detached)
         body = (self.source or self.generated_source) + gap + launch
@@ -530,9 +467,6 @@ class Block:
         followed = after + blank < len(lines)
         trailing = max(0, self.gap - (blank - before)) if followed else 0
         return after + before, "\n" * (self.gap - before) + text + "\n" * trailing
-
-
-LINE_DIGITS = 7  # the most digits a line number has, for layouts that must not depend on it
 
 
 def _functions_argument(names: tuple[str, ...], width: int) -> str:
@@ -684,18 +618,20 @@ def emit_module(
     ]
     helper_lines = helper_import_lines(module, helper_imports, config, Sections.for_folder(folder, config))
     inserted, merged = list(helper_lines.added), helper_lines.merged  # added: (input line after which, text)
-    if blocks:
-        inserted += _shared_clones(module, blocks, names, {i.name for i in helper_imports}, config)
+    shared = _shared_clones(module, blocks, names, {i.name for i in helper_imports}, config) if blocks else None
+    elsewhere = {m.display: import_path(m.path) for m in project.modules.values() if m is not None}
+    renamed = Relocation(module.display, name or path.name, [], elsewhere)  # the lines as they are
+    at_shared = len(inserted)
+    inserted += [shared.insertion(renamed)] if shared else []
     if (blocks or emitted.already) and imports.warp:
         inserted.append(placement(module.tree, module.lines, imports.warp, Sections.for_folder(folder, config)))
     if (blocks or emitted.already) and imports.runtime:
         inserted.append(after_imports(module.tree, module.lines, quoted(imports.runtime, config.quote_style)))
-    elsewhere = {m.display: import_path(m.path) for m in project.modules.values() if m is not None}
-    renamed = Relocation(module.display, name or path.name, [], elsewhere)  # the lines as they are
     unplaced = [block.insertion(module.lines, block.text(max_records, renamed)) for block in blocks]
     # A merged import that takes more lines than before moves the lines after it as an insertion there would.
     grown = [(end_line(node), "\n" * (text.count("\n") - (end_line(node) - node.lineno + 1))) for node, text in merged]
     relocate = Relocation(module.display, name or path.name, inserted + grown + unplaced, elsewhere)
+    inserted[at_shared : at_shared + bool(shared)] = [shared.insertion(relocate)] if shared else []
     inserted += [block.insertion(module.lines, block.text(max_records, relocate)) for block in blocks]
     edits = [Edit(offsets.line_start(at + 1), offsets.line_start(at + 1), added) for at, added in inserted]
     edits += [
@@ -713,31 +649,58 @@ def emit_module(
     return emitted
 
 
+@dataclass
+class SharedBlock:
+    """The module-level block of what the blocks share: helpers' clones, and spec values (``SharedSpecValues``)."""
+
+    at: int  # the input line before the first top-level statement holding a block that uses it
+    blank: int  # the blank lines above that statement
+    clones: str  # the shared definitions, at column 0
+    specs: SharedSpecValues
+    names: ModuleNames
+    config: LintConfig
+
+    def insertion(self, relocate: Relocation) -> tuple[int, str]:
+        """(input line after which, text), with two blank lines on each side, counting those there (as
+        ``Block.insertion``): the file a first run makes."""
+        begin, end = shared_markers()
+        values = self.specs.definitions(self.names, relocate, self.config.line_length)
+        text = begin + "\n\n" + self.clones.rstrip("\n") + "\n\n\n" + (values + "\n\n\n" if values else "") + end
+        laid = laid_out(quoted(text, self.config.quote_style), "", self.config.line_length)
+        before = min(self.blank, 2)
+        return self.at - self.blank + before, "\n" * (2 - before) + laid + "\n" * max(0, 2 - (self.blank - before))
+
+
 def _shared_clones(
     module: StaticModule, blocks: list[Block], names: ModuleNames, imported: set[str], config: LintConfig
-) -> list[tuple[int, str]]:
-    """One definition per variant of the blocks' cloned helpers (``shared_clones``) and per family of phases
-    (``weave``): each block's source; the insertion of the module-level block of the shared ones, if any."""
+) -> SharedBlock | None:
+    """One definition per variant of the blocks' cloned helpers (``shared_clones``), per family of phases (``weave``)
+    and per spec value blocks after the shared ones hold alike (``SharedSpecValues``): each block's source, and the
+    module-level block of the shared ones, if any."""
     bound = {names.warp, names.runtime.alias, *imported}
     kernels = [block.kernels for block in blocks]
     sharing = share(module, [b.kernel for b in blocks], [b.generated_source for b in blocks], kernels, bound)
-    sources, shared = woven_sources(sharing.sources, sharing.shared, _taken_names(module), names.warp)
+    namer = Namer(_taken_names(module))
+    sources, shared = woven_sources(sharing.sources, sharing.shared, namer, names.warp)
     for block, source in zip(blocks, sources, strict=True):
         block.source = source
     if sharing.before is None:
-        return []
-    begin, end = shared_markers()
-    text = begin + "\n\n" + shared.rstrip("\n") + "\n\n\n" + end
-    laid = laid_out(quoted(text, config.quote_style), "", config.line_length)
+        return None
     at = min([sharing.before.lineno, *(d.lineno for d in getattr(sharing.before, "decorator_list", []))]) - 1
     while at > 0 and module.lines[at - 1].lstrip().startswith("#"):
         at -= 1  # the comments above the statement stay with it
     blank = 0
     while at - blank > 0 and not module.lines[at - blank - 1].strip():
         blank += 1
-    # Two blank lines on each side, counting those there (as ``Block.insertion``): the file a first run makes.
-    before = min(blank, 2)
-    return [(at - blank + before, "\n" * (2 - before) + laid + "\n" * max(0, 2 - (blank - before)))]
+    after = [block for block in blocks if top_statement(module, block.kernel).lineno > at]  # (defined by then)
+
+    def long(name: str, value: Any) -> bool:
+        return "\n" in spec_literal(value, names, "", Relocation("", "", [], {}), config.line_length, len(name) + 3)
+
+    specs = SharedSpecValues.of([(b.kernel.name, b.specs) for b in after], namer, long)
+    for block in after:
+        block.shared_specs = specs.names
+    return SharedBlock(at, blank, shared, specs, names, config)
 
 
 def stale_kernels(module: StaticModule, finder: HazardFinder, options: str) -> list[ast.FunctionDef]:
@@ -753,32 +716,3 @@ def without_regions(module: StaticModule, regions: list[Region]) -> str:
     """The module's text without the given blocks, each from its begin marker to its end marker."""
     dropped = {number for region in regions for number in range(region.first, region.last + 1)}
     return "".join(line for number, line in enumerate(module.lines, start=1) if number not in dropped)
-
-
-@dataclass(frozen=True)
-class Relocation:
-    """Maps ``display:line:col`` of the input to ``name:line:col`` in the emitted file, where ``inserted`` (after
-    which input line, what text) has moved the lines down, and a location in another file (a helper's) to its path
-    in ``elsewhere`` (``import_path``): nothing generated depends on the working directory."""
-
-    display: str
-    name: str
-    inserted: list[tuple[int, str]]
-    elsewhere: dict[str, str]
-
-    def __call__(self, location: str) -> str:
-        path, line, column = location.rsplit(":", 2)
-        if path != self.display:
-            return f"{self.elsewhere.get(path, path)}:{line}:{column}"
-        moved = sum(text.count("\n") for after, text in self.inserted if after < int(line))
-        return f"{self.name}:{int(line) + moved}:{column}"
-
-    @functools.cached_property
-    def _own_line(self) -> re.Pattern[str]:
-        """The line number of a location of the emitted file in a string literal: ``"name:line:col"``."""
-        return re.compile(rf'("{re.escape(self.name)}:)\d+(:\d+")')
-
-    def widest(self, text: str) -> int:
-        """The length of ``text`` once each location of the emitted file in it has a line number of ``LINE_DIGITS``
-        digits: what a layout that must not depend on the lines inserted measures."""
-        return len(self._own_line.sub(lambda found: found[1] + "9" * LINE_DIGITS + found[2], text))

@@ -50,7 +50,7 @@ class Sharing:
     before: ast.stmt | None = None  # the top-level statement the shared block goes before
 
 
-def _top_statement(module: StaticModule, node: ast.AST) -> ast.stmt:
+def top_statement(module: StaticModule, node: ast.AST) -> ast.stmt:
     """The statement of the module's body that holds ``node``."""
     line = getattr(node, "lineno", 0)
     return next(s for s in module.tree.body if s.lineno <= line <= (s.end_lineno or s.lineno))
@@ -226,7 +226,7 @@ def _hoisted(
     """The variants that go into the shared block (variant -> the name it keeps: its first clone's), and the
     top-level statement the block goes before. A variant is shared where several blocks use it, it can live at
     module level there, and so can every variant it calls (those then go into the block too)."""
-    tops = [_top_statement(module, kernel) for kernel in kernels]
+    tops = [top_statement(module, kernel) for kernel in kernels]
     candidates = {variant for variant, clones in users.items() if len({clone.block for clone in clones}) > 1}
     if not candidates:
         return {}, None

@@ -22,6 +22,7 @@ import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from warp_rewrite.passes.naming import Namer
 from warp_rewrite.printing import unparse_keeping_text
 
 
@@ -106,7 +107,8 @@ class _Weaver:
 
     generated: set[str]
     aliases: dict[tuple[tuple[Phase, str], ...], str] = field(default_factory=dict)  # each phase's name: its stand-in
-    guards: set[int] = field(default_factory=set)  # the ``if wp.static(...)`` it wrote
+    # The ``if wp.static(...)`` it wrote, by id (the node kept: a node dropped could hand its id on to another)
+    guards: dict[int, ast.If] = field(default_factory=dict)
 
     keys: dict[int, tuple[ast.AST, str]] = field(default_factory=dict)  # (the node kept: its id stays its own)
 
@@ -198,7 +200,7 @@ class _Weaver:
             else:
                 test = ast.parse(f"{warp}.static({_condition(piece.phases, family)})", mode="eval").body
                 guard = _Guard(ast.If(test=test, body=[statement], orelse=[]), piece.phases)
-                self.guards.add(id(guard.node))
+                self.guards[id(guard.node)] = guard.node
                 out.append(guard.node)
         return [self.folded(statement) for statement in out]
 
@@ -206,14 +208,14 @@ class _Weaver:
         """A guard around one ``if`` alone as one ``if``, its test ``test if wp.static(...) else False`` (which
         Warp resolves as the guard: a constant ``False`` leaves the ``if`` out), not two nested ``if`` (ruff's
         SIM102)."""
-        if id(statement) not in self.guards or not isinstance(statement, ast.If) or statement.orelse:
+        if self.guards.get(id(statement)) is not statement or not isinstance(statement, ast.If) or statement.orelse:
             return statement
         inner = statement.body[0]
         if len(statement.body) != 1 or not isinstance(inner, ast.If) or inner.orelse:
             return statement
         test = ast.IfExp(test=statement.test, body=inner.test, orelse=ast.Constant(False))
         fold = ast.If(test=test, body=inner.body, orelse=[])
-        self.guards.add(id(fold))
+        self.guards[id(fold)] = fold
         return fold
 
     def statement(self, piece: _Piece, family: frozenset[Phase], warp: str) -> ast.stmt:
@@ -278,20 +280,11 @@ def _names(nodes: Iterable[ast.AST]) -> set[str]:
     }
 
 
-def _fresh(stem: str, taken: set[str]) -> str:
-    name, number = stem, 1
-    while name in taken:
-        number += 1
-        name = f"{stem}_{number}"
-    taken.add(name)
-    return name
-
-
 def _parse(text: str) -> ast.stmt:
     return ast.parse(text).body[0]
 
 
-def _weave(family: _Family, generated: set[str], taken: set[str], warp: str) -> list[ast.stmt] | None:
+def _weave(family: _Family, generated: set[str], factories: Namer, warp: str) -> list[ast.stmt] | None:
     """The family's factory and the bindings of its phases' names; None where resolving the factory for a phase
     would not give back that phase's function, or where its parameters would hide a name the functions read."""
     members = family.members
@@ -304,8 +297,8 @@ def _weave(family: _Family, generated: set[str], taken: set[str], warp: str) -> 
     for phase in order[1:]:
         pieces = weaver.merge(pieces, members[phase].body, phase)
     body = weaver.statements(pieces, family.phases, warp)
-    local = used | {"record", "store"}
-    aliases = {_fresh(names[0][1].removesuffix(names[0][0].value), local): dict(names) for names in weaver.aliases}
+    local = Namer(used | {"record", "store"})
+    aliases = {local.fresh(names[0][1].removesuffix(names[0][0].value)): dict(names) for names in weaver.aliases}
     stand_ins = dict(zip(weaver.aliases.values(), aliases, strict=True))
     for node in ast.walk(ast.Module(body=body, type_ignores=[])):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in stand_ins:
@@ -318,11 +311,11 @@ def _weave(family: _Family, generated: set[str], taken: set[str], warp: str) -> 
     common = _common_decorators([m.decorator_list for m in members.values()])
     first = members[order[0]]
     inner = copy.copy(first)
-    inner.name = _fresh(f"{family.stem}_phase", local)
+    inner.name = local.fresh(f"{family.stem}_phase")
     inner.body = body
     inner.decorator_list = first.decorator_list[len(first.decorator_list) - common :]
     parameters = _parameters(family.phases)
-    factory = _fresh(f"{family.stem}_phases", taken)
+    factory = factories.fresh(f"{family.stem}_phases")
     made = _parse(f"def {factory}({', '.join(f'{p}: bool' for p in parameters)}):\n    return {inner.name}")
     assert isinstance(made, ast.FunctionDef)
     made.body[:0] = [
@@ -359,14 +352,16 @@ def _chosen(by_phase: dict[Phase, str], family: frozenset[Phase]) -> str:
     return " else ".join([*(f"{name} if {_condition(frozenset(p), family)}" for name, p in chosen), otherwise[0]])
 
 
-def _resolved(body: list[ast.stmt], phase: Phase, aliases: dict[str, dict[Phase, str]], guards: set[int]) -> str:
+def _resolved(
+    body: list[ast.stmt], phase: Phase, aliases: dict[str, dict[Phase, str]], guards: dict[int, ast.If]
+) -> str:
     """The dump of the woven body as Warp compiles it for ``phase``: its guards resolved, the factory's names
     for other families' functions by the phase's own."""
 
     def resolve(statements: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
         for statement in statements:
-            if id(statement) in guards:
+            if guards.get(id(statement)) is statement:
                 assert isinstance(statement, ast.If)
                 test = statement.test
                 static = test.test if isinstance(test, ast.IfExp) else test  # (a guard folded into its ``if``)
@@ -424,11 +419,11 @@ class _Item:
     needs: set[str]
 
 
-def woven_source(source: str, generated: set[str], taken: set[str], warp: str) -> str:
+def woven_source(source: str, generated: set[str], factories: Namer, warp: str) -> str:
     """``source`` (generated definitions at column 0) with each family's functions in one definition.
 
     ``generated``: the names of every generated function of the file (the calls that may differ by name only);
-    ``taken``: the file's names (the factories' names are not among them); ``warp``: the file's name for Warp.
+    ``factories``: names the factories' names (fresh in the file); ``warp``: the file's name for Warp.
     """
     tree = ast.parse(source)
     lines = source.splitlines()
@@ -442,7 +437,7 @@ def woven_source(source: str, generated: set[str], taken: set[str], warp: str) -
     }
     woven_any = False
     for family in _families(tree):
-        woven = _weave(family, generated, taken, warp)
+        woven = _weave(family, generated, factories, warp)
         if woven is None:
             continue
         woven_any = True
@@ -495,11 +490,10 @@ def _text(node: ast.stmt, lines: list[str]) -> str:
     return "\n".join(lines[first - 1 : node.end_lineno])
 
 
-def woven_sources(sources: list[str], shared: str, taken: set[str], warp: str) -> tuple[list[str], str]:
-    """``woven_source`` of each block's source and of the shared one (``shared_clones``), of a file whose own names
-    are ``taken``."""
+def woven_sources(sources: list[str], shared: str, namer: Namer, warp: str) -> tuple[list[str], str]:
+    """``woven_source`` of each block's source and of the shared one (``shared_clones``); ``namer``: the file's."""
     generated = {node.name for text in [*sources, shared] for node in ast.parse(text).body if hasattr(node, "name")}
-    taken = taken | generated
-    return [woven_source(text, generated, taken, warp) for text in sources], woven_source(
-        shared, generated, taken, warp
+    namer.taken |= generated
+    return [woven_source(text, generated, namer, warp) for text in sources], woven_source(
+        shared, generated, namer, warp
     )

@@ -154,6 +154,30 @@ def test_each_variant_is_defined_once(emitted):
     assert len(everywhere) == len(set(everywhere))
 
 
+def test_a_spec_value_several_blocks_hold_is_defined_once_beside_the_shared_clones(emitted):
+    """compact_squares, compact_twice and compact_scaled claim through the one site of ``take``, and compact_squares
+    and compact_scaled record the same way through ``take_first``: those values of their specs are defined once, in
+    the shared block, named after the first kernel (``SharedSpecValues``); compact_twice's records and loops differ
+    (two calls), and a value on one line stays in its spec."""
+    _, _, path = emitted
+    text = path.read_text()
+    shared = region(text, "helpers the generated blocks below share ----\n", "# ---- wp-rewrite: end of the helpers")
+    names = ["compact_squares_sites", "compact_squares_records", "compact_squares_loops"]
+    assert re.findall(r"^(\w+) = \($", shared, re.M) == names
+    assert '"shared_kernels.py:19:5"' in shared  # the loop of take_first, where it is in the emitted file
+    blocks = {
+        kernel: region(text, f"generated from kernel '{kernel}'", f"end of the code generated from kernel '{kernel}'")
+        for kernel in ("compact_squares", "compact_twice", "compact_scaled")
+    }
+    for kernel in ("compact_squares", "compact_scaled"):
+        assert all(f"={name}," in blocks[kernel] for name in names)
+    assert (
+        "sites=compact_squares_sites," in blocks["compact_twice"]
+        and "records=compact_squares" not in blocks["compact_twice"]
+    )
+    assert 'written=("count", "out"),' in blocks["compact_twice"]
+
+
 @pytest.mark.parametrize("kernel", ["compact_squares", "compact_twice", "compact_scaled", "compact_steps"])
 def test_the_emitted_kernels_match_finite_differences(emitted, kernel):
     original, module, _ = emitted

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from warp_rewrite.cli.weave import woven_source
+from warp_rewrite.passes.naming import Namer
 
 # What the pipeline makes for a kernel calling a helper that claims a slot (``Ints``, ``Floats``: Warp's array types,
 # short here; the block is laid out after weaving).
@@ -92,7 +93,7 @@ emit_replay = wp.kernel(emit_phases(record=False))
 
 def woven(source: str) -> str:
     names = {node.name for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)}
-    return woven_source(source, names, set(names), "wp")
+    return woven_source(source, names, Namer(names), "wp")
 
 
 def test_each_family_is_one_definition():
