@@ -681,7 +681,8 @@ def _shared_clones(
     kernels = [block.kernels for block in blocks]
     sharing = share(module, [b.kernel for b in blocks], [b.generated_source for b in blocks], kernels, bound)
     namer = Namer(_taken_names(module))
-    sources, shared = woven_sources(sharing.sources, sharing.shared, namer, names.warp)
+    widths = [config.line_length - len(block.indent) for block in blocks]
+    sources, shared = woven_sources(sharing.sources, widths, sharing.shared, namer, names.warp, config.line_length)
     for block, source in zip(blocks, sources, strict=True):
         block.source = source
     if sharing.before is None:

@@ -22,6 +22,7 @@ import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from warp_rewrite.cli.layout import laid_out
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.printing import unparse_keeping_text
 
@@ -319,7 +320,7 @@ def _weave(family: _Family, generated: set[str], factories: Namer, warp: str) ->
     made = _parse(f"def {factory}({', '.join(f'{p}: bool' for p in parameters)}):\n    return {inner.name}")
     assert isinstance(made, ast.FunctionDef)
     made.body[:0] = [
-        *(_parse(f"{alias} = {_chosen(by_phase, family.phases)}") for alias, by_phase in aliases.items()),
+        *(_chosen(alias, by_phase, family.phases) for alias, by_phase in aliases.items()),
         inner,
     ]
     bindings: list[ast.stmt] = []
@@ -341,15 +342,22 @@ def _common_decorators(decorators: Sequence[list[ast.expr]]) -> int:
     return common
 
 
-def _chosen(by_phase: dict[Phase, str], family: frozenset[Phase]) -> str:
-    """``a if record else b``: each phase's function of another family."""
+def _chosen(alias: str, by_phase: dict[Phase, str], family: frozenset[Phase]) -> ast.stmt:
+    """``g = g_record if record else g_replay``: each phase's function of another family; where the three phases
+    call three, ``if record: ... elif store: ... else: ...`` (a conditional expression in another, ruff lays out
+    otherwise than ``layout`` does)."""
     names: dict[str, set[Phase]] = {}
     last = list(by_phase.values())[-1]
     for phase in Phase:
         if phase in family:
             names.setdefault(by_phase.get(phase, last), set()).add(phase)
-    *chosen, otherwise = names.items()
-    return " else ".join([*(f"{name} if {_condition(frozenset(p), family)}" for name, p in chosen), otherwise[0]])
+    if len(names) == 3:
+        record, replay, twin = names
+        return _parse(
+            f"if record:\n    {alias} = {record}\nelif store:\n    {alias} = {replay}\nelse:\n    {alias} = {twin}"
+        )
+    (first, phases), (otherwise, _) = names.items()
+    return _parse(f"{alias} = {first} if {_condition(frozenset(phases), family)} else {otherwise}")
 
 
 def _resolved(
@@ -419,11 +427,14 @@ class _Item:
     needs: set[str]
 
 
-def woven_source(source: str, generated: set[str], factories: Namer, warp: str) -> str:
+def woven_source(source: str, generated: set[str], factories: Namer, warp: str, width: int) -> str:
     """``source`` (generated definitions at column 0) with each family's functions in one definition.
 
     ``generated``: the names of every generated function of the file (the calls that may differ by name only);
-    ``factories``: names the factories' names (fresh in the file); ``warp``: the file's name for Warp.
+    ``factories``: names the factories' names (fresh in the file); ``warp``: the file's name for Warp; ``width``:
+    the longest line the source may have at column 0. A family stays as it is where its definition, a level deeper
+    in its factory (and deeper still under a guard), would have a line too long that ``layout`` cannot split (a
+    user's statement with a comment, a condition over several lines), which ruff's formatter would split.
     """
     tree = ast.parse(source)
     lines = source.splitlines()
@@ -440,7 +451,6 @@ def woven_source(source: str, generated: set[str], factories: Namer, warp: str) 
         woven = _weave(family, generated, factories, warp)
         if woven is None:
             continue
-        woven_any = True
         factory, *bindings = woven
         assert isinstance(factory, ast.FunctionDef)
         text = (
@@ -449,6 +459,8 @@ def woven_source(source: str, generated: set[str], factories: Namer, warp: str) 
             + "\n".join(map(ast.unparse, bindings))
         )
         members = list(family.members.values())
+        if _too_long(text, width) - _too_long("\n\n\n".join(_text(m, lines) for m in members), width):
+            continue
         last = max(members, key=lambda m: tree.body.index(m))
         inner = factory.body[-2]
         assert isinstance(inner, ast.FunctionDef)
@@ -457,6 +469,7 @@ def woven_source(source: str, generated: set[str], factories: Namer, warp: str) 
         for member in members:
             if member is not last:
                 del items[id(member)]
+        woven_any = True
     if not woven_any:
         return source
     return "\n\n\n".join(item.text for item in _in_order(list(items.values()))) + "\n"
@@ -485,15 +498,22 @@ def _spaced(printed: str) -> str:
     return "\n".join([*lines[:at], "", *lines[at:]])
 
 
+def _too_long(text: str, width: int) -> set[str]:
+    """The lines of ``text`` longer than ``width`` once laid out (``layout.laid_out``), without their indentation."""
+    return {line.strip() for line in laid_out(text, "", width).splitlines() if len(line) > width}
+
+
 def _text(node: ast.stmt, lines: list[str]) -> str:
     first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
     return "\n".join(lines[first - 1 : node.end_lineno])
 
 
-def woven_sources(sources: list[str], shared: str, namer: Namer, warp: str) -> tuple[list[str], str]:
-    """``woven_source`` of each block's source and of the shared one (``shared_clones``); ``namer``: the file's."""
+def woven_sources(
+    sources: list[str], widths: list[int], shared: str, namer: Namer, warp: str, width: int
+) -> tuple[list[str], str]:
+    """``woven_source`` of each block's source (its lines at most as long as ``widths`` says) and of the shared one
+    (``shared_clones``; ``width``); ``namer``: the file's."""
     generated = {node.name for text in [*sources, shared] for node in ast.parse(text).body if hasattr(node, "name")}
     namer.taken |= generated
-    return [woven_source(text, generated, namer, warp) for text in sources], woven_source(
-        shared, generated, namer, warp
-    )
+    woven = [woven_source(text, generated, namer, warp, room) for text, room in zip(sources, widths, strict=True)]
+    return woven, woven_source(shared, generated, namer, warp, width)

@@ -93,7 +93,7 @@ emit_replay = wp.kernel(emit_phases(record=False))
 
 def woven(source: str) -> str:
     names = {node.name for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)}
-    return woven_source(source, names, Namer(names), "wp")
+    return woven_source(source, names, Namer(names), "wp", width=1000)  # (the lines are laid out after)
 
 
 def test_each_family_is_one_definition():
@@ -142,3 +142,30 @@ def test_a_comment_inside_a_statement_woven_anew_stays_above_its_statement():
     assert "        if x == 0:\n            if wp.static(record):\n                # Undo the reservation.\n" in woven(
         COMMENTED
     )
+
+
+NOTED = """\
+@wp.func
+def g_record(a: int, r: Ints) -> int:
+    x = wp_rewrite_runtime.record_if_room(wp.atomic_add(c, 0, 1), r, a)
+    y = (x  # the user's note on why one is added here, long enough to be the longest line
+         + 1)
+    return y
+
+
+@wp.func
+def g_replay(a: int, r: Ints) -> int:
+    x = wp_rewrite_runtime.recorded_int32(r, a)
+    y = (x  # the user's note on why one is added here, long enough to be the longest line
+         + 1)
+    return y
+"""
+
+
+def test_a_family_whose_definition_would_have_a_line_too_long_to_split_stays_as_it_is():
+    """A level deeper in its factory, the user's statement with a comment would not fit where it fits now: ruff's
+    formatter would split it, ``layout`` cannot (it keeps the user's comment)."""
+    names = {"g_record", "g_replay"}
+    fits = max(len(line) for line in NOTED.splitlines()) + 2
+    assert woven_source(NOTED, names, Namer(names), "wp", width=fits) == NOTED
+    assert "def g_phases(record: bool):" in woven_source(NOTED, names, Namer(names), "wp", width=fits + 8)
