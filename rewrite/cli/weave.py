@@ -10,7 +10,8 @@ function for it. Where the phases call another family's functions, the factory n
 record else g_replay``) and the definition calls that name.
 
 A family is woven only where resolving its factory for each phase gives back that phase's function, statement
-for statement (``_resolves_to``); else its functions stay as they are.
+for statement (``_resolved``), and where no line of it grows too long to lay out (``_too_long``); else its
+functions stay as they are.
 """
 
 from __future__ import annotations
@@ -324,7 +325,8 @@ def _weave(family: _Family, generated: set[str], factories: Namer, warp: str) ->
         inner,
     ]
     bindings: list[ast.stmt] = []
-    for phase, member in members.items():
+    for phase in order:  # (the twin's binding names the replay's)
+        member = members[phase]
         value = f"{factory}({', '.join(f'{p}={phase.flags[p]}' for p in parameters)})"
         for decorator in reversed(member.decorator_list[: len(member.decorator_list) - common]):
             value = f"{ast.unparse(decorator)}({value})"
