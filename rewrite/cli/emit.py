@@ -386,20 +386,23 @@ class Block:
     shared_specs: dict[tuple[str, Any], str] = field(default_factory=dict)  # (``SharedSpecValues.names``)
 
     @property
+    def variants(self) -> list[GeneratedKernel]:
+        """The kernel's generated code, then its detached variant's."""
+        return [self.generated] + ([self.detached] if self.detached else [])
+
+    @property
     def generated_source(self) -> str:
-        """The pipeline's definitions for the block: the kernel's, then its detached variant's."""
-        variants = [self.generated] + ([self.detached] if self.detached else [])
-        return "\n\n\n".join(variant.source.rstrip("\n") for variant in variants) + "\n"
+        """The pipeline's definitions for the block."""
+        return "\n\n\n".join(variant.source.rstrip("\n") for variant in self.variants) + "\n"
 
     @property
     def specs(self) -> list[KernelSpec]:
-        return [self.generated.spec] + ([self.detached.spec] if self.detached else [])
+        return [variant.spec for variant in self.variants]
 
     @property
     def kernels(self) -> set[str]:
         """The generated kernels' names (the other definitions are helpers' clones)."""
-        variants = [self.generated] + ([self.detached] if self.detached else [])
-        names = [name for v in variants for name in (v.record_kernel, v.replay_kernel, v.count_kernel)]
+        names = [name for v in self.variants for name in (v.record_kernel, v.replay_kernel, v.count_kernel)]
         return {name for name in names if name}
 
     @property

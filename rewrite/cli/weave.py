@@ -112,25 +112,33 @@ class _Weaver:
     # The ``if wp.static(...)`` it wrote, by id (the node kept: a node dropped could hand its id on to another)
     guards: dict[int, ast.If] = field(default_factory=dict)
 
-    keys: dict[int, tuple[ast.AST, str]] = field(default_factory=dict)  # (the node kept: its id stays its own)
+    # Each statement's key and header, by id (the node kept: its id stays its own)
+    keys: dict[int, tuple[ast.AST, str, str | None]] = field(default_factory=dict)
 
-    def key(self, node: ast.AST) -> str:
+    def key(self, node: ast.stmt) -> str:
         """The statement's dump, calls of generated functions all named alike."""
-        if id(node) not in self.keys:
-            abstract = copy.deepcopy(node)
-            for call in ast.walk(abstract):
-                if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in self.generated:
-                    call.func.id = _CALLEE
-            self.keys[id(node)] = (node, ast.dump(abstract))
-        return self.keys[id(node)][1]
+        return self._keyed(node)[1]
 
     def header(self, node: ast.stmt) -> str | None:
         """The key of a compound statement without its bodies, None for a simple one."""
-        if not isinstance(node, ast.If | ast.For | ast.While):
-            return None
-        bare = copy.copy(node)
-        bare.body, bare.orelse = [], []
-        return self.key(bare)
+        return self._keyed(node)[2]
+
+    def _keyed(self, node: ast.stmt) -> tuple[ast.AST, str, str | None]:
+        if id(node) not in self.keys:
+            header = None
+            if isinstance(node, ast.If | ast.For | ast.While):
+                bare = copy.copy(node)
+                bare.body, bare.orelse = [], []
+                header = self._dump(bare)
+            self.keys[id(node)] = (node, self._dump(node), header)
+        return self.keys[id(node)]
+
+    def _dump(self, node: ast.AST) -> str:
+        abstract = copy.deepcopy(node)
+        for call in ast.walk(abstract):
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in self.generated:
+                call.func.id = _CALLEE
+        return ast.dump(abstract)
 
     def merge(self, pieces: list[_Piece], body: list[ast.stmt], phase: Phase) -> list[_Piece]:
         """``pieces`` with the statements of one more phase woven in."""
@@ -277,9 +285,8 @@ class _Family:
 
 
 def _names(nodes: Iterable[ast.AST]) -> set[str]:
-    return {n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name)} | {
-        n.name for node in nodes for n in ast.walk(node) if isinstance(n, ast.FunctionDef)
-    }
+    """The names the nodes read or bind."""
+    return {n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 def _parse(text: str) -> ast.stmt:
@@ -290,16 +297,17 @@ def _weave(family: _Family, generated: set[str], factories: Namer, warp: str) ->
     """The family's factory and the bindings of its phases' names; None where resolving the factory for a phase
     would not give back that phase's function, or where its parameters would hide a name the functions read."""
     members = family.members
-    used = _names(members.values())
-    if used & {"record", "store"}:
+    # (a parameter too: named like a stand-in or a flag, it would hide the factory's name in the definition)
+    local = Namer.for_tree(ast.Module(list(members.values()), []))
+    if local.taken & {"record", "store"}:
         return None
+    local.taken |= {"record", "store"}
     weaver = _Weaver(generated)
     order = [phase for phase in Phase if phase in members]
     pieces = [_Piece({order[0]: statement}) for statement in members[order[0]].body]
     for phase in order[1:]:
         pieces = weaver.merge(pieces, members[phase].body, phase)
     body = weaver.statements(pieces, family.phases, warp)
-    local = Namer(used | {"record", "store"})
     aliases = {local.fresh(names[0][1].removesuffix(names[0][0].value)): dict(names) for names in weaver.aliases}
     stand_ins = dict(zip(weaver.aliases.values(), aliases, strict=True))
     for node in ast.walk(ast.Module(body=body, type_ignores=[])):
@@ -439,6 +447,9 @@ def woven_source(source: str, generated: set[str], factories: Namer, warp: str, 
     user's statement with a comment, a condition over several lines), which ruff's formatter would split.
     """
     tree = ast.parse(source)
+    families = _families(tree)
+    if not families:
+        return source
     lines = source.splitlines()
     bound = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
     originals = {s: source for node in tree.body for s in ast.walk(node) if isinstance(s, ast.stmt)}
@@ -449,7 +460,7 @@ def woven_source(source: str, generated: set[str], factories: Namer, warp: str, 
         for node in tree.body
     }
     woven_any = False
-    for family in _families(tree):
+    for family in families:
         woven = _weave(family, generated, factories, warp)
         if woven is None:
             continue
