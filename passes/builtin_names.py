@@ -1,6 +1,7 @@
-"""What Warp's builtins write, by name, for the code that reads loops without importing Warp (``--check``).
+"""What Warp's builtins write, and which adjoints read their result, by name, for the code that reads loops without
+importing Warp (``--check``).
 
-``passes.builtins`` reads these facts off the installed Warp's registry; ``--check`` must not import Warp, so the two
+``passes.builtins`` reads these facts off the installed Warp's registry; ``--check`` must not import Warp, so the
 tables it needs are named here, and tests/passes/test_builtin_names.py keeps them equal to what the registry says.
 """
 
@@ -18,6 +19,17 @@ ARRAY_WRITERS = frozenset(
         *("dense_chol", "dense_chol_batched", "dense_gemm", "dense_gemm_batched"),
         *("dense_solve", "dense_solve_batched", "dense_subs"),
         *("tile_atomic_add", "tile_atomic_add_indexed", "tile_store", "tile_store_indexed"),
+    }
+)
+# Warp's builtins whose adjoint reads the value they returned, in one overload or more (``passes.builtins``: the class
+# "adjoint reads its result"), which a loop Warp does not unroll may overwrite first (``loop_hazards``)
+RESULT_READERS = frozenset(
+    {
+        *("cbrt", "cw_div", "div", "div_approx", "eig3", "erfcinv", "erfinv", "exp", "inverse", "inverse_approx"),
+        *("length", "normalize", "pow", "qr3", "quat_slerp", "quat_to_axis_angle", "sqrt", "svd2", "svd3", "tanh"),
+        *("mesh_query_furthest_point_no_sign", "mesh_query_point", "mesh_query_point_no_sign"),
+        *("mesh_query_point_sign_normal", "mesh_query_point_sign_parity", "mesh_query_point_sign_winding_number"),
+        "mesh_query_ray",
     }
 )
 # Warp's builtins that write locals they are handed (``passes.builtins.written_locals``): by name, each parameter
@@ -96,14 +108,26 @@ ARGUMENT_WRITERS: dict[str, tuple[tuple[int, str], ...]] = {
 }
 
 
+def _spelled_builtin(call: ast.Call, names: WarpNames) -> str | None:
+    """The name of the builtin a call spells through Warp (``wp.X(...)``, or ``X(...)`` imported from Warp)."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in names.modules:
+        return func.attr
+    return names.member(func.id) if isinstance(func, ast.Name) else None
+
+
+def reads_its_result(value: ast.expr, names: WarpNames) -> bool:
+    """Is ``value`` a call of a builtin whose adjoint reads the value it returns (``RESULT_READERS``), or an operator
+    Warp calls one for (``/``, ``**``)?"""
+    if isinstance(value, ast.BinOp):
+        return isinstance(value.op, ast.Div | ast.Pow)
+    return isinstance(value, ast.Call) and _spelled_builtin(value, names) in RESULT_READERS
+
+
 def written_by_name(call: ast.Call, names: WarpNames) -> list[ast.Name]:
     """The locals a call of a builtin spelled through Warp writes (``passes.builtins.written_arguments``, read off
     ``ARGUMENT_WRITERS``): the arguments at the parameters it writes, where they are a local's name."""
-    func = call.func
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in names.modules:
-        name: str | None = func.attr
-    else:
-        name = names.member(func.id) if isinstance(func, ast.Name) else None
+    name = _spelled_builtin(call, names)
     keywords = {keyword.arg: keyword.value for keyword in call.keywords if keyword.arg}
     found: dict[str, ast.Name] = {}
     for position, parameter in ARGUMENT_WRITERS.get(name or "", ()):

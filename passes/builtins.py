@@ -88,6 +88,12 @@ class Effect(Enum):
         "Warp's backward does not run it again (registry: skip_replay=True): its return is recorded where it is used",
     )
     REFUSED = ("refused", "the rewrite cannot replay it right: a kernel that consumes an atomic's return may not")
+    ADJOINT_READS_RESULT = (
+        "adjoint reads its result",
+        "Warp's adjoint takes the value it returned (registry: require_original_output_arg, or several outputs): "
+        "a loop Warp does not unroll that assigns the local holding it overwrites that value before the adjoint reads "
+        "it (``passes.loop_hazards``), so the replay copies such a local into a variable of its own before the loop",
+    )
 
 
 # Effects that touch memory, arguments or the outside: a builtin with none of them is a pure value.
@@ -320,11 +326,15 @@ def _overloads(function: Function) -> list[Function]:
 
 
 def derived_effects(function: Function) -> frozenset[Effect]:
-    """What the registry tells of one overload: skipped by the replay, no adjoint, a tile, a handle read (a query,
-    a texture, or a ``uint64`` named ``id``), an iterator (a query or a range, taken or returned)."""
+    """What the registry tells of one overload: skipped by the replay, an adjoint that reads its result, no adjoint, a
+    tile, a handle read (a query, a texture, or a ``uint64`` named ``id``), an iterator (a query or a range, taken or
+    returned)."""
     found = set()
     if function.skip_replay:
         found.add(Effect.SKIPPED_IN_REPLAY)
+    outputs = function.value_type if isinstance(function.value_type, tuple | list) else (function.value_type,)
+    if function.is_differentiable and (function.require_original_output_arg or len(outputs) > 1):
+        found.add(Effect.ADJOINT_READS_RESULT)
     if not function.is_differentiable or getattr(function, "missing_grad", False):  # (no missing_grad in Warp 1.19)
         found.add(Effect.NO_ADJOINT)
     types = [*function.input_types.values(), function.value_type]

@@ -224,34 +224,45 @@ class Fence:
     def needs_rewrite(self) -> bool:
         """Does the kernel, or a helper it reaches, use an atomic's return (a tile atomic's too), hold a loop Warp's
         backward replays wrong (not in what a helper with a hand-written gradient calls), or read an array the launch
-        updates (``reads_updated``)? Any other kernel runs as plain Warp: the one answer both front ends go by
-        (``pipeline.needs_rewrite``). Each matters only where Warp builds the kernel's backward pass: without one,
-        nothing replays it and no gradient flows."""
+        writes where Warp's backward gets the read wrong (``reads_written``)? Any other kernel runs as plain Warp: the
+        one answer both front ends go by (``pipeline.needs_rewrite``). Each matters only where Warp builds the
+        kernel's backward pass: without one, nothing replays it and no gradient flows."""
         if not self.frontend.backward:
             return False
         loops = any(map(self._replayed_wrong, self.reached(through_custom_gradients=False)))
-        return self.consumes_returns or loops or bool(self.reads_updated)
+        return self.consumes_returns or loops or bool(self.reads_written)
 
     @functools.cached_property
-    def reads_updated(self) -> frozenset[str]:
-        """The arrays the launch updates (an atomic, ``+=``) and reads (``MemoryAccesses.reads_updated``): Warp's
-        backward replays each read against the final sum. Empty where the launch hands memory to a call the rewrite
-        cannot read: it cannot tell, and leaves the kernel to Warp as it leaves any it need not rewrite."""
-        if not any(map(self._updates, self.reached())):
-            return frozenset()  # (most kernels update nothing: asked first, as it is cheap)
+    def reads_written(self) -> frozenset[str]:
+        """The arrays the launch writes whose reads Warp's backward replays wrong (``MemoryAccesses.reads_written``):
+        updated (an atomic, ``+=``) and read, or stored into and read where the value read is needed. Empty where the
+        launch hands memory to a call the rewrite cannot read: it cannot tell, and leaves the kernel to Warp as it
+        leaves any it need not rewrite."""
+        if not any(map(self._writes, self.reached())):
+            return frozenset()  # (many kernels write no array they could read: asked first, as it is cheap)
         try:
-            return MemoryAccesses(self.frontend).reads_updated()
+            return MemoryAccesses(self.frontend).reads_written()
         except Refusal:
             return frozenset()
 
-    def _updates(self, unit: Unit) -> bool:
-        """Does the function hold an atomic, or an augmented assignment into an element or a field?"""
+    def _writes(self, unit: Unit) -> bool:
+        """Might the function write memory: an assignment into an element or a field, an atomic, a builtin that
+        writes arrays (a call it cannot tell counts)?"""
         names = self.frontend.warp_names(unit)
-        return any(
-            (isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Subscript | ast.Attribute))
-            or (isinstance(node, ast.Call) and names.atomic_op(node) is not None)
-            for node in walk(unit.tree)
-        )
+        for node in walk(unit.tree):
+            if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(isinstance(n, ast.Subscript | ast.Attribute) for t in targets for n in walk(t)):
+                    return True
+            elif isinstance(node, ast.Call) and (names.atomic_op(node) is not None or self._may_write(unit, node)):
+                return True
+        return False
+
+    def _may_write(self, unit: Unit, call: ast.Call) -> bool:
+        if self.frontend.is_builtin(unit, call):
+            effect = builtins.call_effect(call, self.frontend.warp_names(unit))
+            return effect is None or builtins.Effect.WRITES_ARRAYS in effect.effects
+        return False  # (a helper's own writes are asked of the helper: ``reached``)
 
     @functools.cached_property
     def consumes_returns(self) -> bool:

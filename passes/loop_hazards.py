@@ -12,7 +12,12 @@ with the locals the loop changes at whatever value the replay left them (``codeg
 - a ``while`` loop's condition is evaluated again on the replay's values, so it runs other iterations than the
   forward did, usually none (``Hazard.WHILE``);
 - a replayed ``break`` or ``continue`` jumps past the adjoint of its iteration and, for a break, of every earlier
-  one (``Hazard.JUMPS``).
+  one (``Hazard.JUMPS``);
+- Warp's forward assigns each local the loop changes into the variable the local had before the loop, in place
+  (``codegen.Adjoint.materialize_redefinitions``): where that variable holds what a builtin returned whose adjoint
+  reads its result (``wp.sqrt``, ``wp.exp``, ``wp.normalize``, a division), that adjoint reads the loop's value
+  instead, whatever the loop computes (``Hazard.OVERWRITES_RESULT``; the replay copies the local into a variable of
+  its own before the loop, ``Loop.fresh``).
 
 The rewrite records what such a loop needs and replays it from the records (``passes.plan``, ``passes.two_phase``);
 ``--check`` reports the hazard. Loops Warp unrolls are straight code to its backward, and a loop whose body does
@@ -33,15 +38,17 @@ condition again on values it replays, and may never leave it.
 from __future__ import annotations
 
 import ast
+import copy
 import enum
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeGuard
 
 from warp_rewrite.passes.atomics import PLAIN, WarpNames, positional_arguments
-from warp_rewrite.passes.builtin_names import ARRAY_WRITERS
+from warp_rewrite.passes.builtin_names import ARRAY_WRITERS, reads_its_result
 from warp_rewrite.passes.loop_carried import CarriedLocals, LoopFlow
+from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.syntax import walk
 
 
@@ -51,6 +58,10 @@ class Hazard(enum.Enum):
     CARRIED = "carries {carried} from one trip into the next or out of the loop"
     WHILE = "is a while loop, whose condition Warp's backward evaluates again on the values it replays"
     JUMPS = "breaks or continues, which Warp's backward replays by jumping past the trip's adjoint"
+    OVERWRITES_RESULT = (
+        "assigns {overwritten}, which holds a value a builtin returned before the loop: Warp's forward overwrites it "
+        "in place, and the builtin's adjoint, which reads the value it returned, then reads the loop's"
+    )
 
 
 @dataclass(frozen=True)
@@ -60,11 +71,15 @@ class LoopHazard:
     loop: ast.For | ast.While
     hazards: frozenset[Hazard]
     carried: tuple[str, ...]  # sorted
+    overwritten: tuple[str, ...] = ()  # sorted: the builtins' results it overwrites (``overwritten_results``)
 
     def why(self) -> str:
         """What goes wrong, as a clause: "carries 'acc' from one trip into the next or out of the loop and ..."."""
         carried = ", ".join(f"'{name}'" for name in self.carried)
-        return " and ".join(h.value.format(carried=carried) for h in Hazard if h in self.hazards)
+        overwritten = ", ".join(f"'{name}'" for name in self.overwritten)
+        return " and ".join(
+            h.value.format(carried=carried, overwritten=overwritten) for h in Hazard if h in self.hazards
+        )
 
 
 # Whether a call of a helper (a ``@wp.func`` the front end resolves; True where it cannot follow the call) may write
@@ -103,12 +118,40 @@ def loop_hazards(
                 hazards.add(Hazard.WHILE)
             if any(not _skips_nothing(node, jump, names, memory, callees) for jump in own_jumps(node.body)):
                 hazards.add(Hazard.JUMPS)
-        if not hazards:
-            continue
-        if _no_gradient_depends_on(function, node, hazards, carried, memory, callees):
-            continue
-        found.append(LoopHazard(node, frozenset(hazards), tuple(sorted(names))))
+        overwritten = overwritten_results(function, node, callees.names)
+        if hazards and not _no_gradient_depends_on(function, node, hazards, carried, memory, callees):
+            found.append(
+                LoopHazard(node, frozenset(hazards | _overwrites(overwritten)), tuple(sorted(names)), overwritten)
+            )
+        elif overwritten:  # (whatever the loop computes: the builtin's adjoint reads the value, wherever it goes)
+            found.append(LoopHazard(node, frozenset(_overwrites(overwritten)), (), overwritten))
     return found
+
+
+def _overwrites(overwritten: tuple[str, ...]) -> set[Hazard]:
+    return {Hazard.OVERWRITES_RESULT} if overwritten else set()
+
+
+def overwritten_results(function: ast.FunctionDef, loop: ast.For | ast.While, names: WarpNames) -> tuple[str, ...]:
+    """The locals ``loop`` (one Warp does not unroll) assigns that a statement before it, outside it, assigns a
+    result of a builtin whose adjoint reads it (``builtin_names.RESULT_READERS``: ``wp.sqrt``, ``wp.exp``,
+    ``wp.normalize``, a division, a power). Warp's forward assigns each local a loop changes into the variable it had
+    before the loop, in place (``codegen.Adjoint.materialize_redefinitions``), so that the builtin's adjoint, run
+    after the loop's in the backward pass, reads the loop's value of the local instead of its own result. Any such
+    statement counts, wherever it is before the loop: an assignment that does not reach the loop costs a copy."""
+    inside = set(walk(loop))
+    assigned = {n.id for n in inside if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    if not assigned:
+        return ()
+    found: set[str] = set()
+    for node in walk(function):
+        if node in inside or not isinstance(node, ast.Assign | ast.AnnAssign) or node.value is None:
+            continue
+        if (node.lineno, node.col_offset) >= (loop.lineno, loop.col_offset) or not reads_its_result(node.value, names):
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        found.update(name for target in targets for name in _bound_names(target) if name in assigned)
+    return tuple(sorted(found))
 
 
 # Warp's int and bool types (scalars and vectors), whose values carry no gradient: by the names Warp exports.
@@ -606,3 +649,56 @@ def own_jumps(body: list[ast.stmt]) -> list[ast.Break | ast.Continue]:
 
 def _calls(expr: ast.expr, name: str) -> TypeGuard[ast.Call]:
     return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == name
+
+
+# --- reads of memory the launch writes: whether a gradient needs the value read --------------------------------
+
+
+def values_needed(function: ast.FunctionDef, reads: Sequence[ast.expr], names: WarpNames, kernel: bool) -> bool:
+    """Does anything in ``function`` need the value of one of ``reads`` (its reads of memory the launch writes),
+    which Warp's backward replays against the launch's final memory? A linear use (``_linear_uses``: a copy, a sum,
+    a store, an atomic add, a product by a literal or by a kernel's value parameter) hands the value on, followed
+    through the locals it is assigned to, and needs none of it; any other use needs it: an operation whose adjoint
+    reads it, a condition, an index, a call, a helper's return (its caller's use is not followed)."""
+    if not reads:
+        return False
+    marker = Namer.for_tree(function).fresh("value_read")
+    positions = {_span(read) for read in reads}
+    memory = _Memory(function, names)
+    constants = memory.constants if kernel else set()
+    statements = [node for node in walk(function) if isinstance(node, ast.stmt) and node is not function]
+    derived: set[str] = set()  # locals holding a linear function of a value read
+    changed = True
+    while changed:
+        changed = False
+        for statement in statements:
+            holds = any(isinstance(node, ast.expr) and _span(node) in positions for node in _own_expressions(statement))
+            if not holds and not _read(statement) & derived:
+                continue
+            if isinstance(statement, ast.Return) and not kernel:
+                return True
+            marked = _ReadsMarked(positions, marker).visit(copy.deepcopy(statement)) if holds else statement
+            assert isinstance(marked, ast.stmt)  # (a statement stays one: only reads are replaced)
+            passed = _linear_uses(marked, derived | {marker}, memory, names, constants)
+            if passed is None:
+                return True
+            if passed - derived:
+                derived |= passed
+                changed = True
+    return False
+
+
+def _span(node: ast.expr) -> tuple[int, int, int | None, int | None]:
+    return node.lineno, node.col_offset, node.end_lineno, node.end_col_offset
+
+
+class _ReadsMarked(ast.NodeTransformer):
+    """A statement with each of the reads at ``positions`` replaced by the local ``marker``."""
+
+    def __init__(self, positions: set[tuple[int, int, int | None, int | None]], marker: str):
+        self.positions, self.marker = positions, marker
+
+    def visit(self, node: ast.AST) -> ast.AST:
+        if isinstance(node, ast.expr) and _span(node) in self.positions:
+            return ast.copy_location(ast.Name(self.marker, ast.Load()), node)
+        return super().visit(node)

@@ -20,8 +20,9 @@ from typing import Any
 from warp_rewrite.passes import builtins, dtypes, memory
 from warp_rewrite.passes.atomics import AtomicCall, WarpNames, positional_arguments
 from warp_rewrite.passes.dataflow import argument_path, is_view
+from warp_rewrite.passes.launch_trips import argument_range
 from warp_rewrite.passes.layout import only_compared
-from warp_rewrite.passes.loop_hazards import own_jumps, unrolled_by_warp
+from warp_rewrite.passes.loop_hazards import overwritten_results, own_jumps, unrolled_by_warp
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.plan_types import (
     Carried,
@@ -69,8 +70,8 @@ class Planner(MemoryAccesses):
     def plan(self) -> KernelPlan:
         namer = self.namer
         hazards = self._consumes(self.kernel, set()) or self._has_loop_hazards(self.kernel, set())
-        if not hazards and not self.reads_updated():  # (which finds the arrays the launch writes)
-            return KernelPlan(FunctionPlan(self.kernel, self.kernel.name), [], [])  # nothing to record
+        if not hazards and not self.reads_written():  # (which finds the arrays the launch writes)
+            return KernelPlan(FunctionPlan(self.kernel, self.kernel.name), [], [], self.written)  # nothing to record
         identity = {p: p for p in self.params}
         if hazards:
             self.narrowed = self._narrowed_types()
@@ -422,6 +423,11 @@ class Planner(MemoryAccesses):
         counter = trips_records = ""
         if isinstance(node, ast.While) or iterated or any(isinstance(j, ast.Break) for j in jumps):
             counter, trips_records = fresh(f"trips{loop_id}"), fresh(f"trips{loop_id}_records")
+        given = None
+        if isinstance(node, ast.For) and not iterated and static_trips is None and unit is self.kernel:
+            given = argument_range(unit.tree, node)
+        unrolled = unrolled_by_warp(node, self.frontend.max_unroll)
+        overwritten = () if unrolled else overwritten_results(unit.tree, node, facts.names)
         carried_in, carried_out = _carried(unit, node, facts)
         if iterated:  # the index each trip's step gave, restored in the replay, which runs the trips without the query
             assert isinstance(node, ast.For) and isinstance(node.target, ast.Name)  # (refusals.check_loop)
@@ -441,6 +447,8 @@ class Planner(MemoryAccesses):
             iterated=iterated,
             carried_in=tuple(Carried(name, fresh(f"{name}_in_loop{loop_id}"), dtype) for name, dtype in carried_in),
             carried=tuple(Carried(name, fresh(f"{name}_after_loop{loop_id}"), dtype) for name, dtype in carried_out),
+            argument_range=given,
+            fresh=overwritten,
         )
         self.loops.append(loop)
         return loop

@@ -11,6 +11,7 @@ from typing import Any, Protocol, TypeVar
 
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import WarpNames
+from warp_rewrite.passes.launch_trips import Bound
 from warp_rewrite.passes.syntax import Located
 
 
@@ -143,6 +144,11 @@ class Loop:
     # restores them from these records.
     carried_in: tuple[Carried, ...] = ()
     carried: tuple[Carried, ...] = ()
+    # a loop of unknown length whose range the launch's arguments give (``passes.launch_trips``): no dry run counts it
+    argument_range: tuple[Bound, ...] | None = None
+    # Locals holding a builtin's result that the loop assigns (``loop_hazards.overwritten_results``): the replay
+    # copies each into a variable of its own before the loop, which Warp's forward then overwrites instead
+    fresh: tuple[str, ...] = ()
 
     @property
     def needs_room(self) -> bool:

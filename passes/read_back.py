@@ -24,7 +24,7 @@ from warp_rewrite.passes.builtins import (
 from warp_rewrite.passes.dataflow import argument_path, is_view, rebound_locals, single_assignments
 from warp_rewrite.passes.int_types import IntLocals
 from warp_rewrite.passes.loop_carried import LoopFlow
-from warp_rewrite.passes.loop_hazards import Callees, LoopHazard, loop_hazards, writes_gradient_memory
+from warp_rewrite.passes.loop_hazards import Callees, LoopHazard, loop_hazards, values_needed, writes_gradient_memory
 from warp_rewrite.passes.memory import path_parts
 from warp_rewrite.passes.overloads import Ambiguous
 from warp_rewrite.passes.plan_types import Frontend, FunctionPlan, ReadPlace, Unit, array_at, is_int_path
@@ -233,6 +233,9 @@ class MemoryAccesses:
         self._read_back: dict[str | None, set[ReadPlace]] = {}  # see _written_paths
         self._updated: set[str | None] = set()  # see _written_paths
         self._replayed_reads: set[str | None] = set()  # see _written_paths
+        # the element reads Warp's backward replays, with the function and the path: see _written_paths
+        self._replayed_elements: list[tuple[Unit, ast.expr, str | None]] = []
+        self._read_by_builtins: set[str | None] = set()  # arrays handed to a builtin that reads them, replayed
         self._writers: dict[str | None, set[int | None]] = {}
         self._reading: dict[tuple, bool] = {}
         self._updating: dict[tuple, bool] = {}
@@ -382,7 +385,7 @@ class MemoryAccesses:
                 self._updated.update(path for call in facts.atomics for path in paths_of(call.target))
                 augmented = [a for node, a in stored if isinstance(node, ast.AugAssign)]
                 self._updated.update(path for array in augmented for path in paths_of(array))
-            note_read = functools.partial(self._note_read, unit.tree, replayed=replayed)
+            note_read = functools.partial(self._note_read, unit, replayed=replayed)
             for atomic in facts.atomics:
                 if atomic.consumed:
                     consumed.add(path := path_of(atomic.target))
@@ -424,6 +427,7 @@ class MemoryAccesses:
                     effect = builtin_effect_of(call, facts.names)
                     if effect is None or Effect.READS_ARRAYS in effect.effects:
                         note_read(handed, call)
+                        self._read_by_builtins.update(handed if replayed else ())
                     if effect is None or Effect.WRITES_ARRAYS in effect.effects:
                         written.update(handed)  # it writes them (a builtin the table lacks: it might)
                         for path in handed:
@@ -443,15 +447,31 @@ class MemoryAccesses:
                 )
         return frozenset(path for path in written if path is not None and self.array(path) is not None)
 
-    def reads_updated(self) -> frozenset[str]:
-        """The arrays the launch updates (an atomic, an augmented assignment, in the kernel or a helper it runs) and
-        also reads (an element, or through a builtin): a sum read while it accumulates. Warp's backward replays such a
-        read against the launch's final memory, and its adjoint reaches only the updates its own thread made before
-        it, so its gradients are wrong whatever else the kernel does (``passes.fence.Fence.needs_rewrite``). Raises
-        ``Refusal`` where the launch hands memory to a call the rewrite cannot read, as ``_written_paths`` does."""
+    def reads_written(self) -> frozenset[str]:
+        """The arrays the launch writes whose reads Warp's backward gets wrong, whatever else the kernel does
+        (``passes.fence.Fence.needs_rewrite``): it replays each read against the launch's final memory.
+
+        - Those it updates (an atomic, an augmented assignment, in the kernel or a helper it runs) and also reads (an
+          element, or through a builtin): a sum read while it accumulates, whose adjoint reaches only the updates its
+          own thread made before it, however the value read is used.
+        - Those it stores into plainly where a read's value is needed (``loop_hazards.values_needed``: used other than
+          linearly, ``y[tid] = wp.sin(x)`` then ``y[tid] * y[tid]``), or handed to a builtin that reads them.
+
+        Raises ``Refusal`` where the launch hands memory to a call the rewrite cannot read, as ``_written_paths``
+        does."""
         self.narrowed = self._narrowed_types()
         self.written = self._written_paths()
-        return frozenset(path for path in self._updated & self._replayed_reads if path in self.written)
+        updated = self._updated & self._replayed_reads
+        grouped: dict[tuple[int, str], tuple[Unit, list[ast.expr]]] = {}
+        for unit, node, path in self._replayed_elements:
+            if path is not None and path in self.written and path not in updated:
+                grouped.setdefault((id(unit.tree), path), (unit, []))[1].append(node)
+        needed = {
+            path
+            for (_, path), (unit, nodes) in grouped.items()
+            if values_needed(unit.tree, nodes, self.analysis(unit).names, unit is self.kernel)
+        }
+        return frozenset(path for path in updated | needed | self._read_by_builtins if path in self.written)
 
     def _choices(self, unit: Unit, path_of: Callable[[ast.expr], str | None]) -> dict[str, frozenset[str]]:
         """The function's locals assigned memory more than once (``polygon = trim_poly``, then ``polygon = loop``),
@@ -474,7 +494,7 @@ class MemoryAccesses:
 
     def _note_read(
         self,
-        tree: ast.FunctionDef,
+        unit: Unit,
         paths: Iterable[str | None],
         node: ast.expr,
         only_its_value: bool = False,
@@ -484,9 +504,10 @@ class MemoryAccesses:
         """``paths`` read at ``node`` (an atomic's target: ``only_its_value``), in a function Warp's backward replays
         or not (a helper with a hand-written gradient)."""
         for path in paths:
-            self._read_back.setdefault(path, set()).add(ReadPlace.of(tree, node, only_its_value))
+            self._read_back.setdefault(path, set()).add(ReadPlace.of(unit.tree, node, only_its_value))
             if replayed and not only_its_value:
                 self._replayed_reads.add(path)
+                self._replayed_elements.append((unit, node, path))
 
     def _copied(self, root: FunctionPlan) -> dict[str, frozenset[ReadPlace]]:
         """The written arrays a dry run needs copies of (read back by the launch, or written by a function the plan

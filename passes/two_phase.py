@@ -470,7 +470,12 @@ class PhaseWriter(CopyOnWrite):
             return self.generic_visit(node)
         if loop.opaque:
             return self._opaque(node, loop)
-        return rewrite(copy.copy(node), loop)
+        rewritten = rewrite(copy.copy(node), loop)
+        if self.phase != REPLAY or not loop.fresh:
+            return rewritten
+        # Each builtin's result the loop would overwrite in place, in a variable of its own (``Loop.fresh``)
+        copies = [_stmt(f"{name} = {self._runtime.fresh}({name})") for name in loop.fresh]
+        return [*copies, *(rewritten if isinstance(rewritten, list) else [rewritten])]
 
     def _dynamic(self, loop: ast.For, bound: ast.expr) -> ast.expr:
         """A bound of a loop inside another, to assign to a local: in ``int(...)`` where it names no local or

@@ -54,7 +54,17 @@ from warp_rewrite.passes.two_phase import (
 )
 from warp_rewrite.passes.while_conditions import hoist_conditions
 from warp_rewrite.printing import unparse_wrapped
-from warp_rewrite.runtime import ExactRecords, KernelSpec, LoopSpec, Op, RecordKind, RecordSpec, RewriteError, SiteSpec
+from warp_rewrite.runtime import (
+    ArgumentBound,
+    ExactRecords,
+    KernelSpec,
+    LoopSpec,
+    Op,
+    RecordKind,
+    RecordSpec,
+    RewriteError,
+    SiteSpec,
+)
 
 DEBUG = bool(os.environ.get("WP_REWRITE_DEBUG"))
 
@@ -128,6 +138,10 @@ class DesugaredFrontend:
 
     def _own_source(self, unit: Unit) -> Unit:
         return self._sources.get(id(unit), unit)
+
+    def changed(self, unit: Unit) -> bool:
+        """Did this front end's own desugaring change ``unit`` (one the passes see)?"""
+        return self._own_source(unit) is not unit
 
     def _desugar(self, unit: Unit) -> Unit:
         if id(unit) not in self._desugared:
@@ -302,8 +316,12 @@ class Surveyed(Desugared):
 
     @property
     def nothing_to_record(self) -> bool:
-        """No atomic's return is consumed (a probe loop's consumed atomics may leave only a loop to record)."""
-        return not self.first.sites and not self.first.loops
+        """No atomic's return is consumed (a probe loop's consumed atomics may leave only a loop to record), and no
+        read of what the thread stored itself was forwarded (``own_writes``: the forwarded kernel, with no record,
+        is then the rewrite: ``y[tid] = wp.sin(x)`` then ``y[tid] * y[tid]``, which plain Warp replays wrong)."""
+        frontend = self.frontend
+        forwarded = isinstance(frontend, DesugaredFrontend) and frontend.changed(frontend.kernel)
+        return not self.first.sites and not self.first.loops and not forwarded
 
 
 def known_ints(frontend: PlanFrontend, plan_: KernelPlan, paths: Iterable[str]) -> frozenset[str]:
@@ -417,11 +435,13 @@ class Counted(Recorded):
 
 
 def count_phase(recorded: Recorded) -> Counted:
-    """Where launches count trips in a dry run (a loop of unknown length without ``max_records``): the record
+    """Where launches count trips in a dry run (a loop of unknown length, without ``max_records``, whose range the
+    launch's arguments do not give: ``passes.launch_trips``): the record
     kernel cut down to what decides trip counts, each function taking only what it reads (``passes.count_slice``),
     without its writes into arrays it does not read, so that the dry run needs no copies of those
     (``passes.two_phase.COUNT``; the plan's ``copied``, ``count_slice.fewer_copies``)."""
-    counted = any(loop.needs_room for loop in recorded.plan.loops) and recorded.max_records is None
+    counted = any(loop.needs_room and loop.argument_range is None for loop in recorded.plan.loops)
+    counted = counted and recorded.max_records is None
     if not counted:
         return _extended(recorded, Counted, count_kernel="")
     plan_, functions = fewer_copies(
@@ -506,7 +526,17 @@ def launch_spec(printed: Printed) -> Specified:
         fixed = r.dtype if kind in (RecordKind.TRIPS, RecordKind.CARRIED) else None  # the others' follow the target
         records.append(RecordSpec(name, kind, r.target, fixed, r.loops, r.requires_grad))
     loops = [
-        LoopSpec(loop.id, loop.location, loop.static_trips, compiled_room(loop, printed.max_records), loop.needs_room)
+        LoopSpec(
+            loop.id,
+            loop.location,
+            loop.static_trips,
+            compiled_room(loop, printed.max_records),
+            loop.needs_room,
+            tuple(
+                bound if isinstance(bound, int) else ArgumentBound(bound.parameter, bound.axis)
+                for bound in loop.argument_range or ()
+            ),
+        )
         for loop in plan_.loops
     ]
     spec = KernelSpec(

@@ -58,6 +58,7 @@ from warp_rewrite.pipeline import GeneratedKernel, LeftToWarp, RewriteOptions
 from warp_rewrite.printing import string_lines
 from warp_rewrite.runtime import RewriteError
 from warp_rewrite.runtime.abi import RuntimeNames
+from warp_rewrite.runtime.fingerprints import NOTHING_ELSEWHERE
 from warp_rewrite.runtime.specs import KernelSpec
 
 
@@ -299,6 +300,7 @@ def _rewritten_kernel(
     launch: LaunchNames,
     max_records: int | None,
     rebind: bool,
+    width: int,
     detached: tuple[GeneratedKernel, str] | None = None,
 ) -> str:
     """``<kernel>_rewritten = RewrittenKernel(...)``, then (at module level) ``launch_<kernel> =
@@ -334,11 +336,16 @@ def _rewritten_kernel(
         "    ),",
         *(f"    {option}," for option in options),
         ")",
-        *([] if rebind else ["# takes wp.launch's arguments", f"{launch.launch} = {launch.rewritten}.launch"]),
-        f"# every name of {kernel} now launches both phases",  # a line of its own: the next may be long already
-        f"{kernel} = {launch.rewritten}",
     ]
-    return "\n".join(lines) + "\n"
+    bindings = (
+        []
+        if rebind
+        else [_commented(f"{launch.launch} = {launch.rewritten}.launch", "takes wp.launch's arguments", width)]
+    )
+    bindings.append(
+        _commented(f"{kernel} = {launch.rewritten}", f"every name of {kernel} now launches both phases", width)
+    )
+    return "\n".join(lines) + "\n" + "".join(bindings)
 
 
 def generate(frontend: StaticFrontend, detach_returns: bool) -> tuple[GeneratedKernel, list[HelperImport]] | None:
@@ -425,24 +432,10 @@ class Block:
                 spec_literal(self.detached.spec, self.names, " " * 8, relocate, width, shared=shared),
             )
         abi = self._abi_check(relocate)
-        launch = _rewritten_kernel(generated, spec, self.names, self.launch, max_records, self.nested, detached)
+        launch = _rewritten_kernel(generated, spec, self.names, self.launch, max_records, self.nested, width, detached)
         body = (self.source or self.generated_source) + gap + launch
         name, made = self.kernel.name, self.made
-        arguments = [
-            json.dumps(name),
-            f"location={json.dumps(relocate(self.location))}",
-            f"expected={json.dumps(made.fingerprint)}",
-            *([f"options={json.dumps(made.options)}"] if made.options else []),  # '' by default
-        ]
-        check = "".join(
-            [
-                f"{self.names.runtime.check_fingerprint}(\n",
-                *(f"    {argument},\n" for argument in arguments),
-                _functions_argument((name, *made.named), width) + "\n",
-                f"    elsewhere={json.dumps(made.elsewhere)},\n",
-                ")  # before anything launches: the kernel is what this block was generated from\n",
-            ]
-        )
+        check = self._fingerprint_check()
         block = begin_marker(name, made.fingerprint, made.options) + abi + check + gap + body + gap + end_marker(name)
         laid = laid_out(quoted(block, self.lint.quote_style), self.indent, self.lint.line_length)
         return indent_block(laid, self.indent, self.nested)
@@ -459,6 +452,15 @@ class Block:
             return flat + "\n"
         return f"{self.names.runtime.require_abi}(\n" + "".join(f"    {item},\n" for item in arguments) + ")\n"
 
+    def _fingerprint_check(self) -> str:
+        """The second line: the kernel and the helpers it reads are what the block was generated from
+        (``check_fingerprint``)."""
+        made, functions = self.made, (self.kernel.name, *self.made.named)
+        arguments = [json.dumps(made.fingerprint), f"({', '.join(functions)}{',' * (len(functions) == 1)})"]
+        arguments += [f"elsewhere={json.dumps(made.elsewhere)}"] if made.elsewhere != NOTHING_ELSEWHERE else []
+        arguments += [f"options={json.dumps(made.options)}"] if made.options else []
+        return f"{self.names.runtime.check_fingerprint}({', '.join(arguments)})\n"  # (laid out with the block)
+
     def insertion(self, lines: list[str], text: str) -> tuple[int, str]:
         """(input line after which, text) that puts the block after the kernel with ``gap`` blank lines before
         and after it, counting those already there: so that deleting a block from its begin marker to its end
@@ -470,14 +472,6 @@ class Block:
         followed = after + blank < len(lines)
         trailing = max(0, self.gap - (blank - before)) if followed else 0
         return after + before, "\n" * (self.gap - before) + text + "\n" * trailing
-
-
-def _functions_argument(names: tuple[str, ...], width: int) -> str:
-    """``    functions=(a, b),`` of the fingerprint check, one name a line where that line would be too long."""
-    line = f"    functions=({', '.join(names)}{',' * (len(names) == 1)}),"
-    if len(line) <= width:
-        return line
-    return "\n".join(["    functions=(", *(f"        {name}," for name in names), "    ),"])
 
 
 def indent_block(text: str, indent: str, nested: bool) -> str:

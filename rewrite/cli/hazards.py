@@ -13,7 +13,7 @@ from warp_rewrite.cli.project import Project, Unfollowed, Unresolved
 from warp_rewrite.cli.source_file import position
 from warp_rewrite.cli.static_module import StaticModule
 from warp_rewrite.passes import memory
-from warp_rewrite.passes.loop_hazards import Callees, LoopHazard, writes_gradient_memory
+from warp_rewrite.passes.loop_hazards import Callees, LoopHazard, values_needed, writes_gradient_memory
 from warp_rewrite.passes.syntax import parent_map
 
 
@@ -85,14 +85,17 @@ class HazardFinder:
         self._scans: dict[int, _Scan] = {}
         self._writes: dict[int, bool] = {}  # helper -> may it write memory a gradient flows through
 
-    def reads_updated(self, module: StaticModule, kernel: ast.FunctionDef) -> frozenset[str]:
-        """The argument paths of the arrays the kernel's launch updates (an atomic, an augmented assignment into an
-        element or a field) and reads (an element), in the kernel and the helpers it calls, each helper's parameters
-        bound to the paths its call hands it by name: the question ``passes.fence.Fence.reads_updated`` asks the
-        rewrite, read off the source as ``--check`` reads it, without Warp. A helper with a hand-written gradient
-        counts for nothing: Warp's backward never replays its body."""
+    def reads_written(self, module: StaticModule, kernel: ast.FunctionDef) -> frozenset[str]:
+        """The argument paths of the arrays the kernel's launch writes whose reads Warp's backward replays wrong: those
+        it updates (an atomic, an augmented assignment into an element or a field) and reads (an element), and those
+        it stores into plainly where a read's value is needed (``loop_hazards.values_needed``), in the kernel and the
+        helpers it calls, each helper's parameters bound to the paths its call hands it by name: the question
+        ``passes.fence.Fence.reads_written`` asks the rewrite, read off the source as ``--check`` reads it, without
+        Warp. A helper with a hand-written gradient counts for nothing: Warp's backward never replays its body."""
         updated: set[str | None] = set()
+        stored: set[str | None] = set()
         read: set[str | None] = set()
+        reads: list[tuple[StaticModule, ast.FunctionDef, ast.Subscript, str | None]] = []
         seen: set[tuple] = set()
         pending: list[tuple[StaticModule, ast.FunctionDef, dict[str, str | None]]] = [
             (module, kernel, {a.arg: a.arg for a in kernel.args.args})
@@ -107,17 +110,30 @@ class HazardFinder:
             nodes = owner.function_nodes(function)
             scopes = owner.scopes_in(function, nodes)
             paths = paths | _aliases(nodes, paths)
-            read |= {_argument_path(load, paths) for load in memory.loads(nodes, parent_map(nodes), names)}
+            for load in memory.loads(nodes, parent_map(nodes), names):
+                reads.append((owner, function, load, path := _argument_path(load, paths)))
+                read.add(path)
             for node in nodes:
                 if isinstance(node, ast.AugAssign):
                     updated |= {_argument_path(array, paths) for array in memory.stored_arrays(node)}
+                elif isinstance(node, ast.Assign | ast.AnnAssign):
+                    stored |= {_argument_path(array, paths) for array in memory.stored_arrays(node)}
                 elif isinstance(node, ast.Call) and names.atomic_op(node) is not None and node.args:
                     updated.add(_argument_path(node.args[0], paths))
                 elif isinstance(node, ast.Call):
                     found = self.project.resolve(owner, node, scopes)
                     if isinstance(found, tuple) and not found[0].has_gradient(found[1]):
                         pending.append((*found, _bound(node, found[1], paths)))
-        return frozenset(path for path in updated & read if path is not None)
+        grouped: dict[tuple[int, str], tuple[StaticModule, ast.FunctionDef, list[ast.expr]]] = {}
+        for owner, function, load, path in reads:
+            if path is not None and path in stored - updated:
+                grouped.setdefault((id(function), path), (owner, function, []))[2].append(load)
+        needed = {
+            path
+            for (_, path), (owner, function, loads) in grouped.items()
+            if values_needed(function, loads, owner.warp.names(), function is kernel)
+        }
+        return frozenset(path for path in (updated & read) | needed if path is not None)
 
     def loop_hazards(self, module: StaticModule, function: ast.FunctionDef) -> list[LoopHazard]:
         """The loops of ``function`` (in ``module``) Warp's backward replays wrong and some gradient depends on

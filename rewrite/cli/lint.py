@@ -18,8 +18,9 @@ The codes, as ruff's conventions go (``--select``/``--ignore`` take codes and pr
     WR008  a kernel holds (itself or in a helper it calls) a loop Warp does not unroll and whose backward it replays
            wrong: a local carried out of it or from trip to trip, a ``while``, a ``break``/``continue``
            (``passes.loop_hazards``);
-    WR009  a kernel reads (itself or in a helper it calls) an array its launch updates with an atomic or ``+=``:
-           Warp's backward replays the read against the launch's final memory (``passes.fence.Fence.reads_updated``);
+    WR009  a kernel reads (itself or in a helper it calls) an array its launch updates with an atomic or ``+=``, or
+           stores into where the value read is used other than linearly: Warp's backward replays the read against
+           the launch's final memory (``passes.fence.Fence.reads_written``);
     WR101  (informational, off by default) a consumed return (WR001-WR003, WR007) in a kernel without a backward pass
            (``enable_backward=False``, its own or its Warp module's), in a helper of a module without one, in a
            helper only such kernels or rewritten ones call, or in one passed as a function value only to factories
@@ -81,8 +82,9 @@ CODES = {
     + _WRONG
     + " (Warp's documented limitation of such loops): "
     + _REWRITE,
-    "WR009": "kernel '{name}' reads {arrays}, which its launch also updates (an atomic or +=): Warp's backward "
-    "replays the read against what the whole launch left there, so " + _WRONG + ": " + _REWRITE,
+    "WR009": "kernel '{name}' reads {arrays}, which its launch also writes (an atomic or +=, or a store where the "
+    "value read is used other than linearly): Warp's backward replays the read against what the whole launch left "
+    "there, so " + _WRONG + ": " + _REWRITE,
     "WR101": "{kind} '{name}' uses the value returned by wp.{builtin}(){through}, but {why}: " + _INFORMATIONAL,
     "WR102": "helper '{name}' uses the value returned by wp.atomic_{op}() and has a hand-written @wp.func_replay: "
     + _INFORMATIONAL,
@@ -244,8 +246,8 @@ class Checker:
             findings += _loop_findings(module, kernel, hazards, calls.loops, disabled)
             # The kernel's hazard where it has no other (with one, it is rewritten, and the read recorded, anyway)
             others = module.consumed(kernel) or hazards or calls.loops or calls.hazards
-            if not disabled and not others and (updated := self.finder.reads_updated(module, kernel)):
-                arrays = " and ".join(f"'{path}'" for path in sorted(updated))
+            if not disabled and not others and (written := self.finder.reads_written(module, kernel)):
+                arrays = " and ".join(f"'{path}'" for path in sorted(written))
                 findings.append(_finding(module, "WR009", kernel, name=kernel.name, arrays=arrays))
             for hazard in calls.hazards:
                 where = f"at {hazard.where}"

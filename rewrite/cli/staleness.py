@@ -100,6 +100,8 @@ def _stored_elsewhere(module: StaticModule, region: Region) -> str | None:
             and region.first <= node.lineno <= region.last
         ):
             value = next((k.value for k in node.keywords if k.arg == "elsewhere"), None)
+            if value is None:  # (left out where no helper is in another file)
+                return str(_fingerprints().NOTHING_ELSEWHERE)
             return value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
     return None
 

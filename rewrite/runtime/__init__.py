@@ -35,6 +35,7 @@ from .checks import check
 from .device import (
     check_trips,
     flat_index,
+    fresh,
     pool_read,
     pool_value,
     pool_written,
@@ -58,11 +59,12 @@ from .exact_atomics import (
 from .fingerprints import check_fingerprint
 from .launch import KernelRewrite, RewrittenKernel, RewrittenLaunch
 from .replays import replays
-from .specs import ExactRecords, KernelPair, KernelSpec, LoopSpec, RecordSpec, SiteSpec
+from .specs import ArgumentBound, ExactRecords, KernelPair, KernelSpec, LoopSpec, RecordSpec, SiteSpec
 
 __all__ = [  # exactly the ABI's names (abi.EXPORTED), as a test checks
     "ABI",
     "Any",
+    "ArgumentBound",
     "ExactRecords",
     "KernelPair",
     "KernelRewrite",
@@ -87,6 +89,7 @@ __all__ = [  # exactly the ABI's names (abi.EXPORTED), as a test checks
     "exact_returned",
     "exact_sub",
     "flat_index",
+    "fresh",
     "pool_read",
     "pool_value",
     "pool_written",

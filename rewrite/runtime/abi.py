@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .specs import RecordSpec, SiteSpec
 
 __version__ = "0.7.0"
-ABI = 10  # the contract generated code is written against (see above); not the version, which changes more often
+ABI = 11  # the contract generated code is written against (see above); not the version, which changes more often
 
 
 class Op(str, enum.Enum):
@@ -124,6 +124,7 @@ class RuntimeNames:
     pool_written: str
     pool_value: str
     replays: str  # a helper's replay clone's twin: ``@<runtime>.replays(f_replay)`` (``replays``)
+    fresh: str  # a local's value in a variable of its own, before a loop that assigns it (``device.fresh``)
     Any: str  # record annotations of generic kernels: wp.array(dtype=<runtime>.Any)
     # what an emitted block makes: its checks at import (``abi``, ``fingerprints``), its launch, spelled out
     # (``specs``, ``launch``)
@@ -136,6 +137,7 @@ class RuntimeNames:
     SiteSpec: str
     RecordSpec: str
     LoopSpec: str
+    ArgumentBound: str
     ExactRecords: str
     Op: str
     RecordKind: str

@@ -42,6 +42,15 @@ def replay_returned(value: Any, records: wp.array(dtype=Any), index: int):
 
 
 @wp.func
+def fresh(value: Any):
+    """``value``, in a variable of its own. A loop Warp does not unroll assigns each local it changes into the variable
+    the local had before it, in place; where that variable holds what a builtin returned, the builtin's adjoint, which
+    reads that value (``wp.sqrt``, ``wp.exp``, a division), would read the loop's instead. The replay hands such a
+    loop this copy."""
+    return value
+
+
+@wp.func
 def range_length(start: int, stop: int, step: int):
     """How many iterations ``range(start, stop, step)`` makes: the capacity a loop's records need."""
     if step > 0:

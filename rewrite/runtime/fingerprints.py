@@ -42,25 +42,44 @@ def fingerprint(options: str, sources: Sequence[str], elsewhere: str) -> str:
 
 def source_of(function: Any) -> str:
     """A kernel's, helper's or plain function's source, decorators included, as ``inspect.getsource`` reads it."""
-    function = inspect.unwrap(function)  # Warp wraps its objects around the latest definition (overloads too)
-    return inspect.getsource(inspect.unwrap(getattr(function, "func", function)))
+    return inspect.getsource(_plain(function))  # (the latest definition of an overloaded one)
+
+
+NOTHING_ELSEWHERE = digest([])  # the ``elsewhere`` of a block whose helpers are all in its own file
 
 
 def check_fingerprint(
-    kernel: str, location: str, expected: str, functions: Sequence[Any], elsewhere: str, options: str = ""
+    expected: str, functions: Sequence[Any], elsewhere: str = NOTHING_ELSEWHERE, options: str = ""
 ) -> None:
-    """Raise ``RewriteError`` if the block generated for ``kernel`` (at ``location``) was made from other source
-    than the module now has: ``functions`` are the kernel and the helpers of its file the block names; ``options``
-    the command-line flags it was generated with (generated code leaves out the defaults', '')."""
+    """Raise ``RewriteError`` if the block generated for the kernel ``functions[0]`` was made from other source than
+    the module now has: ``functions`` are the kernel and the helpers of its file the block names; ``elsewhere`` the
+    digest of its other helpers' sources; ``options`` the command-line flags it was generated with (generated code
+    leaves out the defaults). The kernel's name and place, for the message, are read off the kernel: so that the
+    call, which runs first in every block, takes a line."""
     try:
         sources = [source_of(function) for function in functions]
     except (OSError, TypeError):  # no source to read (Warp needs it too, and says so when the kernel builds)
         return
     if fingerprint(options, sources, elsewhere) != expected:
+        kernel = _plain(functions[0])
         raise RewriteError(
-            kernel,
-            location,
+            kernel.__name__,
+            _definition_location(kernel),
             "the kernel or a helper it calls changed since wp-rewrite generated the code below it "
             "(its fingerprint differs), which would launch the old kernel",
             "Regenerate the block: re-run wp-rewrite on this file (wp-rewrite FILE.py --in-place, or -o as before)",
         )
+
+
+def _plain(function: Any) -> Any:
+    """The Python function of a kernel, helper or plain function (Warp wraps its objects around it)."""
+    function = inspect.unwrap(function)
+    return inspect.unwrap(getattr(function, "func", function))
+
+
+def _definition_location(function: Any) -> str:
+    """``file:line:col`` of the function's ``def`` (its decorators above it)."""
+    lines, first = inspect.getsourcelines(function)
+    offset = next(i for i, line in enumerate(lines) if line.lstrip().startswith(("def ", "async def ")))
+    line = lines[offset]
+    return f"{inspect.getsourcefile(function)}:{first + offset}:{len(line) - len(line.lstrip()) + 1}"

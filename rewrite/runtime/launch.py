@@ -509,8 +509,9 @@ class RewrittenKernel(wp.Kernel):
         ``checked``: what ``_checked_variant`` gave, where the caller has asked it already."""
         pair, exact = checked or self._checked_variant(request)
         capacities = self._capacities(pair, request)
-        if key is not None and capacities.counted:
-            # Rooms a dry run counted: the PreparedLaunch of an earlier launch with these arguments and these rooms
+        if key is not None and capacities.from_values:
+            # Rooms a dry run counted or the arguments gave: the PreparedLaunch of an earlier launch with these
+            # arguments and these rooms
             key = (*key, tuple(sorted(capacities.rooms.items())))
             prepared = self._launches.pop(key, None)  # out while it runs: one thread uses it
             if prepared is not None and prepared.current():
@@ -580,9 +581,10 @@ class RewrittenKernel(wp.Kernel):
         """Records per execution of each loop; those of unknown length counted by a dry run on scratch copies,
         with no room for records."""
         spec = pair.spec
-        known = capacities_of(spec, request.max_records)
+        known = capacities_of(spec, request.max_records, request.args)
         if None not in known.values():
-            return Capacities({loop: room for loop, room in known.items() if room is not None}, counted=False)
+            given = any(loop.counted and loop.room is None and loop.argument_range for loop in spec.loops)
+            return Capacities({loop: room for loop, room in known.items() if room is not None}, from_values=given)
         loop = next(loop for loop in spec.loops if known[loop.id] is None)
         if request.device.is_capturing:
             raise RewriteError(
@@ -616,7 +618,7 @@ class RewrittenKernel(wp.Kernel):
         assert dry.status is not None  # (a kernel with counted loops reports into its status)
         needed = dry.status.numpy()  # the host needs the counts to size the records: it waits here
         counts = {loop: room if room is not None else trips_of(needed, loop) for loop, room in known.items()}
-        return Capacities(counts, counted=True)
+        return Capacities(counts, from_values=True)
 
     def _record(
         self, pair: KernelPair, request: LaunchRequest, capacities: Capacities, exact: frozenset[str], key: tuple | None

@@ -16,7 +16,7 @@ from .device import STATUS_TRIPS
 from .errors import RewriteError
 from .exact import ExactTarget, Shadow
 from .memory import written_first
-from .specs import KernelSpec, RecordSpec
+from .specs import KernelSpec, LoopSpec, RecordSpec
 
 _EXACT_ONLY = frozenset({RecordKind.VALUES, RecordKind.ORDER, RecordKind.ADDRESSES, RecordKind.COMPARES})
 
@@ -26,12 +26,18 @@ def is_stand_in(record: RecordSpec, exact: frozenset[str]) -> bool:
     return record.kind in _EXACT_ONLY and record.target not in exact
 
 
-def capacities_of(spec: KernelSpec, max_records: int | None) -> dict[int, int | None]:
-    """Records per execution of each loop: compiled in, ``max_records``, or None (to be counted by a dry run)."""
-    return {
-        loop.id: loop.room if loop.room is not None else max_records if loop.counted else (loop.trips or 1)
-        for loop in spec.loops
-    }
+def capacities_of(spec: KernelSpec, max_records: int | None, args: Sequence[Any]) -> dict[int, int | None]:
+    """Records per execution of each loop: compiled in, given by the launch's arguments, ``max_records``, or None (to be
+    counted by a dry run)."""
+    return {loop.id: _capacity(spec, loop, max_records, args) for loop in spec.loops}
+
+
+def _capacity(spec: KernelSpec, loop: LoopSpec, max_records: int | None, args: Sequence[Any]) -> int | None:
+    if loop.room is not None:
+        return loop.room
+    if not loop.counted:
+        return loop.trips or 1
+    return loop.argument_trips(spec.parameters, args) if loop.argument_range else max_records
 
 
 @dataclass
@@ -121,7 +127,8 @@ class Capacities:
     """Records per execution of each loop, by loop id, as this launch allocates them."""
 
     rooms: dict[int, int]
-    counted: bool  # by a dry run: they depend on more than the launch's signature
+    # by a dry run, or from the launch's arguments (``LoopSpec.argument_range``): they depend on more than its signature
+    from_values: bool
 
 
 def unallocated(

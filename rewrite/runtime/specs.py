@@ -4,6 +4,7 @@
 spell out as source text (``KernelPair(record, replay, KernelSpec(...))``)."""
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +55,21 @@ class RecordSpec:
 
 
 @dataclass(frozen=True)
+class ArgumentBound:
+    """A bound of a loop's range as a launch's arguments give it: the parameter's value, or its array's
+    ``shape[axis]``."""
+
+    parameter: str
+    axis: int | None = None
+
+    def value(self, parameters: tuple[str, ...], args: Sequence[Any]) -> int:
+        argument = args[parameters.index(self.parameter)]
+        if self.axis is None:
+            return int(argument)
+        return 0 if argument is None else int(argument.shape[self.axis])  # (None: Warp's empty array)
+
+
+@dataclass(frozen=True)
 class LoopSpec:
     """A loop around a recorded atomic."""
 
@@ -62,6 +78,14 @@ class LoopSpec:
     trips: int | None = None  # the trip count of a constant range()
     room: int | None = None  # records per execution compiled into the kernels; None: passed by each launch
     counted: bool = False  # of unknown length and replayed: needs room, and its trips are checked
+    # Of unknown length, its range() as the launch's arguments give it (ints and bounds): each launch sizes its records
+    # from them, where else a dry run would count its trips
+    argument_range: tuple[int | ArgumentBound, ...] = ()
+
+    def argument_trips(self, parameters: tuple[str, ...], args: Sequence[Any]) -> int:
+        """The trips of each execution of a loop whose range the launch's arguments give."""
+        bounds = [b if isinstance(b, int) else b.value(parameters, args) for b in self.argument_range]
+        return len(range(*bounds))
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
-"""A kernel that reads an array its launch updates (an atomic, ``+=``), with no other hazard
-(tests/support/updated_reads.py, WR009): the API and the command line rewrite it (``Fence.reads_updated``), and its
+"""A kernel that reads an array its launch updates (an atomic, ``+=``), or stores into where the value read is used
+other than linearly, with no other hazard
+(tests/support/updated_reads.py, WR009): the API and the command line rewrite it (``Fence.reads_written``), and its
 gradients match finite differences of the original's forward through both where no gradient flows through the value
 read (plain Warp's do not); where one does, a launch runs as plain Warp, with a ``RewriteWarning``, through both."""
 
@@ -31,6 +32,8 @@ PATTERNS = {
     "histogram_in_helper": Pattern(
         lambda: [i32(CELLS), f64(X, True), i32(np.zeros(3)), f64(np.zeros(N), True)], loss=[3], wrt=[1]
     ),
+    "reads_what_it_stored": Pattern(lambda: [f64(X, True), f64(np.zeros(N), True)], loss=[1], wrt=[0]),
+    "sine_squared": Pattern(lambda: [f64(X, True), f64(np.zeros(N), True)], loss=[1], wrt=[0]),
 }
 test_through_the_api, test_through_the_command_line = end_to_end_tests(updated_reads, N, PATTERNS)
 

@@ -102,7 +102,7 @@ def modules(rewritten):
 def test_the_block_rebinds_the_kernels_name_and_keeps_the_original(modules):
     emitted, _ = modules
     text = Path(emitted.__file__).read_text()
-    assert "\n# every name of compact now launches both phases\ncompact = compact_rewritten\n" in text
+    assert "\ncompact = compact_rewritten  # every name of compact now launches both phases\n" in text
     assert isinstance(emitted.compact, emitted.wp_rewrite_runtime.RewrittenKernel)
     assert emitted.alias is emitted.compact and emitted.compact is emitted.compact_rewritten
     assert isinstance(emitted.compact.kernel, wp.Kernel)

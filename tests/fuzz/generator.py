@@ -591,12 +591,20 @@ class _KernelWriter:
         scope.line(f"y[tid] += wp.float64({peek.name}[{counter.address('0')}] % 3 + 1) * xv")
 
     def updated_read(self, scope: _Scope, side: random.Random) -> None:
-        """An array the launch updates and reads back (``passes.fence.Fence.reads_updated``, WR009), in a kernel that
+        """An array the launch writes and reads back (``passes.fence.Fence.reads_written``, WR009), in a kernel that
         uses no atomic's return: a count the threads add to, read to decide a branch (an int: no gradient through it,
-        the rewrite records the read), or a float sum of values needing no gradient, read to scale this thread's own
-        (a float read of memory the launch wrote: exact where its terms need no gradient). Drawn from ``side``."""
+        the rewrite records the read); a float sum of values needing no gradient, read to scale this thread's own
+        (a float read of memory the launch wrote: exact where its terms need no gradient); or the thread's own
+        element stored, then read into a product (the read becomes the stored value: ``passes.own_writes``). Drawn
+        from ``side``."""
         cells = side.randint(2, 3)
-        if side.random() < 0.5:
+        form = side.random()
+        if form >= 2 / 3:
+            stored = self.add_array(ArraySpec(self.fresh("us"), "float64", (self.dim,))).name
+            scope.line(f"{stored}[tid] = wp.sin(xv) * wp.float64({side.uniform(0.5, 1.5):.3f})")
+            scope.line(f"y[tid] += {stored}[tid] * {stored}[tid] * xv")
+            return
+        if form < 1 / 3:
             count = self.add_array(ArraySpec(self.fresh("u"), "int32", (cells,))).name
             if side.random() < 0.5:
                 scope.line(f"{count}[tid % {cells}] += 1")

@@ -4,8 +4,9 @@ linearly and not, in kernels with and without a consumed atomic.
 A loop block carries one to three locals through one loop and uses them after it: a float64 (taking in each trip's value
 linearly, or through a nonlinear function of itself), a vec3d, or an int index chosen by comparing ints (an argmax) that
 reads a float array after the loop; a for loop's own variable may be read after it too. The loop is one of the forms
-Warp does not unroll: a ``for`` over a data-dependent range, over a range of module-level names (``range(R * C)``) or
-over a constant range longer than ``max_unroll``; a ``while`` over a data-dependent count or over a float condition
+Warp does not unroll: a ``for`` over a data-dependent range, over the launch's arguments (an array's shape), over a
+range of module-level names (``range(R * C)``) or over a constant range longer than ``max_unroll``; a ``while`` over a
+data-dependent count or over a float condition
 (halvings); a helper's loop whose helper returns a nonlinear function of what it carried, or returns from inside
 ``while True``; a walk of a spatial query over a hash grid (both spellings), a BVH (boxes and rays) or a mesh (boxes),
 the structures built by the runner for each batch (``tests/fuzz/structures.py``). Loops may break or continue on ints,
@@ -26,7 +27,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tests.fuzz.generator import TRIPS_MAX, ArraySpec, KernelCase, _KernelWriter, _Scope
+from tests.fuzz.generator import TRIPS_MAX, ArraySpec, KernelCase, _KernelWriter, _literal, _Scope
 from tests.fuzz.grammar import _out
 from tests.fuzz.structures import BOXES, FACES, GRID_POINTS, StructureArgument
 
@@ -36,10 +37,12 @@ LOOP_FORMS = (
     "float carried out, used linearly",
     "float carried out, used nonlinearly",
     "float carried from trip to trip nonlinearly",
+    "float starting as a builtin's result its adjoint reads",
     "vector carried",
     "int carried, used as an index",
     "for loop's variable read after it",
     "for over a data-dependent range",
+    "for over the launch's arguments",
     "for over module-level names",
     "for over a constant range beyond max_unroll",
     "while over a data-dependent count",
@@ -155,8 +158,14 @@ def _loop_block(writer: _KernelWriter, scope: _Scope, consumed: bool) -> None:
 
 
 def _range_header(writer: _KernelWriter) -> _Header:
+    """A range of the kernel's data (a dry run counts its trips), or one the launch's arguments give, ``x``'s shape
+    (``passes/launch_trips.py``: each launch sizes its records from its arguments, with no dry run)."""
     k = writer.fresh("lk")
-    bounds = writer.rng.choice(("trips[tid]", "keys[tid] % 2, keys[tid] % 2 + trips[tid]"))
+    bounds = writer.rng.choice(
+        ("trips[tid]", "keys[tid] % 2, keys[tid] % 2 + trips[tid]", "x.shape[0]", "1, x.shape[0]")
+    )
+    if "shape" in bounds:
+        return _x_header(writer, "for over the launch's arguments", f"for {k} in range({bounds}):", k, writer.dim)
     return _x_header(writer, "for over a data-dependent range", f"for {k} in range({bounds}):", k, TRIPS_MAX)
 
 
@@ -274,6 +283,21 @@ def _carry(writer: _KernelWriter, header: _Header, carried: _Carried, scale: flo
 def _carry_float(writer: _KernelWriter, carried: _Carried, term: str) -> None:
     rng, a = writer.rng, writer.fresh("a")
     carried.before.append(f"{a} = xv * {writer.constant()}" if rng.random() < 0.6 else f"{a} = {writer.constant()}")
+    # One in three starts as the result of a builtin whose adjoint reads it, which a loop Warp does not unroll
+    # overwrites in place (``loop_hazards.overwritten_results``). Drawn from a stream of its own, so that every other
+    # kernel stays as it was drawn.
+    side = random.Random(f"{writer.name}:{a}:start")
+    if side.random() < 1 / 3:
+        writer.loop_forms.add("float starting as a builtin's result its adjoint reads")
+        c = _literal(round(side.uniform(0.5, 1.5), 3))
+        carried.before[-1] = side.choice(
+            (
+                f"{a} = wp.sqrt(xv * xv + {c})",
+                f"{a} = wp.exp(xv * {c})",
+                f"{a} = {c} / (xv * xv + wp.float64(1.0))",
+                f"{a} = wp.length(wp.vec3d(xv, {c}, wp.float64(0.5)))",
+            )
+        )
     update = rng.choice(("linear", "sin", "drag", "norm"))
     if update == "linear":
         carried.trip.append(f"{a} += {term} * xv")

@@ -7,7 +7,7 @@ import warp as wp
 
 from warp_rewrite.passes import builtins
 from warp_rewrite.passes.atomics import PLAIN
-from warp_rewrite.passes.builtin_names import ARGUMENT_WRITERS, ARRAY_WRITERS, written_by_name
+from warp_rewrite.passes.builtin_names import ARGUMENT_WRITERS, ARRAY_WRITERS, RESULT_READERS, written_by_name
 from warp_rewrite.passes.loop_hazards import INT_TYPES
 
 
@@ -19,6 +19,16 @@ def test_the_builtins_writing_arrays_are_warps():
         if any(builtins.Effect.WRITES_ARRAYS in overload.effect.effects for overload in overloads)
     }
     assert {name for name in writers if not name.startswith("atomic_")} == ARRAY_WRITERS
+
+
+def test_the_builtins_whose_adjoint_reads_their_result_are_warps():
+    table, _ = builtins._table()
+    readers = {
+        name
+        for name, overloads in table.items()
+        if any(builtins.Effect.ADJOINT_READS_RESULT in overload.effect.effects for overload in overloads)
+    }
+    assert readers == RESULT_READERS
 
 
 def test_the_builtins_writing_their_arguments_are_warps():

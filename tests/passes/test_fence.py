@@ -239,18 +239,25 @@ def test_a_builtin_the_table_lacks_is_refused_naming_it(tmp_path, capsys, monkey
 
 @pytest.mark.parametrize(
     ("name", "arrays"),
-    [("crowding", {"counts"}), ("shade_by_coverage", {"coverage"}), ("histogram_in_helper", {"histogram"})],
+    [
+        ("crowding", {"counts"}),
+        ("shade_by_coverage", {"coverage"}),
+        ("histogram_in_helper", {"histogram"}),
+        ("reads_what_it_stored", {"out"}),
+        ("sine_squared", {"out"}),
+    ],
 )
 def test_a_kernel_reading_an_array_its_launch_updates_needs_a_rewrite(name, arrays):
-    """It uses no atomic's return and holds no loop, but Warp's backward replays the read against the final sum."""
+    """It uses no atomic's return and holds no loop, but Warp's backward replays the read against the final sum, or
+    against the launch's last store where the value read is used other than linearly."""
     fence = Fence(LiveFrontend(getattr(updated_reads, name), set()))
-    assert fence.reads_updated == arrays and fence.needs_rewrite and not fence.consumes_returns
+    assert fence.reads_written == arrays and fence.needs_rewrite and not fence.consumes_returns
 
 
-def test_a_read_of_what_a_thread_stored_or_of_another_array_is_no_such_hazard():
-    """A plain store is no update; an update of one array beside reads of others is none either; and a kernel
-    without a backward pass needs no rewrite, whatever it reads."""
-    for kernel in (updated_reads.reads_what_it_stored, updated_reads.updates_another):
+def test_a_read_used_only_linearly_or_of_another_array_is_no_such_hazard():
+    """A stored value read and only added to needs no value in Warp's adjoint; an update of one array beside reads of
+    others is no hazard either; and a kernel without a backward pass needs no rewrite, whatever it reads."""
+    for kernel in (updated_reads.adds_to_what_it_stored, updated_reads.updates_another):
         fence = Fence(LiveFrontend(kernel, set()))
-        assert fence.reads_updated == set() and not fence.needs_rewrite
+        assert fence.reads_written == set() and not fence.needs_rewrite
     assert not Fence(LiveFrontend(updated_reads.no_backward, set())).needs_rewrite

@@ -58,6 +58,12 @@ KERNELS = {
     "strided_and_shrinking": Pattern(lambda: [f64(X, True), i32(COUNTS), zeros()], [2], [0]),
     "update_then_break": Pattern(lambda: [f64(X, True), i32(COUNTS), zeros()], [2], [0]),
     "update_then_break_into_slot": Pattern(lambda: [f64(X, True), i32(COUNTS), i32([0]), zeros()], [3], [0]),
+    "root_then_doubled": Pattern(lambda: [f64(X, True), i32(COUNTS), zeros()], [2], [0]),
+    "quotient_then_summed": Pattern(lambda: [f64(X, True), i32(COUNTS), zeros()], [2], [0]),
+    "exp_then_long_drag": Pattern(lambda: [f64(X, True), zeros()], [1], [0]),
+    "direction_bounces": Pattern(
+        lambda: [vec3d(np.arange(12.0).reshape(4, 3) * 0.1 + 0.05, True), i32(COUNTS), zeros()], [2], [0]
+    ),
 }
 emitted = emitted_fixture(loops)
 test_through_the_api, test_through_the_command_line = end_to_end_tests(loops, N, KERNELS)
@@ -75,6 +81,10 @@ test_through_the_api, test_through_the_command_line = end_to_end_tests(loops, N,
         "variable_after",
         "update_then_break",
         "update_then_break_into_slot",
+        "root_then_doubled",
+        "quotient_then_summed",
+        "exp_then_long_drag",
+        "direction_bounces",
     ],
 )
 def test_plain_warp_is_wrong_on_these(name):
@@ -148,6 +158,37 @@ def test_a_constant_range_within_max_unroll_is_unrolled():
     """
     assert hazards_of(source) == []
     assert hazards_of(source, max_unroll=4) == [("for j in range(8):", {"CARRIED"}, ("acc",))]
+
+
+def test_a_loop_assigning_a_builtins_result_whose_adjoint_reads_it():
+    """Warp's forward assigns a local the loop changes into its variable from before the loop, in place: where that
+    variable holds what ``wp.sqrt``, ``wp.exp``, ``wp.normalize``, a division or a power returned, the builtin's
+    adjoint reads the loop's value. Whatever else the loop does: here it only adds (a sum Warp gets right)."""
+    assert hazards_of("""
+        def k(x, n, out):
+            a = wp.sqrt(x[0])
+            b = x[1] / x[2]
+            c = wp.sin(x[3])            # sin's adjoint reads its argument, not its result
+            d = x[4] ** 2.0
+            for j in range(n[0]):
+                a = a + 1.0
+                b += 1.0
+                c = c + 1.0
+            for j in range(n[1]):
+                d = d + x[j]
+            e = wp.exp(x[5])            # after the loop: no value of the loop's reaches it
+            for j in range(4):          # unrolled: no variable is overwritten in place
+                a = a + e
+            out[0] = a + b + c + d + e
+    """) == [
+        ("for j in range(n[0]):", {"OVERWRITES_RESULT"}, ()),  # (sums: no other hazard)
+        ("for j in range(n[1]):", {"OVERWRITES_RESULT"}, ()),
+    ]
+    function = ast.parse("def k(x, n):\n    a = wp.sqrt(x)\n    for j in range(n):\n        a = a + 1.0").body[0]
+    assert isinstance(function, ast.FunctionDef)
+    found = loop_hazards(function, LoopFlow(function, lambda name: False), 16, KERNEL)
+    assert [h.overwritten for h in found] == [("a",)]
+    assert "assigns 'a', which holds a value a builtin returned before the loop" in found[0].why()
 
 
 def test_hazard_reasons_say_why():

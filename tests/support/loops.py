@@ -290,3 +290,51 @@ def update_then_break_into_slot(
             break
     slot = wp.atomic_add(count, 0, 1)
     out[slot] = acc * acc
+
+
+# A builtin's result a loop Warp does not unroll assigns: Warp's forward overwrites the local's variable in place, so
+# the builtin's adjoint (which reads what it returned) reads the loop's value (found by an outside trial: a ray's
+# direction normalised before a bounce loop). Each is right only with the replay's copy before the loop.
+
+
+@wp.kernel
+def root_then_doubled(x: wp.array[wp.float64], n: wp.array[wp.int32], out: wp.array[wp.float64]):
+    """``wp.sqrt``'s result doubled in each trip: the gradient comes out halved per trip without the copy."""
+    i = wp.tid()
+    a = wp.sqrt(x[i] + wp.float64(0.5))
+    for _j in range(n[i]):
+        a = a * wp.float64(2.0)
+    out[i] = a
+
+
+@wp.kernel
+def quotient_then_summed(x: wp.array[wp.float64], n: wp.array[wp.int32], out: wp.array[wp.float64]):
+    """A division's result that the loop only adds to, which Warp's backward gets right but for the division's own
+    adjoint: the overwritten result is the loop's only hazard."""
+    i = wp.tid()
+    a = wp.float64(1.0) / (x[i] + wp.float64(0.5))
+    for j in range(n[i]):
+        a = a + wp.float64(j)
+    out[i] = a
+
+
+@wp.kernel
+def exp_then_long_drag(x: wp.array[wp.float64], out: wp.array[wp.float64]):
+    """``wp.exp``'s result through a constant range longer than ``max_unroll``, updated nonlinearly."""
+    i = wp.tid()
+    y = wp.exp(x[i])
+    for _j in range(LONG):
+        y = y - wp.float64(0.01) * y * y
+    out[i] = y * y
+
+
+@wp.kernel
+def direction_bounces(p: wp.array[wp.vec3d], n: wp.array[wp.int32], out: wp.array[wp.float64]):
+    """A direction ``wp.normalize`` made, turned at each bounce of a ``while`` loop, its components weighed after."""
+    i = wp.tid()
+    d = wp.normalize(p[i])
+    k = int(0)
+    while k < n[i]:
+        d = wp.vec3d(d[1], -d[0], d[2]) * wp.float64(0.9) + p[i] * wp.float64(0.1)
+        k += 1
+    out[i] = d[0] + wp.float64(2.0) * d[1] + wp.float64(3.0) * d[2]

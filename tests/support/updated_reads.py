@@ -1,12 +1,16 @@
-"""Kernels that read an array their launch updates (an atomic, ``+=``), with no other hazard: no atomic's return
-used, no loop Warp replays wrong (``passes.fence.Fence.reads_updated``, WR009). Warp's backward replays each such
-read against what the whole launch left there (tests/api/test_updated_reads.py).
+"""Kernels that read an array their launch updates (an atomic, ``+=``), or stores into where the value read is used
+other than linearly, with no other hazard: no atomic's return used, no loop Warp replays wrong
+(``passes.fence.Fence.reads_written``, WR009). Warp's backward replays each such read against what the whole launch
+left there (tests/api/test_updated_reads.py).
 
 - ``crowding``: a per-cell count, then the count so far decides a branch (an int read: no gradient through it, the
   rewrite records it and the gradients are right);
 - ``shade_by_coverage``: a float coverage summed per pixel, read back to scale this thread's own value (the
   coverage's terms need no gradient here: ``weights`` does not require grad);
 - ``histogram_in_helper``: a count updated in a helper (``+=``), read in the kernel to scale this thread's value;
+- ``reads_what_it_stored``, ``sine_squared``: the thread's own element stored, then read into a product (found by an
+  outside trial; plain Warp's x.grad is x*x + x where 2x is right): the read becomes the stored value
+  (``passes.own_writes``), which is the whole rewrite;
 - ``read_back``: the sum read back and squared, where its terms require grad: no gradient through memory the launch
   wrote is supported, so the launch is refused and, since no atomic's return is used, runs as plain Warp with a
   ``RewriteWarning``.
@@ -77,14 +81,29 @@ def read_back(
     out[tid] = v * v
 
 
-# --- no such hazard -------------------------------------------------------------------------------------------
-
-
 @wp.kernel
 def reads_what_it_stored(x: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
     tid = wp.tid()
     out[tid] = x[tid]
     out[tid] = out[tid] * x[tid]
+
+
+@wp.kernel
+def sine_squared(x: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
+    tid = wp.tid()
+    out[tid] = wp.sin(x[tid])
+    out[tid] = out[tid] * out[tid] + x[tid]
+
+
+# --- no such hazard -------------------------------------------------------------------------------------------
+
+
+@wp.kernel
+def adds_to_what_it_stored(x: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
+    """The value read only added to: Warp's adjoint of the read needs no value."""
+    tid = wp.tid()
+    out[tid] = x[tid]
+    out[tid] = out[tid] + x[tid] * wp.float64(2.0)
 
 
 @wp.kernel
