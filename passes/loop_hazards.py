@@ -702,3 +702,36 @@ class _ReadsMarked(ast.NodeTransformer):
         if isinstance(node, ast.expr) and _span(node) in self.positions:
             return ast.copy_location(ast.Name(self.marker, ast.Load()), node)
         return super().visit(node)
+
+
+def reads_overwritten(
+    function: ast.FunctionDef, reads: Sequence[ast.Subscript], stores: Sequence[ast.Subscript]
+) -> list[ast.Subscript]:
+    """Of ``reads`` (of one array, in ``function``), those a store of ``stores`` (into the same array, in
+    ``function``) at the same index, as written, may overwrite after the read: in the read's statement, a later
+    one, or one in a loop around both. Warp's backward then replays the read against the stored value. A store at
+    another index is taken to write another element (a parent's transform read, a child's stored: a tree walked
+    down), as a store in another function or thread is: those reads are not told here."""
+    statements = [node for node in walk(function) if isinstance(node, ast.stmt) and node is not function]
+    owner: dict[int, ast.stmt] = {}  # the innermost statement holding each node, by id
+    for statement in statements:
+        for node in _own_expressions(statement):
+            owner[id(node)] = statement
+    loops = [node for node in statements if isinstance(node, ast.For | ast.While)]
+
+    def around(statement: ast.stmt) -> set[int]:
+        return {id(loop) for loop in loops if any(node is statement for node in walk(loop))}
+
+    found = []
+    for read in reads:
+        at = owner.get(id(read))
+        if at is None:
+            continue
+        for store in stores:
+            placed = owner.get(id(store))
+            if placed is None or ast.dump(store.slice) != ast.dump(read.slice):
+                continue
+            if (placed.lineno, placed.col_offset) >= (at.lineno, at.col_offset) or around(at) & around(placed):
+                found.append(read)
+                break
+    return found

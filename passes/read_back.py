@@ -24,7 +24,14 @@ from warp_rewrite.passes.builtins import (
 from warp_rewrite.passes.dataflow import argument_path, is_view, rebound_locals, single_assignments
 from warp_rewrite.passes.int_types import IntLocals
 from warp_rewrite.passes.loop_carried import LoopFlow
-from warp_rewrite.passes.loop_hazards import Callees, LoopHazard, loop_hazards, values_needed, writes_gradient_memory
+from warp_rewrite.passes.loop_hazards import (
+    Callees,
+    LoopHazard,
+    loop_hazards,
+    reads_overwritten,
+    values_needed,
+    writes_gradient_memory,
+)
 from warp_rewrite.passes.memory import path_parts
 from warp_rewrite.passes.overloads import Ambiguous
 from warp_rewrite.passes.plan_types import Frontend, FunctionPlan, ReadPlace, Unit, array_at, is_int_path
@@ -235,7 +242,7 @@ class MemoryAccesses:
         self._replayed_reads: set[str | None] = set()  # see _written_paths
         # the element reads Warp's backward replays, with the function and the path: see _written_paths
         self._replayed_elements: list[tuple[Unit, ast.expr, str | None]] = []
-        self._read_by_builtins: set[str | None] = set()  # arrays handed to a builtin that reads them, replayed
+        self._plain_stores: list[tuple[Unit, ast.Subscript, str | None]] = []  # ``a[i] = v`` stores, with the path
         self._writers: dict[str | None, set[int | None]] = {}
         self._reading: dict[tuple, bool] = {}
         self._updating: dict[tuple, bool] = {}
@@ -375,6 +382,10 @@ class MemoryAccesses:
             statements = [node for node in facts.nodes if isinstance(node, ast.stmt)]  # the nodes that store
             stored = [(node, array) for node in statements for array in facts.stored_memory(node)]
             writes += [(node, path) for node, array in stored for path in paths_of(array)]
+            for statement, array in stored:
+                target = facts.parents.get(array)
+                if isinstance(statement, ast.Assign | ast.AnnAssign) and isinstance(target, ast.Subscript):
+                    self._plain_stores += [(unit, target, path) for path in paths_of(array)]
             for node, path in writes:
                 self._writers.setdefault(path, set()).add(id(unit.tree))
                 if path is not None and self._untyped(path):
@@ -427,7 +438,6 @@ class MemoryAccesses:
                     effect = builtin_effect_of(call, facts.names)
                     if effect is None or Effect.READS_ARRAYS in effect.effects:
                         note_read(handed, call)
-                        self._read_by_builtins.update(handed if replayed else ())
                     if effect is None or Effect.WRITES_ARRAYS in effect.effects:
                         written.update(handed)  # it writes them (a builtin the table lacks: it might)
                         for path in handed:
@@ -454,24 +464,26 @@ class MemoryAccesses:
         - Those it updates (an atomic, an augmented assignment, in the kernel or a helper it runs) and also reads (an
           element, or through a builtin): a sum read while it accumulates, whose adjoint reaches only the updates its
           own thread made before it, however the value read is used.
-        - Those it stores into plainly where a read's value is needed (``loop_hazards.values_needed``: used other than
-          linearly, ``y[tid] = wp.sin(x)`` then ``y[tid] * y[tid]``), or handed to a builtin that reads them.
+        - Those it stores into plainly at the index a read reads, after the read (``loop_hazards.reads_overwritten``),
+          where the value read is needed (``loop_hazards.values_needed``: used other than linearly; ``y[tid] =
+          wp.sin(x)``, then ``y[tid] = y[tid] * y[tid] + x``).
 
         Raises ``Refusal`` where the launch hands memory to a call the rewrite cannot read, as ``_written_paths``
         does."""
         self.narrowed = self._narrowed_types()
         self.written = self._written_paths()
         updated = self._updated & self._replayed_reads
-        grouped: dict[tuple[int, str], tuple[Unit, list[ast.expr]]] = {}
+        grouped: dict[tuple[int, str], tuple[Unit, list[ast.Subscript]]] = {}
         for unit, node, path in self._replayed_elements:
-            if path is not None and path in self.written and path not in updated:
+            if path is not None and path in self.written and path not in updated and isinstance(node, ast.Subscript):
                 grouped.setdefault((id(unit.tree), path), (unit, []))[1].append(node)
-        needed = {
-            path
-            for (_, path), (unit, nodes) in grouped.items()
-            if values_needed(unit.tree, nodes, self.analysis(unit).names, unit is self.kernel)
-        }
-        return frozenset(path for path in updated | needed | self._read_by_builtins if path in self.written)
+        needed = set()
+        for (tree, path), (unit, reads) in grouped.items():
+            stores = [store for u, store, p in self._plain_stores if id(u.tree) == tree and p == path]
+            overwritten = reads_overwritten(unit.tree, reads, stores)
+            if values_needed(unit.tree, overwritten, self.analysis(unit).names, unit is self.kernel):
+                needed.add(path)
+        return frozenset(path for path in updated | needed if path in self.written)
 
     def _choices(self, unit: Unit, path_of: Callable[[ast.expr], str | None]) -> dict[str, frozenset[str]]:
         """The function's locals assigned memory more than once (``polygon = trim_poly``, then ``polygon = loop``),

@@ -13,7 +13,13 @@ from warp_rewrite.cli.project import Project, Unfollowed, Unresolved
 from warp_rewrite.cli.source_file import position
 from warp_rewrite.cli.static_module import StaticModule
 from warp_rewrite.passes import memory
-from warp_rewrite.passes.loop_hazards import Callees, LoopHazard, values_needed, writes_gradient_memory
+from warp_rewrite.passes.loop_hazards import (
+    Callees,
+    LoopHazard,
+    reads_overwritten,
+    values_needed,
+    writes_gradient_memory,
+)
 from warp_rewrite.passes.syntax import parent_map
 
 
@@ -88,14 +94,15 @@ class HazardFinder:
     def reads_written(self, module: StaticModule, kernel: ast.FunctionDef) -> frozenset[str]:
         """The argument paths of the arrays the kernel's launch writes whose reads Warp's backward replays wrong: those
         it updates (an atomic, an augmented assignment into an element or a field) and reads (an element), and those
-        it stores into plainly where a read's value is needed (``loop_hazards.values_needed``), in the kernel and the
+        it stores into at the index a read reads, after the read, where the value read is needed
+        (``loop_hazards.reads_overwritten``, ``values_needed``), in the kernel and the
         helpers it calls, each helper's parameters bound to the paths its call hands it by name: the question
         ``passes.fence.Fence.reads_written`` asks the rewrite, read off the source as ``--check`` reads it, without
         Warp. A helper with a hand-written gradient counts for nothing: Warp's backward never replays its body."""
         updated: set[str | None] = set()
-        stored: set[str | None] = set()
         read: set[str | None] = set()
         reads: list[tuple[StaticModule, ast.FunctionDef, ast.Subscript, str | None]] = []
+        stores: list[tuple[ast.FunctionDef, ast.Subscript, str | None]] = []  # ``a[i] = v``
         seen: set[tuple] = set()
         pending: list[tuple[StaticModule, ast.FunctionDef, dict[str, str | None]]] = [
             (module, kernel, {a.arg: a.arg for a in kernel.args.args})
@@ -117,22 +124,29 @@ class HazardFinder:
                 if isinstance(node, ast.AugAssign):
                     updated |= {_argument_path(array, paths) for array in memory.stored_arrays(node)}
                 elif isinstance(node, ast.Assign | ast.AnnAssign):
-                    stored |= {_argument_path(array, paths) for array in memory.stored_arrays(node)}
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    stores += [
+                        (function, target, _argument_path(target.value, paths))
+                        for target in (t for top in targets for t in ast.walk(top))
+                        if isinstance(target, ast.Subscript) and isinstance(target.ctx, ast.Store)
+                    ]
                 elif isinstance(node, ast.Call) and names.atomic_op(node) is not None and node.args:
                     updated.add(_argument_path(node.args[0], paths))
                 elif isinstance(node, ast.Call):
                     found = self.project.resolve(owner, node, scopes)
                     if isinstance(found, tuple) and not found[0].has_gradient(found[1]):
                         pending.append((*found, _bound(node, found[1], paths)))
-        grouped: dict[tuple[int, str], tuple[StaticModule, ast.FunctionDef, list[ast.expr]]] = {}
+        grouped: dict[tuple[int, str], tuple[StaticModule, ast.FunctionDef, list[ast.Subscript]]] = {}
         for owner, function, load, path in reads:
-            if path is not None and path in stored - updated:
+            if path is not None and path not in updated:
                 grouped.setdefault((id(function), path), (owner, function, []))[2].append(load)
-        needed = {
-            path
-            for (_, path), (owner, function, loads) in grouped.items()
-            if values_needed(function, loads, owner.warp.names(), function is kernel)
-        }
+        needed = set()
+        for (_, path), (owner, function, loads) in grouped.items():
+            stored = [store for f, store, p in stores if f is function and p == path]
+            if values_needed(
+                function, reads_overwritten(function, loads, stored), owner.warp.names(), function is kernel
+            ):
+                needed.add(path)
         return frozenset(path for path in (updated & read) | needed if path is not None)
 
     def loop_hazards(self, module: StaticModule, function: ast.FunctionDef) -> list[LoopHazard]:

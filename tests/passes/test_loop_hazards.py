@@ -15,8 +15,9 @@ from tests.support import loops
 from tests.support.emitted import Pattern, emitted_fixture, end_to_end_tests
 from tests.support.harness import FLOAT32, Case, check, f64, finite_difference_gradients, i32, vec3d
 from warp_rewrite import rewrite_launches
+from warp_rewrite.passes.atomics import PLAIN
 from warp_rewrite.passes.loop_carried import LoopFlow
-from warp_rewrite.passes.loop_hazards import Callees, Hazard, loop_hazards
+from warp_rewrite.passes.loop_hazards import Callees, Hazard, loop_hazards, reads_overwritten, values_needed
 
 N = 4
 X = [0.31, 0.17, 0.26, 0.12]
@@ -515,3 +516,44 @@ def test_a_continue_before_a_trips_work_skips_no_adjoint():
     assert loops_of(source.format(before="pass", after="if q[i] > 1.0:\n                    break")) == [
         "for joint in range(n):"
     ]
+
+
+# --- reads of memory the launch writes: reads_overwritten, values_needed -------------------------------------
+
+
+def overwritten_and_needed(source: str) -> tuple[int, bool]:
+    """How many reads of ``y`` a store into ``y`` at their index may overwrite after them, and whether a value of
+    those reads is needed, in the kernel ``source``."""
+    function = ast.parse(textwrap.dedent(source)).body[0]
+    assert isinstance(function, ast.FunctionDef)
+    subscripts = [n for n in ast.walk(function) if isinstance(n, ast.Subscript) and ast.unparse(n.value) == "y"]
+    reads = [n for n in subscripts if isinstance(n.ctx, ast.Load)]
+    stores = [n for n in subscripts if isinstance(n.ctx, ast.Store)]
+    overwritten = reads_overwritten(function, reads, stores)
+    return len(overwritten), values_needed(function, overwritten, PLAIN, kernel=True)
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # the outside trial's: stored, read into a product, stored again
+        ("def k(x, y):\n t = wp.tid()\n y[t] = wp.sin(x[t])\n y[t] = y[t] * y[t] + x[t]", (2, True)),
+        # in place, into a builtin
+        ("def k(y):\n t = wp.tid()\n y[t] = wp.normalize(y[t])", (1, True)),
+        # only added to, or scaled by a literal: no adjoint needs the value
+        ("def k(x, y):\n t = wp.tid()\n y[t] = x[t]\n y[t] = y[t] + x[t] * 2.0", (1, False)),
+        ("def k(x, y):\n t = wp.tid()\n v = y[t] * 0.5\n y[t] = v - x[t]", (1, False)),
+        # followed through a local into a product
+        ("def k(x, y):\n t = wp.tid()\n v = y[t] + 1.0\n y[t] = v * x[t]", (1, True)),
+        # a condition on it
+        ("def k(x, y):\n t = wp.tid()\n if y[t] > 0.0:\n  x[t] = 1.0\n y[t] = 0.0", (1, True)),
+        # stored at another index (a parent read, a child stored): not told here
+        ("def k(p, c, y):\n t = wp.tid()\n v = y[p[t]]\n y[c[t]] = v * v", (0, False)),
+        # stored before the read only, and not in a loop around both: the replay reads what the forward read
+        ("def k(x, y):\n t = wp.tid()\n y[t] = x[t]\n x[t] = y[t] * y[t]", (0, False)),
+        # stored before the read, in a loop around both: the next trip's store overwrites it
+        ("def k(x, y, n):\n t = wp.tid()\n for i in range(n):\n  y[t] = x[i]\n  x[i] = y[t] * y[t]", (2, True)),
+    ],
+)
+def test_reads_a_later_store_overwrites_and_whether_their_values_are_needed(source, expected):
+    assert overwritten_and_needed(source) == expected
