@@ -19,8 +19,8 @@ The codes, as ruff's conventions go (``--select``/``--ignore`` take codes and pr
            wrong: a local carried out of it or from trip to trip, a ``while``, a ``break``/``continue``
            (``passes.loop_hazards``);
     WR009  a kernel reads (itself or in a helper it calls) an array its launch updates with an atomic or ``+=``, or
-           stores into where the value read is used other than linearly: Warp's backward replays the read against
-           the launch's final memory (``passes.fence.Fence.reads_written``);
+           an element it then stores into, where the value read is used other than linearly: Warp's backward
+           replays the read against the launch's final memory (``passes.fence.Fence.reads_written``);
     WR101  (informational, off by default) a consumed return (WR001-WR003, WR007) in a kernel without a backward pass
            (``enable_backward=False``, its own or its Warp module's), in a helper of a module without one, in a
            helper only such kernels or rewritten ones call, or in one passed as a function value only to factories
@@ -82,9 +82,9 @@ CODES = {
     + _WRONG
     + " (Warp's documented limitation of such loops): "
     + _REWRITE,
-    "WR009": "kernel '{name}' reads {arrays}, which its launch also writes (an atomic or +=, or a store where the "
-    "value read is used other than linearly): Warp's backward replays the read against what the whole launch left "
-    "there, so " + _WRONG + ": " + _REWRITE,
+    "WR009": "kernel '{name}' reads {arrays}, which its launch also writes (an atomic or +=, or a store into the "
+    "element read, after it, where the value read is used other than linearly): Warp's backward replays the read "
+    "against what the whole launch left there, so " + _WRONG + ": " + _REWRITE,
     "WR101": "{kind} '{name}' uses the value returned by wp.{builtin}(){through}, but {why}: " + _INFORMATIONAL,
     "WR102": "helper '{name}' uses the value returned by wp.atomic_{op}() and has a hand-written @wp.func_replay: "
     + _INFORMATIONAL,

@@ -1008,7 +1008,7 @@ def test_a_kernel_reading_an_array_its_launch_updates_is_wr009(capsys, tmp_path)
     found = check(capsys, tmp_path, UPDATED_READS, "--select", "ALL")
     assert found == ["10:1: WR009", "17:1: WR009", "24:1: WR009", "51:1: WR009"]
     _, out, _ = run_cli(capsys, "--check", tmp_path / "kernels.py")
-    assert "kernel 'reads_its_sum' reads 'sums', which its launch also writes (an atomic or +=, or a store" in out
+    assert "kernel 'reads_its_sum' reads 'sums', which its launch also writes (an atomic or +=, or a store into" in out
     assert (
         "kernel 'through_helper' reads 'histogram' and 'x', which its launch also writes" in out
     )  # (x: into a product)

@@ -595,14 +595,16 @@ class _KernelWriter:
         uses no atomic's return: a count the threads add to, read to decide a branch (an int: no gradient through it,
         the rewrite records the read); a float sum of values needing no gradient, read to scale this thread's own
         (a float read of memory the launch wrote: exact where its terms need no gradient); or the thread's own
-        element stored, then read into a product (the read becomes the stored value: ``passes.own_writes``). Drawn
-        from ``side``."""
+        element stored, then read into a product stored there again (the read becomes the stored value:
+        ``passes.own_writes``). Drawn from ``side``."""
         cells = side.randint(2, 3)
         form = side.random()
         if form >= 2 / 3:
-            stored = self.add_array(ArraySpec(self.fresh("us"), "float64", (self.dim,))).name
+            # (requiring grad: an array that does not stops the gradient through memory, in Warp as designed)
+            stored = self.add_array(ArraySpec(self.fresh("us"), "float64", (self.dim,), requires_grad=True)).name
             scope.line(f"{stored}[tid] = wp.sin(xv) * wp.float64({side.uniform(0.5, 1.5):.3f})")
-            scope.line(f"y[tid] += {stored}[tid] * {stored}[tid] * xv")
+            scope.line(f"{stored}[tid] = {stored}[tid] * {stored}[tid] * xv")
+            scope.line(f"y[tid] += {stored}[tid] * xv")
             return
         if form < 1 / 3:
             count = self.add_array(ArraySpec(self.fresh("u"), "int32", (cells,))).name
