@@ -360,14 +360,16 @@ class MemoryAccesses:
         is refused where one of them is written (``_check_choices``). Refuses a write into memory under an argument
         of a generic type that no helper declares (``_untyped``)."""
         written: set[str | None] = set()
-        seen: set[tuple[int, tuple[tuple[str, str | None], ...]]] = set()
+        seen: set[tuple[int, tuple[tuple[str, str | None], ...], bool]] = set()
         untyped: dict[str, tuple[Unit, ast.expr | ast.stmt]] = {}
         consumed: set[str | None] = set()  # the targets of consumed atomics
         uses: list[ChoiceUse] = []
-        pending: list[tuple[Unit, dict[str, str | None]]] = [(self.kernel, {p: p for p in self.params})]
+        # each function with the paths its parameters name, and whether Warp's backward replays it (not where a
+        # helper with a hand-written gradient calls it)
+        pending: list[tuple[Unit, dict[str, str | None], bool]] = [(self.kernel, {p: p for p in self.params}, True)]
         while pending:
-            unit, paths = pending.pop()
-            key = (id(unit.tree), tuple(sorted(paths.items(), key=repr)))
+            unit, paths, caller_replayed = pending.pop()
+            key = (id(unit.tree), tuple(sorted(paths.items(), key=repr)), caller_replayed)
             if key in seen:
                 continue
             seen.add(key)
@@ -391,7 +393,7 @@ class MemoryAccesses:
                 if path is not None and self._untyped(path):
                     untyped.setdefault(path, (unit, node))
             written.update(path for _, path in writes)
-            replayed = unit is self.kernel or not self.frontend.has_custom_gradient(unit)
+            replayed = caller_replayed and (unit is self.kernel or not self.frontend.has_custom_gradient(unit))
             if replayed:
                 self._updated.update(path for call in facts.atomics for path in paths_of(call.target))
                 augmented = [a for node, a in stored if isinstance(node, ast.AugAssign)]
@@ -419,10 +421,10 @@ class MemoryAccesses:
                 handed = [path for a in arguments for path in paths_of(a) if self._names_memory(unit, a, path)]
                 if helper is not None:
                     bound = self._bind(unit, call, helper, path_of)
-                    pending.append((helper, bound))
+                    pending.append((helper, bound, replayed))
                     for param, arg in bound_arguments(call, helper).items():  # each array a choice may name
                         if (name := _root_name(arg)) in choices:
-                            pending += [(helper, {**bound, param: path}) for path in paths_of(arg)]
+                            pending += [(helper, {**bound, param: path}, replayed) for path in paths_of(arg)]
                 elif not handed:
                     continue
                 elif not self.frontend.is_builtin(unit, call):

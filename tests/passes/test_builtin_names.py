@@ -11,24 +11,19 @@ from warp_rewrite.passes.builtin_names import ARGUMENT_WRITERS, ARRAY_WRITERS, R
 from warp_rewrite.passes.loop_hazards import INT_TYPES
 
 
-def test_the_builtins_writing_arrays_are_warps():
+def of_class(effect: builtins.Effect) -> set[str]:
+    """The builtins of the installed Warp with an overload of ``effect``'s class."""
     table, _ = builtins._table()
-    writers = {
-        name
-        for name, overloads in table.items()
-        if any(builtins.Effect.WRITES_ARRAYS in overload.effect.effects for overload in overloads)
-    }
+    return {name for name, overloads in table.items() if any(effect in o.effect.effects for o in overloads)}
+
+
+def test_the_builtins_writing_arrays_are_warps():
+    writers = of_class(builtins.Effect.WRITES_ARRAYS)
     assert {name for name in writers if not name.startswith("atomic_")} == ARRAY_WRITERS
 
 
 def test_the_builtins_whose_adjoint_reads_their_result_are_warps():
-    table, _ = builtins._table()
-    readers = {
-        name
-        for name, overloads in table.items()
-        if any(builtins.Effect.ADJOINT_READS_RESULT in overload.effect.effects for overload in overloads)
-    }
-    assert readers == RESULT_READERS
+    assert of_class(builtins.Effect.ADJOINT_READS_RESULT) == RESULT_READERS
 
 
 def test_the_builtins_writing_their_arguments_are_warps():
