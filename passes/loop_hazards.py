@@ -118,18 +118,14 @@ def loop_hazards(
                 hazards.add(Hazard.WHILE)
             if any(not _skips_nothing(node, jump, names, memory, callees) for jump in own_jumps(node.body)):
                 hazards.add(Hazard.JUMPS)
+        if hazards and _no_gradient_depends_on(function, node, hazards, carried, memory, callees):
+            hazards, names = set(), frozenset()
         overwritten = overwritten_results(function, node, callees.names)
-        if hazards and not _no_gradient_depends_on(function, node, hazards, carried, memory, callees):
-            found.append(
-                LoopHazard(node, frozenset(hazards | _overwrites(overwritten)), tuple(sorted(names)), overwritten)
-            )
-        elif overwritten:  # (whatever the loop computes: the builtin's adjoint reads the value, wherever it goes)
-            found.append(LoopHazard(node, frozenset(_overwrites(overwritten)), (), overwritten))
+        if overwritten:  # (whatever the loop computes: the builtin's adjoint reads the value, wherever it goes)
+            hazards.add(Hazard.OVERWRITES_RESULT)
+        if hazards:
+            found.append(LoopHazard(node, frozenset(hazards), tuple(sorted(names)), overwritten))
     return found
-
-
-def _overwrites(overwritten: tuple[str, ...]) -> set[Hazard]:
-    return {Hazard.OVERWRITES_RESULT} if overwritten else set()
 
 
 def overwritten_results(function: ast.FunctionDef, loop: ast.For | ast.While, names: WarpNames) -> tuple[str, ...]:
