@@ -599,22 +599,42 @@ def _does_something(loop: ast.For | ast.While) -> bool:
 
 
 def unrolled_by_warp(loop: ast.For | ast.While, max_unroll: int) -> bool:
-    """Does Warp unroll the loop? A ``range()`` of int literals (or ``wp.static(...)``s), which Warp unrolls whenever
-    the loop holds a ``wp.static(...)``, else when it has at most ``max_unroll`` trips (the module's option) and
-    never breaks (``codegen.get_unroll_range``). A name's constant value is not looked up: such a loop counts as
-    one Warp runs as a loop."""
+    """Does Warp unroll the loop? Warp first puts each ``wp.static(...)``'s value in its place, but for one that reads
+    a variable of a ``for`` loop around it (known only once that loop is unrolled); then it unrolls a ``range()`` of
+    int constants whenever the loop holds such a ``wp.static(...)``, else when it has at most ``max_unroll`` trips
+    (the module's option) and never breaks (``codegen.replace_static_expressions``, ``get_unroll_range``). The
+    rewrite cannot tell a ``wp.static(...)``'s value, nor a name's: a range of those counts as a loop (so
+    ``range(wp.static(17))``, which Warp runs as a loop, is one), unless the loop holds a ``wp.static(...)`` it
+    leaves for later."""
     if not isinstance(loop, ast.For) or not _calls(loop.iter, "range") or loop.iter.keywords:
         return False
     args = loop.iter.args
-    if not 1 <= len(args) <= 3 or not all(_int_literal(a) is not None or _is_static(a) for a in args):
+    if not 1 <= len(args) <= 3 or not all(_int_literal(a) is not None or is_static(a) for a in args):
         return False
-    if any(_is_static(node) for node in walk(loop)):
+    if _holds_a_later_static(loop):
         return True
-    if any(_is_static(a) for a in args):
+    if any(is_static(a) for a in args):
         return False
     breaks = any(isinstance(jump, ast.Break) for jump in own_jumps(loop.body))
     bounds = [bound for a in args if (bound := _int_literal(a)) is not None]  # every one, no static left
     return len(range(*bounds)) <= max_unroll and not breaks
+
+
+def _holds_a_later_static(loop: ast.For) -> bool:
+    """Does ``loop`` hold a ``wp.static(...)`` reading the variable of a ``for`` loop around it inside ``loop`` (or
+    ``loop``'s own), which Warp evaluates only once it unrolls that loop? (One reading the variable of a loop around
+    ``loop`` is missed: the loop then counts as one Warp does not unroll, which costs records, never a gradient.)"""
+
+    def later(node: ast.AST, variables: frozenset[str]) -> bool:
+        if is_static(node):
+            assert isinstance(node, ast.Call)
+            return any(isinstance(n, ast.Name) and n.id in variables for a in node.args for n in walk(a))
+        if isinstance(node, ast.For):
+            target = {n.id for n in walk(node.target) if isinstance(n, ast.Name)}
+            variables = variables | target
+        return any(later(child, variables) for child in ast.iter_child_nodes(node))
+
+    return later(loop, frozenset())
 
 
 def _int_literal(expr: ast.expr) -> int | None:
@@ -624,7 +644,7 @@ def _int_literal(expr: ast.expr) -> int | None:
     return expr.value if isinstance(expr, ast.Constant) and type(expr.value) is int else None
 
 
-def _is_static(expr: ast.AST) -> bool:
+def is_static(expr: ast.AST) -> bool:
     """``wp.static(...)`` (under any name of Warp's module), or ``static(...)`` imported from it."""
     if not isinstance(expr, ast.Call):
         return False

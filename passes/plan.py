@@ -428,7 +428,10 @@ class Planner(MemoryAccesses):
             given = argument_range(unit.tree, node)
         unrolled = unrolled_by_warp(node, self.frontend.max_unroll)
         overwritten = () if unrolled else overwritten_results(unit.tree, node, facts.names)
-        carried_in, carried_out = _carried(unit, node, facts)
+        # Unrolled, the loop is straight code to Warp's backward, which replays each trip with the values it had then:
+        # nothing it carries needs restoring (a loop the replay skips, ``_new_opaque_loop``, still restores what it
+        # leaves behind).
+        carried_in, carried_out = ([], []) if unrolled else _carried(unit, node, facts)
         if iterated:  # the index each trip's step gave, restored in the replay, which runs the trips without the query
             assert isinstance(node, ast.For) and isinstance(node.target, ast.Name)  # (refusals.check_loop)
             carried_in = [(node.target.id, dtypes.INT), *carried_in]

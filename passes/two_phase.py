@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, TypeVar
 from warp_rewrite.passes import count_slice, dtypes, replay_needs, twins
 from warp_rewrite.passes.atomics import positional_arguments
 from warp_rewrite.passes.layout import RecordParam
+from warp_rewrite.passes.loop_hazards import is_static
 from warp_rewrite.passes.plan_types import Carried, FunctionPlan, KernelPlan, Loop, Site, needs_forward_twin
 from warp_rewrite.passes.pruning import constructs, pruned
 from warp_rewrite.passes.slicing import sliced_function
@@ -574,11 +575,14 @@ class PhaseWriter(CopyOnWrite):
 
 def _stands(bound: ast.expr, loop: ast.For) -> bool:
     """Can a bound of ``loop``'s range be read again where it stands, before the loop and in it, for the same value
-    (its trip check, its records' coordinate)? An int literal, a name the loop does not assign, or such a name's
-    ``.shape[i]``; anything else is evaluated once, into a local before the loop."""
+    (its trip check, its records' coordinate)? An int literal, a ``wp.static(...)`` (which Warp evaluates once, when
+    it builds the kernel: left as written, it keeps the loop one Warp unrolls), a name the loop does not assign, or
+    such a name's ``.shape[i]``; anything else is evaluated once, into a local before the loop."""
     assigned = {n.id for n in walk(loop) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     if isinstance(bound, ast.UnaryOp) and isinstance(bound.op, ast.USub):
         bound = bound.operand
+    if is_static(bound):
+        return True
     if isinstance(bound, ast.Constant):
         return isinstance(bound.value, int) and not isinstance(bound.value, bool)
     if (

@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright (c) 2026 the warp-rewrite authors
-"""The one place the runtime changes Warp: ``wp.launch`` and ``wp.load_module`` take rewritten kernels.
+"""The one place the runtime changes Warp: ``wp.launch``, ``wp.launch_tiled`` and ``wp.load_module`` take rewritten
+kernels.
 
 Importing this module (which importing the runtime does, first thing: ``wp_rewrite``, an emitted module's import
-of its copy, or ``rewrite_launches()``) puts ``launch`` below in ``wp.launch``'s place, and ``load_module`` in
+of its copy, or ``rewrite_launches()``) puts ``launch`` below in ``wp.launch``'s place, ``launch_tiled`` in
+``wp.launch_tiled``'s (Warp's calls its own launch, not ``wp.launch``), and ``load_module`` in
 ``wp.load_module``'s. ``launch`` hands rewritten kernels to their own ``launch`` and everything else to the
 ``wp.launch`` it found (Warp's, or another copy's of the runtime: the package's and the ones written beside emitted
 files each wrap the one before). For code one
@@ -26,6 +28,7 @@ from typing import Any
 import warp as wp
 
 warp_launch = wp.launch  # what this copy found: the runtime's own launches go there, never through the hook
+warp_launch_tiled = wp.launch_tiled
 warp_load_module = wp.load_module
 AUTO_REWRITE: Callable[[wp.Kernel], Any] | None = None
 
@@ -70,6 +73,25 @@ def _on_tape(kernel: wp.Kernel, args: tuple, kwargs: dict) -> Any:
     ):
         return warp_launch(kernel, *args, **kwargs)
     return decision.rewritten.launch(*args, **kwargs)
+
+
+@functools.wraps(warp_launch_tiled)
+def launch_tiled(*args: Any, **kwargs: Any) -> Any:
+    """Warp's ``launch_tiled`` appends the block size to the launch's dimensions and calls Warp's own launch, which
+    knows no rewritten kernel: for one (or, with ``rewrite_launches()`` on, a plain kernel on a tape), the same
+    dimensions go to ``launch`` above instead."""
+    kernel = args[0] if args else kwargs.get("kernel")
+    plain = type(kernel) is _Kernel and (AUTO_REWRITE is None or _context.runtime.tape is None)  # type: ignore[attr-defined]
+    if plain or "dim" not in kwargs or "block_dim" not in kwargs:  # (Warp's own message for a missing one)
+        return warp_launch_tiled(*args, **kwargs)
+    stream = kwargs.get("stream", args[7] if len(args) > 7 else None)
+    device = kwargs.get("device", args[6] if len(args) > 6 else None)
+    device = stream.device if stream is not None else _context.runtime.get_device(device)  # type: ignore[attr-defined]
+    block_dim = _context._resolve_launch_block_dim(device, kwargs["block_dim"])
+    dim = _context._canonicalize_dim(kwargs["dim"])
+    if len(dim) > 3:
+        return warp_launch_tiled(*args, **kwargs)  # (Warp's own message)
+    return launch(*args, **{**kwargs, "dim": [*dim, block_dim], "block_dim": block_dim})
 
 
 @functools.wraps(warp_load_module)
@@ -125,4 +147,5 @@ def backward_enabled(kernel: wp.Kernel) -> bool:
 
 
 wp.launch = launch
+wp.launch_tiled = launch_tiled
 wp.load_module = load_module

@@ -856,6 +856,16 @@ def test_a_loop_assigning_a_builtins_result_is_wr008_whatever_it_computes(capsys
     assert "that assigns 'a', which holds a value a builtin returned before the loop" in out
 
 
+def test_a_static_range_past_max_unroll_is_wr008_and_one_warp_unrolls_is_not(capsys, tmp_path):
+    """Warp puts ``wp.static(17)``'s value in place before it decides: a loop, as ``range(17)`` is (``--check`` once
+    took every loop holding a ``wp.static(...)`` for unrolled); a ``wp.static(...)`` reading the loop's variable makes
+    Warp unroll it."""
+    header = "import warp as wp\n\n\n@wp.kernel\ndef product(x: wp.array(dtype=float), y: wp.array(dtype=float)):\n"
+    loop = "    acc = float(1.0)\n    for j in range({}):\n        acc = acc * x[{}]\n    y[0] = acc\n"
+    assert check(capsys, tmp_path, header + loop.format("wp.static(17)", "j % 4")) == ["7:5: WR008"]
+    assert check(capsys, tmp_path, header + loop.format("17", "wp.static(j % 4)")) == []
+
+
 FUNCTION_VALUES = {
     "writers.py": """import warp as wp
 

@@ -186,7 +186,12 @@ def test_returns_from_a_loop_the_annotation_types_no_local_for_are_left_to_the_p
         ("for i in range(4):\n    pass", 3, False),  # the module's max_unroll
         ("for i in range(n):\n    pass", 16, False),
         ("for i in range(4):\n    if i > n:\n        break", 16, False),
-        ("for i in range(wp.static(N + 1)):\n    pass", 0, True),  # a wp.static() makes Warp unroll it
+        # Warp puts a wp.static()'s value in place first, which the rewrite cannot tell: counted as a loop
+        ("for i in range(wp.static(N + 1)):\n    pass", 16, False),
+        ("for i in range(4):\n    y = wp.static(N)", 0, False),
+        # one reading the loop's variable is left for the unrolled trips: Warp unrolls the loop whatever its length
+        ("for i in range(40):\n    y = x[wp.static(i % 4)]", 16, True),
+        ("for i in range(wp.static(N)):\n    for j in range(2):\n        y = wp.static(i + j)", 0, True),
         ("for i in range(N):\n    pass", 16, False),  # a global's value is not looked up
         ("while i < 4:\n    pass", 16, False),
     ],

@@ -31,6 +31,22 @@ def sum_of_17(x: wp.array[wp.float64], y: wp.array[wp.float64]):
 
 
 @wp.kernel
+def product_over_a_static_17(x: wp.array[wp.float64], y: wp.array[wp.float64]):
+    acc = wp.float64(1.0)
+    for j in range(wp.static(17)):
+        acc = acc * x[j % 4]
+    y[0] = acc
+
+
+@wp.kernel
+def product_with_a_later_static_17(x: wp.array[wp.float64], y: wp.array[wp.float64]):
+    acc = wp.float64(1.0)
+    for j in range(17):
+        acc = acc * x[wp.static(j % 4)]
+    y[0] = acc
+
+
+@wp.kernel
 def sum_over_a_name(x: wp.array[wp.float64], y: wp.array[wp.float64]):
     acc = wp.float64(0.0)
     for j in range(N):
@@ -163,6 +179,17 @@ def test_a_constant_range_of_max_unroll_trips_is_unrolled_and_one_more_is_not():
     assert not np.any(gradient(sum_of_17, X))
 
 
+def test_a_static_range_is_a_constant_range_and_one_reading_the_loop_variable_forces_the_unroll():
+    """Warp puts a ``wp.static(...)``'s value in its place before it decides: ``range(wp.static(17))`` is a loop like
+    ``range(17)``, which backward gets wrong; a ``wp.static(...)`` reading the loop's variable is evaluated only as
+    the loop is unrolled, which it then is past ``max_unroll``: its product gets its gradient with no record.
+    y = x0^5 x1^4 x2^4 x3^4 (17 trips over 4 elements) = 331776 at X."""
+    y = 331776.0
+    right = [5 * y, 4 * y / 2, 4 * y / 3, 4 * y / 4]
+    np.testing.assert_allclose(gradient(product_with_a_later_static_17, X), right)
+    assert not np.allclose(gradient(product_over_a_static_17, X), right)
+
+
 def test_a_range_over_a_module_level_name_is_unrolled_and_over_an_expression_is_not():
     np.testing.assert_allclose(gradient(sum_over_a_name, X), [20.0] * 4)
     assert not np.any(gradient(sum_over_an_expression, X))
@@ -222,7 +249,9 @@ def test_a_store_runs_once_and_backward_does_not_store_again():
     assert found.numpy()[0] == 3
 
 
-@pytest.mark.parametrize("kernel", [sum_of_17, sum_over_an_expression, sum_that_breaks, while_loop])
+@pytest.mark.parametrize(
+    "kernel", [sum_of_17, sum_over_an_expression, sum_that_breaks, while_loop, product_over_a_static_17]
+)
 def test_loops_warp_does_not_unroll_are_those_the_rewrite_counts_as_such(kernel):
     """``passes.loop_hazards.unrolled_by_warp`` agrees with Warp on the loops above it calls loops."""
     import ast
@@ -234,3 +263,18 @@ def test_loops_warp_does_not_unroll_are_those_the_rewrite_counts_as_such(kernel)
     function = ast.parse(textwrap.dedent(inspect.getsource(kernel.func))).body[0]
     loops = [node for node in ast.walk(function) if isinstance(node, ast.For | ast.While)]
     assert loops and not any(unrolled_by_warp(loop, 16) for loop in loops)
+
+
+@pytest.mark.parametrize("kernel", [sum_of_16, product_with_a_later_static_17])
+def test_loops_warp_unrolls_are_those_the_rewrite_counts_as_unrolled(kernel):
+    """The other way round: the loops above Warp unrolls, ``unrolled_by_warp`` counts as unrolled (the planner then
+    restores nothing they carry)."""
+    import ast
+    import inspect
+    import textwrap
+
+    from warp_rewrite.passes.loop_hazards import unrolled_by_warp
+
+    function = ast.parse(textwrap.dedent(inspect.getsource(kernel.func))).body[0]
+    loops = [node for node in ast.walk(function) if isinstance(node, ast.For)]
+    assert loops and all(unrolled_by_warp(loop, 16) for loop in loops)

@@ -182,3 +182,29 @@ def test_a_module_marked_modified_is_decided_again(counted):
             namespace,
         )
     assert counted == ["cell_kernel", "cell_kernel"]
+
+
+@wp.kernel
+def compacted_tiled(x: wp.array(dtype=wp.float64), count: wp.array(dtype=wp.int32), out: wp.array(dtype=wp.float64)):
+    tid, _lane = wp.tid()
+    out[wp.atomic_add(count, 0, 1)] = x[tid] * x[tid]
+
+
+def tiled_gradient(kernel) -> np.ndarray:
+    """x.grad of sum(out) after ``wp.launch_tiled`` of ``kernel`` on a tape (each thread one lane: the CPU's block)."""
+    x, out = f64(X, True), zeros()
+    with wp.Tape() as tape:
+        wp.launch_tiled(kernel, dim=[N], inputs=[x, i32([0]), out], block_dim=1, device="cpu")
+    tape.backward(grads={out: wp.ones(N, dtype=wp.float64, device="cpu")})
+    return x.grad.numpy()
+
+
+def test_launch_tiled_takes_a_rewritten_kernel():
+    """Warp's ``launch_tiled`` calls its own launch, which knows no rewritten kernel (a KeyError from inside Warp): the
+    hook's ``launch_tiled`` hands it the same dimensions instead."""
+    np.testing.assert_allclose(tiled_gradient(warp_rewrite.wp_rewrite(compacted_tiled)), 2 * X)
+
+
+def test_launch_tiled_of_a_plain_kernel_on_a_tape_is_rewritten_under_rewrite_launches(counted):
+    np.testing.assert_allclose(tiled_gradient(compacted_tiled), 2 * X)
+    assert counted == ["compacted_tiled"]

@@ -29,7 +29,7 @@ from copy import deepcopy
 from tests.support.record_kernels import _runtime_call
 from warp_rewrite.passes.builtins import written_arguments
 from warp_rewrite.passes.loop_carried import LoopFlow
-from warp_rewrite.passes.loop_hazards import Callees, loop_hazards, own_jumps
+from warp_rewrite.passes.loop_hazards import Callees, loop_hazards, own_jumps, unrolled_by_warp
 from warp_rewrite.passes.read_back import Analysis
 from warp_rewrite.passes.syntax import walk
 from warp_rewrite.pipeline import Frontend, GeneratedKernel
@@ -87,7 +87,12 @@ def _check(frontend, unit, function, records, runtime, generated, problems, seen
     writes = lambda call: _callee(call) in generated or analysis.callees.helper_writes(call)  # noqa: E731
     callees = Callees(names, writes, kernel=analysis.callees.kernel)
     hazards = {id(found.loop) for found in loop_hazards(function, flow, frontend.max_unroll, callees)}
-    hazards |= {id(loop) for loop in walk(function) if _restores_in(loop, records, runtime)}  # those the plan replays
+    # and those the plan replays, but for a loop Warp unrolls (straight code to its backward) around such loops
+    hazards |= {
+        id(loop)
+        for loop in walk(function)
+        if _restores_in(loop, records, runtime) and not unrolled_by_warp(loop, frontend.max_unroll)
+    }
     for statements in _statement_lists(function):
         for at, loop in enumerate(statements):
             if isinstance(loop, ast.For | ast.While) and id(loop) in hazards:
