@@ -41,6 +41,7 @@ import ast
 import copy
 import enum
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeGuard
@@ -724,10 +725,12 @@ def reads_overwritten(
     function: ast.FunctionDef, reads: Sequence[ast.Subscript], stores: Sequence[ast.Subscript]
 ) -> list[ast.Subscript]:
     """Of ``reads`` (of one array, in ``function``), those a store of ``stores`` (into the same array, in
-    ``function``) at the same index, as written, may overwrite after the read: in the read's statement, a later
-    one, or one in a loop around both. Warp's backward then replays the read against the stored value. A store at
-    another index is taken to write another element (a parent's transform read, a child's stored: a tree walked
-    down), as a store in another function or thread is: those reads are not told here."""
+    ``function``) at the same index, as written but for locals that copy another name (``j = i``, each assigned
+    once), may overwrite after the read: in the read's statement, a later one, or one in a loop around both. Warp's
+    backward then replays the read against the stored value. A store at another index is taken to write another
+    element (a parent's transform read, a child's stored: a tree walked down), as a store in another function or
+    thread is: those reads are not told here."""
+    index = _index_as_copied(function)
     statements = [node for node in walk(function) if isinstance(node, ast.stmt) and node is not function]
     owner: dict[int, ast.stmt] = {}  # the innermost statement holding each node, by id
     for statement in statements:
@@ -745,9 +748,41 @@ def reads_overwritten(
             continue
         for store in stores:
             placed = owner.get(id(store))
-            if placed is None or ast.dump(store.slice) != ast.dump(read.slice):
+            if placed is None or index(store.slice) != index(read.slice):
                 continue
             if (placed.lineno, placed.col_offset) >= (at.lineno, at.col_offset) or around(at) & around(placed):
                 found.append(read)
                 break
     return found
+
+
+def _index_as_copied(function: ast.FunctionDef) -> Callable[[ast.expr], str]:
+    """The dump of an index with each local that copies another name put back to that name: ``j`` where the function
+    assigns ``j = i`` once and ``i`` at most once, and so on down a chain of such copies."""
+    stores = Counter(n.id for n in walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    copies = {
+        statement.targets[0].id: statement.value.id
+        for statement in walk(function)
+        if isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and isinstance(statement.value, ast.Name)
+        and stores[statement.targets[0].id] == 1
+        and stores[statement.value.id] <= 1
+    }
+
+    def source(name: str) -> str:
+        seen = {name}
+        while name in copies and copies[name] not in seen:
+            name = copies[name]
+            seen.add(name)
+        return name
+
+    def dump(index: ast.expr) -> str:
+        copied = copy.deepcopy(index)
+        for node in walk(copied):
+            if isinstance(node, ast.Name):
+                node.id = source(node.id)
+        return ast.dump(copied)
+
+    return dump

@@ -16,7 +16,6 @@ GAPS = {
         [0],
     ),
     "last_writer": Case(known_gaps.last_writer, 2, lambda: [f64(X[:2], True), f64([0.0], True)], [1], [0]),
-    "aliased_index": Case(known_gaps.aliased_index, 3, lambda: [f64(X, True), f64([0.0] * 3, True)], [1], [0]),
     "neighbour_read": Case(
         known_gaps.neighbour_read, 3, lambda: [f64(X, True), f64([0.0] * 3, True), f64([0.0] * 3, True)], [2], [0]
     ),

@@ -77,3 +77,21 @@ def test_a_gradient_through_the_value_read_runs_plain_warp_with_a_warning_throug
         assert np.array_equal(args[3].numpy(), plain[3].numpy()) and np.array_equal(
             args[1].grad.numpy(), plain[1].grad.numpy()
         )
+
+
+def test_a_read_through_a_copied_index_runs_plain_warp_with_a_warning_through_both(emitted):
+    """``j = tid``: the read of ``out[j]`` is of the element the next store overwrites (an outside trial's, once
+    silent). Forwarding knows the thread's index by its own name only, so the read would come from a record, which
+    passes no gradient into ``wp.sin``: with ``out`` requiring grad, the launch runs as plain Warp, and says so."""
+    rewritten = wp_rewrite(updated_reads.through_a_copied_index)
+    for launch in (
+        lambda args: wp.launch(rewritten, N, inputs=args, device="cpu"),
+        lambda args: emitted.launch_through_a_copied_index(N, inputs=args, device="cpu"),
+    ):
+        args = [f64(X, True), f64(np.zeros(N), True)]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with wp.Tape():
+                launch(args)
+        said = [w for w in caught if w.category.__name__ == RewriteWarning.__name__]
+        assert len(said) == 1 and "reads 'out', which the launch also writes" in str(said[0].message)

@@ -553,6 +553,10 @@ def overwritten_and_needed(source: str) -> tuple[int, bool]:
         ("def k(x, y):\n t = wp.tid()\n y[t] = x[t]\n x[t] = y[t] * y[t]", (0, False)),
         # stored before the read, in a loop around both: the next trip's store overwrites it
         ("def k(x, y, n):\n t = wp.tid()\n for i in range(n):\n  y[t] = x[i]\n  x[i] = y[t] * y[t]", (2, True)),
+        # through a copy of the thread's index: the same element (an outside trial's; once read as another one)
+        ("def k(x, y):\n t = wp.tid()\n j = t\n y[j] = wp.sin(x[t])\n y[t] = y[j] * y[j]", (2, True)),
+        # a copy of a name assigned again is no copy of it
+        ("def k(x, y):\n t = wp.tid()\n j = t\n t = t + 1\n v = y[j]\n y[t] = v * v", (0, False)),
     ],
 )
 def test_reads_a_later_store_overwrites_and_whether_their_values_are_needed(source, expected):

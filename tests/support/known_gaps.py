@@ -6,9 +6,9 @@ fixed fails there until it moves to the tests of its fix). docs/user-guide.md li
   element's gradient to the first store it replays, not the last. Plain Warp is as wrong (``last_writer``), but for a
   z-buffer read back only compared, where it happens to replay only the winner's store and the rewrite, replaying
   each thread's comparison as the forward saw it, replays every store (``depth_read_back``).
-- A read of an element the launch stores into elsewhere, with no atomic in the kernel: through a local copy of the
-  thread's index (``aliased_index``, the rule compares indices as written), or of another thread's element
-  (``neighbour_read``; in place too, ``x[i] += 0.5 * x[i - 1] ** 2``)."""
+- A read of another thread's element the launch stores into, with no atomic in the kernel (``neighbour_read``; in
+  place too, ``x[i] += 0.5 * x[i - 1] ** 2``): the rule takes a store at another index, as written, for one into
+  another element."""
 
 import warp as wp
 
@@ -29,14 +29,6 @@ def depth_read_back(
 def last_writer(x: wp.array[wp.float64], out: wp.array[wp.float64]):
     i = wp.tid()
     out[0] = x[i] * x[i]
-
-
-@wp.kernel
-def aliased_index(x: wp.array[wp.float64], y: wp.array[wp.float64]):
-    i = wp.tid()
-    j = i
-    y[j] = wp.sin(x[i])
-    y[i] = y[j] * y[j]
 
 
 @wp.kernel

@@ -95,6 +95,17 @@ def sine_squared(x: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64))
     out[tid] = out[tid] * out[tid] + x[tid]
 
 
+@wp.kernel
+def through_a_copied_index(x: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
+    """``sine_squared`` through a copy of the thread's index (an outside trial's): the same element, which only a
+    launch with ``out`` not requiring grad can rewrite (``own_writes`` forwards stores at the thread's index by its
+    own name)."""
+    tid = wp.tid()
+    j = tid
+    out[j] = wp.sin(x[tid])
+    out[tid] = out[j] * out[j]
+
+
 # --- no such hazard -------------------------------------------------------------------------------------------
 
 
