@@ -576,8 +576,8 @@ class PhaseWriter(CopyOnWrite):
 def _stands(bound: ast.expr, loop: ast.For) -> bool:
     """Can a bound of ``loop``'s range be read again where it stands, before the loop and in it, for the same value
     (its trip check, its records' coordinate)? An int literal, a ``wp.static(...)`` (which Warp evaluates once, when
-    it builds the kernel: left as written, it keeps the loop one Warp unrolls), a name the loop does not assign, or
-    such a name's ``.shape[i]``; anything else is evaluated once, into a local before the loop."""
+    it builds the kernel: left as written, Warp unrolls the loop or not as it does the original's), a name the loop
+    does not assign, or such a name's ``.shape[i]``; anything else is evaluated once, into a local before the loop."""
     assigned = {n.id for n in walk(loop) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     if isinstance(bound, ast.UnaryOp) and isinstance(bound.op, ast.USub):
         bound = bound.operand
