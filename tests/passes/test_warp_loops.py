@@ -6,9 +6,15 @@ Each kernel runs on one thread; the gradient it should get is worked out by hand
 
 from __future__ import annotations
 
+import ast
+import inspect
+import textwrap
+
 import numpy as np
 import pytest
 import warp as wp
+
+from warp_rewrite.passes.loop_hazards import unrolled_by_warp
 
 R, C = 2, 2  # module-level names: range(R * C) is a loop Warp does not unroll
 N = 4  # a module-level name on its own: range(N) is unrolled
@@ -249,19 +255,17 @@ def test_a_store_runs_once_and_backward_does_not_store_again():
     assert found.numpy()[0] == 3
 
 
+def loops_of(kernel: wp.Kernel) -> list[ast.For | ast.While]:
+    function = ast.parse(textwrap.dedent(inspect.getsource(kernel.func))).body[0]
+    return [node for node in ast.walk(function) if isinstance(node, ast.For | ast.While)]
+
+
 @pytest.mark.parametrize(
     "kernel", [sum_of_17, sum_over_an_expression, sum_that_breaks, while_loop, product_over_a_static_17]
 )
 def test_loops_warp_does_not_unroll_are_those_the_rewrite_counts_as_such(kernel):
     """``passes.loop_hazards.unrolled_by_warp`` agrees with Warp on the loops above it calls loops."""
-    import ast
-    import inspect
-    import textwrap
-
-    from warp_rewrite.passes.loop_hazards import unrolled_by_warp
-
-    function = ast.parse(textwrap.dedent(inspect.getsource(kernel.func))).body[0]
-    loops = [node for node in ast.walk(function) if isinstance(node, ast.For | ast.While)]
+    loops = loops_of(kernel)
     assert loops and not any(unrolled_by_warp(loop, 16) for loop in loops)
 
 
@@ -269,12 +273,5 @@ def test_loops_warp_does_not_unroll_are_those_the_rewrite_counts_as_such(kernel)
 def test_loops_warp_unrolls_are_those_the_rewrite_counts_as_unrolled(kernel):
     """The other way round: the loops above Warp unrolls, ``unrolled_by_warp`` counts as unrolled (the planner then
     restores nothing they carry)."""
-    import ast
-    import inspect
-    import textwrap
-
-    from warp_rewrite.passes.loop_hazards import unrolled_by_warp
-
-    function = ast.parse(textwrap.dedent(inspect.getsource(kernel.func))).body[0]
-    loops = [node for node in ast.walk(function) if isinstance(node, ast.For)]
+    loops = loops_of(kernel)
     assert loops and all(unrolled_by_warp(loop, 16) for loop in loops)
