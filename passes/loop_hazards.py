@@ -741,14 +741,16 @@ def reads_overwritten(
     def around(statement: ast.stmt) -> set[int]:
         return {id(loop) for loop in loops if any(node is statement for node in walk(loop))}
 
+    stored_at = {id(store): index(store.slice) for store in stores}  # (each index read once, not once a pair)
     found = []
     for read in reads:
         at = owner.get(id(read))
         if at is None:
             continue
+        read_at = index(read.slice)
         for store in stores:
             placed = owner.get(id(store))
-            if placed is None or index(store.slice) != index(read.slice):
+            if placed is None or stored_at[id(store)] != read_at:
                 continue
             if (placed.lineno, placed.col_offset) >= (at.lineno, at.col_offset) or around(at) & around(placed):
                 found.append(read)
