@@ -48,6 +48,7 @@ from typing import TypeGuard
 
 from warp_rewrite.passes.atomics import PLAIN, WarpNames, positional_arguments
 from warp_rewrite.passes.builtin_names import ARRAY_WRITERS, reads_its_result
+from warp_rewrite.passes.constant_ranges import bound_value, is_static
 from warp_rewrite.passes.loop_carried import CarriedLocals, LoopFlow
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.syntax import walk
@@ -604,20 +605,20 @@ def unrolled_by_warp(loop: ast.For | ast.While, max_unroll: int) -> bool:
     a variable of a ``for`` loop around it (known only once that loop is unrolled); then it unrolls a ``range()`` of
     int constants whenever the loop holds such a ``wp.static(...)``, else when it has at most ``max_unroll`` trips
     (the module's option) and never breaks (``codegen.replace_static_expressions``, ``get_unroll_range``). The
-    rewrite cannot tell a ``wp.static(...)``'s value, nor a name's: a range of those counts as a loop (so
-    ``range(wp.static(17))``, which Warp runs as a loop, is one), unless the loop holds a ``wp.static(...)`` it
-    leaves for later."""
+    passes read a bound's value where it is a literal or the front end read it (``constant_ranges``); a range of
+    other names or ``wp.static(...)`` counts as a loop, unless the loop holds a ``wp.static(...)`` Warp leaves for
+    later."""
     if not isinstance(loop, ast.For) or not _calls(loop.iter, "range") or loop.iter.keywords:
         return False
     args = loop.iter.args
-    if not 1 <= len(args) <= 3 or not all(_int_literal(a) is not None or is_static(a) for a in args):
+    if not 1 <= len(args) <= 3 or not all(bound_value(a) is not None or is_static(a) for a in args):
         return False
     if _holds_a_later_static(loop):
         return True
-    if any(is_static(a) for a in args):
+    if any(bound_value(a) is None for a in args):
         return False
     breaks = any(isinstance(jump, ast.Break) for jump in own_jumps(loop.body))
-    bounds = [bound for a in args if (bound := _int_literal(a)) is not None]  # every one, no static left
+    bounds = [bound for a in args if (bound := bound_value(a)) is not None]  # every one
     return len(range(*bounds)) <= max_unroll and not breaks
 
 
@@ -636,21 +637,6 @@ def _holds_a_later_static(loop: ast.For) -> bool:
         return any(later(child, variables) for child in ast.iter_child_nodes(node))
 
     return later(loop, frozenset())
-
-
-def _int_literal(expr: ast.expr) -> int | None:
-    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
-        value = _int_literal(expr.operand)
-        return None if value is None else -value
-    return expr.value if isinstance(expr, ast.Constant) and type(expr.value) is int else None
-
-
-def is_static(expr: ast.AST) -> bool:
-    """``wp.static(...)`` (under any name of Warp's module), or ``static(...)`` imported from it."""
-    if not isinstance(expr, ast.Call):
-        return False
-    name = expr.func.attr if isinstance(expr.func, ast.Attribute) else getattr(expr.func, "id", None)
-    return name == "static"
 
 
 def own_jumps(body: list[ast.stmt]) -> list[ast.Break | ast.Continue]:

@@ -19,6 +19,7 @@ from typing import Any
 
 from warp_rewrite.passes import builtins, dtypes, memory
 from warp_rewrite.passes.atomics import AtomicCall, WarpNames, positional_arguments
+from warp_rewrite.passes.constant_ranges import bound_value
 from warp_rewrite.passes.dataflow import argument_path, is_view
 from warp_rewrite.passes.launch_trips import argument_range
 from warp_rewrite.passes.layout import only_compared
@@ -544,7 +545,7 @@ def _records_base(call: AtomicCall, parents: dict[ast.AST, ast.AST]) -> str:
 def _static_trips(loop: ast.For) -> int | None:
     assert isinstance(loop.iter, ast.Call)  # a range() loop (refusals.check_loop)
     args = loop.iter.args
-    bounds = [a.value for a in args if isinstance(a, ast.Constant) and isinstance(a.value, int)]
+    bounds = [bound for a in args if (bound := bound_value(a)) is not None]  # (constant_ranges)
     return len(range(*bounds)) if len(bounds) == len(args) else None
 
 

@@ -75,6 +75,10 @@ class Frontend(Protocol[UnitT]):
     def array(self, path: str) -> dtypes.ArrayInfo | None:
         """What is known of the array argument (or struct field of one) at ``path``; None if it is no array."""
 
+    def int_constant(self, unit: UnitT, name: str) -> int | None:
+        """The int that ``name``, which the function does not bind itself, holds where Warp reads it (the function's
+        closure, then its module's globals), where the front end can tell; None elsewhere (``constant_ranges``)."""
+
 
 HelperResolver = Callable[[Unit, ast.Call], "Unit | None"]
 

@@ -21,6 +21,7 @@ from warp_rewrite.passes.builtins import (
     warp_builtin,
     written_arguments,
 )
+from warp_rewrite.passes.constant_ranges import is_known_int, is_static
 from warp_rewrite.passes.dataflow import argument_path, is_view, rebound_locals, single_assignments
 from warp_rewrite.passes.int_types import IntLocals
 from warp_rewrite.passes.loop_carried import LoopFlow
@@ -166,6 +167,8 @@ class Analysis:
         its value (``passes.count_slice``): what it computes is then thrown away, and the record kernel prints."""
         if not isinstance(call.func, ast.Name | ast.Attribute):  # ``wp.static(f)(x)``: f is known only to Warp
             return False
+        if is_static(call) or is_known_int(call):  # (run when Warp builds the kernel, never in it)
+            return True
         if warp_builtin(call, self.names) is None:  # (spelled through Warp: the table says, whatever the front end)
             try:
                 helper = self.frontend.resolve_helper(self.unit, call)

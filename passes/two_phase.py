@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 from warp_rewrite.passes import count_slice, dtypes, replay_needs, twins
 from warp_rewrite.passes.atomics import positional_arguments
+from warp_rewrite.passes.constant_ranges import bound_value, is_static
 from warp_rewrite.passes.layout import RecordParam
-from warp_rewrite.passes.loop_hazards import is_static
 from warp_rewrite.passes.plan_types import Carried, FunctionPlan, KernelPlan, Loop, Site, needs_forward_twin
 from warp_rewrite.passes.pruning import constructs, pruned
 from warp_rewrite.passes.slicing import sliced_function
@@ -526,8 +526,8 @@ class PhaseWriter(CopyOnWrite):
                 trips = stop if (start, step) == (0, 1) else f"{self._runtime.range_length}({', '.join(spelled)})"
                 before.append(self._check_trips(loop, str(trips)))
         else:
-            # (all are int literals: the trips are known)
-            constants = [a.value for a in args if isinstance(a, ast.Constant) and isinstance(a.value, int)]
+            # (every bound's value is known, ``constant_ranges.bound_value``: the trips are known)
+            constants = [known for a in args if (known := bound_value(a)) is not None]
             start, step = (0, 1) if len(constants) == 1 else (constants[0], constants[2] if len(constants) == 3 else 1)
         body = self._visit_body(loop, node.body)
         if not loop.trips_records:

@@ -324,6 +324,10 @@ class LiveFrontend:
     def closure_variable(self, name: str) -> bool:
         return False  # the generated code runs in the kernel's namespace, closure variables included (namespace())
 
+    def int_constant(self, unit: FunctionSource, name: str) -> int | None:
+        value = unit.namespace.get(name)  # (closure variables first, then globals, as Warp reads them)
+        return value if type(value) is int else None
+
     def namespace(self) -> dict[str, Any]:
         """What the generated code refers to: the kernel's namespace, the runtime, and what cloned helpers from other
         modules use (under a fresh name where the kernel's module means something else by it)."""

@@ -24,6 +24,7 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.atomics import AtomicCall, WarpNames
 from warp_rewrite.passes.builtins import int_only_atomics
+from warp_rewrite.passes.constant_ranges import known_bounds
 from warp_rewrite.passes.count_slice import fewer_copies
 from warp_rewrite.passes.dataflow import exact_chain_links
 from warp_rewrite.passes.dtypes import ArrayInfo
@@ -188,6 +189,9 @@ class DesugaredFrontend:
     def closure_variable(self, name: str) -> bool:
         return self.frontend.closure_variable(name)
 
+    def int_constant(self, unit: Unit, name: str) -> int | None:
+        return self.frontend.int_constant(self._own_source(unit), name)
+
 
 @dataclass(frozen=True)
 class Desugared:
@@ -214,18 +218,37 @@ class LeftToWarp(RewriteError):
     refusal's: where, what, and what to do (``runtime.errors.left_to_warp`` says it as the front ends warn it)."""
 
 
+def _known_bounds(frontend: Frontend, unit: Unit) -> ast.FunctionDef | None:
+    def value_of(name: str) -> int | None:
+        return frontend.int_constant(unit, name)
+
+    return known_bounds(unit.tree, value_of, min(frontend.warp_names(unit).modules), frontend.module.runtime.alias)
+
+
+def with_known_bounds(frontend: Frontend) -> DesugaredFrontend:
+    """The front end with each range bound it reads as an int constant written out (``passes.constant_ranges``), so
+    that every pass, the fence's first, takes the loop as Warp does."""
+    return DesugaredFrontend(frontend, _known_bounds)
+
+
 def needs_rewrite(frontend: Frontend) -> bool:
     """Does the kernel, or a helper it reaches, use an atomic's return (a tile atomic's too), or hold a loop Warp's
     backward replays wrong where Warp builds one? The one answer both front ends go by: ``rewrite_kernel`` makes
     nothing of a kernel that does not, and the command line rewrites or refuses exactly the kernels that do
     (``passes.fence.Fence.needs_rewrite``)."""
-    return Fence(frontend).needs_rewrite
+    return Fence(with_known_bounds(frontend)).needs_rewrite
 
 
 def consumes_returns(frontend: Frontend) -> bool:
     """Does the kernel, or a helper it reaches, use an atomic's return? Where it does not, what the rewrite cannot
     handle is left to Warp (``LeftToWarp``), not refused."""
     return Fence(frontend).consumes_returns
+
+
+def constant_ranges(given: Given) -> Given:
+    """Range bounds the front end reads as int constants written out, with a check of the value when Warp builds the
+    kernel (``passes.constant_ranges``)."""
+    return Given(with_known_bounds(given.frontend), given.options)
 
 
 def fence(given: Given) -> Fenced:
@@ -628,6 +651,7 @@ def _functions(state: Recorded) -> list[str]:
 
 
 STAGES: tuple[Stage[Any, Any], ...] = (
+    Stage("constant_ranges", constant_ranges, _kernel_tree),
     Stage("fence", fence, lambda state: [ast.unparse(state.frontend.kernel.tree)], lambda state: not state.needed),
     Stage("while_conditions", while_conditions, _kernel_tree),
     Stage("loop_returns", loop_returns, _kernel_tree),

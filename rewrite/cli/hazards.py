@@ -9,10 +9,12 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from warp_rewrite.cli.module_ints import module_int
 from warp_rewrite.cli.project import Project, Unfollowed, Unresolved
 from warp_rewrite.cli.source_file import position
 from warp_rewrite.cli.static_module import StaticModule
 from warp_rewrite.passes import memory
+from warp_rewrite.passes.constant_ranges import known_bounds
 from warp_rewrite.passes.loop_hazards import (
     Callees,
     LoopHazard,
@@ -20,6 +22,7 @@ from warp_rewrite.passes.loop_hazards import (
     values_needed,
     writes_gradient_memory,
 )
+from warp_rewrite.passes.naming import RUNTIME_NAME
 from warp_rewrite.passes.syntax import parent_map
 
 
@@ -154,7 +157,13 @@ class HazardFinder:
         (``passes.loop_hazards``), with the helpers its calls reach followed across the project."""
         if module.has_gradient(function):
             return []  # Warp's backward calls the hand-written gradient, never this body
-        return module.loop_hazards(function, self._helper_writes(module, function))
+
+        def value_of(name: str) -> int | None:
+            return module_int(self.project, module, function, name)
+
+        # Range bounds read as int constants, as the rewrite reads them (``pipeline.with_known_bounds``)
+        read = known_bounds(function, value_of, min(module.warp.names().modules), RUNTIME_NAME) or function
+        return module.loop_hazards(read, self._helper_writes(module, function))
 
     def _helper_writes(self, module: StaticModule, function: ast.FunctionDef) -> Callable[[ast.Call], bool]:
         """Whether a call in ``function`` of a helper may write memory a gradient flows through: True where the

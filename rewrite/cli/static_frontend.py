@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
-import operator
 import os
 import typing
 from collections.abc import Iterable
@@ -20,6 +19,7 @@ from typing import Any, cast
 
 import warp as wp
 
+from warp_rewrite.cli.module_ints import int_constant, module_int
 from warp_rewrite.cli.project import Project
 from warp_rewrite.cli.scopes import PYTHON_BUILTINS
 from warp_rewrite.cli.source_file import Imported, module_level
@@ -208,7 +208,7 @@ def _value_type(project: Project, module: StaticModule, call: ast.Call) -> Any:
             if not dtypes.is_scalar(values[parameter]):
                 return None
         else:
-            folded = _int_constant(project, module, value)
+            folded = int_constant(project, module, value)
             if folded is None:
                 return None
             values[parameter] = folded
@@ -216,36 +216,6 @@ def _value_type(project: Project, module: StaticModule, call: ast.Call) -> Any:
         return getattr(wp.types, name)(**values)
     except (TypeError, ValueError):
         return None
-
-
-_FOLDED = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
-
-
-def _int_constant(project: Project, module: StaticModule, expr: ast.expr, depth: int = 0) -> Any:
-    """The value of a type constructor's length or shape: a literal, or ints folded from module-level names bound to
-    them, in this file or one it imports (``length=VALUES_PER_KEY + 1``, ``wp.constant(6)``); None where it is not."""
-    if depth > 20:
-        return None
-    if isinstance(expr, ast.Tuple):
-        items = [_int_constant(project, module, item, depth + 1) for item in expr.elts]
-        return None if None in items else tuple(items)
-    if isinstance(expr, ast.Constant):
-        return expr.value if isinstance(expr.value, int) and not isinstance(expr.value, bool) else None
-    if isinstance(expr, ast.BinOp) and type(expr.op) in _FOLDED:
-        left, right = (_int_constant(project, module, side, depth + 1) for side in (expr.left, expr.right))
-        if not (isinstance(left, int) and isinstance(right, int)) or (right == 0 and isinstance(expr.op, ast.FloorDiv)):
-            return None
-        return _FOLDED[type(expr.op)](left, right)
-    if isinstance(expr, ast.Call) and module.warp.is_warp(expr.func, "constant") and len(expr.args) == 1:
-        return _int_constant(project, module, expr.args[0], depth + 1)
-    if not isinstance(expr, ast.Name):
-        return None
-    bound = project.binding(module, expr.id, [])
-    if isinstance(bound, Imported) and bound.name is not None:
-        path = project.module_file(module, bound.level, bound.module)
-        target = project.load(path) if path is not None else None
-        return _int_constant(project, target, ast.Name(bound.name), depth + 1) if target is not None else None
-    return _int_constant(project, module, bound, depth + 1) if isinstance(bound, ast.expr) else None
 
 
 def _array(project: Project, module: StaticModule, kind: ast.expr, dtype: ast.expr | None, ndim: int | None) -> Any:
@@ -455,6 +425,9 @@ class StaticFrontend:
         for name in fields:
             annotation = dtypes.field_type(annotation, name)
         return dtypes.array_info(annotation)
+
+    def int_constant(self, unit: StaticUnit, name: str) -> int | None:
+        return module_int(self.project, unit.owner, unit.tree, name)
 
     def closure_variable(self, name: str) -> bool:
         return self.source.postponed_annotations and self.source.bound_around(name, self.definition)

@@ -56,7 +56,7 @@ from .exact_atomics import (
     exact_sub,
     shadowed_read,
 )
-from .fingerprints import check_fingerprint
+from .fingerprints import check_fingerprint, known_int
 from .launch import KernelRewrite, RewrittenKernel, RewrittenLaunch
 from .replays import replays
 from .specs import ArgumentBound, ExactRecords, KernelPair, KernelSpec, LoopSpec, RecordSpec, SiteSpec
@@ -90,6 +90,7 @@ __all__ = [  # exactly the ABI's names (abi.EXPORTED), as a test checks
     "exact_sub",
     "flat_index",
     "fresh",
+    "known_int",
     "pool_read",
     "pool_value",
     "pool_written",

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .specs import RecordSpec, SiteSpec
 
 __version__ = "0.7.0"
-ABI = 11  # the contract generated code is written against (see above); not the version, which changes more often
+ABI = 12  # the contract generated code is written against (see above); not the version, which changes more often
 
 
 class Op(str, enum.Enum):
@@ -130,6 +130,7 @@ class RuntimeNames:
     # (``specs``, ``launch``)
     require_abi: str
     check_fingerprint: str
+    known_int: str  # a range bound read at rewrite time, checked when Warp builds the kernel (``fingerprints``)
     RewrittenKernel: str
     KernelRewrite: str
     KernelPair: str

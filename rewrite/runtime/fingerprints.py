@@ -71,6 +71,20 @@ def check_fingerprint(
         )
 
 
+def known_int(value: Any, rewritten_for: int) -> Any:
+    """A range bound the rewrite read as the int constant ``rewritten_for`` (``passes.constant_ranges``), checked when
+    Warp builds the generated kernel, in a ``wp.static(...)``: Warp reads the name then, and unrolls the loop or not
+    by its value, so any other value would make the loop another than the rewrite planned for. (Warp's message names
+    the generated function and its line.)"""
+    if type(value) is not int or value != rewritten_for:
+        raise ValueError(
+            f"warp-rewrite generated this loop for a bound of {rewritten_for}, but it is now {value!r}: it changed "
+            "since (or the rewrite read it wrong). Generate the code again: wp-rewrite on its file, or wp_rewrite on "
+            "the kernel"
+        )
+    return value
+
+
 def _plain(function: Any) -> Any:
     """The Python function of a kernel, helper or plain function (Warp wraps its objects around it)."""
     function = inspect.unwrap(function)

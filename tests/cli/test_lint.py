@@ -11,6 +11,7 @@ import json
 import shlex
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -864,6 +865,21 @@ def test_a_static_range_past_max_unroll_is_wr008_and_one_warp_unrolls_is_not(cap
     loop = "    acc = float(1.0)\n    for j in range({}):\n        acc = acc * x[{}]\n    y[0] = acc\n"
     assert check(capsys, tmp_path, header + loop.format("wp.static(17)", "j % 4")) == ["7:5: WR008"]
     assert check(capsys, tmp_path, header + loop.format("17", "wp.static(j % 4)")) == []
+
+
+def test_a_range_of_module_level_constants_is_read_as_the_rewrite_reads_it(capsys, tmp_path):
+    """``range(N)`` and ``range(wp.static(N + 1))`` with ``N = 6`` are unrolled (Warp reads the name's value, and so
+    does ``--check``, through ``passes.constant_ranges``); with ``N = wp.constant(20)`` they are loops; a name bound in
+    an enclosing function is none the command line reads: a loop, as the rewrite takes it."""
+    signature = "def product(x: wp.array(dtype=float), y: wp.array(dtype=float)):\n"
+    header = "import warp as wp\n\nN = {}\n\n\n@wp.kernel\n" + signature
+    loop = "    acc = float(1.0)\n    for j in range({}):\n        acc = acc * x[j % 4]\n    y[0] = acc\n"
+    for bound in ("N", "wp.static(N + 1)"):
+        assert check(capsys, tmp_path, header.format("6") + loop.format(bound)) == []
+        assert check(capsys, tmp_path, header.format("wp.constant(20)") + loop.format(bound)) == ["9:5: WR008"]
+    factory = "import warp as wp\n\n\ndef make(N: int):\n    @wp.kernel\n    " + signature
+    inner = textwrap.indent(loop.format("N"), "    ") + "\n    return product\n"
+    assert check(capsys, tmp_path, factory + inner) == ["8:9: WR008"]
 
 
 FUNCTION_VALUES = {

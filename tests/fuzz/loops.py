@@ -5,8 +5,9 @@ A loop block carries one to three locals through one loop and uses them after it
 linearly, or through a nonlinear function of itself), a vec3d, or an int index chosen by comparing ints (an argmax) that
 reads a float array after the loop; a for loop's own variable may be read after it too. The loop is one of the forms
 Warp does not unroll: a ``for`` over a data-dependent range, over the launch's arguments (an array's shape), over a
-range of module-level names (``range(R * C)``) or over a constant range longer than ``max_unroll`` (its bound an int,
-or a ``wp.static(...)`` of one); a ``while`` over a
+range of module-level names (``range(R * C)``; ``range(R)`` alone Warp unrolls, and the rewrite reads it so) or over a
+constant range longer than ``max_unroll`` (its bound an int, a ``wp.static(...)`` of one, or a module-level constant);
+a ``while`` over a
 data-dependent count or over a float condition
 (halvings); a helper's loop whose helper returns a nonlinear function of what it carried, or returns from inside
 ``while True``; a walk of a spatial query over a hash grid (both spellings), a BVH (boxes and rays) or a mesh (boxes),
@@ -33,6 +34,7 @@ from tests.fuzz.grammar import _out
 from tests.fuzz.structures import BOXES, FACES, GRID_POINTS, StructureArgument
 
 STATIC_LONG = "for over a wp.static(...) range beyond max_unroll"
+NAMED_LONG = "for over a module-level constant beyond max_unroll"
 QUERY_FORMS = ("hash-grid query (while)", "hash-grid query (for)", "BVH box query", "BVH ray query", "mesh box query")
 # The forms a kernel's loops exercise (``KernelCase.loop_forms``), in the order ``make fuzz`` prints them.
 LOOP_FORMS = (
@@ -48,6 +50,7 @@ LOOP_FORMS = (
     "for over module-level names",
     "for over a constant range beyond max_unroll",
     STATIC_LONG,
+    NAMED_LONG,
     "while over a data-dependent count",
     "while over a float condition",
     "while that breaks",
@@ -66,7 +69,7 @@ LOOP_FORMS = (
 # The for loops Warp does not unroll whose variable a kernel may read after them (``_read_variable_after``): those
 # that always make a trip. After a loop that made none, Warp leaves the variable undefined (Python keeps its value
 # from before the loop), so the original kernel's own forward is not defined there.
-VARIABLE_READ_AFTER = ("for over a constant range beyond max_unroll", STATIC_LONG)
+VARIABLE_READ_AFTER = ("for over a constant range beyond max_unroll", STATIC_LONG, NAMED_LONG)
 ALONE_EVERY = 6  # every sixth kernel's only hazard is its loops: no atomic's return consumed anywhere
 WITH_ATOMICS = 0.4  # of the other kernels, those that get loop blocks too
 LONG_TRIPS = (17, 20)  # constant ranges longer than Warp's default max_unroll (16)
@@ -194,11 +197,19 @@ def _names_header(writer: _KernelWriter) -> _Header:
 
 def _long_header(writer: _KernelWriter) -> _Header:
     """``range(trips)``, or one time in two ``range(wp.static(trips))``: Warp puts the static's value in its place
-    before it decides, so the loop is one to it as well (which ``unrolled_by_warp`` once took for unrolled). Which
-    spelling is drawn from a stream of the loop's own, so that every other kernel stays as it was drawn."""
+    before it decides, so the loop is one to it as well (which ``unrolled_by_warp`` once took for unrolled); half of
+    those bound by a module-level constant instead, ``range(NAME)`` or ``range(wp.static(NAME))``, which the rewrite
+    reads as a loop of known length. Which spelling is drawn from streams of the loop's own, so that every other
+    kernel stays as it was drawn."""
     trips = writer.rng.randint(*LONG_TRIPS)
     k = writer.fresh("lk")
     if random.Random(f"{writer.name}:{k}:static").random() < 0.5:
+        if random.Random(f"{writer.name}:{k}:named").random() < 0.5:
+            # a module-level constant, which the front ends read (``passes.constant_ranges``) as Warp does
+            name = f"{writer.name.upper()}_{k.upper()}_TRIPS"
+            writer.helpers.append(f"{name} = {trips}\n")
+            bound = random.Random(f"{writer.name}:{k}:spelling").choice((name, f"wp.static({name})"))
+            return _x_header(writer, NAMED_LONG, f"for {k} in range({bound}):", k, trips)
         return _x_header(writer, STATIC_LONG, f"for {k} in range(wp.static({trips})):", k, trips)
     return _x_header(writer, "for over a constant range beyond max_unroll", f"for {k} in range({trips}):", k, trips)
 

@@ -26,6 +26,8 @@ KERNELS = {
     ),
     "literal_range_with_continue": Pattern(_plain, [2], [0]),
     "static_range_slots": Pattern(_plain, [2], [0]),
+    "named_range_slots": Pattern(_plain, [2], [0]),
+    "static_range_past_max_unroll": Pattern(_plain, [2], [0]),
 }
 emitted = emitted_fixture(unrolled_loops)
 test_through_the_api, test_through_the_command_line = end_to_end_tests(unrolled_loops, N, KERNELS)
@@ -37,7 +39,16 @@ def _carried(name: str) -> dict[str, tuple[int, ...]]:
     return {record.name: record.loops for record in pair.spec.records if record.kind == RecordKind.CARRIED}
 
 
-@pytest.mark.parametrize("name", ["literal_range_slots", "later_static_slots", "literal_range_with_continue"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "literal_range_slots",
+        "later_static_slots",
+        "literal_range_with_continue",
+        "static_range_slots",
+        "named_range_slots",
+    ],
+)
 def test_a_loop_warp_unrolls_carries_nothing(name):
     assert _carried(name) == {}
 
@@ -47,6 +58,9 @@ def test_only_the_loop_warp_does_not_unroll_carries():
     assert carried and all(loops in ((0,), ()) for loops in carried.values()), carried
 
 
-def test_a_static_range_is_replayed_as_a_loop():
-    """Its length is the static's value, which the rewrite cannot tell: past ``max_unroll``, Warp runs it as a loop."""
-    assert _carried("static_range_slots")
+def test_a_constant_range_past_max_unroll_is_replayed_as_a_loop_of_known_length():
+    """The static's value, read off the module (``LONG_STEPS + 1``, 18 trips, folded as Warp evaluates it) is past
+    ``max_unroll`` for a loop holding no other static: Warp runs it as a loop, of known length (no count, no check)."""
+    assert _carried("static_range_past_max_unroll") == {"acc_in_loop0": (0,), "acc_after_loop0": ()}
+    pair = wp_rewrite(unrolled_loops.static_range_past_max_unroll).pair
+    assert pair is not None and [loop.trips for loop in pair.spec.loops] == [18]

@@ -14,10 +14,12 @@ import numpy as np
 import pytest
 import warp as wp
 
+from warp_rewrite.passes.constant_ranges import known_bounds
 from warp_rewrite.passes.loop_hazards import unrolled_by_warp
 
 R, C = 2, 2  # module-level names: range(R * C) is a loop Warp does not unroll
 N = 4  # a module-level name on its own: range(N) is unrolled
+SEVENTEEN = 17
 
 
 @wp.kernel
@@ -50,6 +52,22 @@ def product_with_a_later_static_17(x: wp.array[wp.float64], y: wp.array[wp.float
     for j in range(17):
         acc = acc * x[wp.static(j % 4)]
     y[0] = acc
+
+
+@wp.kernel
+def product_over_a_static_name_17(x: wp.array[wp.float64], y: wp.array[wp.float64]):
+    acc = wp.float64(1.0)
+    for j in range(wp.static(SEVENTEEN)):
+        acc = acc * x[j % 4]
+    y[0] = acc
+
+
+@wp.kernel
+def sum_over_a_static_expression(x: wp.array[wp.float64], y: wp.array[wp.float64]):
+    acc = wp.float64(0.0)
+    for j in range(wp.static(R * C)):
+        acc += x[j]
+    y[0] = acc * acc
 
 
 @wp.kernel
@@ -201,6 +219,13 @@ def test_a_range_over_a_module_level_name_is_unrolled_and_over_an_expression_is_
     assert not np.any(gradient(sum_over_an_expression, X))
 
 
+def test_a_static_of_module_level_names_is_read_as_its_value():
+    """``range(wp.static(R * C))`` is ``range(4)``, unrolled; ``range(wp.static(SEVENTEEN))`` is a loop."""
+    np.testing.assert_allclose(gradient(sum_over_a_static_expression, X), [20.0] * 4)
+    right = [np.prod([X[j % 4] for j in range(17)]) * sum(j % 4 == i for j in range(17)) / X[i] for i in range(4)]
+    assert not np.allclose(gradient(product_over_a_static_name_17, X), right)
+
+
 def test_a_constant_range_that_breaks_is_a_loop():
     assert not np.any(gradient(sum_that_breaks, X))
 
@@ -256,12 +281,28 @@ def test_a_store_runs_once_and_backward_does_not_store_again():
 
 
 def loops_of(kernel: wp.Kernel) -> list[ast.For | ast.While]:
+    """The kernel's loops, with the range bounds the API reads as int constants written out (``constant_ranges``)."""
     function = ast.parse(textwrap.dedent(inspect.getsource(kernel.func))).body[0]
+    assert isinstance(function, ast.FunctionDef)
+
+    def value_of(name: str) -> int | None:
+        value = kernel.func.__globals__.get(name)
+        return value if type(value) is int else None
+
+    function = known_bounds(function, value_of, "wp", "wp_rewrite_runtime") or function
     return [node for node in ast.walk(function) if isinstance(node, ast.For | ast.While)]
 
 
 @pytest.mark.parametrize(
-    "kernel", [sum_of_17, sum_over_an_expression, sum_that_breaks, while_loop, product_over_a_static_17]
+    "kernel",
+    [
+        sum_of_17,
+        sum_over_an_expression,
+        sum_that_breaks,
+        while_loop,
+        product_over_a_static_17,
+        product_over_a_static_name_17,
+    ],
 )
 def test_loops_warp_does_not_unroll_are_those_the_rewrite_counts_as_such(kernel):
     """``passes.loop_hazards.unrolled_by_warp`` agrees with Warp on the loops above it calls loops."""
@@ -269,7 +310,9 @@ def test_loops_warp_does_not_unroll_are_those_the_rewrite_counts_as_such(kernel)
     assert loops and not any(unrolled_by_warp(loop, 16) for loop in loops)
 
 
-@pytest.mark.parametrize("kernel", [sum_of_16, product_with_a_later_static_17])
+@pytest.mark.parametrize(
+    "kernel", [sum_of_16, product_with_a_later_static_17, sum_over_a_name, sum_over_a_static_expression]
+)
 def test_loops_warp_unrolls_are_those_the_rewrite_counts_as_unrolled(kernel):
     """The other way round: the loops above Warp unrolls, ``unrolled_by_warp`` counts as unrolled (the planner then
     restores nothing they carry)."""

@@ -32,12 +32,13 @@ from warp_rewrite.passes.loop_carried import LoopFlow
 from warp_rewrite.passes.loop_hazards import Callees, loop_hazards, own_jumps, unrolled_by_warp
 from warp_rewrite.passes.read_back import Analysis
 from warp_rewrite.passes.syntax import walk
-from warp_rewrite.pipeline import Frontend, GeneratedKernel
+from warp_rewrite.pipeline import Frontend, GeneratedKernel, with_known_bounds
 from warp_rewrite.runtime.abi import Reader, reader_of
 
 
 def unrestored_loop_locals(frontend: Frontend, generated: GeneratedKernel) -> list[str]:
     """A line for each loop of the replay Warp would replay wrong (none, if sound)."""
+    frontend = with_known_bounds(frontend)  # (the user's helpers read as the pipeline reads them: constant ranges)
     records = frozenset(record.name for record in generated.spec.records)
     runtime = frontend.module.runtime.alias
     functions = {f.name: f for f in ast.parse(generated.source).body if isinstance(f, ast.FunctionDef)}
