@@ -1,6 +1,6 @@
 """passes/constant_ranges.py: range bounds a front end reads as int constants, written out as the passes read them;
 before and after, as source (``wp.static(wp_rewrite_runtime.known_int(...))`` checks each value when Warp builds the
-generated kernel: ``tests/api/test_constant_ranges.py``)."""
+generated kernel: ``tests/cli/test_constant_ranges.py``)."""
 
 import ast
 import textwrap

@@ -1,5 +1,5 @@
 """A kernel looping over a range of a module-level int constant, which the rewrite reads (``passes.constant_ranges``):
-``tests/api/test_constant_ranges.py`` changes the constant after the rewrite read it."""
+``tests/cli/test_constant_ranges.py`` changes the constant after the rewrite read it."""
 
 import warp as wp
 
