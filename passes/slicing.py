@@ -13,7 +13,7 @@ import ast
 import copy
 from collections.abc import Callable
 
-from warp_rewrite.passes.pruning import pruned
+from warp_rewrite.passes.pruning import marked_unused, pruned
 from warp_rewrite.passes.syntax import walk
 
 LeavesOut = Callable[[ast.Call], bool]
@@ -50,7 +50,9 @@ def _swept(body: list[ast.stmt], needed: set[str], reads: set[str], leaves_out: 
                     reads.add(statement.target.id)
             elif statement.value is not None and not only_computes(statement.value, leaves_out):
                 reads |= loaded(statement.value)
-                kept.append(ast.copy_location(ast.Expr(statement.value), statement))
+                kept.append(
+                    statement if marked_unused(statement) else ast.copy_location(ast.Expr(statement.value), statement)
+                )
                 continue
             else:
                 continue

@@ -271,81 +271,73 @@ class LaunchNames:
     rewritten: str  # <kernel>_rewritten: the RewrittenKernel; rewrite_<kernel>: the KernelRewrite of a plain function
     launch: str | None  # launch_<kernel>; in a function, <kernel>.launch (the function's <kernel> is rebound); None
     # for a plain function made a kernel by a call: the call is wrapped in rewrite_<kernel>(...) instead
+    spec: str  # <kernel>_spec: the KernelSpec, a statement of its own
+    detached_spec: str | None  # <kernel>_detached_spec: that of the variant recording float returns as constants
 
 
-def _launch_names(kernel: str, taken: set[str], free: set[str], nested: bool, constructed: bool) -> LaunchNames:
+def _launch_names(
+    kernel: str, taken: set[str], free: set[str], nested: bool, constructed: bool, detached: bool
+) -> LaunchNames:
     """Fresh names for the kernel's RewrittenKernel and launch, or for the KernelRewrite of a plain function made
-    a kernel by a call; ``free``: taken names the block may define."""
+    a kernel by a call, and for their specs (``detached``: the block holds a detached variant); ``free``: taken names
+    the block may define."""
     namer = Namer(taken - free)
     if constructed:
-        names = LaunchNames(namer.fresh(f"rewrite_{kernel}"), None)
+        rewritten, launch = namer.fresh(f"rewrite_{kernel}"), None
     else:
         rewritten = namer.fresh(f"{kernel}_rewritten")
-        names = LaunchNames(rewritten, f"{kernel}.launch" if nested else namer.fresh(f"launch_{kernel}"))
-    taken |= {name for name in (names.rewritten, names.launch) if name is not None}
+        launch = f"{kernel}.launch" if nested else namer.fresh(f"launch_{kernel}")
+    spec = namer.fresh(f"{kernel}_spec")
+    names = LaunchNames(rewritten, launch, spec, namer.fresh(f"{kernel}_detached_spec") if detached else None)
+    taken |= {name for name in (names.rewritten, names.launch, names.spec, names.detached_spec) if name is not None}
     return names
 
 
-def _pair_items(generated: GeneratedKernel, spec: str) -> list[str]:
-    """What ``KernelPair(...)`` takes: the record and replay kernels, the spec and the count kernel, if any."""
-    return [generated.record_kernel, generated.replay_kernel, spec] + (
-        [f"count={generated.count_kernel}"] if generated.count_kernel else []
-    )
+def _pair(generated: GeneratedKernel, spec: str, names: ModuleNames) -> str:
+    """``KernelPair(...)``: the record and replay kernels, the spec and the count kernel, if any."""
+    items = [generated.record_kernel, generated.replay_kernel, spec]
+    items += [f"count={generated.count_kernel}"] if generated.count_kernel else []
+    return f"{names.runtime.KernelPair}({', '.join(items)})"
 
 
 def _rewritten_kernel(
     generated: GeneratedKernel,
-    spec: str,
     names: ModuleNames,
     launch: LaunchNames,
     max_records: int | None,
     rebind: bool,
     width: int,
-    detached: tuple[GeneratedKernel, str] | None = None,
+    detached: GeneratedKernel | None = None,
 ) -> str:
-    """``<kernel>_rewritten = RewrittenKernel(...)``, then (at module level) ``launch_<kernel> =
-    <kernel>_rewritten.launch``, then ``<kernel> = <kernel>_rewritten``: every name of the kernel (aliases, default
-    arguments, what a factory returns, what another module imports) is the rewritten kernel from then on, which
-    ``wp.launch`` launches through the runtime's hook. For a plain function made a kernel by a call, ``rewrite_<kernel>
-    = KernelRewrite(...)``, which that call is wrapped in."""
+    """``<kernel>_rewritten = RewrittenKernel(<kernel>, KernelPair(...))`` on one line (``laid_out`` breaks it as
+    ruff would), then (at module level) ``launch_<kernel> = <kernel>_rewritten.launch``, then ``<kernel> =
+    <kernel>_rewritten``: every name of the kernel (aliases, default arguments, what a factory returns, what another
+    module imports) is the rewritten kernel from then on, which ``wp.launch`` launches through the runtime's hook. For
+    a plain function made a kernel by a call, ``rewrite_<kernel> = KernelRewrite(...)``, which that call is wrapped
+    in. The specs are statements of their own, above."""
     kernel = generated.kernel
-    pair = _pair_items(generated, spec)
-    options = [f"max_records={max_records}"] if max_records is not None else []
-    if detached is not None:  # (``Block.detached``)
-        items = "".join(f"        {item},\n" for item in _pair_items(*detached))
-        options.insert(0, f"detached=lambda: {names.runtime.KernelPair}(\n{items}    )")
-    if launch.launch is None:
-        return (
-            "\n".join(
-                [
-                    f"{launch.rewritten} = {names.runtime.KernelRewrite}(",
-                    f"    {names.runtime.KernelPair}(",
-                    *(f"        {item}," for item in pair),
-                    "    ),",
-                    *(f"    {option}," for option in options),
-                    f")  # each call that makes {kernel} a kernel is wrapped in {launch.rewritten}(...)",
-                ]
-            )
-            + "\n"
+    arguments = [_pair(generated, launch.spec, names)]
+    if launch.launch is not None:
+        arguments.insert(0, kernel)
+    if detached is not None and launch.detached_spec is not None:  # (``Block.detached``) a lambda: broken here
+        items = [detached.record_kernel, detached.replay_kernel, launch.detached_spec]
+        arguments.append(
+            f"detached=lambda: {names.runtime.KernelPair}(\n" + "".join(f"        {i},\n" for i in items) + "    )"
         )
-    lines = [
-        f"{launch.rewritten} = {names.runtime.RewrittenKernel}(",
-        f"    {kernel},",
-        f"    {names.runtime.KernelPair}(",
-        *(f"        {item}," for item in pair),
-        "    ),",
-        *(f"    {option}," for option in options),
-        ")",
-    ]
-    bindings = (
-        []
-        if rebind
-        else [_commented(f"{launch.launch} = {launch.rewritten}.launch", "takes wp.launch's arguments", width)]
-    )
-    bindings.append(
+    arguments += [f"max_records={max_records}"] if max_records is not None else []
+    made = f"{launch.rewritten} = {names.runtime.RewrittenKernel if launch.launch else names.runtime.KernelRewrite}("
+    # one line, which laid_out breaks as ruff would; or, with a lambda, one item a line (kept so by a trailing comma)
+    call = made + (", ".join(arguments) if detached is None else "\n" + "".join(f"    {a},\n" for a in arguments)) + ")"
+    if launch.launch is None:
+        wrapped = f"each call that makes {kernel} a kernel is wrapped in {launch.rewritten}(...)"
+        return _commented(call, wrapped, width) if detached is None else f"# {wrapped}\n{call}\n"
+    lines = [call + "\n"]
+    if not rebind:
+        lines.append(_commented(f"{launch.launch} = {launch.rewritten}.launch", "takes wp.launch's arguments", width))
+    lines.append(
         _commented(f"{kernel} = {launch.rewritten}", f"every name of {kernel} now launches both phases", width)
     )
-    return "\n".join(lines) + "\n" + "".join(bindings)
+    return "".join(lines)
 
 
 def generate(frontend: StaticFrontend, detach_returns: bool) -> tuple[GeneratedKernel, list[HelperImport]] | None:
@@ -421,22 +413,26 @@ class Block:
         """The block, fenced by its begin and end markers, indented as the kernel; ``relocate`` maps the
         locations in the launch spec to the emitted file's lines."""
         gap = "\n" * self.gap
-        generated = self.generated
         width = self.lint.line_length - len(self.indent)
-        spec = spec_literal(generated.spec, self.names, " " * 8, relocate, width, shared=self.shared_specs)
-        detached = None
-        if self.detached is not None:
-            shared = self.shared_specs
-            detached = (
-                self.detached,
-                spec_literal(self.detached.spec, self.names, " " * 8, relocate, width, shared=shared),
-            )
-        abi = self._abi_check(relocate)
-        launch = _rewritten_kernel(generated, spec, self.names, self.launch, max_records, self.nested, width, detached)
-        body = (self.source or self.generated_source) + gap + launch
+        specs = [(self.launch.spec, self.generated)]
+        if self.detached is not None and self.launch.detached_spec is not None:
+            specs.append((self.launch.detached_spec, self.detached))
+        spec_lines = "".join(
+            f"{name} = "
+            + spec_literal(variant.spec, self.names, "", relocate, width, len(name) + 3, shared=self.shared_specs)
+            + "\n"
+            for name, variant in specs
+        )
+        launch = _rewritten_kernel(
+            self.generated, self.names, self.launch, max_records, self.nested, width, self.detached
+        )
+        definitions = self.source or self.generated_source
+        # Two blank lines after a definition, as formatters keep them; none between statements of the block
+        after = gap if isinstance(ast.parse(definitions).body[-1], ast.FunctionDef | ast.ClassDef) else ""
         name, made = self.kernel.name, self.made
-        check = self._fingerprint_check()
-        block = begin_marker(name, made.fingerprint, made.options) + abi + check + gap + body + gap + end_marker(name)
+        header = begin_marker(name, made.fingerprint, made.options) + self._abi_check(relocate)
+        header += self._fingerprint_check() + gap
+        block = header + definitions + after + spec_lines + launch + end_marker(name)
         laid = laid_out(quoted(block, self.lint.quote_style), self.indent, self.lint.line_length)
         return indent_block(laid, self.indent, self.nested)
 
@@ -579,7 +575,7 @@ def emit_module(
             assert made is not None  # (the same atomics, their returns recorded as constants)
             detached, needed = made
             helper_imports += needed
-        launch = _launch_names(kernel.name, taken, free, nested, constructed)
+        launch = _launch_names(kernel.name, taken, free, nested, constructed, detached is not None)
         line = module.lines[kernel.lineno - 1]
         indent, origin = line[: len(line) - len(line.lstrip())], made_from(module, kernel, finder, options)
         location = module.location(kernel)

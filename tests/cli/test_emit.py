@@ -159,6 +159,28 @@ def test_call_sites_launch_the_rewritten_kernels_keeping_the_users_text(adoption
     assert "def shadowed(compact, x, count, out):\n    wp.launch(compact, x.shape[0]" in text
 
 
+def test_a_block_names_its_spec_and_keeps_its_statements_together(adoption):
+    """The launch spec is a statement of its own, ``compact_spec = KernelSpec(...)``, which the ``RewrittenKernel``
+    names; after the phases' definitions, the block's statements follow one another without blank lines, up to its
+    end marker (a factory's block alike, one level in)."""
+    text = Path(adoption.__file__).read_text()
+    assert "\ncompact_spec = wp_rewrite_runtime.KernelSpec(\n" in text
+    assert (
+        "compact_rewritten = wp_rewrite_runtime.RewrittenKernel(\n"
+        "    compact, wp_rewrite_runtime.KernelPair(compact_record, compact_replay, compact_spec)\n"
+        ")\n"
+        "launch_compact = compact_rewritten.launch  # takes wp.launch's arguments\n"
+        "compact = compact_rewritten  # every name of compact now launches both phases\n"
+        "# ---- wp-rewrite: end of the code generated from kernel 'compact' ----\n"
+    ) in text
+    blocks = text.split("# ---- wp-rewrite: generated from kernel ")[1:]
+    assert len(blocks) >= 3
+    for block in blocks:
+        block = block[: block.index("# ---- wp-rewrite: end of the code")]
+        tail = block[block.rindex("_spec = wp_rewrite_runtime.KernelSpec(") :]
+        assert "\n\n" not in tail, tail
+
+
 def test_rewritten_call_sites_give_finite_difference_gradients(adoption):
     """``step`` as the emitted file has it: its launches of compact and of through_static (which calls a helper
     through wp.static) run both phases; the original kernels give the ground truth."""

@@ -31,3 +31,19 @@ def test_what_only_computes_values_nothing_kept_reads_goes_and_so_does_an_if_lef
     """)
     sliced = sliced_function(function, lambda call: call is sin or constructs(call))
     assert ast.unparse(sliced) == ast.unparse(expected)
+
+
+def test_a_call_kept_for_what_it_does_keeps_an_assignment_to_a_name_marked_unused():
+    """``_ = helper(a)``, whose value nothing reads, stays as written (the record kernel holds it so); an assignment
+    to a name not so marked becomes the call alone."""
+    function = parse("""
+        def f(a: wp.array[float]):
+            _ = helper(a)
+            unused = helper(a)
+    """)
+    expected = parse("""
+        def f(a: wp.array[float]):
+            _ = helper(a)
+            helper(a)
+    """)
+    assert ast.unparse(sliced_function(function, constructs)) == ast.unparse(expected)
