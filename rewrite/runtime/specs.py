@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright (c) 2026 the warp-rewrite authors
 """What a launch needs to know about the generated kernels: frozen records the pipeline fills and emitted modules
-spell out as source text (``KernelPair(record, replay, KernelSpec(...))``)."""
+spell out as source text (``k_spec = KernelSpec(...)``, then ``KernelPair(record, replay, k_spec)``)."""
 
 import functools
 from collections.abc import Sequence
