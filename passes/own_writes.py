@@ -100,6 +100,19 @@ def thread_index(function: ast.FunctionDef, is_tid: Callable[[ast.expr], bool]) 
     return found[0] if _assigned_once(function, found[0]) else None
 
 
+def leading_thread_index(function: ast.FunctionDef, is_tid: Callable[[ast.expr], bool]) -> str | None:
+    """The local the kernel's first statement (after its docstring) binds to ``wp.tid()`` and nothing assigns again:
+    the generated kernels index their records by it rather than by a ``wp.tid()`` of their own. None if there is
+    none."""
+    body = function.body[1:] if ast.get_docstring(function) is not None else function.body
+    first = body[0] if body else None
+    if not (isinstance(first, ast.Assign) and len(first.targets) == 1 and isinstance(first.targets[0], ast.Name)):
+        return None
+    if not is_tid(first.value):
+        return None
+    return first.targets[0].id if _assigned_once(function, first.targets[0].id) else None
+
+
 def counter_slots(function: ast.FunctionDef, names: WarpNames, int_arrays: frozenset[str]) -> dict[str, tuple]:
     """The slot locals of the function's counters (see the module's docstring), each with its counter: the int array
     argument's name and the constant indices of its element."""

@@ -78,6 +78,7 @@ class KernelNames:
     trip_capacity: str  # with a loop's id appended: the parameter passing that loop's capacity, where it is one
     loop_number: str  # with a loop's id appended: the parameter passing a clone that loop's id
     status: str  # the launch's status: the device's checks (see the runtime's ``check``)
+    own_thread: bool = False  # ``thread`` is the kernel's own local, bound to wp.tid() by its first statement
 
 
 @dataclass(frozen=True)
@@ -621,9 +622,10 @@ def _position(node: ast.AST) -> tuple[int, int]:
 
 
 def thread_index_prologue(names: KernelNames, warp: str) -> list[ast.stmt]:
-    """This thread's row in the record arrays: ``wp.tid()`` itself on 1-D launches (no divisions)."""
+    """This thread's row in the record arrays: ``wp.tid()`` itself on 1-D launches (no divisions), nothing where the
+    kernel binds it first thing (``own_writes.leading_thread_index``)."""
     if len(names.coords) == 1:
-        return [_stmt(f"{names.thread} = {warp}.tid()")]
+        return [] if names.own_thread else [_stmt(f"{names.thread} = {warp}.tid()")]
     linear = names.coords[0]
     for axis, coord in enumerate(names.coords[1:], start=1):
         linear = f"({linear}) * {names.launch_shape}[{axis}] + {coord}"

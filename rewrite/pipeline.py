@@ -33,7 +33,7 @@ from warp_rewrite.passes.layout import RecordParam, check_replay_twins, record_p
 from warp_rewrite.passes.local_components import copy_component_stores
 from warp_rewrite.passes.loop_returns import lower_returns
 from warp_rewrite.passes.naming import Namer
-from warp_rewrite.passes.own_writes import counter_slots, forward_own_writes, thread_index
+from warp_rewrite.passes.own_writes import counter_slots, forward_own_writes, leading_thread_index, thread_index
 from warp_rewrite.passes.plan import Planner
 from warp_rewrite.passes.plan_types import Frontend as PlanFrontend
 from warp_rewrite.passes.plan_types import KernelPlan, Site, Unit, array_at, is_int_path
@@ -300,11 +300,8 @@ def local_components(desugared: Desugared) -> Desugared:
     return Desugared(DesugaredFrontend(desugared.frontend, _copied_components), desugared.options)
 
 
-def _forwarded_own_writes(frontend: Frontend, unit: Unit) -> ast.FunctionDef | None:
-    if unit is not frontend.kernel:
-        return None  # helpers: their arrays are the caller's, other threads' elements included
-    names = frontend.warp_names(unit)
-    warp = min(names.modules)
+def _tid_call(names: WarpNames) -> Callable[[ast.expr], bool]:
+    """Whether an expression is ``wp.tid()`` (any alias of warp)."""
 
     def is_tid(value: ast.expr) -> bool:
         func = value.func if isinstance(value, ast.Call) and not value.args else None
@@ -312,6 +309,15 @@ def _forwarded_own_writes(frontend: Frontend, unit: Unit) -> ast.FunctionDef | N
             isinstance(func, ast.Attribute) and func.attr == "tid" and getattr(func.value, "id", None) in names.modules
         )
 
+    return is_tid
+
+
+def _forwarded_own_writes(frontend: Frontend, unit: Unit) -> ast.FunctionDef | None:
+    if unit is not frontend.kernel:
+        return None  # helpers: their arrays are the caller's, other threads' elements included
+    names = frontend.warp_names(unit)
+    warp = min(names.modules)
+    is_tid = _tid_call(names)
     candidates, int_arrays = {}, set()
     for name, annotation in frontend.parameter_types(unit).items():
         array = dtypes.array_info(annotation)
@@ -385,14 +391,17 @@ def plan(surveyed: Surveyed) -> Planned:
         result = Planner(frontend, namer, surveyed.exact, surveyed.analyses).plan()
     # The kernel's own generated names are parameters of every clone too (a helper's local 'status', Kamino's)
     namer.taken |= Namer.for_tree(ast.Module([f.unit.tree for f in result.root.walk()], [])).taken
+    arity = launch_arity(kernel.tree)
+    own = leading_thread_index(kernel.tree, _tid_call(frontend.warp_names(kernel))) if arity == 1 else None
     names = KernelNames(
-        thread=namer.fresh("thread"),
+        thread=own or namer.fresh("thread"),
         coordinate=namer.fresh("coordinate"),
         launch_shape=namer.fresh("launch_shape"),
-        coords=tuple(namer.fresh(f"coord{i}") for i in range(launch_arity(kernel.tree))),
+        coords=tuple(namer.fresh(f"coord{i}") for i in range(arity)),
         trip_capacity=namer.fresh_base("trip_capacity", tuple(str(loop.id) for loop in result.loops)),
         loop_number=namer.fresh_base("loop", tuple(str(loop.id) for loop in result.loops)),
         status=namer.fresh("status"),
+        own_thread=own is not None,
     )
     room_needed = any(loop.needs_room for loop in result.loops)
     max_records = surveyed.options.max_records if room_needed else None  # nothing to compile it into

@@ -15,7 +15,7 @@ from tests.support import own_stores
 from tests.support.emitted import Pattern, emitted_fixture, end_to_end_tests
 from tests.support.harness import f64, i32
 from warp_rewrite import RewriteError, launch, wp_rewrite
-from warp_rewrite.passes.own_writes import forward_own_writes
+from warp_rewrite.passes.own_writes import forward_own_writes, leading_thread_index
 
 N = 5
 X = np.array([0.7, -1.3, 1.9, 0.4, -0.6])
@@ -73,3 +73,30 @@ def test_stores_and_reads_at_the_thread_index_become_a_local():
 )
 def test_nothing_is_forwarded_where_another_write_could_reach_the_read(body):
     assert forwarded("def k(y, x, tid):\n" + textwrap.indent(body, "    ")) is None
+
+
+def _is_tid(value: ast.expr) -> bool:
+    return ast.unparse(value) == "wp.tid()"
+
+
+@pytest.mark.parametrize(
+    ("body", "index"),
+    [
+        ("tid = wp.tid()\ny[tid] = x[tid]", "tid"),
+        ('"""A docstring first."""\ni = wp.tid()\ny[i] = x[i]', "i"),
+        ("n = x.shape[0]\ntid = wp.tid()\ny[tid] = x[tid]", None),  # not the first statement
+        ("tid = wp.tid()\nif x[tid] > 0.0:\n    tid = tid + 1\ny[tid] = x[tid]", None),  # assigned again
+        ("tid = wp.tid() + 1\ny[tid] = x[tid]", None),  # not the thread index itself
+    ],
+)
+def test_the_leading_thread_index_is_the_first_statements_and_never_assigned_again(body, index):
+    function = ast.parse("def k(y, x):\n" + textwrap.indent(body, "    ")).body[0]
+    assert isinstance(function, ast.FunctionDef)
+    assert leading_thread_index(function, _is_tid) == index
+
+
+def test_the_generated_kernels_index_records_by_the_kernels_own_thread_index():
+    """``refine_own_value`` binds ``tid = wp.tid()`` first: its phases record at ``tid``, with no ``wp.tid()`` of
+    their own (``tests/support/own_stores.py``; its gradients: ``test_through_the_api``, above)."""
+    source = wp_rewrite(own_stores.refine_own_value).source
+    assert "thread" not in source and source.count("wp.tid()") == 2, source  # (the record and replay kernels)
