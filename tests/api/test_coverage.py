@@ -188,7 +188,7 @@ def test_explicit_max_records_is_compiled_in_and_matches():
     last; forward and gradients are those of the original."""
     rewritten = wp_rewrite(emit_particles, max_records=3)
     assert rewritten is wp_rewrite(emit_particles, max_records=3)
-    assert "coordinate0 = thread * 3 + wp.int32(k)" in rewritten.source
+    assert "coordinate0 = tid * 3 + wp.int32(k)" in rewritten.source
     assert rewritten.record_kernel.module.name.endswith(".max_records3")
     record_params = [arg.label for arg in rewritten.record_kernel.adj.args]
     replay_params = [arg.label for arg in rewritten.replay_kernel.adj.args]

@@ -196,7 +196,7 @@ def test_detached_float_returns_are_read_back_from_their_records_keeping_the_ato
     assert run_cli(capsys, source, "--detach-returns", "-o", out)[0] == 0
     stand_in = (  # laid out for ruff's default line length, 88: no configuration above tmp_path
         "            previous = wp_rewrite_runtime.replay_returned(\n"
-        "                wp.atomic_add(total, 0, 1.0), previous_records, thread\n"
+        "                wp.atomic_add(total, 0, 1.0), previous_records, tid\n"
     )
     assert stand_in in out.read_text()
     module = import_file(out, "counted_rewritten")
@@ -290,9 +290,7 @@ def test_module_with_its_own_warp_alias_and_a_bare_atomic(tmp_path, capsys):
     assert run_cli(capsys, SAMPLES / "aliased.py", "-o", out)[0] == 0
     text = out.read_text()
     assert "pop_and_scale_record = w.kernel(enable_backward=False)(\n    pop_and_scale_phases(record=True)\n)" in text
-    recorded = (
-        "top = wp_rewrite_runtime.record_returned(\n                atomic_sub(stack, 0, 1), top_records, thread\n"
-    )
+    recorded = "top = wp_rewrite_runtime.record_returned(\n                atomic_sub(stack, 0, 1), top_records, tid\n"
     assert f"        if w.static(record):\n            {recorded}" in text
     assert runtime_import("wp_rewrite_runtime") in text
     module = import_file(out, "aliased_rewritten")

@@ -67,7 +67,7 @@ def test_a_local_carried_into_the_next_trip_and_not_restored_fails_it():
 
 
 def test_a_local_carried_out_of_the_loop_and_not_restored_fails_it():
-    problems = broken(loops.squared_sum, "acc = wp_rewrite_runtime.carried_float64(acc, acc_after_loop0, thread)", "")
+    problems = broken(loops.squared_sum, "acc = wp_rewrite_runtime.carried_float64(acc, acc_after_loop0, i)", "")
     assert [p.split(":", 2)[::2] for p in problems] == [
         ["squared_sum_replay", " 'acc' is carried out of the loop but not set from a record right after it"]
     ]
@@ -87,13 +87,13 @@ def test_an_int_read_before_its_restore_fails_it():
 
 
 def test_a_while_loop_left_in_the_replay_fails_it():
-    problems = broken(loops.halvings, "for trips0 in range(trips0_records[thread]):", "while value > wp.float64(1.0):")
+    problems = broken(loops.halvings, "for trips0 in range(trips0_records[i]):", "while value > wp.float64(1.0):")
     assert any("a while loop" in p for p in problems)
     assert any("is not replayed as a for loop over its recorded trips" in p for p in problems)
 
 
 def test_a_while_loop_replayed_over_other_trips_than_recorded_fails_it():
-    problems = broken(loops.halvings, "range(trips0_records[thread])", "range(trip_capacity0)")
+    problems = broken(loops.halvings, "range(trips0_records[i])", "range(trip_capacity0)")
     assert len(problems) == 1 and "is not replayed as a for loop over its recorded trips" in problems[0]
 
 

@@ -70,7 +70,7 @@ def test_through_the_command_line(emitted, name):
 def test_the_replay_reads_memory_the_launch_checked():
     source = wp_rewrite(append_pool.refine_level).source
     assert "wp_rewrite_runtime.pool_written(wp_rewrite_runtime.flat_index(nodes, base + k), nodes_marks" in source
-    assert "parent = wp_rewrite_runtime.pool_value(nodes[first + tid], nodes_reads, thread, nodes_marks)" in source
+    assert "parent = wp_rewrite_runtime.pool_value(nodes[first + tid], nodes_reads, tid, nodes_marks)" in source
 
 
 def test_a_launch_that_reads_what_it_wrote_is_refused_at_the_next_check_naming_the_array():
