@@ -101,16 +101,13 @@ def thread_index(function: ast.FunctionDef, is_tid: Callable[[ast.expr], bool]) 
 
 
 def leading_thread_index(function: ast.FunctionDef, is_tid: Callable[[ast.expr], bool]) -> str | None:
-    """The local the kernel's first statement (after its docstring) binds to ``wp.tid()`` and nothing assigns again:
-    the generated kernels index their records by it rather than by a ``wp.tid()`` of their own. None if there is
-    none."""
+    """The thread's index (``thread_index``) where the kernel's first statement (after its docstring) binds it: the
+    generated kernels index their records by it rather than by a ``wp.tid()`` of their own. None if there is none."""
+    local = thread_index(function, is_tid)
     body = function.body[1:] if ast.get_docstring(function) is not None else function.body
     first = body[0] if body else None
-    if not (isinstance(first, ast.Assign) and len(first.targets) == 1 and isinstance(first.targets[0], ast.Name)):
-        return None
-    if not is_tid(first.value):
-        return None
-    return first.targets[0].id if _assigned_once(function, first.targets[0].id) else None
+    binds = isinstance(first, ast.Assign) and isinstance(first.targets[0], ast.Name) and first.targets[0].id == local
+    return local if binds else None
 
 
 def counter_slots(function: ast.FunctionDef, names: WarpNames, int_arrays: frozenset[str]) -> dict[str, tuple]:

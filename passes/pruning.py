@@ -35,9 +35,7 @@ def _pruned_body(body: list[ast.stmt], read: set[str], leaves_out: Callable[[ast
             continue
         if _assigns_unread(statement, read):
             if any(isinstance(n, ast.Call) and not leaves_out(n) for n in walk(statement.value)):
-                kept.append(
-                    statement if marked_unused(statement) else ast.copy_location(ast.Expr(statement.value), statement)
-                )
+                kept.append(call_kept(statement))
             continue
         for name in ("body", "orelse"):
             inner = getattr(statement, name, None)
@@ -96,14 +94,15 @@ def _assigns_unread(statement: ast.stmt, read: set[str]) -> TypeGuard[ast.Assign
     return all(isinstance(n, ast.Name) and n.id not in read for n in names)
 
 
-def marked_unused(statement: ast.stmt) -> bool:
-    """Does the statement assign only names the user marked unused (``_ = f(x)``, ``_a, _b = g(x)``)? Kept as
-    written where the call in it stays, so that every phase holds the statement as the user wrote it (and the
-    command line defines the phases once, ``rewrite/cli/weave.py``)."""
-    if not isinstance(statement, ast.Assign):
-        return False
-    names = [n for t in statement.targets for n in (t.elts if isinstance(t, ast.Tuple) else [t])]
-    return all(isinstance(n, ast.Name) and n.id.startswith("_") for n in names)
+def call_kept(statement: ast.Assign | ast.AugAssign | ast.AnnAssign) -> ast.stmt:
+    """What stays of an assignment nothing reads whose call must stay: the call alone, or, where it assigns only
+    names the user marked unused (``_ = f(x)``, ``_a, _b = g(x)``), the statement as written, so that every phase
+    holds it as the user wrote it (and the command line defines the phases once, ``rewrite/cli/weave.py``)."""
+    assert statement.value is not None  # (an assignment with a call in its value)
+    names = [n for t in getattr(statement, "targets", []) for n in (t.elts if isinstance(t, ast.Tuple) else [t])]
+    if isinstance(statement, ast.Assign) and all(isinstance(n, ast.Name) and n.id.startswith("_") for n in names):
+        return statement
+    return ast.copy_location(ast.Expr(statement.value), statement)
 
 
 def constructs(call: ast.Call) -> bool:

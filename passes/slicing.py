@@ -13,7 +13,7 @@ import ast
 import copy
 from collections.abc import Callable
 
-from warp_rewrite.passes.pruning import marked_unused, pruned
+from warp_rewrite.passes.pruning import call_kept, pruned
 from warp_rewrite.passes.syntax import walk
 
 LeavesOut = Callable[[ast.Call], bool]
@@ -50,9 +50,7 @@ def _swept(body: list[ast.stmt], needed: set[str], reads: set[str], leaves_out: 
                     reads.add(statement.target.id)
             elif statement.value is not None and not only_computes(statement.value, leaves_out):
                 reads |= loaded(statement.value)
-                kept.append(
-                    statement if marked_unused(statement) else ast.copy_location(ast.Expr(statement.value), statement)
-                )
+                kept.append(call_kept(statement))
                 continue
             else:
                 continue

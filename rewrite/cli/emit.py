@@ -307,7 +307,7 @@ def _rewritten_kernel(
     max_records: int | None,
     rebind: bool,
     width: int,
-    detached: GeneratedKernel | None = None,
+    detached: tuple[GeneratedKernel, str] | None = None,
 ) -> str:
     """``<kernel>_rewritten = RewrittenKernel(<kernel>, KernelPair(...))`` on one line (``laid_out`` breaks it as
     ruff would), then (at module level) ``launch_<kernel> = <kernel>_rewritten.launch``, then ``<kernel> =
@@ -319,8 +319,8 @@ def _rewritten_kernel(
     arguments = [_pair(generated, launch.spec, names)]
     if launch.launch is not None:
         arguments.insert(0, kernel)
-    if detached is not None and launch.detached_spec is not None:  # (``Block.detached``) a lambda: broken here
-        items = [detached.record_kernel, detached.replay_kernel, launch.detached_spec]
+    if detached is not None:  # (``Block.detached``, and its spec's name) a lambda: broken here
+        items = [detached[0].record_kernel, detached[0].replay_kernel, detached[1]]
         arguments.append(
             f"detached=lambda: {names.runtime.KernelPair}(\n" + "".join(f"        {i},\n" for i in items) + "    )"
         )
@@ -414,21 +414,20 @@ class Block:
         locations in the launch spec to the emitted file's lines."""
         gap = "\n" * self.gap
         width = self.lint.line_length - len(self.indent)
-        specs = [(self.launch.spec, self.generated)]
+        detached = None
         if self.detached is not None and self.launch.detached_spec is not None:
-            specs.append((self.launch.detached_spec, self.detached))
+            detached = (self.detached, self.launch.detached_spec)
         spec_lines = "".join(
             f"{name} = "
             + spec_literal(variant.spec, self.names, "", relocate, width, len(name) + 3, shared=self.shared_specs)
             + "\n"
-            for name, variant in specs
+            for variant, name in [(self.generated, self.launch.spec), *([detached] if detached else [])]
         )
-        launch = _rewritten_kernel(
-            self.generated, self.names, self.launch, max_records, self.nested, width, self.detached
-        )
+        launch = _rewritten_kernel(self.generated, self.names, self.launch, max_records, self.nested, width, detached)
         definitions = self.source or self.generated_source
-        # Two blank lines after a definition, as formatters keep them; none between statements of the block
-        after = gap if isinstance(ast.parse(definitions).body[-1], ast.FunctionDef | ast.ClassDef) else ""
+        # Two blank lines after a definition (its last line is indented), as formatters keep them; none between the
+        # block's statements (a statement at column 0 ends at column 0)
+        after = gap if definitions.rstrip("\n").rpartition("\n")[2][:1].isspace() else ""
         name, made = self.kernel.name, self.made
         header = begin_marker(name, made.fingerprint, made.options) + self._abi_check(relocate)
         header += self._fingerprint_check() + gap

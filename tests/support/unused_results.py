@@ -1,6 +1,6 @@
 """Kernels that call a helper consuming an atomic's return and drop what it returns into names marked unused
 (``_ = claim(...)``, ``_slot, _previous = claim_pair(...)``), as Newton's test kernels call its contact reducer: the
-replay keeps each such assignment as written (``passes.pruning.marked_unused``), so that the command line defines a
+replay keeps each such assignment as written (``passes.pruning.call_kept``), so that the command line defines a
 kernel's phases once (``rewrite/cli/weave.py``). ``tests/passes/test_pruning.py`` checks them end to end.
 
 Each kernel runs over N = 3 threads."""
