@@ -437,14 +437,19 @@ class Block:
 
     def _abi_check(self, relocate: Relocation) -> str:
         """The first line, before any of the ABI's names is evaluated: the runtime imported is the one this was
-        generated for. On one line where it fits with a line number of ``LINE_DIGITS`` digits in its location, else
-        one argument a line (kept so by the trailing comma): so that its lines do not depend on the line number,
+        generated for. On one line where it fits with a line number of ``LINE_DIGITS`` digits in its location; else
+        its arguments on a line of their own where they fit so and ruff could not join them whatever the line number;
+        else one argument a line (kept so by the trailing comma): so that its lines do not depend on the line number,
         which ``relocate`` changes."""
         location = relocate(self.generated.spec.location)
         arguments = [str(runtime.ABI), json.dumps(self.generated.kernel), json.dumps(location)]
         flat = f"{self.names.runtime.require_abi}({', '.join(arguments)})"
-        if len(self.indent) + relocate.widest(flat) <= self.lint.line_length:
+        width, indent = self.lint.line_length, len(self.indent)
+        if indent + relocate.widest(flat) <= width:
             return flat + "\n"
+        joined = ", ".join(arguments)
+        if not relocate.joinable(flat, indent, width) and indent + 4 + relocate.widest(joined) <= width:
+            return f"{self.names.runtime.require_abi}(\n    {joined}\n)\n"
         return f"{self.names.runtime.require_abi}(\n" + "".join(f"    {item},\n" for item in arguments) + ")\n"
 
     def _fingerprint_check(self) -> str:

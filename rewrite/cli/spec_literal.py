@@ -17,7 +17,7 @@ from typing import Any
 from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.naming import Namer
 from warp_rewrite.passes.two_phase import ModuleNames
-from warp_rewrite.runtime.specs import KernelSpec, RecordSpec, SiteSpec
+from warp_rewrite.runtime.specs import KernelSpec, LoopSpec, RecordSpec, SiteSpec
 
 LINE_DIGITS = 7  # the most digits a line number has, for layouts that must not depend on it
 
@@ -40,15 +40,29 @@ class Relocation:
         moved = sum(text.count("\n") for after, text in self.inserted if after < int(line))
         return f"{self.name}:{int(line) + moved}:{column}"
 
+    def in_spec(self, location: str) -> str:
+        """A site's or loop's location as its launch spec spells it: ``line:col`` where it is in the emitted file,
+        which the spec's own location names (``KernelSpec`` completes it), else whole."""
+        moved = self(location)
+        path, line, column = moved.rsplit(":", 2)
+        return f"{line}:{column}" if path == self.name else moved
+
     @functools.cached_property
     def _own_line(self) -> re.Pattern[str]:
-        """The line number of a location of the emitted file in a string literal: ``"name:line:col"``."""
-        return re.compile(rf'("{re.escape(self.name)}:)\d+(:\d+")')
+        """The line number of a location of the emitted file in a string literal: ``"name:line:col"``, or
+        ``"line:col"`` in a launch spec (``in_spec``)."""
+        return re.compile(rf'("(?:{re.escape(self.name)}:)?)\d+(:\d+")')
 
     def widest(self, text: str) -> int:
         """The length of ``text`` once each location of the emitted file in it has a line number of ``LINE_DIGITS``
         digits: what a layout that must not depend on the lines inserted measures."""
         return len(self._own_line.sub(lambda found: found[1] + "9" * LINE_DIGITS + found[2], text))
+
+    def joinable(self, text: str, around: int, width: int) -> bool:
+        """Whether ruff might join ``text`` onto one line of ``width`` (``around`` other characters on it): with the
+        line numbers its locations in the emitted file get, which may have as few as one digit. Where it might, a
+        layout that must not depend on them takes one item a line, which the trailing comma keeps so."""
+        return around + len(self._own_line.sub(lambda found: found[1] + "1" + found[2], text)) <= width
 
 
 def spec_literal(
@@ -77,8 +91,8 @@ def spec_literal(
         items = [
             ("" if f.default is dataclasses.MISSING else f"{f.name}=")
             + (
-                json.dumps(relocate(getattr(value, f.name)))
-                if f.name == "location"
+                json.dumps((relocate.in_spec if isinstance(value, SiteSpec | LoopSpec) else relocate)(value.location))
+                if isinstance(value, SiteSpec | LoopSpec | KernelSpec) and f.name == "location"
                 else (shared or {}).get((f.name, getattr(value, f.name)))
                 or spec_literal(getattr(value, f.name), names, inner, relocate, width, len(f.name) + 2)
             )
@@ -104,20 +118,17 @@ def spec_literal(
     widest = relocate.widest(flat)
     if len(indent) + around + widest <= width and "\n" not in flat and not expanded:
         return flat
-    if isinstance(value, tuple) and len(value) == 1 and widest != len(flat):
-        # The comma of a tuple of one is no trailing comma to ruff, which joins it where it fits with the line
-        # number the location has: its item one item a line too, kept so by its trailing comma.
+    joinable = relocate.joinable(flat, len(indent) + around, width)
+    if isinstance(value, tuple) and len(value) == 1 and joinable:
+        # The comma of a tuple of one is no trailing comma to ruff: its item one item a line too.
         items = [spec_literal(value[0], names, inner, relocate, width, expanded=True)]
     arguments = ", ".join(items)  # a call's arguments on a line of their own, where they fit (as ruff does)
-    # A location in the emitted file may have a shorter line number than measured, and ruff joins a call's arguments
-    # that fit on one line: with one, one item a line, which the trailing comma keeps so.
-    moving = relocate.widest(arguments) != len(arguments)
     if (
         not isinstance(value, tuple)
-        and not moving
+        and not joinable
         and not expanded
         and "\n" not in arguments
-        and len(inner) + len(arguments) <= width
+        and len(inner) + relocate.widest(arguments) <= width
     ):
         return f"{opening}\n{inner}{arguments}\n{indent}{closing}"
     return opening + "\n" + "".join(f"{inner}{item},\n" for item in items) + indent + closing.lstrip(",")

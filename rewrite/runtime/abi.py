@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .specs import RecordSpec, SiteSpec
 
 __version__ = "0.7.0"
-ABI = 12  # the contract generated code is written against (see above); not the version, which changes more often
+ABI = 13  # the contract generated code is written against (see above); not the version, which changes more often
 
 
 class Op(str, enum.Enum):
@@ -44,8 +44,8 @@ class Op(str, enum.Enum):
         return self.value
 
     def __call__(self, target: str, location: str, **fields: Any) -> "SiteSpec":
-        """A site of this op, as launch specs in generated code spell one: ``Op.READ("state.count", "f.py:12:9")``,
-        a line where ``SiteSpec(target=..., op=..., location=...)`` takes five."""
+        """A site of this op, as launch specs in generated code spell one: ``Op.READ("state.count", "f.py:12:9")``
+        (``"12:9"`` in the spec's own file), a line where ``SiteSpec(target=..., op=..., location=...)`` takes five."""
         from .specs import SiteSpec  # (specs imports this module)
 
         return SiteSpec(target, self, location, **fields)

@@ -3,7 +3,9 @@
 """What a launch needs to know about the generated kernels: frozen records the pipeline fills and emitted modules
 spell out as source text (``k_spec = KernelSpec(...)``, then ``KernelPair(record, replay, k_spec)``)."""
 
+import dataclasses
 import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +15,9 @@ import warp as wp
 from .abi import Op, RecordKind
 
 # --- what a launch needs to know about the generated kernels ------------------------------------------------
+
+
+_LINE_COLUMN = re.compile(r"\d+:\d+")  # a location in the file of the spec that holds it
 
 
 @dataclass(frozen=True)
@@ -32,7 +37,7 @@ class SiteSpec:
 
     target: str  # argument path of the target array: "count", or a struct field's "state.count"
     op: Op  # the atomic, or Op.READ: a plain read of an array the launch writes
-    location: str  # "file:line:col" of the atomic in the user's source
+    location: str  # "file:line:col" of the atomic in the user's source ("line:col" in its spec's file)
     # argument paths a float return may be differentiable in; None: any array argument
     gradient_sources: tuple[str, ...] | None = ()
     exact: ExactRecords | None = None
@@ -74,7 +79,7 @@ class LoopSpec:
     """A loop around a recorded atomic."""
 
     id: int
-    location: str
+    location: str  # "file:line:col" ("line:col" in its spec's file)
     trips: int | None = None  # the trip count of a constant range()
     room: int | None = None  # records per execution compiled into the kernels; None: passed by each launch
     counted: bool = False  # of unknown length and replayed: needs room, and its trips are checked
@@ -113,6 +118,19 @@ class KernelSpec:
     # refuses before anything runs runs the original kernel instead, as plain Warp, with a ``RewriteWarning`` (it
     # launched before it was rewritten)
     uses_no_returns: bool = False
+
+    def __post_init__(self) -> None:
+        """A site or loop in the spec's own file may leave the file out (``"12:9"``): generated code names it once,
+        in the spec's ``location``; every message gets it whole."""
+        file = self.location.rsplit(":", 2)[0]
+        for field in ("sites", "loops"):
+            completed = tuple(
+                dataclasses.replace(item, location=f"{file}:{item.location}")
+                if _LINE_COLUMN.fullmatch(item.location)
+                else item
+                for item in getattr(self, field)
+            )
+            object.__setattr__(self, field, completed)
 
     @property
     def has_status(self) -> bool:

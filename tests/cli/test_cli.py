@@ -347,7 +347,7 @@ def test_emitted_module_imports_only_what_the_input_imports(emitted, rewritten_t
     assert all((copy / path.name).read_bytes() == path.read_bytes() for path in package.glob("*.py"))
 
 
-def test_generated_code_follows_the_kernel_and_its_spec_points_into_the_emitted_file(rewritten_text):
+def test_generated_code_follows_the_kernel_and_its_spec_points_into_the_emitted_file(emitted, rewritten_text):
     lines = rewritten_text.splitlines()
     begin = next(
         i
@@ -358,8 +358,10 @@ def test_generated_code_follows_the_kernel_and_its_spec_points_into_the_emitted_
     assert kernel < begin and all(line.startswith("    ") or not line for line in lines[kernel + 1 : begin])
     assert "\nlaunch_compact_positive = compact_positive_rewritten.launch" in rewritten_text
     atomic = next(i for i, s in enumerate(lines) if "slot = wp.atomic_add(count, 0, 1)" in s and i > kernel) + 1
-    # where the launch's errors point: its site, Op.ADD("count", "file:line:col")
-    assert re.search(rf'\.Op\.ADD\(\s*"count",\s*"patterns_rewritten\.py:{atomic}:16"', rewritten_text)
+    # where the launch's errors point: its site, Op.ADD("count", "line:col") in the file the spec's location names
+    assert re.search(rf'\.Op\.ADD\(\s*"count",\s*"{atomic}:16"', rewritten_text)
+    assert re.search(r'location="patterns_rewritten\.py:\d+:1"', rewritten_text)
+    assert emitted.compact_positive_spec.sites[0].location == f"patterns_rewritten.py:{atomic}:16"
     assert "launch_plain_accumulate" not in rewritten_text  # nothing to rewrite there
 
 

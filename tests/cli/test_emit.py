@@ -8,6 +8,7 @@ as its own code launches it; gradients are checked against finite differences of
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import re
 import stat
@@ -844,24 +845,23 @@ def test_a_specs_sites_records_and_loops_are_a_line_each_whatever_the_line_numbe
     assert blocks[0].count("\n") == blocks[1].count("\n")
     assert "options=" not in blocks[0]  # the fingerprint check's: '' by default
     for block in blocks:
-        assert re.search(r'^ +wp_rewrite_runtime\.Op\.ADD\("count", "sim\.py:\d+:13"\),$', block, re.M)
-        assert re.search(
-            r'^ +loops=\(wp_rewrite_runtime\.LoopSpec\(0, "sim\.py:\d+:5", counted=True\),\),$', block, re.M
-        )
+        assert re.search(r'^ +wp_rewrite_runtime\.Op\.ADD\("count", "\d+:13"\),$', block, re.M)
+        assert re.search(r'^ +loops=\(wp_rewrite_runtime\.LoopSpec\(0, "\d+:5", counted=True\),\),$', block, re.M)
         assert re.search(r'^ +"count_reads", target="count", loops=\(0,\)$', block, re.M)  # (88 wide: ruff's)
 
 
 @pytest.mark.skipif(not RUFF.exists(), reason="ruff (a dev dependency) is not installed")
-def test_a_site_in_the_emitted_file_is_laid_out_as_ruff_keeps_it_at_every_width(tmp_path):
-    """Its line number is measured at its widest: where the site would fit on fewer lines with its own, it takes
-    one item a line (kept so by the trailing comma), never the arguments' line, which ruff would join."""
-    for length in range(1, 40):
-        name = "c" * length
+def test_the_abi_check_is_laid_out_as_ruff_keeps_it_whatever_the_kernels_name(tmp_path):
+    """On one line where it fits with its location's line number at its widest; its arguments on a line of their
+    own where they fit and no line number would let ruff join them; else one argument a line."""
+    layouts = set()
+    for length in range(20, 51):  # (longer: the spec's first line, `<name>_spec = ...(`, would not fit: a known gap)
+        name = "k" * length
         source = tmp_path / f"{length}" / "sim.py"
         source.parent.mkdir()
         source.write_text(
-            "import warp as wp\n\n\n@wp.kernel\ndef take(\n    x: wp.array(dtype=float),\n"
-            f"    {name}: wp.array(dtype=int),\n):\n    x[wp.atomic_add({name}, 0, 1)] = 1.0\n"
+            f"import warp as wp\n\n\n@wp.kernel\ndef {name}(\n"
+            "    x: wp.array(dtype=float),\n    c: wp.array(dtype=int),\n):\n    x[wp.atomic_add(c, 0, 1)] = 1.0\n"
         )
         assert main([str(source), "--in-place", "-q"]) == 0
         formatted = subprocess.run(
@@ -870,3 +870,37 @@ def test_a_site_in_the_emitted_file_is_laid_out_as_ruff_keeps_it_at_every_width(
             text=True,
         )
         assert formatted.returncode == 0, formatted.stdout
+        check = re.search(r"require_abi\((\n    )?\d+,( |\n)", source.read_text())
+        assert check is not None
+        layouts.add({(None, " "): "a line", ("\n    ", " "): "arguments' line"}.get(check.groups(), "item a line"))
+    assert layouts == {"a line", "arguments' line", "item a line"}
+
+
+@pytest.mark.skipif(not RUFF.exists(), reason="ruff (a dev dependency) is not installed")
+def test_a_site_or_loop_in_the_emitted_file_is_laid_out_as_ruff_keeps_it_at_every_width(tmp_path):
+    """Its line number is measured at its widest: where the site or loop would fit on fewer lines with its own, it
+    takes one item a line (kept so by the trailing comma), never the arguments' line, which ruff would join; where
+    not even a line number of one digit lets it fit a line, its arguments take a line of their own."""
+    layouts = set()
+    for width, length in itertools.product((88, 120), range(1, 46)):  # (the kernel's own lines fit 88 columns)
+        name = "c" * length
+        source = tmp_path / f"{width}_{length}" / "sim.py"
+        source.parent.mkdir()
+        (source.parent / "pyproject.toml").write_text(f"[tool.ruff]\nline-length = {width}\n")
+        source.write_text(
+            "import warp as wp\n\n\n@wp.kernel\ndef take(\n    x: wp.array(dtype=float),\n"
+            f"    {name}: wp.array(dtype=int),\n    {name}_n: int,\n):\n"
+            f"    for i in range({name}_n):\n        x[wp.atomic_add({name}, 0, 1)] = 1.0\n"
+        )
+        assert main([str(source), "--in-place", "-q"]) == 0
+        formatted = subprocess.run(
+            [str(RUFF), "format", "--check", "--diff", "--no-cache", str(source)],
+            capture_output=True,
+            text=True,
+            cwd=source.parent,
+        )
+        assert formatted.returncode == 0, formatted.stdout
+        loop = re.search(r"LoopSpec\((\n *)?0,( |\n)", source.read_text())
+        assert loop is not None
+        layouts.add("arguments' line" if loop.groups() == ("\n            ", " ") else "item a line")
+    assert layouts == {"arguments' line", "item a line"}  # (with its argument range, never one line at 120)

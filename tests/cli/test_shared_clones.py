@@ -163,14 +163,16 @@ def test_a_spec_value_several_blocks_hold_is_defined_once_beside_the_shared_clon
     text = path.read_text()
     shared = region(text, "helpers the generated blocks below share ----\n", "# ---- wp-rewrite: end of the helpers")
     names = ["compact_squares_sites", "compact_squares_records", "compact_squares_loops"]
-    assert re.findall(r"^(\w+) = \($", shared, re.M) == names
-    assert '"shared_kernels.py:19:5"' in shared  # the loop of take_first, where it is in the emitted file
+    assert re.findall(r"^(\w+) = \(", shared, re.M) == names
+    # the loop of take_first, where it is in the emitted file (the file each spec holding it names)
+    assert 'LoopSpec(0, "19:5", counted=True)' in shared
     blocks = {
         kernel: region(text, f"generated from kernel '{kernel}'", f"end of the code generated from kernel '{kernel}'")
         for kernel in ("compact_squares", "compact_twice", "compact_scaled")
     }
     for kernel in ("compact_squares", "compact_scaled"):
         assert all(f"={name}," in blocks[kernel] for name in names)
+        assert 'location="shared_kernels.py:' in blocks[kernel]
     assert (
         "sites=compact_squares_sites," in blocks["compact_twice"]
         and "records=compact_squares" not in blocks["compact_twice"]

@@ -113,6 +113,20 @@ def test_specs_spell_sites_and_records_as_calls_of_their_op_and_kind():
     assert record == warp_rewrite.runtime.RecordSpec("x_in_loop0", abi.RecordKind.CARRIED, dtype=wp.float32, loops=(0,))
 
 
+def test_a_spec_names_its_file_once_for_its_sites_and_loops():
+    """Generated code spells a site or loop in the spec's own file ``line:col``: the spec completes it, for every
+    message, and leaves a location in another file (a helper's) as it is."""
+    spec = warp_rewrite.runtime.KernelSpec(
+        "take",
+        location="pkg/sim.py:4:1",
+        sites=(abi.Op.ADD("count", "6:13"), abi.Op.READ("state.x", "pkg/helpers.py:9:5")),
+        loops=(warp_rewrite.runtime.LoopSpec(0, "5:5", counted=True),),
+    )
+    assert [site.location for site in spec.sites] == ["pkg/sim.py:6:13", "pkg/helpers.py:9:5"]
+    assert spec.loops[0].location == "pkg/sim.py:5:5"
+    assert dataclasses.replace(spec, parameters=("x", "count")).sites == spec.sites  # completed once, kept
+
+
 @wp.kernel
 def take_slot(x: wp.array[float], count: wp.array[int], out: wp.array[float]):
     out[wp.atomic_add(count, 0, 1)] = x[wp.tid()]
