@@ -418,9 +418,7 @@ class Block:
         if self.detached is not None and self.launch.detached_spec is not None:
             detached = (self.detached, self.launch.detached_spec)
         spec_lines = "".join(
-            f"{name} = "
-            + spec_literal(variant.spec, self.names, "", relocate, width, len(name) + 3, shared=self.shared_specs)
-            + "\n"
+            self._spec_statement(name, variant.spec, relocate, width) + "\n"
             for variant, name in [(self.generated, self.launch.spec), *([detached] if detached else [])]
         )
         launch = _rewritten_kernel(self.generated, self.names, self.launch, max_records, self.nested, width, detached)
@@ -434,6 +432,15 @@ class Block:
         block = header + definitions + after + spec_lines + launch + end_marker(name)
         laid = laid_out(quoted(block, self.lint.quote_style), self.indent, self.lint.line_length)
         return indent_block(laid, self.indent, self.nested)
+
+    def _spec_statement(self, name: str, spec: runtime.KernelSpec, relocate: Relocation, width: int) -> str:
+        """``name = KernelSpec(...)``; where even its first line, ``name = ...KernelSpec(``, is too long, the call in
+        parentheses a level in, as ruff lays out such a right-hand side."""
+        literal = spec_literal(spec, self.names, "", relocate, width, len(name) + 3, shared=self.shared_specs)
+        if len(name) + 3 + len(literal.partition("\n")[0]) <= width:
+            return f"{name} = {literal}"
+        inner = spec_literal(spec, self.names, "    ", relocate, width, 0, shared=self.shared_specs)
+        return f"{name} = (\n    {inner}\n)"
 
     def _abi_check(self, relocate: Relocation) -> str:
         """The first line, before any of the ABI's names is evaluated: the runtime imported is the one this was

@@ -147,16 +147,24 @@ def _fits(item: tuple[int, _Mode, Doc], rest: list[tuple[int, _Mode, Doc]], room
 
 
 def bracketed(
-    opening: str, items: list[Doc], closing: str, trailing_comma: bool = True, collection: bool = False
+    opening: str,
+    items: list[Doc],
+    closing: str,
+    trailing_comma: bool = True,
+    collection: bool = False,
+    parameters: bool = False,
 ) -> Doc:
     """``f(a, b)``; broken: the items on a line of their own, else (always for a ``collection``: a list, a tuple, a
-    dict) one a line, each with its comma (but a single one, as ruff writes it)."""
+    dict) one a line, each with its comma (but a single argument, as ruff writes it; a single one of a definition's
+    ``parameters`` has its comma)."""
     if not items:
         return opening + closing
     joined: list[Doc] = []
     for number, item in enumerate(items):
         joined += [",", Break()] if number else []
         joined.append(item)
+    if parameters and len(items) == 1:  # (its comma written where the brackets break)
+        return Group([opening, Indented([Break(soft=True), items[0], IfBroken(",")]), Break(soft=True), closing])
     inner = [*joined, IfBroken(",")] if trailing_comma and len(items) > 1 else joined
     grouped = inner if collection else Group(inner)  # (a call's items stay on one line where they fit)
     return Group([opening, Indented([Break(soft=True), grouped]), Break(soft=True), closing])
@@ -534,7 +542,7 @@ def _signature(source: _Source) -> list[Doc | _Candidates]:
         [f"{arg.arg}: ", source.doc(arg.annotation, True)] if arg.annotation else arg.arg for arg in arguments.args
     ]
     returns = f" -> {source.segment(function.returns)}" if function.returns else ""
-    return [f"def {function.name}", bracketed("(", parameters, ")"), f"{returns}:"]
+    return [f"def {function.name}", bracketed("(", parameters, ")", parameters=True), f"{returns}:"]
 
 
 _TARGETS = ast.Name | ast.Attribute | ast.Subscript | ast.Tuple  # assigned to, written as they are

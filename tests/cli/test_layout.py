@@ -162,6 +162,24 @@ SPLIT = [
         ) -> int:
         """,
     ),
+    (  # a definition's single parameter keeps its comma where the brackets break (a call's single argument does not)
+        30,
+        "def relax_sweeps_phases(record: bool):",
+        """
+        def relax_sweeps_phases(
+            record: bool,
+        ):
+        """,
+    ),
+    (
+        30,
+        "def relax_phases(record: bool, store: bool):",
+        """
+        def relax_phases(
+            record: bool, store: bool
+        ):
+        """,
+    ),
     (
         50,
         '@wp.kernel(module="unique", module_options={"fast_math": True}, enable_backward=False)',
