@@ -622,9 +622,10 @@ def emit_module(
     ]
     helper_lines = helper_import_lines(module, helper_imports, config, Sections.for_folder(folder, config))
     inserted, merged = list(helper_lines.added), helper_lines.merged  # added: (input line after which, text)
-    shared = _shared_clones(module, blocks, names, {i.name for i in helper_imports}, config) if blocks else None
     elsewhere = {m.display: import_path(m.path) for m in project.modules.values() if m is not None}
     renamed = Relocation(module.display, name or path.name, [], elsewhere)  # the lines as they are
+    helper_names = {i.name for i in helper_imports}
+    shared = _shared_clones(module, blocks, names, helper_names, config, renamed) if blocks else None
     at_shared = len(inserted)
     inserted += [shared.insertion(renamed)] if shared else []
     if (blocks or emitted.already) and imports.warp:
@@ -676,11 +677,17 @@ class SharedBlock:
 
 
 def _shared_clones(
-    module: StaticModule, blocks: list[Block], names: ModuleNames, imported: set[str], config: LintConfig
+    module: StaticModule,
+    blocks: list[Block],
+    names: ModuleNames,
+    imported: set[str],
+    config: LintConfig,
+    relocate: Relocation,
 ) -> SharedBlock | None:
     """One definition per variant of the blocks' cloned helpers (``shared_clones``), per family of phases (``weave``)
     and per spec value blocks after the shared ones hold alike (``SharedSpecValues``): each block's source, and the
-    module-level block of the shared ones, if any."""
+    module-level block of the shared ones, if any. ``relocate``: where the spec values' locations go, to measure them
+    as they are written (the lines they move by are not known yet: they do not change a layout)."""
     bound = {names.warp, names.runtime.alias, *imported}
     kernels = [block.kernels for block in blocks]
     sharing = share(module, [b.kernel for b in blocks], [b.generated_source for b in blocks], kernels, bound)
@@ -700,7 +707,7 @@ def _shared_clones(
     after = [block for block in blocks if top_statement(module, block.kernel).lineno > at]  # (defined by then)
 
     def long(name: str, value: Any) -> bool:
-        return "\n" in spec_literal(value, names, "", Relocation("", "", [], {}), config.line_length, len(name) + 3)
+        return "\n" in spec_literal(value, names, "", relocate, config.line_length, len(name) + 3)
 
     specs = SharedSpecValues.of([(b.kernel.name, b.specs) for b in after], namer, long)
     for block in after:
