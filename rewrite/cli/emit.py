@@ -706,8 +706,12 @@ def _shared_clones(
         blank += 1
     after = [block for block in blocks if top_statement(module, block.kernel).lineno > at]  # (defined by then)
 
-    def long(name: str, value: Any) -> bool:
-        return "\n" in spec_literal(value, names, "", relocate, config.line_length, len(name) + 3)
+    deepest = max((len(block.indent) for block in after), default=0)
+
+    def long(field: str, value: Any) -> bool:
+        """Whether the value takes more than a line where a spec holds it (``field=value,`` in the most indented
+        block): a value on one line there costs no more than its name."""
+        return "\n" in spec_literal(value, names, "    ", relocate, config.line_length - deepest, len(field) + 2)
 
     specs = SharedSpecValues.of([(b.kernel.name, b.specs) for b in after], namer, long)
     for block in after:

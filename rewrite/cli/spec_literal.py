@@ -150,8 +150,8 @@ class SharedSpecValues:
     def of(
         cls, specs: list[tuple[str, list[KernelSpec]]], namer: Namer, long: Callable[[str, Any], bool]
     ) -> SharedSpecValues:
-        """``specs``: each block's kernel and the specs it holds; ``long``: whether a (name, value) takes more than
-        a line defined on its own."""
+        """``specs``: each block's kernel and the specs it holds; ``long``: whether a (field, value) takes more than
+        a line in a spec."""
         held = Counter(
             pair for _, block in specs for pair in {(name, getattr(spec, name)) for spec in block for name in SHAREABLE}
         )
@@ -160,7 +160,7 @@ class SharedSpecValues:
             for spec in block:
                 for name in SHAREABLE:
                     pair = (name, getattr(spec, name))
-                    if held[pair] > 1 and pair not in shared.names and long(f"{kernel}_{name}", pair[1]):
+                    if held[pair] > 1 and pair not in shared.names and long(name, pair[1]):
                         shared.names[pair] = namer.fresh(f"{kernel}_{name}")
         return shared
 
