@@ -455,7 +455,7 @@ class Block:
         if indent + relocate.widest(flat) <= width:
             return flat + "\n"
         joined = ", ".join(arguments)
-        if not relocate.joinable(flat, indent, width) and indent + 4 + relocate.widest(joined) <= width:
+        if relocate.on_arguments_line(flat, joined, indent, indent + 4, width):
             return f"{self.names.runtime.require_abi}(\n    {joined}\n)\n"
         return f"{self.names.runtime.require_abi}(\n" + "".join(f"    {item},\n" for item in arguments) + ")\n"
 

@@ -64,6 +64,12 @@ class Relocation:
         layout that must not depend on them takes one item a line, which the trailing comma keeps so."""
         return around + len(self._own_line.sub(lambda found: found[1] + "1" + found[2], text)) <= width
 
+    def on_arguments_line(self, flat: str, arguments: str, around: int, inner: int, width: int) -> bool:
+        """Whether a call too long for one line (``flat``, ``around`` other characters on its line) takes its
+        ``arguments`` on a line of their own, ``inner`` columns in: where they fit there with their line numbers at
+        their widest, and ruff could not join the call onto one line whatever those numbers are."""
+        return not self.joinable(flat, around, width) and inner + self.widest(arguments) <= width
+
 
 def spec_literal(
     value: Any,
@@ -88,11 +94,13 @@ def spec_literal(
     if dataclasses.is_dataclass(value):
         fields = [f for f in dataclasses.fields(value) if f.default is dataclasses.MISSING]
         fields += [f for f in dataclasses.fields(value) if f not in fields and getattr(value, f.name) != f.default]
+        located = isinstance(value, SiteSpec | LoopSpec | KernelSpec)
+        relocated = relocate.in_spec if isinstance(value, SiteSpec | LoopSpec) else relocate  # (those: "line:col")
         items = [
             ("" if f.default is dataclasses.MISSING else f"{f.name}=")
             + (
-                json.dumps((relocate.in_spec if isinstance(value, SiteSpec | LoopSpec) else relocate)(value.location))
-                if isinstance(value, SiteSpec | LoopSpec | KernelSpec) and f.name == "location"
+                json.dumps(relocated(getattr(value, f.name)))
+                if located and f.name == "location"
                 else (shared or {}).get((f.name, getattr(value, f.name)))
                 or spec_literal(getattr(value, f.name), names, inner, relocate, width, len(f.name) + 2)
             )
@@ -118,17 +126,15 @@ def spec_literal(
     widest = relocate.widest(flat)
     if len(indent) + around + widest <= width and "\n" not in flat and not expanded:
         return flat
-    joinable = relocate.joinable(flat, len(indent) + around, width)
-    if isinstance(value, tuple) and len(value) == 1 and joinable:
+    if isinstance(value, tuple) and len(value) == 1 and relocate.joinable(flat, len(indent) + around, width):
         # The comma of a tuple of one is no trailing comma to ruff: its item one item a line too.
         items = [spec_literal(value[0], names, inner, relocate, width, expanded=True)]
     arguments = ", ".join(items)  # a call's arguments on a line of their own, where they fit (as ruff does)
     if (
         not isinstance(value, tuple)
-        and not joinable
         and not expanded
         and "\n" not in arguments
-        and len(inner) + relocate.widest(arguments) <= width
+        and relocate.on_arguments_line(flat, arguments, len(indent) + around, len(inner), width)
     ):
         return f"{opening}\n{inner}{arguments}\n{indent}{closing}"
     return opening + "\n" + "".join(f"{inner}{item},\n" for item in items) + indent + closing.lstrip(",")
