@@ -435,12 +435,16 @@ class Block:
 
     def _spec_statement(self, name: str, spec: runtime.KernelSpec, relocate: Relocation, width: int) -> str:
         """``name = KernelSpec(...)``; where even its first line, ``name = ...KernelSpec(``, is too long, the call in
-        parentheses a level in, as ruff lays out such a right-hand side."""
+        parentheses a level in, as ruff lays out such a right-hand side, but only where every line then fits (a name
+        so long that the spec's own first argument, a level further in, does not)."""
         literal = spec_literal(spec, self.names, "", relocate, width, len(name) + 3, shared=self.shared_specs)
         if len(name) + 3 + len(literal.partition("\n")[0]) <= width:
             return f"{name} = {literal}"
         inner = spec_literal(spec, self.names, "    ", relocate, width, 0, shared=self.shared_specs)
-        return f"{name} = (\n    {inner}\n)"
+        parenthesized = f"{name} = (\n    {inner}\n)"
+        if any(len(line) > width for line in parenthesized.splitlines()):
+            return f"{name} = {literal}"
+        return parenthesized
 
     def _abi_check(self, relocate: Relocation) -> str:
         """The first line, before any of the ABI's names is evaluated: the runtime imported is the one this was

@@ -153,18 +153,20 @@ def bracketed(
     trailing_comma: bool = True,
     collection: bool = False,
     parameters: bool = False,
+    single_comma: bool = False,
 ) -> Doc:
     """``f(a, b)``; broken: the items on a line of their own, else (always for a ``collection``: a list, a tuple, a
     dict) one a line, each with its comma (but a single argument, as ruff writes it; a single one of a definition's
-    ``parameters`` has its comma)."""
+    ``parameters`` has its comma where broken, and the single item of a tuple, ``single_comma``, always)."""
     if not items:
         return opening + closing
     joined: list[Doc] = []
     for number, item in enumerate(items):
         joined += [",", Break()] if number else []
         joined.append(item)
-    if parameters and len(items) == 1:  # (its comma written where the brackets break)
-        return Group([opening, Indented([Break(soft=True), items[0], IfBroken(",")]), Break(soft=True), closing])
+    if (parameters or single_comma) and len(items) == 1:
+        comma = "," if single_comma else IfBroken(",")
+        return Group([opening, Indented([Break(soft=True), items[0], comma]), Break(soft=True), closing])
     inner = [*joined, IfBroken(",")] if trailing_comma and len(items) > 1 else joined
     grouped = inner if collection else Group(inner)  # (a call's items stay on one line where they fit)
     return Group([opening, Indented([Break(soft=True), grouped]), Break(soft=True), closing])
@@ -244,6 +246,8 @@ class _Source:
                 for key, value in zip(node.keys, node.values, strict=True)
             ]
             return bracketed("{", entries, "}", collection=True)
+        if isinstance(node, ast.Tuple) and len(node.elts) == 1 and self.text[node.col_offset] == "(":
+            return bracketed("(", [self.doc(node.elts[0], True)], ")", single_comma=True)
         if isinstance(node, ast.List) or (isinstance(node, ast.Tuple) and len(node.elts) > 1):
             if isinstance(node, ast.Tuple) and not self.segment(node).startswith("("):
                 raise _Unsupported

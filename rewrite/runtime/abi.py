@@ -195,6 +195,19 @@ def reader_of(name: str) -> tuple[Reader, type] | None:
 
 # The table: what generated code calls in the runtime (besides the readers).
 GENERATED = tuple(f.name for f in dataclasses.fields(RuntimeNames) if f.name != "alias")
+# The device functions of the table only the record and count kernels call: each writes memory (a record, the
+# launch's status, an atomic's target and its shadow) or reads a shadow as the record kernel leaves it. Warp's
+# backward runs a replay's forward again, after the forward, against memory in its final state: a replay calling one
+# would write twice, or read what is no longer there (``tests/support/generated_names.forward_calls_in_replays``).
+FORWARD_ONLY = (
+    "record_returned",
+    "record_if_room",
+    "check_trips",
+    *(f"exact_{op.value}" for op in EXACT_OPS),
+    "shadowed_read",
+    "pool_read",
+    "pool_written",
+)
 # What users of an emitted module reach through its runtime: refusals, the kernels it rebinds, the device's checks.
 PUBLIC = ("__version__", "ABI", "RewriteError", "RewrittenLaunch", "check")
 # What the runtime package exports: exactly these (``__init__``).

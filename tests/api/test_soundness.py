@@ -15,6 +15,7 @@ import pytest
 import warp as wp
 
 from tests.support import count_slices, replay_twin_kernels
+from tests.support.generated_names import forward_calls_in_replays
 from tests.support.harness import Case, check, f64, i32
 from tests.support.record_kernels import count_kernel_differences, dropped_reads
 from tests.support.replay_twins import rerun_writes
@@ -360,6 +361,44 @@ def test_the_invariants_catch_a_helper_replay_that_writes_without_its_twin(monke
         lambda generated: _with_source(generated, without_twins),
     )
     assert sorted({line.split(": ", 1)[1] for line in found}) == ["'out[slot]' is stored again"]
+
+
+@wp.func
+def first_above(values: wp.array[wp.float64], n: int, limit: wp.float64) -> wp.float64:
+    found = wp.float64(0.0)
+    for i in range(1, n):
+        if values[i] > limit:
+            found = values[i] * limit
+            break
+    return found
+
+
+@wp.kernel
+def scaled_first_above(values: wp.array[wp.float64], counts: wp.array[wp.int32], out: wp.array[wp.float64]):
+    tid = wp.tid()
+    out[tid] = first_above(values, counts[tid], values[tid])
+
+
+def test_the_invariants_catch_a_replay_that_checks_its_trips(monkeypatch):
+    """A replay runs the trips its records hold; checking its loops' trips as the record kernel does would have Warp's
+    backward report into the launch's status (a replay checking the whole range of a loop that breaks stopped on an
+    out-of-bounds access under Warp's bounds checks: ``tests/api/test_checkers.py``, a change never committed). A
+    replay calls none of the device functions only the forward may call (``forward_calls_in_replays``)."""
+
+    def checking_trips(module: ast.Module) -> None:
+        functions = {f.name: f for f in module.body if isinstance(f, ast.FunctionDef)}
+        for name, function in functions.items():
+            replay = functions.get(name.removesuffix("_record") + "_replay") if name.endswith("_record") else None
+            if replay is not None:
+                replay.body[:0] = [s for s in function.body if "check_trips" in ast.unparse(s)]
+
+    found = _found_in_a_broken_copy(
+        monkeypatch,
+        scaled_first_above,
+        forward_calls_in_replays,
+        lambda generated: _with_source(generated, checking_trips),
+    )
+    assert [line.split(": ", 1)[1] for line in found] == ["'first_above_replay' calls wp_rewrite_runtime.check_trips"]
 
 
 # --- calls the rewrite must see into ----------------------------------------------------------------------------

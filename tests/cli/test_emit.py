@@ -854,10 +854,11 @@ def test_a_specs_sites_records_and_loops_are_a_line_each_whatever_the_line_numbe
 def test_a_block_is_laid_out_as_ruff_keeps_it_whatever_the_kernels_name(tmp_path):
     """The ABI check: on one line where it fits with its location's line number at its widest; its arguments on a
     line of their own where they fit and no line number would let ruff join them; else one argument a line. And the
-    rest of the block too: the launch spec in parentheses where even ``name_spec = ...KernelSpec(`` is too long, a
-    factory's single parameter with its comma."""
+    rest of the block too: the launch spec in parentheses where even ``name_spec = ...KernelSpec(`` is too long (but
+    not where its first argument, the name, would not fit a level further in), a factory's single parameter with its
+    comma, the fingerprint check's tuple of one kernel broken with its comma."""
     layouts = set()
-    for length in range(20, 70):
+    for length in range(20, 100):
         name = "k" * length
         source = tmp_path / f"{length}" / "sim.py"
         source.parent.mkdir()

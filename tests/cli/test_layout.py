@@ -191,6 +191,37 @@ SPLIT = [
         )
         """,
     ),
+    (  # a tuple of one item keeps its comma, broken or not
+        30,
+        'runtime.check_fingerprint("8f82", (a_kernel_named_at_length,))',
+        """
+        runtime.check_fingerprint(
+            "8f82",
+            (
+                a_kernel_named_at_length,
+            ),
+        )
+        """,
+    ),
+    (
+        36,
+        'runtime.check_fingerprint("8f82", (a_kernel_named_at_length,))',
+        """
+        runtime.check_fingerprint(
+            "8f82",
+            (a_kernel_named_at_length,),
+        )
+        """,
+    ),
+    (
+        40,
+        'runtime.check_fingerprint("8f82", (a_kernel_named_at_length,))',
+        """
+        runtime.check_fingerprint(
+            "8f82", (a_kernel_named_at_length,)
+        )
+        """,
+    ),
     (
         44,
         "elif runtime.record(value, records, thread) == 0:",

@@ -1,5 +1,6 @@
-"""A checker of the contract between generated code and the runtime: the generated kernels name only runtime
-names of the ABI's table (``warp_rewrite.runtime.abi``), and the readers.
+"""Checkers of the contract between generated code and the runtime: the generated kernels name only runtime
+names of the ABI's table (``warp_rewrite.runtime.abi``), and the readers; their replays call none of the device
+functions only the record and count kernels may call (``FORWARD_ONLY``).
 
 ``tests/conftest.py`` runs it on every kernel the suite generates, through the API or the command line.
 """
@@ -8,8 +9,9 @@ from __future__ import annotations
 
 import ast
 
+from tests.support.replay_reads import REPLAY_PHASES
 from warp_rewrite.pipeline import Frontend, GeneratedKernel
-from warp_rewrite.runtime.abi import GENERATED, reader_of
+from warp_rewrite.runtime.abi import FORWARD_ONLY, GENERATED, reader_of
 
 
 def unlisted_runtime_names(frontend: Frontend, generated: GeneratedKernel) -> list[str]:
@@ -32,3 +34,20 @@ def _is(node: ast.AST, alias: str) -> bool:
 
 def _listed(name: str) -> bool:
     return name in GENERATED or reader_of(name) is not None
+
+
+def forward_calls_in_replays(frontend: Frontend, generated: GeneratedKernel) -> list[str]:
+    """Each call, in a replay function (the kernel's, its clones' and their twins), of a device function only the
+    forward may call: a trip check, a record's store, an exact atomic (``FORWARD_ONLY``)."""
+    alias = frontend.module.runtime.alias
+    module = ast.parse(generated.source)
+    replays = {f"{plan.name}_{phase}" for plan in generated.plan.root.walk() for phase in REPLAY_PHASES}
+    problems = []
+    for function in module.body:
+        if not isinstance(function, ast.FunctionDef) or function.name not in replays:
+            continue
+        for node in ast.walk(function):
+            called = node.func if isinstance(node, ast.Call) else None
+            if isinstance(called, ast.Attribute) and _is(called.value, alias) and called.attr in FORWARD_ONLY:
+                problems.append(f"line {node.lineno}: '{function.name}' calls {ast.unparse(called)}")
+    return problems

@@ -11,7 +11,8 @@
 - every loop of its replay that Warp does not unroll runs recorded trips, and sets each local it carries from a
   record before reading it (``loop_restores``);
 - every array Warp's code generator sees it write is in its plan's written set (``written_arrays``);
-- it calls only the runtime names of the ABI (``generated_names``).
+- it calls only the runtime names of the ABI, and its replay none of those only the forward may call: a trip
+  check, a record's store, an exact atomic (``generated_names``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from tests.support.generated_names import unlisted_runtime_names
+from tests.support.generated_names import forward_calls_in_replays, unlisted_runtime_names
 from tests.support.loop_restores import unrestored_loop_locals
 from tests.support.record_kernels import count_kernel_differences, dropped_reads, record_kernel_differences
 from tests.support.replay_atomics import dropped_float_atomics
@@ -41,6 +42,7 @@ def check_invariants(frontend: pipeline.Frontend, generated: pipeline.GeneratedK
         "loops its replay runs without their records": unrestored_loop_locals,
         "writes the plan missed": unseen_writes,
         "runtime names not in the ABI": unlisted_runtime_names,
+        "calls in its replay only the forward may make": forward_calls_in_replays,
     }
     for what, check in checks.items():
         problems = check(frontend, generated)

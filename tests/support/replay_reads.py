@@ -15,9 +15,10 @@ from warp_rewrite.passes import dtypes
 from warp_rewrite.passes.dataflow import argument_path, single_assignments
 from warp_rewrite.passes.memory import depth, loads
 from warp_rewrite.passes.syntax import parent_map, walk
+from warp_rewrite.passes.two_phase import REPLAY, REPLAY_FORWARD
 from warp_rewrite.pipeline import Frontend, GeneratedKernel
 
-REPLAY_PHASES = ("replay", "replay_forward")
+REPLAY_PHASES = (REPLAY, REPLAY_FORWARD)
 
 
 def unrecorded_reads(frontend: Frontend, generated: GeneratedKernel) -> list[str]:
