@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import itertools
 import linecache
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -281,7 +282,9 @@ class LiveFrontend:
         # verify_autograd_array_access: Warp then marks the arguments it sees read and written
         options = kernel.module.options | kernel.options | {"output_arch": None, "verify_autograd_array_access": True}
         try:
-            adjoint.build(_TypeProbe(kernel.module, options))
+            with warnings.catch_warnings():  # (what the option makes Warp warn about is the probe's, not the user's)
+                warnings.simplefilter("ignore")
+                adjoint.build(_TypeProbe(kernel.module, options))
         except Exception:
             return None
         return adjoint

@@ -23,7 +23,19 @@ _Precedence: Any = vars(ast)["_Precedence"]
 
 class _Unparser(_PythonUnparser):
     """``ast.unparse``, but an ``and`` inside an ``or`` in parentheses, as the user wrote them: Python's unparser
-    drops them, and ruff's RUF021 asks for them."""
+    drops them, and ruff's RUF021 asks for them; and an ``else`` holding only an ``if`` printed from the user's text
+    written ``elif`` (``_ELIF``), as Python's unparser writes one it prints itself (ruff's PLR5501)."""
+
+    def visit_If(self, node: ast.If) -> None:
+        kept = node.orelse[0] if len(node.orelse) == 1 else None
+        if not (isinstance(kept, ast.Expr) and isinstance(kept.value, ast.Name) and kept.value.id.startswith(_ELIF)):
+            super().visit_If(node)
+            return
+        self.fill("if ")
+        self.traverse(node.test)
+        with self.block():
+            self.traverse(node.body)
+        self.fill(kept.value.id)  # (the kept ``if``'s text, after ``el``, at this ``if``'s indentation)
 
     def visit_BoolOp(self, node: ast.BoolOp) -> None:
         operator, own = (" or ", _Precedence.OR) if isinstance(node.op, ast.Or) else (" and ", _Precedence.AND)
@@ -36,7 +48,8 @@ class _Unparser(_PythonUnparser):
 
 
 _PLACEHOLDER = "__wp_rewrite_kept_"
-_PLACEHOLDER_LINE = re.compile(rf"^( *){_PLACEHOLDER}(\d+)$", re.MULTILINE)
+_ELIF = f"el{_PLACEHOLDER}"  # a kept ``if``, alone in an ``else``: printed as ``elif``
+_PLACEHOLDER_LINE = re.compile(rf"^( *)(el)?{_PLACEHOLDER}(\d+)$", re.MULTILINE)
 
 
 def unparse_keeping_text(
@@ -51,25 +64,30 @@ def unparse_keeping_text(
     """
     kept: list[str] = []
     swapped: list[tuple[list[ast.stmt], int, ast.stmt]] = []
-    pending = [definition.body]
+    pending: list[tuple[list[ast.stmt], bool]] = [(definition.body, False)]
     while pending:
-        body = pending.pop()
+        body, in_else = pending.pop()
         for index, statement in enumerate(body):
             text = originals.get(statement)
             spelled = _source_of(statement, _lines(text)) if text is not None else None
             if spelled is not None and text is not None:
                 spelled = (_comments_above(statement, _lines(text)) if comments_above else "") + spelled
-                body[index] = ast.Expr(ast.Name(f"{_PLACEHOLDER}{len(kept)}", ast.Load()))
+                elif_ = in_else and len(body) == 1 and isinstance(statement, ast.If) and spelled.startswith("if")
+                name = f"{_ELIF if elif_ else _PLACEHOLDER}{len(kept)}"
+                body[index] = ast.Expr(ast.Name(name, ast.Load()))
                 swapped.append((body, index, statement))
                 kept.append(spelled)
             else:
-                pending += [getattr(statement, field) for field in ("body", "orelse") if hasattr(statement, field)]
+                pending += [(statement.body, False)] if hasattr(statement, "body") else []
+                pending += [(statement.orelse, isinstance(statement, ast.If))] if hasattr(statement, "orelse") else []
     try:
         printed = _Unparser().visit(definition)
     finally:
         for body, index, statement in swapped:
             body[index] = statement
-    return _PLACEHOLDER_LINE.sub(lambda line: _indented(kept[int(line.group(2))], line.group(1)), printed)
+    return _PLACEHOLDER_LINE.sub(
+        lambda line: _indented((line.group(2) or "") + kept[int(line.group(3))], line.group(1)), printed
+    )
 
 
 _LINE_END = re.compile(r"\r\n|\r|\n")

@@ -67,6 +67,14 @@ class Unresolved:
 Resolved = tuple["StaticModule", ast.FunctionDef] | Unfollowed | Unresolved | None
 
 
+def _same(one: Resolved, other: Resolved) -> bool:
+    """Do two resolutions name the same thing: the same helper (or both none, or both the same kind of call the
+    rewrite cannot follow)?"""
+    if isinstance(one, tuple) and isinstance(other, tuple):
+        return one[1] is other[1]
+    return type(one) is type(other) and not isinstance(one, Unresolved | Unfollowed)
+
+
 def _looks_like_a_type(name: str) -> bool:
     """``dtype``, ``vec_type``, ``scalar_t``, ``Struct``: names that by convention hold types."""
     return name[0].isupper() or name.endswith(("type", "_t"))
@@ -282,7 +290,42 @@ class Project:
         return None
 
     def _name(self, module: StaticModule, name: str, call: ast.Call, scopes: list[Scope], depth: int) -> Resolved:
-        bound = self.binding(module, name, scopes)
+        scope = module.binding_scope(name, scopes)
+        alternatives = module.alternatives(scope, name) if scope is not None else []
+        if alternatives:  # ``if FAST: put = put_fast`` / ``else: put = put_exact``
+            return self._one_of(module, name, alternatives, call, scopes, depth, "bound on different branches")
+        return self._bound(module, name, self.binding(module, name, scopes), call, scopes, depth)
+
+    def _one_of(
+        self,
+        module: StaticModule,
+        name: str,
+        bindings: list[ast.AST | Imported],
+        call: ast.Call,
+        scopes: list[Scope],
+        depth: int,
+        how: str,
+    ) -> Resolved:
+        """What ``name`` refers to where it may be any of ``bindings`` (which one, only running the code tells): what
+        they all refer to, where that is one thing; else ``Unresolved``."""
+        found = [self._bound(module, name, binding, call, scopes, depth + 1) for binding in bindings]
+        if all(_same(one, found[0]) for one in found[1:]):
+            return found[0]
+        helpers = sorted({repr(one[1].name) for one in found if isinstance(one, tuple)})
+        helpers += ["another value"] if helpers and not all(isinstance(one, tuple) for one in found) else []
+        named = f" to {' or '.join(helpers)}" if helpers else ""
+        return Unresolved(call, name, f"{how}{named}, known only at run time")
+
+    def _bound(
+        self,
+        module: StaticModule,
+        name: str,
+        bound: ast.AST | Imported | None,
+        call: ast.Call,
+        scopes: list[Scope],
+        depth: int,
+    ) -> Resolved:
+        """What ``name``, bound to ``bound``, refers to."""
         if isinstance(bound, Imported):
             return self._imported(module, bound, name, call, depth)
         if isinstance(bound, ast.FunctionDef):
@@ -300,6 +343,8 @@ class Project:
             return Unresolved(call, name, f"a parameter of '{function}', known only when it is called")
         if isinstance(bound, ast.Name):  # an alias: ``writer = write_contact``
             return self._name(module, bound.id, call, module.scopes(bound), depth + 1)
+        if isinstance(bound, ast.IfExp):  # ``put = put_fast if FAST else put_exact``
+            return self._one_of(module, name, [bound.body, bound.orelse], call, scopes, depth, "bound by a condition")
         if bound is None or isinstance(bound, ast.ClassDef | ast.Constant):
             return None
         if isinstance(bound, ast.expr) and module.warp.is_warp_expr(bound):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import ast
 import bisect
 import builtins
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from warp_rewrite.cli.source_file import Imported, SourceModule, imported_names
@@ -88,13 +88,21 @@ class ScopedModule(SourceModule):
     def scope_binding(self, scope: Scope | ast.Module, name: str) -> ast.AST | Imported | None:
         """The last binding of ``name`` directly in ``scope`` (``scope_bindings``), the scope's bindings listed once
         a run: a file's module scope is asked about thousands of names."""
+        return self._scope_bindings(scope).last.get(name)
+
+    def alternatives(self, scope: Scope | ast.Module, name: str) -> list[ast.AST | Imported]:
+        """Each binding of ``name`` directly in ``scope`` that may be the one left when the scope has run, where
+        that is more than one (``ScopeBindings.alternatives``); else none."""
+        return self._scope_bindings(scope).alternatives.get(name, [])
+
+    def _scope_bindings(self, scope: Scope | ast.Module) -> ScopeBindings:
         bindings = self._bindings.get(id(scope))
         if bindings is None:
             bindings = self._bindings[id(scope)] = scope_bindings(scope, self.generated)
-        return bindings.get(name)
+        return bindings
 
     @cached_property
-    def _bindings(self) -> dict[int, dict[str, ast.AST | Imported]]:
+    def _bindings(self) -> dict[int, ScopeBindings]:
         return {}
 
     def binding(self, name: str, scopes: list[Scope]) -> ast.AST | Imported | None:
@@ -144,42 +152,74 @@ def _path(current: ast.AST, node: ast.AST, position: tuple[int, int]) -> list[as
     return None
 
 
-def scope_bindings(
-    scope: Scope | ast.Module,
-    generated: Callable[[ast.stmt], bool],
-) -> dict[str, ast.AST | Imported]:
+@dataclass
+class ScopeBindings:
+    """The names a scope binds: each with its last binding; and, for a name bound in a branch (under an ``if``, a
+    loop, a ``try`` or a ``match``) and elsewhere too, each of its bindings, since which one is left depends on how
+    the code ran (``if FAST: put = put_fast`` then ``else: put = put_exact``)."""
+
+    last: dict[str, ast.AST | Imported] = field(default_factory=dict)
+    alternatives: dict[str, list[ast.AST | Imported]] = field(default_factory=dict)
+
+
+# The statements whose bodies may run or not (or in part): a binding in one is one of several a name may be left with
+_BRANCHING = (
+    ast.If,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.Try,
+    ast.Match,
+    *([ast.TryStar] if hasattr(ast, "TryStar") else []),
+)
+
+
+def scope_bindings(scope: Scope | ast.Module, generated: Callable[[ast.stmt], bool]) -> ScopeBindings:
     """Every name bound directly in ``scope`` (not inside the functions it defines), not counting the statements of
-    ``generated`` blocks, with its last binding: a parameter, a definition, an ``Imported``, the value assigned (an
+    ``generated`` blocks, with its bindings: a parameter, a definition, an ``Imported``, the value assigned (an
     annotation without one: the statement), or the statement that stores it (a loop, ``with ... as``, ``x += 1``)."""
-    found: dict[str, ast.AST | Imported] = {}
+    every: dict[str, list[tuple[ast.AST | Imported, bool]]] = {}  # name -> (binding, made in a branch)
+
+    def bind(names: Mapping[str, ast.AST | Imported], branch: bool) -> None:
+        for name, binding in names.items():
+            every.setdefault(name, []).append((binding, branch))
+
     if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
         arguments = scope.args
         for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]:
             if arg is not None:
-                found[arg.arg] = arg
-    pending = list(scope.body) if isinstance(scope.body, list) else []
+                bind({arg.arg: arg}, False)
+    pending = [(node, False) for node in scope.body] if isinstance(scope.body, list) else []
     while pending:
-        node = pending.pop(0)
+        node, branch = pending.pop(0)
         if generated(node):
             continue
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            found[node.name] = node
+            bind({node.name: node}, branch)
             continue
         if isinstance(node, ast.Import | ast.ImportFrom):
             first: dict[str, Imported] = {}
             for local, source in imported_names(node):
                 first.setdefault(local, source)  # the first alias of a name in one statement
-            found |= first
+            bind(first, branch)
         elif isinstance(node, ast.Assign):
-            found |= {target.id: node.value for target in node.targets if isinstance(target, ast.Name)}
+            bind({target.id: node.value for target in node.targets if isinstance(target, ast.Name)}, branch)
         elif isinstance(node, ast.AnnAssign):
-            found |= dict.fromkeys(_stored(node.target), node.value if node.value is not None else node)
+            bind(dict.fromkeys(_stored(node.target), node.value if node.value is not None else node), branch)
         else:
-            found |= dict.fromkeys((name for target in _targets(node) for name in _stored(target)), node)
+            bind(dict.fromkeys((name for target in _targets(node) for name in _stored(target)), node), branch)
         if isinstance(node, ast.stmt) and not isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
-            pending.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
-            for handler in getattr(node, "handlers", []):
-                pending.extend(handler.body)
+            inner = branch or isinstance(node, _BRANCHING)
+            pending.extend((child, inner) for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
+            pending.extend(
+                (statement, inner) for handler in getattr(node, "handlers", []) for statement in handler.body
+            )
+            pending.extend((statement, inner) for case in getattr(node, "cases", []) for statement in case.body)
+    found = ScopeBindings()
+    for name, bindings in every.items():
+        found.last[name] = bindings[-1][0]
+        if len(bindings) > 1 and any(branch for _, branch in bindings):
+            found.alternatives[name] = [binding for binding, _ in bindings]
     return found
 
 

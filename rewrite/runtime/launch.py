@@ -544,8 +544,10 @@ class RewrittenKernel(wp.Kernel):
                     self.kernel.key,
                     site.location,
                     f"the value returned by wp.atomic_{site.op}() on '{site.target}' is a float that depends on "
-                    f"'{path}', which requires grad; its exact gradient through the returned value is not supported",
-                    f"Launch with '{path}' not requiring grad, or compute the value without using the atomic's return",
+                    f"'{path}', which requires grad; rewritten with detach_returns=True, the replay reads that value "
+                    "back as a constant, and its gradient would be lost",
+                    "Rewrite without detach_returns=True (returned floats then get exact gradients), or launch with "
+                    f"'{path}' not requiring grad",
                 )
 
     def _variant(self, request: LaunchRequest) -> tuple[KernelPair, frozenset[str]]:

@@ -17,7 +17,7 @@ import warp as wp
 from tests.fuzz.generator import generate_kernel, module_source
 from tests.fuzz.runner import load_batch
 from tests.support import patterns
-from warp_rewrite import RewriteError
+from warp_rewrite import RewriteError, wp_rewrite
 from warp_rewrite.cli.emit import _bound_names, _module_names
 from warp_rewrite.cli.project import Project
 from warp_rewrite.cli.static_frontend import StaticFrontend
@@ -88,3 +88,19 @@ def test_debug_switch_prints_what_each_stage_made_in_order(monkeypatch, capsys):
     headers = [f"--- wp-rewrite: kernel 'compact_positive' after stage '{stage.name}' ---" for stage in pipeline.STAGES]
     assert [err.index(header) for header in headers] == sorted(err.index(header) for header in headers)
     assert "wp.atomic_add on 'count' -> slot_records" in err and "def compact_positive_replay(" in err
+
+
+@wp.kernel
+def append_while_under_budget(count: wp.array[int], x: wp.array[float], out: wp.array[float]):
+    tid = wp.tid()
+    if count[0] < 4:
+        out[wp.atomic_add(count, 0, 1)] = x[tid] * x[tid]
+
+
+def test_the_live_frontends_type_probe_warns_about_nothing(capfd):
+    """The live front end builds the kernel once with Warp's array-access verification on, to learn which arrays Warp
+    sees written (``LiveFrontend.built_adjoint``); what that makes Warp warn about (an array written after it was
+    read, here the counter) is the probe's own: a user rewriting such a kernel saw it where plain Warp says nothing."""
+    capfd.readouterr()
+    assert wp_rewrite(append_while_under_budget).pair is not None
+    assert "is being written to after it has been read" not in capfd.readouterr().err

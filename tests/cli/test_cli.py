@@ -298,6 +298,49 @@ def test_module_with_its_own_warp_alias_and_a_bare_atomic(tmp_path, capsys):
     check(Case(None, N, make, [2], [1], program=through(module, "pop_and_scale", N)))
 
 
+BRANCH_ALIAS = """import warp as wp
+
+EXACT = True
+
+
+@wp.func
+def put_square(count: wp.array[int], out: wp.array[float], v: float):
+    out[wp.atomic_add(count, 0, 1)] = v * v
+
+
+@wp.func
+def put_exp(count: wp.array[int], out: wp.array[float], v: float):
+    out[wp.atomic_add(count, 0, 1)] = wp.exp(v)
+
+
+if EXACT:
+    put = put_square
+else:
+    put = put_exp
+
+
+@wp.kernel
+def emit(x: wp.array[float], count: wp.array[int], out: wp.array[float]):
+    put(count, out, x[wp.tid()])
+"""
+
+
+def test_a_helper_bound_on_branches_is_not_cloned_from_the_last_binding(tmp_path, capsys):
+    """``put`` is ``put_square`` when the module runs; the rewrite once cloned ``put_exp``, the last binding in the
+    text, so that the emitted kernel wrote ``exp(x)`` with its gradient, and said nothing. Which helper runs only
+    running the module tells: the kernel is left as it is, and the warning says why and what to do."""
+    source = tmp_path / "branches.py"
+    source.write_text(BRANCH_ALIAS)
+    status, out, err = run_cli(capsys, source, "--in-place")
+    assert status == 0 and "no kernel to rewrite" in out + err
+    assert source.read_text() == BRANCH_ALIAS
+    assert (
+        "branches.py:24:5: warning: kernel 'emit' calls function value 'put', bound on different branches to "
+        "'put_exp' or 'put_square', known only at run time, which wp-rewrite cannot follow from the source; if it "
+        "uses an atomic's returned value, its gradients stay wrong: launch wp_rewrite(emit) instead" in err
+    )
+
+
 # --- the emitted text -----------------------------------------------------------------------------------------
 
 

@@ -614,6 +614,90 @@ def test_calls_through_closures_and_static_are_followed(capsys, tmp_path):
     )
 
 
+BRANCH_ALIASES = """import warp as wp
+
+EXACT = True
+
+
+@wp.func
+def put_square(count: wp.array[int], out: wp.array[float], v: float):
+    out[wp.atomic_add(count, 0, 1)] = v * v
+
+
+@wp.func
+def put_exp(count: wp.array[int], out: wp.array[float], v: float):
+    out[wp.atomic_add(count, 0, 1)] = wp.exp(v)
+
+
+if EXACT:
+    put = put_square
+else:
+    put = put_exp
+chosen = put_square if EXACT else put_exp
+same = put_exp if EXACT else put_exp
+rebound = put_exp
+rebound = put_square
+
+
+@wp.kernel
+def through_branches(count: wp.array[int], out: wp.array[float]):
+    put(count, out, 1.0)
+
+
+@wp.kernel
+def through_a_condition(count: wp.array[int], out: wp.array[float]):
+    chosen(count, out, 1.0)
+
+
+@wp.kernel
+def through_one_helper_either_way(count: wp.array[int], out: wp.array[float]):
+    same(count, out, 1.0)
+
+
+@wp.kernel
+def through_the_last_of_two(count: wp.array[int], out: wp.array[float]):
+    rebound(count, out, 1.0)
+
+
+def make(writer=None):
+    if writer is None:
+        writer = put_exp
+
+    @wp.kernel
+    def through_a_default(count: wp.array[int], out: wp.array[float]):
+        writer(count, out, 1.0)
+
+    return through_a_default
+"""
+
+
+def test_a_name_bound_on_branches_or_by_a_condition_is_known_only_at_run_time(capsys, tmp_path):
+    """Which helper ``put`` is, when bound on both branches of an ``if`` (or by a conditional expression, or as a
+    parameter's default replaced on a branch), only running the module tells: WR005, naming the helpers, where the
+    check once took the last binding in the text (``put_exp``), and the rewrite then cloned the helper that does not
+    run, forward and gradient both wrong. One helper either way, and a name bound twice in a row, are followed."""
+    assert check(capsys, tmp_path, BRANCH_ALIASES, "--select", "WR003,WR005") == [
+        "28:5: WR005",  # put: on the branches of if EXACT
+        "33:5: WR005",  # chosen = put_square if EXACT else put_exp
+        "38:5: WR003",  # same: put_exp either way
+        "43:5: WR003",  # rebound: put_square, the last
+        "52:9: WR005",  # writer: the parameter, or put_exp
+    ]
+    _, out, _ = run_cli(capsys, "--check", tmp_path / "kernels.py", "--select", "WR005")
+    assert (
+        "calls function value 'put', bound on different branches to 'put_exp' or 'put_square', known only at run time"
+        in out
+    )
+    assert (
+        "calls function value 'chosen', bound by a condition to 'put_exp' or 'put_square', known only at run time"
+        in out
+    )
+    assert (
+        "calls function value 'writer', bound on different branches to 'put_exp' or another value, known only at run "
+        "time" in out
+    )
+
+
 SOLVERS = """import warp as wp
 
 
