@@ -73,6 +73,8 @@ class KernelCalls:
     loops: list[HelperLoop] = field(default_factory=list)
     unknown: list[Unknown] = field(default_factory=list)
     reached: dict[int, ReachedHelper] = field(default_factory=dict)  # every helper called, at any depth, by id
+    # the names the kernel calls a helper through that are not the helper's own (``put = put_square``), with it
+    aliases: dict[str, ReachedHelper] = field(default_factory=dict)
 
 
 @dataclass
@@ -199,6 +201,9 @@ class HazardFinder:
                 scan = self._scan(*found)
                 name = found[1].name
                 result.reached |= scan.reached
+                called = _called_name(call, module)
+                if called is not None and called != name:
+                    result.aliases.setdefault(called, ReachedHelper(*found))
                 if scan.consumer is not None:
                     result.hazards.append(HelperHazard(call, name, *scan.consumer))
                 if scan.loop is not None:
@@ -243,6 +248,14 @@ class HazardFinder:
                 self._merge(scan.misses, inner.misses)
                 scan.reached |= inner.reached
         return scan
+
+
+def _called_name(call: ast.Call, module: StaticModule) -> str | None:
+    """The name a call calls: ``f(...)``'s, or ``wp.static(f)(...)``'s; None for any other callee."""
+    func = call.func
+    if isinstance(func, ast.Call) and module.warp.is_warp(func.func, "static") and len(func.args) == 1:
+        func = func.args[0]
+    return func.id if isinstance(func, ast.Name) else None
 
 
 def _miss_key(miss: Unfollowed | Unresolved) -> tuple[str, str]:

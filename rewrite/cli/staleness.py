@@ -33,11 +33,14 @@ def definition_source(module: StaticModule, definition: ast.FunctionDef) -> str:
 @dataclass(frozen=True)
 class MadeFrom:
     """A block's inputs: its options, the kernel's source and its helpers'. ``named``: the helpers of the kernel's
-    file the block can name (defined before the kernel, bound to that name where it is), which its import-time
-    check reads again; the others' sources (other files, class members) are in ``elsewhere``, a digest."""
+    file the block can name (defined before the kernel, bound to that name where it is), then the other names the
+    kernel calls a helper through (``put = put_square``, bound before the kernel), each with the source of the
+    helper the rewrite took it for: its import-time check reads them again, so that a name bound otherwise when the
+    module runs stops the import rather than launch a clone of another helper. The others' sources (other files,
+    class members) are in ``elsewhere``, a digest."""
 
     options: str
-    sources: tuple[str, ...]  # the kernel's, then the named helpers'
+    sources: tuple[str, ...]  # the kernel's, then those of the named helpers and of the helpers the aliases name
     named: tuple[str, ...]
     elsewhere: str
 
@@ -52,15 +55,28 @@ def made_from(module: StaticModule, kernel: ast.FunctionDef, finder: HazardFinde
     Nothing of it depends on how the files were named or found (relative or absolute paths, the working directory,
     which file was read first): the named helpers are in the order of their lines, the others' sources in the order
     of their text."""
-    helpers = finder.kernel_calls(module, kernel).reached.values()
+    calls = finder.kernel_calls(module, kernel)
+    helpers = calls.reached.values()
     named = sorted((h for h in helpers if _nameable(module, kernel, h)), key=lambda h: h.definition.lineno)
     others = sorted(definition_source(h.module, h.definition) for h in helpers if all(h is not n for n in named))
+    aliases = sorted(alias for alias in calls.aliases if _alias_bound_before(module, kernel, alias))
     return MadeFrom(
         options,
-        (definition_source(module, kernel), *(definition_source(module, h.definition) for h in named)),
-        tuple(h.definition.name for h in named),
+        (
+            definition_source(module, kernel),
+            *(definition_source(module, h.definition) for h in named),
+            *(definition_source(calls.aliases[a].module, calls.aliases[a].definition) for a in aliases),
+        ),
+        (*(h.definition.name for h in named), *aliases),
         _fingerprints().digest(others),
     )
+
+
+def _alias_bound_before(module: StaticModule, kernel: ast.FunctionDef, alias: str) -> bool:
+    """True if ``alias`` is bound to another name (``put = put_square``) before ``kernel``, where the block after
+    the kernel can name it."""
+    bound = module.binding(alias, module.scopes(kernel))
+    return isinstance(bound, ast.Name) and bound.lineno < kernel.lineno
 
 
 def _nameable(module: StaticModule, kernel: ast.FunctionDef, helper: ReachedHelper) -> bool:

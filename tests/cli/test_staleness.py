@@ -160,6 +160,49 @@ def test_an_edited_helper_of_another_file_is_reported_and_regenerated(sim, capsy
     assert_matches_the_original(load(sim), load(original))
 
 
+ALIASED = """import warp as wp
+
+
+@wp.func
+def put_square(count: wp.array[wp.int32], out: wp.array[wp.float64], v: wp.float64):
+    out[wp.atomic_add(count, 0, 1)] = v * v
+
+
+@wp.func
+def put_exp(count: wp.array[wp.int32], out: wp.array[wp.float64], v: wp.float64):
+    out[wp.atomic_add(count, 0, 1)] = wp.exp(v)
+
+
+put = put_square
+
+
+@wp.kernel
+def compact(x: wp.array[wp.float64], count: wp.array[wp.int32], out: wp.array[wp.float64]):
+    put(count, out, x[wp.tid()])
+"""
+
+
+def test_a_helper_alias_bound_otherwise_since_refuses_to_import(tmp_path, capsys):
+    """The block names the aliases the kernel calls a helper through beside the helpers (``(compact, put_square,
+    put)``), with the source of the helper each was taken for: rebound since (``put = put_exp``), the import stops
+    where it once launched the clone of ``put_square``, and ``--check`` calls the block stale."""
+    path = tmp_path / "aliased.py"
+    path.write_text(ALIASED)
+    assert run_cli(capsys, path, "--in-place")[0] == 0
+    assert "check_fingerprint(" in path.read_text() and ", (compact, put_square, put))" in path.read_text()
+    original = tmp_path / "original.py"
+    original.write_text(ALIASED)
+    emitted = load(path)
+    program = original_or(load(original).compact, N, lambda args: emitted.compact.launch(dim=N, inputs=args))
+    check(Case(None, N, compaction_args, [2], [0], program=program))
+
+    edit(path, "put = put_square", "put = put_exp")
+    with pytest.raises(Exception, match=r"kernel 'compact'.*re-run wp-rewrite") as raised:
+        load(path)
+    assert type(raised.value).__name__ == "RewriteError"
+    assert " WR006 the block wp-rewrite generated for kernel 'compact'" in run_cli(capsys, "--check", path)[1]
+
+
 def test_a_factory_kernel_edited_refuses_when_the_factory_runs(sim, capsys):
     edit(sim, "x[tid] * wp.float64(factor)", "x[tid] * x[tid] * wp.float64(factor)")
     module = load(sim)  # the factory's block runs when the factory does
