@@ -72,6 +72,9 @@ class KernelCalls:
     hazards: list[HelperHazard] = field(default_factory=list)
     loops: list[HelperLoop] = field(default_factory=list)
     unknown: list[Unknown] = field(default_factory=list)
+    # calls of a helper known only at run time, each of whose candidates consumes an atomic's return: a hazard (in
+    # ``hazards`` too) whichever runs, but the source does not say which one to rewrite
+    undecided: list[Unknown] = field(default_factory=list)
     reached: dict[int, ReachedHelper] = field(default_factory=dict)  # every helper called, at any depth, by id
     # the names the kernel calls a helper through that are not the helper's own (``put = put_square``), with it
     aliases: dict[str, ReachedHelper] = field(default_factory=dict)
@@ -195,7 +198,11 @@ class HazardFinder:
         scopes = module.scopes_in(function, nodes)
         for call in sorted((n for n in nodes if isinstance(n, ast.Call)), key=position):
             found = self.project.resolve(module, call, scopes)
-            if isinstance(found, Unfollowed | Unresolved):
+            consumers = self._consumers(found) if isinstance(found, Unresolved) else []
+            if consumers and isinstance(found, Unresolved):
+                result.hazards.append(HelperHazard(call, found.helper, *consumers[0]))
+                result.undecided.append(Unknown(call, found, None))
+            elif isinstance(found, Unfollowed | Unresolved):
                 result.unknown.append(Unknown(call, found, None))
             elif found is not None:
                 scan = self._scan(*found)
@@ -210,6 +217,12 @@ class HazardFinder:
                     result.loops.append(HelperLoop(call, name, *scan.loop))
                 result.unknown += [Unknown(call, miss, name) for miss in scan.misses]
         return result
+
+    def _consumers(self, miss: Unresolved) -> list[tuple[str, str, str]]:
+        """Where each helper ``miss`` may be consumes an atomic's return (``_Scan.consumer``), where every one of
+        them does; else none."""
+        consumers = [self._scan(*candidate).consumer for candidate in miss.candidates]
+        return [c for c in consumers if c is not None] if consumers and all(consumers) else []
 
     @staticmethod
     def _merge(misses: list[Unfollowed | Unresolved], more: list[Unfollowed | Unresolved]) -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from warp_rewrite import pipeline
 from warp_rewrite.cli.hazards import HazardFinder, Unknown
-from warp_rewrite.cli.project import SEARCHED, Unfollowed
+from warp_rewrite.cli.project import SEARCHED, Unfollowed, Unresolved
 from warp_rewrite.cli.static_frontend import StaticFrontend, construction_options, construction_problem
 from warp_rewrite.cli.static_module import StaticModule
 from warp_rewrite.passes.syntax import Located
@@ -40,6 +40,21 @@ def _unknown_warning(module: StaticModule, kernel: ast.FunctionDef, unknown: Unk
         unknown.call,
         f"kernel '{kernel.name}' calls {what}{through}; if it uses an atomic's returned value, "
         f"its gradients stay wrong: launch wp_rewrite({kernel.name}) instead, which sees the value at run time",
+    )
+
+
+def _undecided_refusal(module: StaticModule, kernel: ast.FunctionDef, unknown: Unknown) -> RewriteError:
+    """A kernel calling a helper known only at run time, each candidate of which consumes an atomic's return: its
+    gradients are wrong in plain Warp whichever runs, and the rewrite cannot tell which one to clone."""
+    miss = unknown.miss
+    assert isinstance(miss, Unresolved)  # (``KernelCalls.undecided``)
+    return RewriteError(
+        kernel.name,
+        module.location(unknown.call),
+        f"it calls '{miss.helper}', {miss.reason}; each of those uses an atomic's returned value, so the kernel's "
+        "gradients are wrong in plain Warp, and the source alone does not tell which one to rewrite",
+        f"Bind the helper once, unconditionally (one helper that branches inside), or launch wp_rewrite({kernel.name}) "
+        "instead, which sees the helper at run time",
     )
 
 
@@ -74,6 +89,9 @@ def choose_kernels(
         if module.backward_disabled(kernel):
             continue  # no backward pass: nothing to make right
         choice.warnings += [_unknown_warning(module, kernel, unknown) for unknown in calls.unknown]
+        if calls.undecided:
+            choice.refusals.append(_undecided_refusal(module, kernel, calls.undecided[0]))
+            continue
         if not pipeline.needs_rewrite(frontend(kernel)):
             continue
         verdict = RewriteError if pipeline.consumes_returns(frontend(kernel)) else LeftToWarp

@@ -8,6 +8,7 @@ import ast
 import enum
 import importlib.machinery
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,6 +59,9 @@ class Unresolved:
     call: ast.Call
     helper: str  # the callee as written
     reason: str  # what it is, for messages: "a parameter of 'make_kernel'"
+    # the helpers it may be, where it is one of them whichever way the code runs (``put = put_fast if FAST else
+    # put_exact``); else none
+    candidates: tuple[tuple[StaticModule, ast.FunctionDef], ...] = ()
 
     @property
     def callee(self) -> Callee:
@@ -285,6 +289,10 @@ class Project:
             return found or Unresolved(
                 call, ast.unparse(expr), "an attribute of a value returned by a call, known only at run time"
             )
+        if static and isinstance(expr, ast.IfExp):  # ``wp.static(put_fast if FAST else put_exact)``
+            branches = [expr.body, expr.orelse]
+            how = "chosen by a condition"
+            return self._one_of(module, ast.unparse(expr), branches, call, scopes, depth, how, "from")
         if static:
             return Unresolved(call, ast.unparse(expr), "an expression evaluated when Warp builds the kernel")
         return None
@@ -300,21 +308,25 @@ class Project:
         self,
         module: StaticModule,
         name: str,
-        bindings: list[ast.AST | Imported],
+        bindings: Sequence[ast.AST | Imported],
         call: ast.Call,
         scopes: list[Scope],
         depth: int,
         how: str,
+        preposition: str = "to",
     ) -> Resolved:
         """What ``name`` refers to where it may be any of ``bindings`` (which one, only running the code tells): what
-        they all refer to, where that is one thing; else ``Unresolved``."""
+        they all refer to, where that is one thing; else ``Unresolved``, naming the helpers (``how``, then
+        ``preposition``: "bound by a condition to 'f' or 'g'")."""
         found = [self._bound(module, name, binding, call, scopes, depth + 1) for binding in bindings]
         if all(_same(one, found[0]) for one in found[1:]):
             return found[0]
-        helpers = sorted({repr(one[1].name) for one in found if isinstance(one, tuple)})
-        helpers += ["another value"] if helpers and not all(isinstance(one, tuple) for one in found) else []
-        named = f" to {' or '.join(helpers)}" if helpers else ""
-        return Unresolved(call, name, f"{how}{named}, known only at run time")
+        candidates = tuple(one for one in found if isinstance(one, tuple))
+        helpers = sorted({repr(helper.name) for _, helper in candidates})
+        every = len(candidates) == len(found)
+        helpers += ["another value"] if helpers and not every else []
+        named = f" {preposition} {' or '.join(helpers)}" if helpers else ""
+        return Unresolved(call, name, f"{how}{named}, known only at run time", candidates if every else ())
 
     def _bound(
         self,

@@ -328,16 +328,18 @@ def emit(x: wp.array[float], count: wp.array[int], out: wp.array[float]):
 def test_a_helper_bound_on_branches_is_not_cloned_from_the_last_binding(tmp_path, capsys):
     """``put`` is ``put_square`` when the module runs; the rewrite once cloned ``put_exp``, the last binding in the
     text, so that the emitted kernel wrote ``exp(x)`` with its gradient, and said nothing. Which helper runs only
-    running the module tells: the kernel is left as it is, and the warning says why and what to do."""
+    running the module tells, and each one uses an atomic's return: the kernel is refused, saying why and what to do
+    (a helper that may also be one using none is a warning: ``test_lint.py``)."""
     source = tmp_path / "branches.py"
     source.write_text(BRANCH_ALIAS)
     status, out, err = run_cli(capsys, source, "--in-place")
-    assert status == 0 and "no kernel to rewrite" in out + err
+    assert status == 1 and "1 kernel refused" in out + err
     assert source.read_text() == BRANCH_ALIAS
     assert (
-        "branches.py:24:5: warning: kernel 'emit' calls function value 'put', bound on different branches to "
-        "'put_exp' or 'put_square', known only at run time, which wp-rewrite cannot follow from the source; if it "
-        "uses an atomic's returned value, its gradients stay wrong: launch wp_rewrite(emit) instead" in err
+        "branches.py:24:5: kernel 'emit': it calls 'put', bound on different branches to 'put_exp' or 'put_square', "
+        "known only at run time; each of those uses an atomic's returned value, so the kernel's gradients are wrong "
+        "in plain Warp, and the source alone does not tell which one to rewrite. Bind the helper once, "
+        "unconditionally (one helper that branches inside), or launch wp_rewrite(emit) instead" in err
     )
 
 

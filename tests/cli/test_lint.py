@@ -629,11 +629,17 @@ def put_exp(count: wp.array[int], out: wp.array[float], v: float):
     out[wp.atomic_add(count, 0, 1)] = wp.exp(v)
 
 
+@wp.func
+def put_first(count: wp.array[int], out: wp.array[float], v: float):
+    out[0] = v
+
+
 if EXACT:
     put = put_square
 else:
     put = put_exp
 chosen = put_square if EXACT else put_exp
+mixed = put_square if EXACT else put_first
 same = put_exp if EXACT else put_exp
 rebound = put_exp
 rebound = put_square
@@ -647,6 +653,16 @@ def through_branches(count: wp.array[int], out: wp.array[float]):
 @wp.kernel
 def through_a_condition(count: wp.array[int], out: wp.array[float]):
     chosen(count, out, 1.0)
+
+
+@wp.kernel
+def through_static(count: wp.array[int], out: wp.array[float]):
+    wp.static(put_square if EXACT else put_exp)(count, out, 1.0)
+
+
+@wp.kernel
+def through_one_that_may_not_consume(count: wp.array[int], out: wp.array[float]):
+    mixed(count, out, 1.0)
 
 
 @wp.kernel
@@ -672,24 +688,24 @@ def make(writer=None):
 
 
 def test_a_name_bound_on_branches_or_by_a_condition_is_known_only_at_run_time(capsys, tmp_path):
-    """Which helper ``put`` is, when bound on both branches of an ``if`` (or by a conditional expression, or as a
-    parameter's default replaced on a branch), only running the module tells: WR005, naming the helpers, where the
-    check once took the last binding in the text (``put_exp``), and the rewrite then cloned the helper that does not
-    run, forward and gradient both wrong. One helper either way, and a name bound twice in a row, are followed."""
+    """Which helper ``put`` is, when bound on both branches of an ``if`` (or by a conditional expression, also in
+    ``wp.static``, or as a parameter's default replaced on a branch), only running the module tells, where the check
+    once took the last binding in the text (``put_exp``), and the rewrite then cloned the helper that does not run,
+    forward and gradient both wrong. Where each helper it may be uses an atomic's return, the kernel is a hazard
+    whichever runs (WR003); where some may not, a possible one (WR005, naming them). One helper either way, and a
+    name bound twice in a row, are followed."""
     assert check(capsys, tmp_path, BRANCH_ALIASES, "--select", "WR003,WR005") == [
-        "28:5: WR005",  # put: on the branches of if EXACT
-        "33:5: WR005",  # chosen = put_square if EXACT else put_exp
-        "38:5: WR003",  # same: put_exp either way
-        "43:5: WR003",  # rebound: put_square, the last
-        "52:9: WR005",  # writer: the parameter, or put_exp
+        "34:5: WR003",  # put: put_square or put_exp, on the branches of if EXACT
+        "39:5: WR003",  # chosen = put_square if EXACT else put_exp
+        "44:5: WR003",  # wp.static(put_square if EXACT else put_exp)
+        "49:5: WR005",  # mixed: put_square or put_first, which uses no atomic
+        "54:5: WR003",  # same: put_exp either way
+        "59:5: WR003",  # rebound: put_square, the last
+        "68:9: WR005",  # writer: the parameter, or put_exp
     ]
     _, out, _ = run_cli(capsys, "--check", tmp_path / "kernels.py", "--select", "WR005")
     assert (
-        "calls function value 'put', bound on different branches to 'put_exp' or 'put_square', known only at run time"
-        in out
-    )
-    assert (
-        "calls function value 'chosen', bound by a condition to 'put_exp' or 'put_square', known only at run time"
+        "calls function value 'mixed', bound by a condition to 'put_first' or 'put_square', known only at run time"
         in out
     )
     assert (
