@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from warp_rewrite.cli.module_ints import module_int
-from warp_rewrite.cli.project import Project, Unfollowed, Unresolved
+from warp_rewrite.cli.project import Project, Unfollowed, Unresolved, callee_expression
 from warp_rewrite.cli.source_file import position
 from warp_rewrite.cli.static_module import StaticModule
 from warp_rewrite.passes import memory
@@ -198,9 +198,9 @@ class HazardFinder:
         scopes = module.scopes_in(function, nodes)
         for call in sorted((n for n in nodes if isinstance(n, ast.Call)), key=position):
             found = self.project.resolve(module, call, scopes)
-            consumers = self._consumers(found) if isinstance(found, Unresolved) else []
-            if consumers and isinstance(found, Unresolved):
-                result.hazards.append(HelperHazard(call, found.helper, *consumers[0]))
+            consumer = self._every_candidate_consumes(found) if isinstance(found, Unresolved) else None
+            if consumer is not None and isinstance(found, Unresolved):
+                result.hazards.append(HelperHazard(call, found.helper, *consumer))
                 result.undecided.append(Unknown(call, found, None))
             elif isinstance(found, Unfollowed | Unresolved):
                 result.unknown.append(Unknown(call, found, None))
@@ -208,9 +208,9 @@ class HazardFinder:
                 scan = self._scan(*found)
                 name = found[1].name
                 result.reached |= scan.reached
-                called = _called_name(call, module)
-                if called is not None and called != name:
-                    result.aliases.setdefault(called, ReachedHelper(*found))
+                called, _ = callee_expression(module, call)
+                if isinstance(called, ast.Name) and called.id != name:
+                    result.aliases.setdefault(called.id, ReachedHelper(*found))
                 if scan.consumer is not None:
                     result.hazards.append(HelperHazard(call, name, *scan.consumer))
                 if scan.loop is not None:
@@ -218,11 +218,11 @@ class HazardFinder:
                 result.unknown += [Unknown(call, miss, name) for miss in scan.misses]
         return result
 
-    def _consumers(self, miss: Unresolved) -> list[tuple[str, str, str]]:
-        """Where each helper ``miss`` may be consumes an atomic's return (``_Scan.consumer``), where every one of
-        them does; else none."""
+    def _every_candidate_consumes(self, miss: Unresolved) -> tuple[str, str, str] | None:
+        """Where the first helper ``miss`` may be consumes an atomic's return (``_Scan.consumer``), where every one
+        of them does; else None."""
         consumers = [self._scan(*candidate).consumer for candidate in miss.candidates]
-        return [c for c in consumers if c is not None] if consumers and all(consumers) else []
+        return consumers[0] if consumers and all(consumers) else None
 
     @staticmethod
     def _merge(misses: list[Unfollowed | Unresolved], more: list[Unfollowed | Unresolved]) -> None:
@@ -261,14 +261,6 @@ class HazardFinder:
                 self._merge(scan.misses, inner.misses)
                 scan.reached |= inner.reached
         return scan
-
-
-def _called_name(call: ast.Call, module: StaticModule) -> str | None:
-    """The name a call calls: ``f(...)``'s, or ``wp.static(f)(...)``'s; None for any other callee."""
-    func = call.func
-    if isinstance(func, ast.Call) and module.warp.is_warp(func.func, "static") and len(func.args) == 1:
-        func = func.args[0]
-    return func.id if isinstance(func, ast.Name) else None
 
 
 def _miss_key(miss: Unfollowed | Unresolved) -> tuple[str, str]:

@@ -71,6 +71,14 @@ class Unresolved:
 Resolved = tuple["StaticModule", ast.FunctionDef] | Unfollowed | Unresolved | None
 
 
+def callee_expression(module: StaticModule, call: ast.Call) -> tuple[ast.expr, bool]:
+    """What a call calls, and whether through ``wp.static``: ``f`` of ``f(...)`` and of ``wp.static(f)(...)``."""
+    func = call.func
+    if isinstance(func, ast.Call) and module.warp.is_warp(func.func, "static") and len(func.args) == 1:
+        return func.args[0], True
+    return func, False
+
+
 def _same(one: Resolved, other: Resolved) -> bool:
     """Do two resolutions name the same thing: the same helper (or both none, or both the same kind of call the
     rewrite cannot follow)?"""
@@ -258,14 +266,11 @@ class Project:
         """The ``@wp.func`` a call (in ``module``'s tree) refers to; ``Unfollowed`` if it is imported from a file
         not found, ``Unresolved`` if only running the code would tell; None for anything else (Warp's builtins,
         structs, constructors). ``scopes``: ``module.scopes(call)``, where the caller knows them."""
-        func = call.func
         scopes = module.scopes(call) if scopes is None else scopes
-        if isinstance(func, ast.Call) and module.warp.is_warp(func.func, "static") and len(func.args) == 1:
-            return self._callable(module, func.args[0], call, scopes, 0, static=True)
-        return self._callable(module, func, call, scopes, 0, static=False)
+        return self._callable(module, *callee_expression(module, call), call, scopes, 0)
 
     def _callable(
-        self, module: StaticModule, expr: ast.expr, call: ast.Call, scopes: list[Scope], depth: int, static: bool
+        self, module: StaticModule, expr: ast.expr, static: bool, call: ast.Call, scopes: list[Scope], depth: int
     ) -> Resolved:
         """What ``expr``, called in ``scopes``, refers to (``static``: inside ``wp.static(...)``)."""
         if depth > 20 or module.warp.is_warp_expr(expr):
